@@ -1,0 +1,24 @@
+//===- tfm-opt.cpp - tfm optimizer driver ---------------------------------===//
+//
+// MlirOptMain with the tfm dialect, its passes and pipelines, and the
+// upstream dialects and passes the tfm pipelines use.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+#include "tfm/Dialect/TfmDialect.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registry.insert<mlir::tfm::TfmDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "tfm optimizer driver\n", registry));
+}

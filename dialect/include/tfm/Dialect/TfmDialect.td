@@ -1,0 +1,32 @@
+//===- TfmDialect.td - tfm dialect definition -------------*- tablegen -*-===//
+//
+// The tfm dialect describes transformer models at three levels: the model
+// level produced by the front end, the primitive (textbook) level produced by
+// tfm-decompose, and the fused level (tfm.attention) produced by
+// tfm-fuse-attention.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_DIALECT_TD
+#define TFM_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Tfm_Dialect : Dialect {
+  let name = "tfm";
+  let cppNamespace = "::mlir::tfm";
+  let summary = "Transformer model dialect";
+  let description = [{
+    Ops that describe transformer inference on tensors with dynamic batch and
+    sequence dimensions: model-level blocks (embeddings, norms, projections,
+    multi-head attention, feed-forward networks), the primitive operations
+    they decompose into, and the fused `tfm.attention` kernel op.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+class Tfm_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tfm_Dialect, mnemonic, traits>;
+
+#endif // TFM_DIALECT_TD

@@ -1,0 +1,23 @@
+//===- TfmOps.h - tfm dialect operations -----------------------*- C++ -*-===//
+
+#ifndef TFM_DIALECT_TFMOPS_H
+#define TFM_DIALECT_TFMOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "tfm/Dialect/TfmDialect.h"
+#include "tfm/Dialect/TfmEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "tfm/Dialect/TfmAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "tfm/Dialect/TfmOps.h.inc"
+
+#endif // TFM_DIALECT_TFMOPS_H

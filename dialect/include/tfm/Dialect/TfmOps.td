@@ -1,0 +1,440 @@
+//===- TfmOps.td - tfm dialect operations ------------------*- tablegen -*-===//
+
+#ifndef TFM_OPS_TD
+#define TFM_OPS_TD
+
+include "tfm/Dialect/TfmDialect.td"
+include "tfm/Dialect/TfmAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Tfm_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+def Tfm_IntTensor : RankedTensorOf<[I32, I64]>;
+
+//===----------------------------------------------------------------------===//
+// Model level
+//===----------------------------------------------------------------------===//
+
+def Tfm_ParamOp : Tfm_Op<"param", [Pure]> {
+  let summary = "a named model parameter (weight) with a static shape";
+  let description = [{
+    Reads the parameter `name` from the model's weights. The name is the
+    canonical safetensors name from the language reference.
+
+    ```mlir
+    %w = tfm.param "layers.0.attn.q.weight" : tensor<768x768xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_EmbedOp : Tfm_Op<"embed", [Pure]> {
+  let summary = "token embedding lookup";
+  let description = [{
+    Gathers rows of `table` ([vocab, d_model]) for the token ids `tokens`
+    ([B, T]). With `scale`, the rows are multiplied by sqrt(d_model).
+
+    ```mlir
+    %x = tfm.embed %tokens, %table {scale} : (tensor<?x?xi32>, tensor<100x16xf32>) -> tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_IntTensor:$tokens, Tfm_FloatTensor:$table,
+                   UnitAttr:$scale);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat =
+      "$tokens `,` $table attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_PositionsOp : Tfm_Op<"positions", [Pure]> {
+  let summary = "add absolute position embeddings";
+  let description = [{
+    Adds position `p`'s embedding to row `p` of each sequence of `input`
+    ([B, T, d_model]). `learned` reads rows of `table` ([context, d_model]);
+    `sinusoidal` computes PE(p, 2i) = sin(p / 10000^(2i/d_model)),
+    PE(p, 2i+1) = cos(...) and takes no table.
+
+    ```mlir
+    %y = tfm.positions %x, %table {kind = #tfm.position<learned>} : (tensor<?x?x16xf32>, tensor<32x16xf32>) -> tensor<?x?x16xf32>
+    %z = tfm.positions %x {kind = #tfm.position<sinusoidal>} : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Optional<Tfm_FloatTensor>:$table,
+                   Tfm_PositionKindAttr:$kind);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat =
+      "$input (`,` $table^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_NormOp : Tfm_Op<"norm", [Pure]> {
+  let summary = "layer norm or RMS norm over the last dimension";
+  let description = [{
+    `layernorm`: (x - mean) / sqrt(var + eps) * weight + bias, with the biased
+    variance. `rmsnorm`: x / sqrt(mean(x^2) + eps) * weight, no bias.
+
+    ```mlir
+    %y = tfm.norm %x, %w, %b {kind = #tfm.norm<layernorm>, eps = 1.0e-05 : f64} : (tensor<?x?x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weight,
+                   Optional<Tfm_FloatTensor>:$bias, Tfm_NormKindAttr:$kind,
+                   F64Attr:$eps);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
+  let summary = "y = x W^T + b over the last dimension";
+  let description = [{
+    `weight` is stored [out, in] as in PyTorch's nn.Linear; `bias` is [out].
+
+    ```mlir
+    %y = tfm.linear %x, %w, %b : (tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weight,
+                   Optional<Tfm_FloatTensor>:$bias);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "multi-head attention block with its projections";
+  let description = [{
+    Projects `query` ([B, T, d_model]) with `wq` and `source` ([B, S, d_kv])
+    with `wk` and `wv`, splits heads (`heads` query heads, `kv_heads` key/value
+    heads of size `head_dim`), applies RoPE to Q and K when `rope_theta` is
+    set, computes softmax(Q K^T * scale + M) V per head with the mask `mask`
+    (and key lengths when `lengths` is given), merges heads and projects with
+    `wo`. For self-attention `source` is `query`. Biases are all four or none.
+
+    ```mlir
+    %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wv, %wo)
+           {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64,
+            mask = #tfm.mask<causal>, scale = 5.0e-01 : f64}
+           : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>,
+              tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$source,
+                   Tfm_FloatTensor:$wq, Tfm_FloatTensor:$wk,
+                   Tfm_FloatTensor:$wv, Tfm_FloatTensor:$wo,
+                   Variadic<Tfm_FloatTensor>:$biases,
+                   Optional<Tfm_IntTensor>:$lengths,
+                   I64Attr:$heads, I64Attr:$kv_heads, I64Attr:$head_dim,
+                   Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
+                   F64Attr:$scale, OptionalAttr<F64Attr>:$rope_theta,
+                   OptionalAttr<Tfm_RopeStyleAttr>:$rope_style);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $source `weights` `(` $wq `,` $wk `,` $wv `,` $wo `)`
+    (`biases` `(` $biases^ `)`)? (`lengths` `(` $lengths^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_FfnOp : Tfm_Op<"ffn", [Pure, AttrSizedOperandSegments]> {
+  let summary = "position-wise feed-forward network";
+  let description = [{
+    `down(act(up(x)))`, or for `swiglu`/`geglu`
+    `down(act(gate(x)) * up(x))` with act = silu / exact gelu. `biases` are
+    empty or one per weight, in the order up, gate, down.
+
+    ```mlir
+    %y = tfm.ffn %x up(%wu) down(%wd) biases(%bu, %bd) {activation = #tfm.activation<gelu>}
+           : (tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<16x64xf32>, tensor<64xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$up_weight,
+                   Optional<Tfm_FloatTensor>:$gate_weight,
+                   Tfm_FloatTensor:$down_weight,
+                   Variadic<Tfm_FloatTensor>:$biases,
+                   Tfm_ActivationAttr:$activation);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `up` `(` $up_weight `)` (`gate` `(` $gate_weight^ `)`)?
+    `down` `(` $down_weight `)` (`biases` `(` $biases^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_PatchEmbedOp : Tfm_Op<"patch_embed", [Pure]> {
+  let summary = "cut an image into patches and project them";
+  let description = [{
+    `pixels` [B, C, S, S] is cut into (S/patch)^2 patches, each flattened in
+    (channel, row, column) order and projected by `weight` [d_model, C*P*P]
+    and `bias` [d_model]. The result is [B, (S/P)^2, d_model].
+
+    ```mlir
+    %x = tfm.patch_embed %img, %w, %b {patch = 4 : i64} : (tensor<?x3x8x8xf32>, tensor<16x48xf32>, tensor<16xf32>) -> tensor<?x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$pixels, Tfm_FloatTensor:$weight,
+                   Tfm_FloatTensor:$bias, I64Attr:$patch);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$pixels `,` $weight `,` $bias attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_PrependTokenOp : Tfm_Op<"prepend_token", [Pure]> {
+  let summary = "prepend a learned token to every sequence";
+  let description = [{
+    ```mlir
+    %y = tfm.prepend_token %x, %cls : (tensor<?x4x16xf32>, tensor<16xf32>) -> tensor<?x5x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$token);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `,` $token attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_PoolOp : Tfm_Op<"pool", [Pure]> {
+  let summary = "pool a sequence to one vector";
+  let description = [{
+    `cls` reads position 0; `mean` averages over all positions, or over the
+    first `lengths[b]` positions when `lengths` is given.
+
+    ```mlir
+    %p = tfm.pool %x {kind = #tfm.pool<mean>} : (tensor<?x?x16xf32>) -> tensor<?x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Optional<Tfm_IntTensor>:$lengths,
+                   Tfm_PoolKindAttr:$kind);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input (`lengths` `(` $lengths^ `)`)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Primitive level (shared elementwise ops)
+//===----------------------------------------------------------------------===//
+
+class Tfm_BinaryOp<string mnemonic, string what>
+    : Tfm_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise " # what;
+  let description = [{
+    Elementwise }] # what # [{ of two tensors of the same type (residual
+    connections, gated feed-forward products).
+
+    ```mlir
+    %z = tfm.}] # mnemonic # [{ %x, %y : tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$rhs);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Tfm_AddOp : Tfm_BinaryOp<"add", "sum">;
+def Tfm_MulOp : Tfm_BinaryOp<"mul", "product">;
+
+def Tfm_MatmulOp : Tfm_Op<"matmul", [Pure]> {
+  let summary = "batched matrix product with transpose flags";
+  let description = [{
+    `lhs` [..., M, K] (or [..., K, M] with `transpose_lhs`) times `rhs`
+    [..., K, N] (or [..., N, K] with `transpose_rhs`). Both operands have the
+    same rank >= 2 and the same batch dimensions.
+
+    ```mlir
+    %s = tfm.matmul %q, %k {transpose_rhs} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$rhs,
+                   UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_ScaleOp : Tfm_Op<"scale", [Pure, SameOperandsAndResultType]> {
+  let summary = "multiply by a constant";
+  let description = [{
+    ```mlir
+    %y = tfm.scale %x {factor = 1.250000e-01 : f64} : tensor<?x4x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_MaskOp : Tfm_Op<"mask", [Pure]> {
+  let summary = "set masked attention scores to -inf";
+  let description = [{
+    `input` holds scores [B, H, T, S]. `causal` masks key j > query i,
+    `sliding` also masks keys j <= i - window; key positions are aligned to
+    the end (query i is at position i + S - T). With `lengths` ([B]), keys
+    j >= lengths[b] are masked too (padding).
+
+    ```mlir
+    %m = tfm.mask %s {kind = #tfm.mask<sliding>, window = 4 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Optional<Tfm_IntTensor>:$lengths,
+                   Tfm_MaskKindAttr:$kind, OptionalAttr<I64Attr>:$window);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input (`lengths` `(` $lengths^ `)`)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_SoftmaxOp : Tfm_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "softmax along one axis";
+  let description = [{
+    A row whose entries are all -inf gives zeros.
+
+    ```mlir
+    %p = tfm.softmax %s {axis = 3 : i64} : tensor<?x4x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_ActivationOp : Tfm_Op<"activation",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise activation";
+  let description = [{
+    `relu`, `gelu` (erf), `gelu_tanh` or `silu`; the gated kinds are spelled
+    with `tfm.mul` at this level.
+
+    ```mlir
+    %y = tfm.activation %x {kind = #tfm.activation<gelu_tanh>} : tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_ActivationAttr:$kind);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [Pure]> {
+  let summary = "[B, T, H*D] -> [B, H, T, D]";
+  let description = [{
+    ```mlir
+    %h = tfm.split_heads %x {heads = 4 : i64} : (tensor<?x?x16xf32>) -> tensor<?x4x?x4xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, I64Attr:$heads);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [Pure]> {
+  let summary = "[B, H, T, D] -> [B, T, H*D]";
+  let description = [{
+    ```mlir
+    %x = tfm.merge_heads %h : (tensor<?x4x?x4xf32>) -> tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_TransposeOp : Tfm_Op<"transpose", [Pure]> {
+  let summary = "permute dimensions";
+  let description = [{
+    Result dimension `i` is input dimension `permutation[i]`.
+
+    ```mlir
+    %kt = tfm.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x8xf32>) -> tensor<?x4x8x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_RopeOp : Tfm_Op<"rope", [Pure, SameOperandsAndResultType]> {
+  let summary = "rotary position embedding on [B, H, T, D]";
+  let description = [{
+    Rotates pairs (i, i + D/2) (`half`) or (2i, 2i+1) (`interleaved`) of each
+    head vector at position p by p * theta^(-2i/D).
+
+    ```mlir
+    %r = tfm.rope %q {theta = 1.0e+04 : f64, style = #tfm.rope_style<half>} : tensor<?x4x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, F64Attr:$theta,
+                   Tfm_RopeStyleAttr:$style);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_RepeatKvOp : Tfm_Op<"repeat_kv", [Pure]> {
+  let summary = "repeat key/value heads for grouped-query attention";
+  let description = [{
+    [B, KV, S, D] -> [B, KV * repeats, S, D]; result head h is input head
+    h / repeats.
+
+    ```mlir
+    %k4 = tfm.repeat_kv %k {repeats = 2 : i64} : (tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, I64Attr:$repeats);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fused level
+//===----------------------------------------------------------------------===//
+
+def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
+  let summary = "fused scaled dot-product attention";
+  let description = [{
+    softmax(Q K^T * scale + M) V for `query` [B, H, T, D], `key` [B, KV, S, D]
+    and `value` [B, KV, S, Dv], with H a multiple of KV (query head h reads
+    key/value head h / (H / KV)). `mask` and `window` as in `tfm.mask`;
+    `lengths` ([B]) masks keys past each sequence's length. A row whose keys
+    are all masked gives zeros. The result is [B, H, T, Dv].
+
+    ```mlir
+    %o = tfm.attention %q, %k, %v {mask = #tfm.mask<causal>, scale = 1.250000e-01 : f64}
+           : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
+                   Tfm_FloatTensor:$value, Optional<Tfm_IntTensor>:$lengths,
+                   Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
+                   F64Attr:$scale);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`lengths` `(` $lengths^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TFM_OPS_TD

@@ -1,0 +1,535 @@
+//===- TfmOps.cpp - tfm dialect operations ---------------------------------===//
+//
+// Verifiers for every shape and attribute rule of the tfm ops. Dynamic
+// dimensions are compatible with anything; static ones must agree.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Dialect/TfmOps.h"
+
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/SmallBitVector.h"
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+bool dimsCompatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+std::string dimStr(int64_t d) {
+  return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
+}
+
+/// Checks that `v` has rank `rank`.
+LogicalResult checkRank(Operation *op, Value v, int64_t rank, StringRef what) {
+  int64_t actual = tensorType(v).getRank();
+  if (actual != rank)
+    return op->emitOpError() << what << " must have rank " << rank
+                             << ", got rank " << actual;
+  return success();
+}
+
+/// Checks that dimension `actual` can equal `expected` (either may be `?`).
+LogicalResult checkDim(Operation *op, int64_t actual, int64_t expected,
+                       const Twine &what) {
+  if (!dimsCompatible(actual, expected))
+    return op->emitOpError() << what << " is " << dimStr(actual)
+                             << ", expected " << dimStr(expected);
+  return success();
+}
+
+/// Checks that every float operand and result share one element type.
+LogicalResult checkSameElementType(Operation *op) {
+  Type elt;
+  auto visit = [&](Value v) -> LogicalResult {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || !isa<FloatType>(t.getElementType()))
+      return success();
+    if (!elt)
+      elt = t.getElementType();
+    else if (elt != t.getElementType())
+      return op->emitOpError() << "mixes element types " << elt << " and "
+                               << t.getElementType();
+    return success();
+  };
+  for (Value v : op->getOperands())
+    if (failed(visit(v)))
+      return failure();
+  for (Value v : op->getResults())
+    if (failed(visit(v)))
+      return failure();
+  return success();
+}
+
+/// Checks that `actual` has the shape `expected` (with `?` compatible).
+LogicalResult checkShape(Operation *op, Value v, ArrayRef<int64_t> expected,
+                         StringRef what) {
+  auto t = tensorType(v);
+  if (t.getRank() != static_cast<int64_t>(expected.size()))
+    return op->emitOpError() << what << " must have rank " << expected.size()
+                             << ", got rank " << t.getRank();
+  for (auto [i, dims] : llvm::enumerate(llvm::zip(t.getShape(), expected)))
+    if (failed(checkDim(op, std::get<0>(dims), std::get<1>(dims),
+                        Twine(what) + " dimension " + Twine(i))))
+      return failure();
+  return success();
+}
+
+int64_t mulDims(int64_t a, int64_t b) {
+  if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
+    return ShapedType::kDynamic;
+  return a * b;
+}
+
+LogicalResult checkPositive(Operation *op, int64_t v, StringRef name) {
+  if (v <= 0)
+    return op->emitOpError() << name << " must be > 0, got " << v;
+  return success();
+}
+
+/// Mask rule shared by tfm.mask, tfm.attention and tfm.multi_head_attention:
+/// `window` is given exactly when the kind is `sliding`, and is >= 1.
+LogicalResult checkMask(Operation *op, MaskKind kind,
+                        std::optional<int64_t> window) {
+  if (kind == MaskKind::sliding) {
+    if (!window)
+      return op->emitOpError() << "sliding mask needs a window";
+    if (*window < 1)
+      return op->emitOpError() << "window must be >= 1, got " << *window;
+  } else if (window) {
+    return op->emitOpError() << "window is only valid with a sliding mask";
+  }
+  return success();
+}
+
+LogicalResult checkLengths(Operation *op, Value lengths, int64_t batch) {
+  if (!lengths)
+    return success();
+  if (failed(checkRank(op, lengths, 1, "lengths")))
+    return failure();
+  return checkDim(op, tensorType(lengths).getDimSize(0), batch,
+                  "lengths dimension 0");
+}
+
+LogicalResult checkScale(Operation *op, double scale, StringRef name) {
+  if (!std::isfinite(scale) || scale == 0.0)
+    return op->emitOpError() << name << " must be finite and nonzero";
+  return success();
+}
+
+/// Reads an optional integer attribute as a signed value.
+std::optional<int64_t> optInt(IntegerAttr attr) {
+  if (!attr)
+    return std::nullopt;
+  return attr.getInt();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Model level
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  if (getName().empty())
+    return emitOpError() << "needs a non-empty name";
+  if (!getType().hasStaticShape())
+    return emitOpError() << "must have a static shape";
+  return success();
+}
+
+LogicalResult EmbedOp::verify() {
+  if (failed(checkRank(*this, getTokens(), 2, "tokens")) ||
+      failed(checkRank(*this, getTable(), 2, "table")))
+    return failure();
+  auto tok = tensorType(getTokens()).getShape();
+  auto table = tensorType(getTable()).getShape();
+  if (failed(checkShape(*this, getResult(), {tok[0], tok[1], table[1]},
+                        "result")))
+    return failure();
+  return checkSameElementType(*this);
+}
+
+LogicalResult PositionsOp::verify() {
+  if (failed(checkRank(*this, getInput(), 3, "input")))
+    return failure();
+  if (getInput().getType() != getResult().getType())
+    return emitOpError() << "result type must equal the input type";
+  auto in = tensorType(getInput()).getShape();
+  if (getKind() == PositionKind::sinusoidal) {
+    if (getTable())
+      return emitOpError() << "sinusoidal positions take no table";
+    return success();
+  }
+  if (!getTable())
+    return emitOpError() << "learned positions need a table";
+  if (failed(checkRank(*this, getTable(), 2, "table")))
+    return failure();
+  auto table = tensorType(getTable()).getShape();
+  if (failed(checkDim(*this, table[1], in[2], "table dimension 1")))
+    return failure();
+  if (!ShapedType::isDynamic(in[1]) && !ShapedType::isDynamic(table[0]) &&
+      in[1] > table[0])
+    return emitOpError() << "sequence length " << in[1]
+                         << " exceeds the position table's " << table[0]
+                         << " rows";
+  return checkSameElementType(*this);
+}
+
+LogicalResult NormOp::verify() {
+  auto in = tensorType(getInput());
+  if (in.getRank() < 1)
+    return emitOpError() << "input must have rank >= 1";
+  if (getInput().getType() != getResult().getType())
+    return emitOpError() << "result type must equal the input type";
+  int64_t d = in.getShape().back();
+  if (failed(checkShape(*this, getWeight(), {d}, "weight")))
+    return failure();
+  if (getKind() == NormKind::layernorm && !getBias())
+    return emitOpError() << "layernorm needs a bias";
+  if (getKind() == NormKind::rmsnorm && getBias())
+    return emitOpError() << "rmsnorm has no bias";
+  if (getBias() && failed(checkShape(*this, getBias(), {d}, "bias")))
+    return failure();
+  if (!(getEps().convertToDouble() > 0.0))
+    return emitOpError() << "eps must be > 0";
+  return checkSameElementType(*this);
+}
+
+LogicalResult LinearOp::verify() {
+  auto in = tensorType(getInput());
+  if (in.getRank() < 1)
+    return emitOpError() << "input must have rank >= 1";
+  if (failed(checkRank(*this, getWeight(), 2, "weight")))
+    return failure();
+  auto w = tensorType(getWeight()).getShape();
+  if (failed(checkDim(*this, in.getShape().back(), w[1],
+                      "input dimension " + Twine(in.getRank() - 1))))
+    return failure();
+  if (getBias() && failed(checkShape(*this, getBias(), {w[0]}, "bias")))
+    return failure();
+  SmallVector<int64_t> expected(in.getShape());
+  expected.back() = w[0];
+  if (failed(checkShape(*this, getResult(), expected, "result")))
+    return failure();
+  return checkSameElementType(*this);
+}
+
+LogicalResult MultiHeadAttentionOp::verify() {
+  Operation *op = *this;
+  if (failed(checkRank(op, getQuery(), 3, "query")) ||
+      failed(checkRank(op, getSource(), 3, "source")))
+    return failure();
+  int64_t heads = getHeadsAttr().getInt(), kvHeads = getKvHeadsAttr().getInt(), hd = getHeadDimAttr().getInt();
+  if (failed(checkPositive(op, heads, "heads")) ||
+      failed(checkPositive(op, kvHeads, "kv_heads")) ||
+      failed(checkPositive(op, hd, "head_dim")))
+    return failure();
+  if (heads % kvHeads != 0)
+    return emitOpError() << "kv_heads (" << kvHeads << ") must divide heads ("
+                         << heads << ")";
+  auto q = tensorType(getQuery()).getShape();
+  auto src = tensorType(getSource()).getShape();
+  if (failed(checkDim(op, src[0], q[0], "source dimension 0")))
+    return failure();
+  int64_t d = q[2], dk = src[2];
+  if (failed(checkShape(op, getWq(), {heads * hd, d}, "wq")) ||
+      failed(checkShape(op, getWk(), {kvHeads * hd, dk}, "wk")) ||
+      failed(checkShape(op, getWv(), {kvHeads * hd, dk}, "wv")) ||
+      failed(checkShape(op, getWo(), {d, heads * hd}, "wo")))
+    return failure();
+  auto biases = getBiases();
+  if (!biases.empty()) {
+    if (biases.size() != 4)
+      return emitOpError() << "takes 0 or 4 biases (q, k, v, o), got "
+                           << biases.size();
+    if (failed(checkShape(op, biases[0], {heads * hd}, "q bias")) ||
+        failed(checkShape(op, biases[1], {kvHeads * hd}, "k bias")) ||
+        failed(checkShape(op, biases[2], {kvHeads * hd}, "v bias")) ||
+        failed(checkShape(op, biases[3], {d}, "o bias")))
+      return failure();
+  }
+  if (failed(checkLengths(op, getLengths(), q[0])) ||
+      failed(checkMask(op, getMask(), optInt(getWindowAttr()))) ||
+      failed(checkScale(op, getScale().convertToDouble(), "scale")))
+    return failure();
+  if (getRopeTheta().has_value() != getRopeStyle().has_value())
+    return emitOpError() << "rope_theta and rope_style go together";
+  if (getRopeTheta()) {
+    if (!(getRopeTheta()->convertToDouble() > 0.0))
+      return emitOpError() << "rope_theta must be > 0";
+    if (hd % 2 != 0)
+      return emitOpError() << "RoPE needs an even head_dim, got " << hd;
+  }
+  if (getQuery().getType() != getResult().getType())
+    return emitOpError() << "result type must equal the query type";
+  return checkSameElementType(op);
+}
+
+static bool isGated(Activation a) {
+  return a == Activation::swiglu || a == Activation::geglu;
+}
+
+LogicalResult FfnOp::verify() {
+  Operation *op = *this;
+  auto in = tensorType(getInput());
+  if (in.getRank() < 1)
+    return emitOpError() << "input must have rank >= 1";
+  if (failed(checkRank(op, getUpWeight(), 2, "up weight")))
+    return failure();
+  int64_t d = in.getShape().back();
+  int64_t hidden = tensorType(getUpWeight()).getDimSize(0);
+  if (failed(checkShape(op, getUpWeight(), {hidden, d}, "up weight")) ||
+      failed(checkShape(op, getDownWeight(), {d, hidden}, "down weight")))
+    return failure();
+  bool gated = isGated(getActivation());
+  if (gated && !getGateWeight())
+    return emitOpError() << stringifyActivation(getActivation())
+                         << " needs a gate weight";
+  if (!gated && getGateWeight())
+    return emitOpError() << stringifyActivation(getActivation())
+                         << " takes no gate weight";
+  if (getGateWeight() &&
+      failed(checkShape(op, getGateWeight(), {hidden, d}, "gate weight")))
+    return failure();
+  auto biases = getBiases();
+  size_t nWeights = gated ? 3 : 2;
+  if (!biases.empty()) {
+    if (biases.size() != nWeights)
+      return emitOpError() << "takes 0 or " << nWeights << " biases, got "
+                           << biases.size();
+    if (failed(checkShape(op, biases[0], {hidden}, "up bias")) ||
+        (gated && failed(checkShape(op, biases[1], {hidden}, "gate bias"))) ||
+        failed(checkShape(op, biases.back(), {d}, "down bias")))
+      return failure();
+  }
+  if (getInput().getType() != getResult().getType())
+    return emitOpError() << "result type must equal the input type";
+  return checkSameElementType(op);
+}
+
+LogicalResult PatchEmbedOp::verify() {
+  Operation *op = *this;
+  if (failed(checkRank(op, getPixels(), 4, "pixels")) ||
+      failed(checkRank(op, getWeight(), 2, "weight")))
+    return failure();
+  int64_t p = getPatchAttr().getInt();
+  if (failed(checkPositive(op, p, "patch")))
+    return failure();
+  auto px = tensorType(getPixels()).getShape();
+  int64_t c = px[1], s = px[2];
+  if (ShapedType::isDynamic(c) || ShapedType::isDynamic(s) ||
+      ShapedType::isDynamic(px[3]))
+    return emitOpError() << "pixels must have static channels and size";
+  if (px[3] != s)
+    return emitOpError() << "image must be square, got " << s << "x" << px[3];
+  if (s % p != 0)
+    return emitOpError() << "patch (" << p << ") must divide the image size ("
+                         << s << ")";
+  int64_t d = tensorType(getWeight()).getDimSize(0);
+  if (failed(checkShape(op, getWeight(), {d, c * p * p}, "weight")) ||
+      failed(checkShape(op, getBias(), {d}, "bias")) ||
+      failed(checkShape(op, getResult(), {px[0], (s / p) * (s / p), d},
+                        "result")))
+    return failure();
+  return checkSameElementType(op);
+}
+
+LogicalResult PrependTokenOp::verify() {
+  if (failed(checkRank(*this, getInput(), 3, "input")))
+    return failure();
+  auto in = tensorType(getInput()).getShape();
+  int64_t t = ShapedType::isDynamic(in[1]) ? in[1] : in[1] + 1;
+  if (failed(checkShape(*this, getToken(), {in[2]}, "token")) ||
+      failed(checkShape(*this, getResult(), {in[0], t, in[2]}, "result")))
+    return failure();
+  return checkSameElementType(*this);
+}
+
+LogicalResult PoolOp::verify() {
+  if (failed(checkRank(*this, getInput(), 3, "input")))
+    return failure();
+  auto in = tensorType(getInput()).getShape();
+  if (failed(checkShape(*this, getResult(), {in[0], in[2]}, "result")) ||
+      failed(checkLengths(*this, getLengths(), in[0])))
+    return failure();
+  return checkSameElementType(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// Primitive level
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  auto lhs = tensorType(getLhs()), rhs = tensorType(getRhs());
+  int64_t rank = lhs.getRank();
+  if (rank < 2)
+    return emitOpError() << "operands must have rank >= 2, got rank " << rank;
+  if (rhs.getRank() != rank)
+    return emitOpError() << "operands must have the same rank, got " << rank
+                         << " and " << rhs.getRank();
+  SmallVector<int64_t> expected;
+  for (int64_t i = 0; i < rank - 2; ++i) {
+    int64_t a = lhs.getDimSize(i), b = rhs.getDimSize(i);
+    if (!dimsCompatible(a, b))
+      return emitOpError() << "batch dimension " << i << " differs: "
+                           << dimStr(a) << " vs " << dimStr(b);
+    expected.push_back(ShapedType::isDynamic(a) ? b : a);
+  }
+  int64_t m = lhs.getDimSize(getTransposeLhs() ? rank - 1 : rank - 2);
+  int64_t k = lhs.getDimSize(getTransposeLhs() ? rank - 2 : rank - 1);
+  int64_t k2 = rhs.getDimSize(getTransposeRhs() ? rank - 1 : rank - 2);
+  int64_t n = rhs.getDimSize(getTransposeRhs() ? rank - 2 : rank - 1);
+  if (!dimsCompatible(k, k2))
+    return emitOpError() << "contraction dimensions differ: " << dimStr(k)
+                         << " vs " << dimStr(k2);
+  expected.push_back(m);
+  expected.push_back(n);
+  if (failed(checkShape(*this, getResult(), expected, "result")))
+    return failure();
+  return checkSameElementType(*this);
+}
+
+LogicalResult ScaleOp::verify() {
+  return checkScale(*this, getFactor().convertToDouble(), "factor");
+}
+
+LogicalResult MaskOp::verify() {
+  if (failed(checkRank(*this, getInput(), 4, "input")))
+    return failure();
+  if (getInput().getType() != getResult().getType())
+    return emitOpError() << "result type must equal the input type";
+  if (getKind() == MaskKind::none && !getLengths())
+    return emitOpError() << "mask of kind none needs lengths";
+  if (failed(checkMask(*this, getKind(), optInt(getWindowAttr()))))
+    return failure();
+  return checkLengths(*this, getLengths(),
+                      tensorType(getInput()).getDimSize(0));
+}
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = getType().getRank();
+  if (getAxisAttr().getInt() < 0 || getAxisAttr().getInt() >= rank)
+    return emitOpError() << "axis " << getAxisAttr().getInt() << " is out of range for rank "
+                         << rank;
+  return success();
+}
+
+LogicalResult ActivationOp::verify() {
+  if (isGated(getKind()))
+    return emitOpError() << "kind " << stringifyActivation(getKind())
+                         << " is gated: spell it with tfm.mul";
+  return success();
+}
+
+LogicalResult SplitHeadsOp::verify() {
+  if (failed(checkRank(*this, getInput(), 3, "input")) ||
+      failed(checkPositive(*this, getHeadsAttr().getInt(), "heads")))
+    return failure();
+  auto in = tensorType(getInput()).getShape();
+  int64_t h = getHeadsAttr().getInt(), d = ShapedType::kDynamic;
+  if (!ShapedType::isDynamic(in[2])) {
+    if (in[2] % h != 0)
+      return emitOpError() << "heads (" << h << ") must divide dimension 2 ("
+                           << in[2] << ")";
+    d = in[2] / h;
+  }
+  if (failed(checkShape(*this, getResult(), {in[0], h, in[1], d}, "result")))
+    return failure();
+  return checkSameElementType(*this);
+}
+
+LogicalResult MergeHeadsOp::verify() {
+  if (failed(checkRank(*this, getInput(), 4, "input")))
+    return failure();
+  auto in = tensorType(getInput()).getShape();
+  if (failed(checkShape(*this, getResult(),
+                        {in[0], in[2], mulDims(in[1], in[3])}, "result")))
+    return failure();
+  return checkSameElementType(*this);
+}
+
+LogicalResult TransposeOp::verify() {
+  auto in = tensorType(getInput());
+  ArrayRef<int64_t> perm = getPermutation();
+  if (static_cast<int64_t>(perm.size()) != in.getRank())
+    return emitOpError() << "permutation has " << perm.size()
+                         << " entries for rank " << in.getRank();
+  llvm::SmallBitVector seen(perm.size());
+  SmallVector<int64_t> expected;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.getRank() || seen.test(p))
+      return emitOpError() << "permutation is not a permutation of 0.."
+                           << in.getRank() - 1;
+    seen.set(p);
+    expected.push_back(in.getDimSize(p));
+  }
+  if (failed(checkShape(*this, getResult(), expected, "result")))
+    return failure();
+  return checkSameElementType(*this);
+}
+
+LogicalResult RopeOp::verify() {
+  if (failed(checkRank(*this, getInput(), 4, "input")))
+    return failure();
+  int64_t d = getType().getDimSize(3);
+  if (!ShapedType::isDynamic(d) && d % 2 != 0)
+    return emitOpError() << "head dimension must be even, got " << d;
+  if (!(getTheta().convertToDouble() > 0.0))
+    return emitOpError() << "theta must be > 0";
+  return success();
+}
+
+LogicalResult RepeatKvOp::verify() {
+  if (failed(checkRank(*this, getInput(), 4, "input")) ||
+      failed(checkPositive(*this, getRepeatsAttr().getInt(), "repeats")))
+    return failure();
+  auto in = tensorType(getInput()).getShape();
+  if (failed(checkShape(*this, getResult(),
+                        {in[0], mulDims(in[1], getRepeatsAttr().getInt()), in[2], in[3]},
+                        "result")))
+    return failure();
+  return checkSameElementType(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// Fused level
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::verify() {
+  Operation *op = *this;
+  if (failed(checkRank(op, getQuery(), 4, "query")) ||
+      failed(checkRank(op, getKey(), 4, "key")) ||
+      failed(checkRank(op, getValue(), 4, "value")))
+    return failure();
+  auto q = tensorType(getQuery()).getShape();
+  auto k = tensorType(getKey()).getShape();
+  auto v = tensorType(getValue()).getShape();
+  if (failed(checkDim(op, k[0], q[0], "key dimension 0")) ||
+      failed(checkDim(op, v[0], q[0], "value dimension 0")) ||
+      failed(checkDim(op, v[1], k[1], "value dimension 1")) ||
+      failed(checkDim(op, v[2], k[2], "value dimension 2")) ||
+      failed(checkDim(op, k[3], q[3], "key dimension 3")))
+    return failure();
+  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
+      q[1] % k[1] != 0)
+    return emitOpError() << "kv_heads (" << k[1] << ") must divide heads ("
+                         << q[1] << ")";
+  if (failed(checkShape(op, getResult(), {q[0], q[1], q[2], v[3]}, "result")) ||
+      failed(checkLengths(op, getLengths(), q[0])) ||
+      failed(checkMask(op, getMask(), optInt(getWindowAttr()))) ||
+      failed(checkScale(op, getScale().convertToDouble(), "scale")))
+    return failure();
+  return checkSameElementType(op);
+}
+
+#define GET_OP_CLASSES
+#include "tfm/Dialect/TfmOps.cpp.inc"

@@ -1,0 +1,808 @@
+// RUN: tfm-opt %s -split-input-file -verify-diagnostics
+
+func.func @f0() {
+  // expected-error @+1 {{'tfm.param' op needs a non-empty name}}
+  %w = tfm.param "" : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f1() {
+  // expected-error @+1 {{'tfm.param' op must have a static shape}}
+  %w = tfm.param "w" : tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @f2(%t: tensor<?xi32>, %w: tensor<10x16xf32>) {
+  // expected-error @+1 {{'tfm.embed' op tokens must have rank 2, got rank 1}}
+  %x = tfm.embed %t, %w : (tensor<?xi32>, tensor<10x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f3(%t: tensor<?x?xi32>, %w: tensor<10x16xf32>) {
+  // expected-error @+1 {{'tfm.embed' op result dimension 2 is 8, expected 16}}
+  %x = tfm.embed %t, %w : (tensor<?x?xi32>, tensor<10x16xf32>) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f4(%t: tensor<?x?xi32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.embed' op table must have rank 2, got rank 1}}
+  %x = tfm.embed %t, %w : (tensor<?x?xi32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f5(%x: tensor<?x?x16xf32>, %w: tensor<32x16xf32>) {
+  // expected-error @+1 {{'tfm.positions' op sinusoidal positions take no table}}
+  %y = tfm.positions %x, %w {kind = #tfm.position<sinusoidal>} : (tensor<?x?x16xf32>, tensor<32x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f6(%x: tensor<?x?x16xf32>) {
+  // expected-error @+1 {{'tfm.positions' op learned positions need a table}}
+  %y = tfm.positions %x {kind = #tfm.position<learned>} : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f7(%x: tensor<?x?x16xf32>, %w: tensor<32x8xf32>) {
+  // expected-error @+1 {{'tfm.positions' op table dimension 1 is 8, expected 16}}
+  %y = tfm.positions %x, %w {kind = #tfm.position<learned>} : (tensor<?x?x16xf32>, tensor<32x8xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f8(%x: tensor<1x64x16xf32>, %w: tensor<32x16xf32>) {
+  // expected-error @+1 {{'tfm.positions' op sequence length 64 exceeds the position table's 32 rows}}
+  %y = tfm.positions %x, %w {kind = #tfm.position<learned>} : (tensor<1x64x16xf32>, tensor<32x16xf32>) -> tensor<1x64x16xf32>
+  return
+}
+
+// -----
+
+func.func @f9(%x: tensor<?x?x16xf32>) {
+  // expected-error @+1 {{'tfm.positions' op result type must equal the input type}}
+  %y = tfm.positions %x {kind = #tfm.position<sinusoidal>} : (tensor<?x?x16xf32>) -> tensor<2x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f10(%x: tensor<?x16xf32>) {
+  // expected-error @+1 {{'tfm.positions' op input must have rank 3, got rank 2}}
+  %y = tfm.positions %x {kind = #tfm.position<sinusoidal>} : (tensor<?x16xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f11(%x: tensor<?x?x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.norm' op layernorm needs a bias}}
+  %y = tfm.norm %x, %w {kind = #tfm.norm<layernorm>, eps = 1.0e-5 : f64} : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f12(%x: tensor<?x?x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.norm' op rmsnorm has no bias}}
+  %y = tfm.norm %x, %w, %w {kind = #tfm.norm<rmsnorm>, eps = 1.0e-5 : f64} : (tensor<?x?x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f13(%x: tensor<?x?x16xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tfm.norm' op weight dimension 0 is 8, expected 16}}
+  %y = tfm.norm %x, %w {kind = #tfm.norm<rmsnorm>, eps = 1.0e-5 : f64} : (tensor<?x?x16xf32>, tensor<8xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f14(%x: tensor<?x?x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.norm' op eps must be > 0}}
+  %y = tfm.norm %x, %w {kind = #tfm.norm<rmsnorm>, eps = 0.0 : f64} : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f15(%x: tensor<?x?x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.norm' op result type must equal the input type}}
+  %y = tfm.norm %x, %w {kind = #tfm.norm<rmsnorm>, eps = 1.0e-5 : f64} : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f16(%x: tensor<?x?x16xf32>, %w: tensor<16xf16>) {
+  // expected-error @+1 {{'tfm.norm' op mixes element types 'f32' and 'f16'}}
+  %y = tfm.norm %x, %w {kind = #tfm.norm<rmsnorm>, eps = 1.0e-5 : f64} : (tensor<?x?x16xf32>, tensor<16xf16>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f17(%x: tensor<?x?x16xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tfm.linear' op input dimension 2 is 16, expected 8}}
+  %y = tfm.linear %x, %w : (tensor<?x?x16xf32>, tensor<4x8xf32>) -> tensor<?x?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f18(%x: tensor<?x?x16xf32>, %w: tensor<4x16xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'tfm.linear' op bias dimension 0 is 8, expected 4}}
+  %y = tfm.linear %x, %w, %b : (tensor<?x?x16xf32>, tensor<4x16xf32>, tensor<8xf32>) -> tensor<?x?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f19(%x: tensor<?x?x16xf32>, %w: tensor<4x16xf32>) {
+  // expected-error @+1 {{'tfm.linear' op result dimension 2 is 5, expected 4}}
+  %y = tfm.linear %x, %w : (tensor<?x?x16xf32>, tensor<4x16xf32>) -> tensor<?x?x5xf32>
+  return
+}
+
+// -----
+
+func.func @f20(%x: tensor<?x?x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.linear' op weight must have rank 2, got rank 1}}
+  %y = tfm.linear %x, %w : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f21(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op kv_heads (3) must divide heads (4)}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wq, %wq, %wo)  {heads = 4 : i64, kv_heads = 3 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f22(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op heads must be > 0, got 0}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 0 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f23(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op kv_heads must be > 0, got 0}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 0 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f24(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op head_dim must be > 0, got 0}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 0 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f25(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op wk dimension 0 is 8, expected 16}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 4 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f26(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op wq dimension 0 is 16, expected 32}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 8 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f27(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op takes 0 or 4 biases (q, k, v, o), got 1}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) biases(%b16) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f28(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op k bias dimension 0 is 16, expected 8}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) biases(%b16, %b16, %b8, %b16) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f29(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op sliding mask needs a window}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<sliding>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f30(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op window must be >= 1, got 0}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<sliding>, window = 0 : i64, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f31(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op window is only valid with a sliding mask}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, window = 4 : i64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f32(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op scale must be finite and nonzero}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.0 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f33(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op rope_theta and rope_style go together}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, rope_theta = 10000.0 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f34(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op rope_theta must be > 0}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, rope_theta = -1.0 : f64, rope_style = #tfm.rope_style<half>} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f35(%x: tensor<?x?x12xf32>, %w: tensor<12x12xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op RoPE needs an even head_dim, got 3}}
+  %y = tfm.multi_head_attention %x, %x weights(%w, %w, %w, %w) {heads = 4 : i64, kv_heads = 4 : i64, head_dim = 3 : i64, mask = #tfm.mask<none>, scale = 0.5 : f64, rope_theta = 10000.0 : f64, rope_style = #tfm.rope_style<half>} : (tensor<?x?x12xf32>, tensor<?x?x12xf32>, tensor<12x12xf32>, tensor<12x12xf32>, tensor<12x12xf32>, tensor<12x12xf32>) -> tensor<?x?x12xf32>
+  return
+}
+
+// -----
+
+func.func @f36(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>, %l2: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op lengths must have rank 1, got rank 2}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) lengths(%l2) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<?x?xi32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f37(%x: tensor<?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op query must have rank 3, got rank 2}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f38(%x: tensor<2x?x16xf32>, %s: tensor<3x?x16xf32>, %w: tensor<16x16xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op source dimension 0 is 3, expected 2}}
+  %y = tfm.multi_head_attention %x, %s weights(%w, %w, %w, %w) {heads = 4 : i64, kv_heads = 4 : i64, head_dim = 4 : i64, mask = #tfm.mask<none>, scale = 0.5 : f64} : (tensor<2x?x16xf32>, tensor<3x?x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<2x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f39(%x: tensor<?x?x16xf32>, %w: tensor<16x16xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op result type must equal the query type}}
+  %y = tfm.multi_head_attention %x, %x weights(%w, %w, %w, %w) {heads = 4 : i64, kv_heads = 4 : i64, head_dim = 4 : i64, mask = #tfm.mask<none>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<2x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f40(%x: tensor<?x?x16xf32>, %wu: tensor<64x16xf32>, %wd: tensor<16x64xf32>, %b64: tensor<64xf32>, %b16: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.ffn' op swiglu needs a gate weight}}
+  %y = tfm.ffn %x up(%wu) down(%wd) {activation = #tfm.activation<swiglu>} : (tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<16x64xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f41(%x: tensor<?x?x16xf32>, %wu: tensor<64x16xf32>, %wd: tensor<16x64xf32>, %b64: tensor<64xf32>, %b16: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.ffn' op relu takes no gate weight}}
+  %y = tfm.ffn %x up(%wu) gate(%wu) down(%wd) {activation = #tfm.activation<relu>} : (tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<64x16xf32>, tensor<16x64xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f42(%x: tensor<?x?x16xf32>, %wu: tensor<64x16xf32>, %wd: tensor<16x32xf32>, %b64: tensor<64xf32>, %b16: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.ffn' op down weight dimension 1 is 32, expected 64}}
+  %y = tfm.ffn %x up(%wu) down(%wd) {activation = #tfm.activation<relu>} : (tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f43(%x: tensor<?x?x16xf32>, %wu: tensor<64x8xf32>, %wd: tensor<16x64xf32>, %b64: tensor<64xf32>, %b16: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.ffn' op up weight dimension 1 is 8, expected 16}}
+  %y = tfm.ffn %x up(%wu) down(%wd) {activation = #tfm.activation<relu>} : (tensor<?x?x16xf32>, tensor<64x8xf32>, tensor<16x64xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f44(%x: tensor<?x?x16xf32>, %wu: tensor<64x16xf32>, %wd: tensor<16x64xf32>, %b64: tensor<64xf32>, %b16: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.ffn' op takes 0 or 2 biases, got 1}}
+  %y = tfm.ffn %x up(%wu) down(%wd) biases(%b64) {activation = #tfm.activation<relu>} : (tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<16x64xf32>, tensor<64xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f45(%x: tensor<?x?x16xf32>, %wu: tensor<64x16xf32>, %wd: tensor<16x64xf32>, %b64: tensor<64xf32>, %b16: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.ffn' op up bias dimension 0 is 16, expected 64}}
+  %y = tfm.ffn %x up(%wu) down(%wd) biases(%b16, %b16) {activation = #tfm.activation<relu>} : (tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<16x64xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f46(%x: tensor<?x?x16xf32>, %wu: tensor<64x16xf32>, %wd: tensor<16x64xf32>, %b64: tensor<64xf32>, %b16: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.ffn' op result type must equal the input type}}
+  %y = tfm.ffn %x up(%wu) down(%wd) {activation = #tfm.activation<relu>} : (tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<16x64xf32>) -> tensor<1x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f47(%img: tensor<?x3x8x8xf32>, %w: tensor<16x48xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.patch_embed' op patch (3) must divide the image size (8)}}
+  %y = tfm.patch_embed %img, %w, %b {patch = 3 : i64} : (tensor<?x3x8x8xf32>, tensor<16x48xf32>, tensor<16xf32>) -> tensor<?x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f48(%img: tensor<?x3x8x8xf32>, %w: tensor<16x48xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.patch_embed' op patch must be > 0, got 0}}
+  %y = tfm.patch_embed %img, %w, %b {patch = 0 : i64} : (tensor<?x3x8x8xf32>, tensor<16x48xf32>, tensor<16xf32>) -> tensor<?x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f49(%img: tensor<?x3x8x8xf32>, %w: tensor<16x48xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.patch_embed' op weight dimension 1 is 48, expected 12}}
+  %y = tfm.patch_embed %img, %w, %b {patch = 2 : i64} : (tensor<?x3x8x8xf32>, tensor<16x48xf32>, tensor<16xf32>) -> tensor<?x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @f50(%img: tensor<?x3x8x4xf32>, %w: tensor<16x48xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.patch_embed' op image must be square, got 8x4}}
+  %y = tfm.patch_embed %img, %w, %b {patch = 4 : i64} : (tensor<?x3x8x4xf32>, tensor<16x48xf32>, tensor<16xf32>) -> tensor<?x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @f51(%img: tensor<?x3x8x8xf32>, %w: tensor<16x48xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.patch_embed' op result dimension 1 is 5, expected 4}}
+  %y = tfm.patch_embed %img, %w, %b {patch = 4 : i64} : (tensor<?x3x8x8xf32>, tensor<16x48xf32>, tensor<16xf32>) -> tensor<?x5x16xf32>
+  return
+}
+
+// -----
+
+func.func @f52(%img: tensor<?x3x?x8xf32>, %w: tensor<16x48xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.patch_embed' op pixels must have static channels and size}}
+  %y = tfm.patch_embed %img, %w, %b {patch = 4 : i64} : (tensor<?x3x?x8xf32>, tensor<16x48xf32>, tensor<16xf32>) -> tensor<?x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f53(%x: tensor<?x4x16xf32>, %t: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.prepend_token' op result dimension 1 is 4, expected 5}}
+  %y = tfm.prepend_token %x, %t : (tensor<?x4x16xf32>, tensor<16xf32>) -> tensor<?x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f54(%x: tensor<?x4x16xf32>, %t: tensor<8xf32>) {
+  // expected-error @+1 {{'tfm.prepend_token' op token dimension 0 is 8, expected 16}}
+  %y = tfm.prepend_token %x, %t : (tensor<?x4x16xf32>, tensor<8xf32>) -> tensor<?x5x16xf32>
+  return
+}
+
+// -----
+
+func.func @f55(%x: tensor<?x?x16xf32>) {
+  // expected-error @+1 {{'tfm.pool' op result dimension 1 is 8, expected 16}}
+  %y = tfm.pool %x {kind = #tfm.pool<cls>} : (tensor<?x?x16xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f56(%x: tensor<2x?x16xf32>, %l: tensor<3xi32>) {
+  // expected-error @+1 {{'tfm.pool' op lengths dimension 0 is 3, expected 2}}
+  %y = tfm.pool %x lengths(%l) {kind = #tfm.pool<mean>} : (tensor<2x?x16xf32>, tensor<3xi32>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @f57(%a: tensor<2x16xf32>, %b: tensor<3x16xf32>) {
+  // expected-error @+1 {{'tfm.add' op requires the same type for all operands and results}}
+  %y = "tfm.add"(%a, %b) : (tensor<2x16xf32>, tensor<3x16xf32>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @f58(%a: tensor<2x16xf32>) {
+  // expected-error @+1 {{'tfm.mul' op requires the same type for all operands and results}}
+  %y = "tfm.mul"(%a, %a) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf16>
+  return
+}
+
+// -----
+
+func.func @f59(%a: tensor<?x2x?x8xf32>, %b: tensor<?x2x4x?xf32>) {
+  // expected-error @+1 {{'tfm.matmul' op contraction dimensions differ: 8 vs 4}}
+  %y = tfm.matmul %a, %b : (tensor<?x2x?x8xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f60(%a: tensor<?x2x?x8xf32>, %b: tensor<?x3x8x?xf32>) {
+  // expected-error @+1 {{'tfm.matmul' op batch dimension 1 differs: 2 vs 3}}
+  %y = tfm.matmul %a, %b : (tensor<?x2x?x8xf32>, tensor<?x3x8x?xf32>) -> tensor<?x2x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f61(%a: tensor<?x2x?x8xf32>, %b: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'tfm.matmul' op operands must have the same rank, got 4 and 3}}
+  %y = tfm.matmul %a, %b : (tensor<?x2x?x8xf32>, tensor<2x8x4xf32>) -> tensor<?x2x?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f62(%a: tensor<8xf32>) {
+  // expected-error @+1 {{'tfm.matmul' op operands must have rank >= 2, got rank 1}}
+  %y = tfm.matmul %a, %a : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @f63(%a: tensor<2x5x8xf32>, %b: tensor<2x6x8xf32>) {
+  // expected-error @+1 {{'tfm.matmul' op result dimension 1 is 4, expected 5}}
+  %y = tfm.matmul %a, %b {transpose_rhs} : (tensor<2x5x8xf32>, tensor<2x6x8xf32>) -> tensor<2x4x6xf32>
+  return
+}
+
+// -----
+
+func.func @f64(%a: tensor<2x8xf32>) {
+  // expected-error @+1 {{'tfm.scale' op factor must be finite and nonzero}}
+  %y = tfm.scale %a {factor = 0x7FF0000000000000 : f64} : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @f65(%s: tensor<?x2x?x?xf32>, %l: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.mask' op mask of kind none needs lengths}}
+  %y = tfm.mask %s {kind = #tfm.mask<none>} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f66(%s: tensor<?x2x?x?xf32>, %l: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.mask' op sliding mask needs a window}}
+  %y = tfm.mask %s {kind = #tfm.mask<sliding>} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f67(%s: tensor<?x2x?x?xf32>, %l: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.mask' op window must be >= 1, got -2}}
+  %y = tfm.mask %s {kind = #tfm.mask<sliding>, window = -2 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f68(%s: tensor<?x2x?x?xf32>, %l: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.mask' op window is only valid with a sliding mask}}
+  %y = tfm.mask %s {kind = #tfm.mask<causal>, window = 2 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f69(%s: tensor<2x?x?xf32>) {
+  // expected-error @+1 {{'tfm.mask' op input must have rank 4, got rank 3}}
+  %y = tfm.mask %s {kind = #tfm.mask<causal>} : (tensor<2x?x?xf32>) -> tensor<2x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f70(%s: tensor<?x2x?x?xf32>, %l: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.mask' op result type must equal the input type}}
+  %y = tfm.mask %s {kind = #tfm.mask<causal>} : (tensor<?x2x?x?xf32>) -> tensor<?x3x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f71(%s: tensor<?x2x?x?xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.mask' op lengths must have rank 1, got rank 2}}
+  %y = tfm.mask %s lengths(%l) {kind = #tfm.mask<causal>} : (tensor<?x2x?x?xf32>, tensor<?x?xi32>) -> tensor<?x2x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f72(%s: tensor<?x2x?x?xf32>) {
+  // expected-error @+1 {{'tfm.softmax' op axis 4 is out of range for rank 4}}
+  %y = tfm.softmax %s {axis = 4 : i64} : tensor<?x2x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f73(%s: tensor<?x2x?x?xf32>) {
+  // expected-error @+1 {{'tfm.softmax' op axis -1 is out of range for rank 4}}
+  %y = tfm.softmax %s {axis = -1 : i64} : tensor<?x2x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f74(%x: tensor<?x16xf32>) {
+  // expected-error @+1 {{'tfm.activation' op kind swiglu is gated: spell it with tfm.mul}}
+  %y = tfm.activation %x {kind = #tfm.activation<swiglu>} : tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f75(%x: tensor<?x?x16xf32>) {
+  // expected-error @+1 {{'tfm.split_heads' op heads (3) must divide dimension 2 (16)}}
+  %y = tfm.split_heads %x {heads = 3 : i64} : (tensor<?x?x16xf32>) -> tensor<?x3x?x5xf32>
+  return
+}
+
+// -----
+
+func.func @f76(%x: tensor<?x?x16xf32>) {
+  // expected-error @+1 {{'tfm.split_heads' op result dimension 3 is 8, expected 4}}
+  %y = tfm.split_heads %x {heads = 4 : i64} : (tensor<?x?x16xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f77(%x: tensor<?x?x16xf32>) {
+  // expected-error @+1 {{'tfm.split_heads' op heads must be > 0, got 0}}
+  %y = tfm.split_heads %x {heads = 0 : i64} : (tensor<?x?x16xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f78(%x: tensor<?x4x?x4xf32>) {
+  // expected-error @+1 {{'tfm.merge_heads' op result dimension 2 is 8, expected 16}}
+  %y = tfm.merge_heads %x : (tensor<?x4x?x4xf32>) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f79(%x: tensor<?x?x4xf32>) {
+  // expected-error @+1 {{'tfm.merge_heads' op input must have rank 4, got rank 3}}
+  %y = tfm.merge_heads %x : (tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f80(%x: tensor<?x4x?x8xf32>) {
+  // expected-error @+1 {{'tfm.transpose' op permutation has 3 entries for rank 4}}
+  %y = tfm.transpose %x {permutation = array<i64: 0, 2, 1>} : (tensor<?x4x?x8xf32>) -> tensor<?x?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f81(%x: tensor<?x4x?x8xf32>) {
+  // expected-error @+1 {{'tfm.transpose' op permutation is not a permutation of 0..3}}
+  %y = tfm.transpose %x {permutation = array<i64: 0, 1, 1, 2>} : (tensor<?x4x?x8xf32>) -> tensor<?x4x4x?xf32>
+  return
+}
+
+// -----
+
+func.func @f82(%x: tensor<?x4x?x8xf32>) {
+  // expected-error @+1 {{'tfm.transpose' op result dimension 2 is 4, expected 8}}
+  %y = tfm.transpose %x {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x8xf32>) -> tensor<?x4x4x?xf32>
+  return
+}
+
+// -----
+
+func.func @f83(%x: tensor<?x4x?x7xf32>) {
+  // expected-error @+1 {{'tfm.rope' op head dimension must be even, got 7}}
+  %y = tfm.rope %x {theta = 10000.0 : f64, style = #tfm.rope_style<half>} : tensor<?x4x?x7xf32>
+  return
+}
+
+// -----
+
+func.func @f84(%x: tensor<?x4x?x8xf32>) {
+  // expected-error @+1 {{'tfm.rope' op theta must be > 0}}
+  %y = tfm.rope %x {theta = 0.0 : f64, style = #tfm.rope_style<half>} : tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f85(%x: tensor<?x?x8xf32>) {
+  // expected-error @+1 {{'tfm.rope' op input must have rank 4, got rank 3}}
+  %y = tfm.rope %x {theta = 1.0 : f64, style = #tfm.rope_style<half>} : tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f86(%x: tensor<?x2x?x8xf32>) {
+  // expected-error @+1 {{'tfm.repeat_kv' op result dimension 1 is 3, expected 4}}
+  %y = tfm.repeat_kv %x {repeats = 2 : i64} : (tensor<?x2x?x8xf32>) -> tensor<?x3x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f87(%x: tensor<?x2x?x8xf32>) {
+  // expected-error @+1 {{'tfm.repeat_kv' op repeats must be > 0, got 0}}
+  %y = tfm.repeat_kv %x {repeats = 0 : i64} : (tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f88(%q: tensor<?x4x?x8xf32>, %k: tensor<?x3x?x8xf32>, %v: tensor<?x3x?x8xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op kv_heads (3) must divide heads (4)}}
+  %y = tfm.attention %q, %k, %v  {mask = #tfm.mask<causal>, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x3x?x8xf32>, tensor<?x3x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f89(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x8xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op key dimension 3 is 4, expected 8}}
+  %y = tfm.attention %q, %k, %v  {mask = #tfm.mask<causal>, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f90(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x7x8xf32>, %v: tensor<?x2x5x8xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op value dimension 2 is 5, expected 7}}
+  %y = tfm.attention %q, %k, %v  {mask = #tfm.mask<causal>, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x7x8xf32>, tensor<?x2x5x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f91(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x1x?x8xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op value dimension 1 is 1, expected 2}}
+  %y = tfm.attention %q, %k, %v  {mask = #tfm.mask<causal>, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f92(%q: tensor<2x4x?x8xf32>, %k: tensor<3x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op key dimension 0 is 3, expected 2}}
+  %y = tfm.attention %q, %k, %v  {mask = #tfm.mask<causal>, scale = 0.125 : f64} : (tensor<2x4x?x8xf32>, tensor<3x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<2x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f93(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x4xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op result dimension 3 is 8, expected 4}}
+  %y = tfm.attention %q, %k, %v  {mask = #tfm.mask<causal>, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x4xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f94(%q: tensor<4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op query must have rank 4, got rank 3}}
+  %y = tfm.attention %q, %k, %v  {mask = #tfm.mask<causal>, scale = 0.125 : f64} : (tensor<4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f95(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op sliding mask needs a window}}
+  %y = tfm.attention %q, %k, %v  {mask = #tfm.mask<sliding>, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f96(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op window is only valid with a sliding mask}}
+  %y = tfm.attention %q, %k, %v  {mask = #tfm.mask<none>, window = 3 : i64, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f97(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op scale must be finite and nonzero}}
+  %y = tfm.attention %q, %k, %v  {mask = #tfm.mask<none>, scale = 0.0 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f98(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op lengths must have rank 1, got rank 2}}
+  %y = tfm.attention %q, %k, %v lengths(%l) {mask = #tfm.mask<causal>, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x?xi32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f99(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf16>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op mixes element types 'f32' and 'f16'}}
+  %y = tfm.attention %q, %k, %v  {mask = #tfm.mask<causal>, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf16>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f100(%s: tensor<?x2x?x?xf32>, %l: tensor<?xi32>) {
+  // expected-error @+2 {{expected ::mlir::tfm::MaskKind to be one of: none, causal, sliding}}
+  // expected-error @+1 {{failed to parse Tfm_MaskKindAttr parameter}}
+  %y = tfm.mask %s {kind = #tfm.mask<diagonal>} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  return
+}

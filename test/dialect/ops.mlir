@@ -1,0 +1,127 @@
+// RUN: tfm-opt %s | tfm-opt | FileCheck %s
+// RUN: tfm-opt %s --mlir-print-op-generic | tfm-opt | FileCheck %s
+// RUN: tfm-opt %s --mlir-print-op-generic | FileCheck %s --check-prefix=GENERIC
+
+// CHECK-LABEL: func.func @model_level
+func.func @model_level(%tokens: tensor<?x?xi32>, %lengths: tensor<?xi32>) -> tensor<?x?x16xf32> {
+  // CHECK: %[[TABLE:.*]] = tfm.param "embed.tokens.weight" : tensor<100x16xf32>
+  // GENERIC: "tfm.param"() <{name = "embed.tokens.weight"}> : () -> tensor<100x16xf32>
+  %table = tfm.param "embed.tokens.weight" : tensor<100x16xf32>
+  // CHECK: %[[X:.*]] = tfm.embed %{{.*}}, %[[TABLE]] {scale} : (tensor<?x?xi32>, tensor<100x16xf32>) -> tensor<?x?x16xf32>
+  %x = tfm.embed %tokens, %table {scale} : (tensor<?x?xi32>, tensor<100x16xf32>) -> tensor<?x?x16xf32>
+  %pos = tfm.param "embed.positions.weight" : tensor<32x16xf32>
+  // CHECK: tfm.positions %[[X]], %{{.*}} {kind = #tfm.position<learned>}
+  %x1 = tfm.positions %x, %pos {kind = #tfm.position<learned>} : (tensor<?x?x16xf32>, tensor<32x16xf32>) -> tensor<?x?x16xf32>
+  // CHECK: tfm.positions %{{.*}} {kind = #tfm.position<sinusoidal>} : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  %x2 = tfm.positions %x1 {kind = #tfm.position<sinusoidal>} : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  %nw = tfm.param "layers.0.attn_norm.weight" : tensor<16xf32>
+  %nb = tfm.param "layers.0.attn_norm.bias" : tensor<16xf32>
+  // CHECK: tfm.norm %{{.*}}, %{{.*}}, %{{.*}} {eps = 1.000000e-05 : f64, kind = #tfm.norm<layernorm>}
+  %n = tfm.norm %x2, %nw, %nb {kind = #tfm.norm<layernorm>, eps = 1.0e-05 : f64} : (tensor<?x?x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  // CHECK: tfm.norm %{{.*}}, %{{.*}} {eps = {{.*}} : f64, kind = #tfm.norm<rmsnorm>} : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  %r = tfm.norm %n, %nw {kind = #tfm.norm<rmsnorm>, eps = 1.0e-06 : f64} : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  %wq = tfm.param "layers.0.attn.q.weight" : tensor<16x16xf32>
+  %wk = tfm.param "layers.0.attn.k.weight" : tensor<8x16xf32>
+  %wv = tfm.param "layers.0.attn.v.weight" : tensor<8x16xf32>
+  %wo = tfm.param "layers.0.attn.o.weight" : tensor<16x16xf32>
+  %bq = tfm.param "layers.0.attn.q.bias" : tensor<16xf32>
+  %bk = tfm.param "layers.0.attn.k.bias" : tensor<8xf32>
+  %bv = tfm.param "layers.0.attn.v.bias" : tensor<8xf32>
+  %bo = tfm.param "layers.0.attn.o.bias" : tensor<16xf32>
+  // CHECK: tfm.multi_head_attention %{{.*}}, %{{.*}} weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) biases(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) lengths(%{{.*}}) {head_dim = 4 : i64, heads = 4 : i64, kv_heads = 2 : i64, mask = #tfm.mask<sliding>, rope_style = #tfm.rope_style<interleaved>, rope_theta = 1.000000e+04 : f64, scale = 5.000000e-01 : f64, window = 3 : i64}
+  %a = tfm.multi_head_attention %r, %r weights(%wq, %wk, %wv, %wo) biases(%bq, %bk, %bv, %bo) lengths(%lengths)
+         {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<sliding>, window = 3 : i64,
+          scale = 0.5 : f64, rope_theta = 10000.0 : f64, rope_style = #tfm.rope_style<interleaved>}
+         : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>,
+            tensor<16xf32>, tensor<8xf32>, tensor<8xf32>, tensor<16xf32>, tensor<?xi32>) -> tensor<?x?x16xf32>
+  // CHECK: %[[RES:.*]] = tfm.add
+  %res = tfm.add %x2, %a : tensor<?x?x16xf32>
+  %wu = tfm.param "layers.0.ffn.up.weight" : tensor<64x16xf32>
+  %wg = tfm.param "layers.0.ffn.gate.weight" : tensor<64x16xf32>
+  %wd = tfm.param "layers.0.ffn.down.weight" : tensor<16x64xf32>
+  %bu = tfm.param "layers.0.ffn.up.bias" : tensor<64xf32>
+  %bd = tfm.param "layers.0.ffn.down.bias" : tensor<16xf32>
+  // CHECK: tfm.ffn %[[RES]] up(%{{.*}}) down(%{{.*}}) biases(%{{.*}}, %{{.*}}) {activation = #tfm.activation<gelu>}
+  %f = tfm.ffn %res up(%wu) down(%wd) biases(%bu, %bd) {activation = #tfm.activation<gelu>} : (tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<16x64xf32>, tensor<64xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  // CHECK: tfm.ffn %{{.*}} up(%{{.*}}) gate(%{{.*}}) down(%{{.*}}) {activation = #tfm.activation<swiglu>}
+  %g = tfm.ffn %f up(%wu) gate(%wg) down(%wd) {activation = #tfm.activation<swiglu>} : (tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<64x16xf32>, tensor<16x64xf32>) -> tensor<?x?x16xf32>
+  // CHECK: tfm.mul
+  %m = tfm.mul %g, %f : tensor<?x?x16xf32>
+  // CHECK: tfm.linear %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  %l = tfm.linear %m, %wo, %bo : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  return %l : tensor<?x?x16xf32>
+}
+
+// CHECK-LABEL: func.func @image
+func.func @image(%img: tensor<?x3x8x8xf32>) -> tensor<?x16xf32> {
+  %w = tfm.param "patch.weight" : tensor<16x48xf32>
+  %b = tfm.param "patch.bias" : tensor<16xf32>
+  %cls = tfm.param "embed.cls_token" : tensor<16xf32>
+  // CHECK: tfm.patch_embed %{{.*}}, %{{.*}}, %{{.*}} {patch = 4 : i64} : (tensor<?x3x8x8xf32>, tensor<16x48xf32>, tensor<16xf32>) -> tensor<?x4x16xf32>
+  %x = tfm.patch_embed %img, %w, %b {patch = 4 : i64} : (tensor<?x3x8x8xf32>, tensor<16x48xf32>, tensor<16xf32>) -> tensor<?x4x16xf32>
+  // CHECK: tfm.prepend_token %{{.*}}, %{{.*}} : (tensor<?x4x16xf32>, tensor<16xf32>) -> tensor<?x5x16xf32>
+  %y = tfm.prepend_token %x, %cls : (tensor<?x4x16xf32>, tensor<16xf32>) -> tensor<?x5x16xf32>
+  // CHECK: tfm.pool %{{.*}} {kind = #tfm.pool<cls>} : (tensor<?x5x16xf32>) -> tensor<?x16xf32>
+  %p = tfm.pool %y {kind = #tfm.pool<cls>} : (tensor<?x5x16xf32>) -> tensor<?x16xf32>
+  return %p : tensor<?x16xf32>
+}
+
+// CHECK-LABEL: func.func @pool_lengths
+func.func @pool_lengths(%x: tensor<?x?x16xf32>, %len: tensor<?xi32>) -> tensor<?x16xf32> {
+  // CHECK: tfm.pool %{{.*}} lengths(%{{.*}}) {kind = #tfm.pool<mean>}
+  %p = tfm.pool %x lengths(%len) {kind = #tfm.pool<mean>} : (tensor<?x?x16xf32>, tensor<?xi32>) -> tensor<?x16xf32>
+  return %p : tensor<?x16xf32>
+}
+
+// CHECK-LABEL: func.func @primitive_level
+func.func @primitive_level(%x: tensor<?x?x16xf32>, %len: tensor<?xi32>) -> tensor<?x?x16xf32> {
+  // CHECK: %[[Q:.*]] = tfm.split_heads %{{.*}} {heads = 2 : i64} : (tensor<?x?x16xf32>) -> tensor<?x2x?x8xf32>
+  %q = tfm.split_heads %x {heads = 2 : i64} : (tensor<?x?x16xf32>) -> tensor<?x2x?x8xf32>
+  // CHECK: tfm.rope %[[Q]] {style = #tfm.rope_style<half>, theta = 1.000000e+04 : f64} : tensor<?x2x?x8xf32>
+  %qr = tfm.rope %q {theta = 10000.0 : f64, style = #tfm.rope_style<half>} : tensor<?x2x?x8xf32>
+  // CHECK: tfm.split_heads %{{.*}} {heads = 1 : i64} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %k1 = tfm.split_heads %x {heads = 1 : i64} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  // CHECK: tfm.repeat_kv %{{.*}} {repeats = 2 : i64} : (tensor<?x1x?x16xf32>) -> tensor<?x2x?x16xf32>
+  %k2 = tfm.repeat_kv %k1 {repeats = 2 : i64} : (tensor<?x1x?x16xf32>) -> tensor<?x2x?x16xf32>
+  // CHECK: tfm.transpose %{{.*}} {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x8xf32>) -> tensor<?x2x8x?xf32>
+  %kt = tfm.transpose %qr {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x8xf32>) -> tensor<?x2x8x?xf32>
+  // CHECK: tfm.matmul %{{.*}}, %{{.*}} : (tensor<?x2x?x8xf32>, tensor<?x2x8x?xf32>) -> tensor<?x2x?x?xf32>
+  %s0 = tfm.matmul %qr, %kt : (tensor<?x2x?x8xf32>, tensor<?x2x8x?xf32>) -> tensor<?x2x?x?xf32>
+  // CHECK: tfm.matmul %{{.*}}, %{{.*}} {transpose_rhs} : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x?xf32>
+  %s = tfm.matmul %qr, %qr {transpose_rhs} : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x?xf32>
+  // CHECK: tfm.matmul %{{.*}}, %{{.*}} {transpose_lhs} : (tensor<?x2x8x?xf32>, tensor<?x2x8x?xf32>) -> tensor<?x2x?x?xf32>
+  %s1 = tfm.matmul %kt, %kt {transpose_lhs} : (tensor<?x2x8x?xf32>, tensor<?x2x8x?xf32>) -> tensor<?x2x?x?xf32>
+  // CHECK: tfm.scale %{{.*}} {factor = 0.35355339059327379 : f64} : tensor<?x2x?x?xf32>
+  %ss = tfm.scale %s {factor = 0.35355339059327379 : f64} : tensor<?x2x?x?xf32>
+  // CHECK: tfm.mask %{{.*}} {kind = #tfm.mask<causal>} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %sm = tfm.mask %ss {kind = #tfm.mask<causal>} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  // CHECK: tfm.mask %{{.*}} lengths(%{{.*}}) {kind = #tfm.mask<none>} : (tensor<?x2x?x?xf32>, tensor<?xi32>) -> tensor<?x2x?x?xf32>
+  %sp = tfm.mask %sm lengths(%len) {kind = #tfm.mask<none>} : (tensor<?x2x?x?xf32>, tensor<?xi32>) -> tensor<?x2x?x?xf32>
+  // CHECK: tfm.softmax %{{.*}} {axis = 3 : i64} : tensor<?x2x?x?xf32>
+  %p = tfm.softmax %sp {axis = 3 : i64} : tensor<?x2x?x?xf32>
+  // CHECK: tfm.matmul
+  %o = tfm.matmul %p, %q : (tensor<?x2x?x?xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+  // CHECK: tfm.merge_heads %{{.*}} : (tensor<?x2x?x8xf32>) -> tensor<?x?x16xf32>
+  %m = tfm.merge_heads %o : (tensor<?x2x?x8xf32>) -> tensor<?x?x16xf32>
+  // CHECK: tfm.activation %{{.*}} {kind = #tfm.activation<gelu_tanh>} : tensor<?x?x16xf32>
+  %a = tfm.activation %m {kind = #tfm.activation<gelu_tanh>} : tensor<?x?x16xf32>
+  return %a : tensor<?x?x16xf32>
+}
+
+// CHECK-LABEL: func.func @fused_level
+func.func @fused_level(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %len: tensor<?xi32>) -> tensor<?x4x?x8xf32> {
+  // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} {mask = #tfm.mask<causal>, scale = 1.250000e-01 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %o = tfm.attention %q, %k, %v {mask = #tfm.mask<causal>, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+  // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} lengths(%{{.*}}) {mask = #tfm.mask<sliding>, scale = 1.250000e-01 : f64, window = 16 : i64}
+  %o2 = tfm.attention %o, %k, %v lengths(%len) {mask = #tfm.mask<sliding>, window = 16 : i64, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?xi32>) -> tensor<?x4x?x8xf32>
+  return %o2 : tensor<?x4x?x8xf32>
+}
+
+// CHECK-LABEL: func.func @half_precision
+func.func @half_precision(%x: tensor<2x3x16xf16>, %y: tensor<2x3x16xbf16>) -> (tensor<2x3x16xf16>, tensor<2x3x16xbf16>) {
+  // CHECK: tfm.add %{{.*}}, %{{.*}} : tensor<2x3x16xf16>
+  %a = tfm.add %x, %x : tensor<2x3x16xf16>
+  // CHECK: tfm.add %{{.*}}, %{{.*}} : tensor<2x3x16xbf16>
+  %b = tfm.add %y, %y : tensor<2x3x16xbf16>
+  return %a, %b : tensor<2x3x16xf16>, tensor<2x3x16xbf16>
+}

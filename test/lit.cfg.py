@@ -1,0 +1,37 @@
+# -*- Python -*-
+# lit configuration for the tfm compiler tests.
+
+import os
+import subprocess
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "TFM"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".tfm", ".test", ".c"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tfm_obj_root, "test")
+
+config.substitutions.append(("%tfm_src", config.tfm_src_root))
+config.substitutions.append(("%models", os.path.join(config.tfm_src_root, "models")))
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.tfm_tools_dir, config.llvm_tools_dir]
+tools = ["tfm-opt", ToolSubst("tfmc", unresolved="ignore")]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# Peers: PyTorch 1.13 from Debian under /usr/bin/python3.
+torch_python = getattr(config, "torch_python", "") or ""
+if torch_python and os.path.exists(torch_python):
+    try:
+        subprocess.run([torch_python, "-c", "import torch, numpy"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        config.available_features.add("torch")
+        config.substitutions.append(("%torch_python", torch_python))
+    except Exception:
+        lit_config.note("PyTorch not found under %s: end-to-end parity tests are skipped" % torch_python)
