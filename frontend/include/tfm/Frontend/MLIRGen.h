@@ -1,0 +1,22 @@
+//===- MLIRGen.h - ModelSpec to tfm dialect ----------------------*- C++ -*-===//
+
+#ifndef TFM_FRONTEND_MLIRGEN_H
+#define TFM_FRONTEND_MLIRGEN_H
+
+#include "tfm/Frontend/ModelSpec.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace mlir::tfm {
+
+/// Builds the model-level tfm IR of `spec`: one func.func named after the
+/// model, taking the inputs of `ModelSpec::inputs()` with dynamic batch and
+/// sequence dimensions and returning the output; parameters are tfm.param
+/// ops under their canonical names. `loc` is the model's source location.
+OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const ModelSpec &spec,
+                                  Location loc);
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_MLIRGEN_H
