@@ -3,6 +3,7 @@
 
 import os
 import subprocess
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -16,13 +17,14 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tfm_obj_root, "test")
 
 config.substitutions.append(("%tfm_src", config.tfm_src_root))
+config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%models", os.path.join(config.tfm_src_root, "models")))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.tfm_tools_dir, config.llvm_tools_dir]
-tools = ["tfm-opt", ToolSubst("tfmc", unresolved="ignore")]
+tools = ["tfm-opt", "split-file", "count", "not", ToolSubst("tfmc", unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # Peers: PyTorch 1.13 from Debian under /usr/bin/python3.

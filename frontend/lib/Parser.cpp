@@ -29,7 +29,7 @@ using namespace mlir::tfm;
 namespace {
 
 constexpr int kMaxSectionDepth = 16;
-constexpr int kMaxExprDepth = 128;
+constexpr int kMaxExprDepth = 256;
 
 class Parser {
 public:
@@ -219,7 +219,14 @@ bool Parser::parseBody(Section &section, int depth) {
 
 ExprPtr Parser::parseExpr(int depth) {
   ExprPtr lhs = parseTerm(depth);
+  // Each operator deepens the (left-leaning) tree: count it as nesting so
+  // that `1 + 1 + ... + 1` cannot build a tree too deep to walk.
   while (lhs && (tok.is(TokenKind::plus) || tok.is(TokenKind::minus))) {
+    if (++depth > kMaxExprDepth) {
+      errorHere("expression is too long (more than " +
+                llvm::Twine(kMaxExprDepth) + " operators or levels)");
+      return nullptr;
+    }
     auto bin = std::make_unique<Expr>(Expr::Kind::Binary, tok.getLoc());
     bin->op = tok.spelling[0];
     consume();
@@ -235,6 +242,11 @@ ExprPtr Parser::parseExpr(int depth) {
 ExprPtr Parser::parseTerm(int depth) {
   ExprPtr lhs = parseUnary(depth);
   while (lhs && (tok.is(TokenKind::star) || tok.is(TokenKind::slash))) {
+    if (++depth > kMaxExprDepth) {
+      errorHere("expression is too long (more than " +
+                llvm::Twine(kMaxExprDepth) + " operators or levels)");
+      return nullptr;
+    }
     auto bin = std::make_unique<Expr>(Expr::Kind::Binary, tok.getLoc());
     bin->op = tok.spelling[0];
     consume();

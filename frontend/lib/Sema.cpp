@@ -487,6 +487,12 @@ static std::string numStr(const Num &v) {
   return llvm::formatv("{0}", v.d).str();
 }
 
+/// Sizes above this are rejected: no real model comes near, and generated
+/// code indexes dimensions with 32-bit-safe arithmetic.
+constexpr int64_t kMaxSize = 2147483647;
+/// More layers than this would only make the IR huge, never a real model.
+constexpr int64_t kMaxLayers = 1024;
+
 bool Sema::checkPositive(Scope &s, StringRef key, const Num &v,
                          int64_t &out) {
   if (!v.isInt) {
@@ -497,6 +503,14 @@ bool Sema::checkPositive(Scope &s, StringRef key, const Num &v,
   if (v.i <= 0) {
     diags.error(s.valueLoc(key),
                 "'" + key + "' must be > 0, got " + numStr(v));
+    return false;
+  }
+  int64_t limit = key == "layers" ? kMaxLayers : kMaxSize;
+  if (v.i > limit) {
+    diags.error(s.valueLoc(key), llvm::formatv("'{0}' ({1}) is larger than "
+                                               "the limit of {2}",
+                                               key, v.i, limit)
+                                     .str());
     return false;
   }
   out = v.i;
@@ -676,6 +690,15 @@ Got Sema::getChoice(Scope &s, StringRef key, llvm::ArrayRef<Choice> choices,
       if (n->i <= 0) {
         diags.error(v.loc, "'" + arg.name + "' of '" + choice->name +
                                "' must be > 0, got " + numStr(*n));
+        ok = false;
+        continue;
+      }
+      if (n->i > kMaxSize) {
+        diags.error(v.loc, llvm::formatv("'{0}' of '{1}' ({2}) is larger "
+                                         "than the limit of {3}",
+                                         arg.name, choice->name, n->i,
+                                         kMaxSize)
+                               .str());
         ok = false;
         continue;
       }
@@ -1029,6 +1052,24 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
 
   if (diags.errorCount() != errorsBefore)
     return std::nullopt;
+
+  // Every parameter tensor and the total must stay addressable.
+  constexpr int64_t kMaxParams = int64_t(1) << 48;
+  int64_t total = 0;
+  bool tooBig = false;
+  for (const ParamSpec &p : spec.params()) {
+    int64_t n = 1;
+    for (int64_t d : p.shape)
+      tooBig |= __builtin_mul_overflow(n, d, &n);
+    tooBig |= __builtin_add_overflow(total, n, &total) || total > kMaxParams;
+    if (tooBig)
+      break;
+  }
+  if (tooBig) {
+    diags.error(decl.loc, "model '" + decl.name + "' has more than 2^48 "
+                                                  "parameters");
+    return std::nullopt;
+  }
   return spec;
 }
 

@@ -62,13 +62,59 @@ cl::opt<bool> verifyDiagnostics(
              "(for lit tests)"),
     cl::init(false), cl::cat(ioCategory));
 
+/// Prints diagnostics clang-style, but leaves out the source line and caret
+/// when the line is longer than a terminal could show (a 100k-character line
+/// would otherwise be printed under every diagnostic).
+class TfmcDiagnosticHandler : public SourceMgrDiagnosticHandler {
+public:
+  TfmcDiagnosticHandler(llvm::SourceMgr &sm, MLIRContext *ctx)
+      : SourceMgrDiagnosticHandler(sm, ctx) {
+    setHandler([this](Diagnostic &diag) {
+      show(diag.getLocation(), diag.str(), diag.getSeverity());
+      for (Diagnostic &note : diag.getNotes())
+        show(note.getLocation(), note.str(), note.getSeverity());
+    });
+  }
+
+private:
+  static constexpr size_t kMaxShownLine = 1000;
+
+  void show(Location loc, const std::string &msg, DiagnosticSeverity kind) {
+    bool display = true;
+    if (auto fileLoc = dyn_cast<FileLineColLoc>(loc)) {
+      const llvm::MemoryBuffer *buf = mgr.getMemoryBuffer(mgr.getMainFileID());
+      llvm::SMLoc start = mgr.FindLocForLineAndColumn(mgr.getMainFileID(),
+                                                      fileLoc.getLine(), 1);
+      if (start.isValid()) {
+        llvm::StringRef rest(start.getPointer(),
+                             buf->getBufferEnd() - start.getPointer());
+        display = rest.find('\n') <= kMaxShownLine ||
+                  (rest.find('\n') == llvm::StringRef::npos &&
+                   rest.size() <= kMaxShownLine);
+      }
+    }
+    emitDiagnostic(loc, msg, kind, display);
+  }
+};
+
 void printTokens(llvm::SourceMgr &sm, DiagEmitter &diags,
                  llvm::raw_ostream &os) {
   llvm::StringRef buf = sm.getMemoryBuffer(sm.getMainFileID())->getBuffer();
   Lexer lexer(buf, diags);
+  // Track line and column incrementally: a lookup per token would be
+  // quadratic on long lines.
+  const char *pos = buf.begin();
+  unsigned line = 1, col = 1;
   while (true) {
     Token tok = lexer.lex();
-    auto [line, col] = sm.getLineAndColumn(tok.getLoc());
+    for (; pos < tok.spelling.data(); ++pos) {
+      if (*pos == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
     os << line << ":" << col << " " << kindName(tok.kind);
     if (!tok.is(TokenKind::newline) && !tok.is(TokenKind::eof))
       os << " '" << tok.spelling << "'";
@@ -168,7 +214,7 @@ int main(int argc, char **argv) {
     (void)compile(ctx, sm, diags, output->os());
     return failed(handler.verify()) ? 1 : 0;
   }
-  SourceMgrDiagnosticHandler handler(sm, &ctx);
+  TfmcDiagnosticHandler handler(sm, &ctx);
   if (failed(compile(ctx, sm, diags, output->os())))
     return 1;
   output->keep();
