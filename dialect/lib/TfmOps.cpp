@@ -531,5 +531,95 @@ LogicalResult AttentionOp::verify() {
   return checkSameElementType(op);
 }
 
+//===----------------------------------------------------------------------===//
+// Kernel level
+//===----------------------------------------------------------------------===//
+
+static ArrayRef<int64_t> bufShape(Value v) {
+  return cast<ShapedType>(v.getType()).getShape();
+}
+
+/// Kernel ops read their inputs and write their output, on buffers only.
+static void kernelEffects(
+    Operation *op, unsigned numInputs,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &o : op->getOpOperands()) {
+    if (!isa<MemRefType>(o.get().getType()))
+      continue;
+    if (o.getOperandNumber() + 1 == op->getNumOperands())
+      effects.emplace_back(MemoryEffects::Write::get(), &o,
+                           SideEffects::DefaultResource::get());
+    else
+      effects.emplace_back(MemoryEffects::Read::get(), &o,
+                           SideEffects::DefaultResource::get());
+  }
+  (void)numInputs;
+}
+
+void LinearKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  kernelEffects(*this, 3, effects);
+}
+
+void AttentionKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  kernelEffects(*this, 4, effects);
+}
+
+LogicalResult LinearKernelOp::verify() {
+  for (Value v : getOperands())
+    if (cast<ShapedType>(v.getType()).getElementType() !=
+            Float32Type::get(getContext()) ||
+        !cast<ShapedType>(v.getType()).hasRank())
+      return emitOpError() << "operands must be ranked f32 tensors or buffers";
+  if (bufShape(getInput()).size() != 2 || bufShape(getWeightT()).size() != 2 ||
+      bufShape(getOutput()).size() != 2 ||
+      (getBias() && bufShape(getBias()).size() != 1))
+    return emitOpError() << "input, weight_t and output must be 2-D and bias "
+                            "1-D";
+  auto in = bufShape(getInput()), w = bufShape(getWeightT()),
+       out = bufShape(getOutput());
+  if (!dimsCompatible(in[1], w[0]))
+    return emitOpError() << "input has " << dimStr(in[1])
+                         << " columns but weight_t has " << dimStr(w[0])
+                         << " rows";
+  if (!dimsCompatible(out[0], in[0]) || !dimsCompatible(out[1], w[1]))
+    return emitOpError() << "output must be [" << dimStr(in[0]) << ", "
+                         << dimStr(w[1]) << "]";
+  if (getBias() && !dimsCompatible(bufShape(getBias())[0], w[1]))
+    return emitOpError() << "bias must have " << dimStr(w[1]) << " elements";
+  return success();
+}
+
+LogicalResult AttentionKernelOp::verify() {
+  for (Value v : {getQuery(), getKey(), getValue(), getOutput()})
+    if (!cast<ShapedType>(v.getType()).hasRank() ||
+        bufShape(v).size() != 4 ||
+        cast<ShapedType>(v.getType()).getElementType() !=
+            Float32Type::get(getContext()))
+      return emitOpError() << "query, key, value and output must be 4-D f32";
+  if (getLengths() && bufShape(getLengths()).size() != 1)
+    return emitOpError() << "lengths must be 1-D";
+  auto q = bufShape(getQuery()), k = bufShape(getKey()),
+       v = bufShape(getValue()), o = bufShape(getOutput());
+  if (!dimsCompatible(k[3], q[3]) || !dimsCompatible(v[2], k[2]) ||
+      !dimsCompatible(v[1], k[1]))
+    return emitOpError() << "query, key and value shapes do not agree";
+  for (int i = 0; i < 3; ++i)
+    if (!dimsCompatible(o[i], q[i]))
+      return emitOpError() << "output must match the query in dimension "
+                           << i;
+  if (!dimsCompatible(o[3], v[3]))
+    return emitOpError() << "output dimension 3 must match the value's";
+  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
+      q[1] % k[1] != 0)
+    return emitOpError() << "kv_heads (" << k[1] << ") must divide heads ("
+                         << q[1] << ")";
+  return checkMask(*this, getMask(), optInt(getWindowAttr()));
+}
+
 #define GET_OP_CLASSES
 #include "tfm/Dialect/TfmOps.cpp.inc"

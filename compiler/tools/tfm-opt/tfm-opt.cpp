@@ -11,14 +11,17 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
-#include "tfm/Dialect/TfmDialect.h"
+#include "tfm/Dialect/TfmOps.h"
+#include "tfm/Pipelines/Pipelines.h"
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
+  mlir::tfm::registerTfmPipelines();
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   registry.insert<mlir::tfm::TfmDialect>();
+  mlir::tfm::registerBufferizableOpInterfaceExternalModels(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "tfm optimizer driver\n", registry));
 }

@@ -11,12 +11,25 @@
 #include "tfm/Frontend/MLIRGen.h"
 #include "tfm/Frontend/Parser.h"
 #include "tfm/Frontend/Sema.h"
+#include "tfm/Pipelines/Pipelines.h"
+#include "tfm/Target/CpuTarget.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
@@ -29,7 +42,21 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Emit { Tokens, AST, JSON, Tfm };
+enum class Emit {
+  Tokens,
+  AST,
+  JSON,
+  Tfm,
+  TfmPrimitive,
+  TfmFused,
+  Linalg,
+  Loops,
+  LLVMMLIR,
+  LLVMIR,
+  Asm,
+  Obj,
+  Exe,
+};
 
 cl::OptionCategory ioCategory("Input and output");
 cl::OptionCategory compileCategory("Compilation");
@@ -43,14 +70,41 @@ cl::opt<std::string> outputFilename("o", cl::desc("Output file (text "
                                     cl::value_desc("file"), cl::init("-"),
                                     cl::cat(ioCategory));
 cl::opt<Emit> emitKind(
-    "emit", cl::desc("The stage to emit"), cl::init(Emit::Tfm),
-    cl::values(clEnumValN(Emit::Tokens, "tokens", "the token stream"),
-               clEnumValN(Emit::AST, "ast", "the syntax tree"),
-               clEnumValN(Emit::JSON, "json",
-                          "the resolved description with every default, "
-                          "parameters and parameter count"),
-               clEnumValN(Emit::Tfm, "tfm", "model-level tfm dialect IR")),
+    "emit", cl::desc("The stage to emit (default: exe)"), cl::init(Emit::Exe),
+    cl::values(
+        clEnumValN(Emit::Tokens, "tokens", "the token stream"),
+        clEnumValN(Emit::AST, "ast", "the syntax tree"),
+        clEnumValN(Emit::JSON, "json",
+                   "the resolved description with every default, "
+                   "parameters and parameter count"),
+        clEnumValN(Emit::Tfm, "tfm", "model-level tfm dialect IR"),
+        clEnumValN(Emit::TfmPrimitive, "tfm-primitive",
+                   "after tfm-decompose: the textbook primitive ops"),
+        clEnumValN(Emit::TfmFused, "tfm-fused",
+                   "after tfm-fuse-attention: one tfm.attention per block"),
+        clEnumValN(Emit::Linalg, "linalg",
+                   "linalg on tensors with the C ABI and kernel ops"),
+        clEnumValN(Emit::Loops, "loops",
+                   "bufferized loops, vector kernels, parallel loops"),
+        clEnumValN(Emit::LLVMMLIR, "llvm-mlir", "the LLVM dialect"),
+        clEnumValN(Emit::LLVMIR, "llvm", "LLVM IR after O3"),
+        clEnumValN(Emit::Asm, "asm", "x86-64 assembly"),
+        clEnumValN(Emit::Obj, "obj", "an object file (as -c, no header)"),
+        clEnumValN(Emit::Exe, "exe", "an executable (the default)")),
     cl::cat(ioCategory));
+cl::opt<bool> compileOnly("c",
+                          cl::desc("Write an object file and a C header "
+                                   "(MODEL.o, MODEL.h)"),
+                          cl::init(false), cl::cat(ioCategory));
+cl::opt<bool> sharedLib("shared", cl::desc("Write a shared library"),
+                        cl::init(false), cl::cat(ioCategory));
+cl::opt<std::string> cpuName("cpu",
+                             cl::desc("Target CPU: native (default), "
+                                      "x86-64-v3 (AVX2), x86-64-v4 (AVX-512)"),
+                             cl::init("native"), cl::cat(compileCategory));
+cl::opt<std::string> targetName("target",
+                                cl::desc("Target: cpu (default)"),
+                                cl::init("cpu"), cl::cat(compileCategory));
 cl::opt<std::string> modelName("model",
                                cl::desc("The model to compile when the file "
                                         "holds several"),
@@ -124,6 +178,206 @@ void printTokens(llvm::SourceMgr &sm, DiagEmitter &diags,
   }
 }
 
+std::string findTool(ArrayRef<StringRef> names) {
+  for (StringRef n : names)
+    if (auto p = llvm::sys::findProgramByName(n))
+      return *p;
+  return "";
+}
+
+/// Links `object` into an executable or shared library with the runtime.
+LogicalResult link(StringRef object, StringRef output, bool shared) {
+  std::string driver = findTool({"clang-22", "clang", "cc", "gcc"});
+  if (driver.empty()) {
+    llvm::errs() << "tfmc: error: no C compiler driver (clang-22, cc) found "
+                    "to link the executable\n";
+    return failure();
+  }
+  std::string exe = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  SmallString<256> libDir(llvm::sys::path::parent_path(
+      llvm::sys::path::parent_path(exe)));
+  llvm::sys::path::append(libDir, "lib");
+  SmallString<256> runtime(libDir), mainObj(libDir);
+  llvm::sys::path::append(runtime, "libtfm_runtime.a");
+  llvm::sys::path::append(mainObj, "tfm_main.o");
+  if (!llvm::sys::fs::exists(runtime)) {
+    llvm::errs() << "tfmc: error: the runtime library is missing: " << runtime
+                 << "\n";
+    return failure();
+  }
+  std::vector<std::string> args{driver};
+  if (shared)
+    args.push_back("-shared");
+  args.push_back(object.str());
+  if (shared) {
+    args.push_back("-Wl,--whole-archive");
+    args.push_back(runtime.str().str());
+    args.push_back("-Wl,--no-whole-archive");
+  } else {
+    args.push_back(mainObj.str().str());
+    args.push_back(runtime.str().str());
+  }
+  for (const char *a :
+       {TFM_JANSSON_STATIC, "-L" TFM_OMP_DIR, "-lomp",
+        "-Wl,-rpath," TFM_OMP_DIR, "-lm", "-o"})
+    args.push_back(a);
+  args.push_back(output.str());
+  SmallVector<StringRef> refs(args.begin(), args.end());
+  std::string err;
+  int rc = llvm::sys::ExecuteAndWait(driver, refs, std::nullopt, {}, 0, 0,
+                                     &err);
+  if (rc != 0) {
+    llvm::errs() << "tfmc: error: linking " << output << " failed"
+                 << (err.empty() ? "" : ": " + err) << "\n";
+    return failure();
+  }
+  return success();
+}
+
+std::string defaultOutput(const ModelSpec &spec) {
+  if (outputFilename != "-")
+    return outputFilename;
+  if (compileOnly || emitKind == Emit::Obj)
+    return spec.name + ".o";
+  if (sharedLib)
+    return "lib" + spec.name + ".so";
+  return spec.name;
+}
+
+/// Runs the CPU pipeline from the model-level IR and writes the requested
+/// stage or artifact.
+LogicalResult lowerAndEmit(MLIRContext &ctx, const ModelSpec &spec,
+                           ModuleOp module, llvm::raw_ostream &os) {
+  std::string error;
+  FailureOr<CpuTarget> target = resolveCpu(cpuName, error);
+  if (failed(target)) {
+    llvm::errs() << "tfmc: error: " << error << "\n";
+    return failure();
+  }
+  CpuPipelineOptions options;
+  options.vectorWidth = target->vectorWidth;
+  auto run = [&](CpuStage first, CpuStage last) -> LogicalResult {
+    PassManager pm(&ctx);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    buildTfmCpuPipeline(pm, options, first, last);
+    return pm.run(module);
+  };
+  std::optional<CpuStage> textStage;
+  switch (emitKind) {
+  case Emit::TfmPrimitive:
+    textStage = CpuStage::Primitive;
+    break;
+  case Emit::TfmFused:
+    textStage = CpuStage::Fused;
+    break;
+  case Emit::Linalg:
+    textStage = CpuStage::Linalg;
+    break;
+  case Emit::Loops:
+    textStage = CpuStage::Loops;
+    break;
+  case Emit::LLVMMLIR:
+    textStage = CpuStage::LLVM;
+    break;
+  default:
+    break;
+  }
+  if (textStage) {
+    if (failed(run(CpuStage::Primitive, *textStage)))
+      return failure();
+    module.print(os);
+    return success();
+  }
+  if (failed(run(CpuStage::Primitive, CpuStage::Loops)))
+    return failure();
+  FailureOr<std::vector<AbiArg>> abi = readAbi(module, spec.name);
+  auto func = module.lookupSymbol<func::FuncOp>(spec.name);
+  if (failed(abi) || !func) {
+    llvm::errs() << "tfmc: error: internal: no lowered model function\n";
+    return failure();
+  }
+  auto paramTable = cast<ArrayAttr>(func->getAttr("tfm.params"));
+  if (failed(run(CpuStage::LLVM, CpuStage::LLVM)))
+    return failure();
+
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmCtx, spec.name);
+  if (!llvmModule) {
+    llvm::errs() << "tfmc: error: translation to LLVM IR failed\n";
+    return failure();
+  }
+  bool exe = !compileOnly && !sharedLib && emitKind == Emit::Exe;
+  if (failed(addEntryPoints(*llvmModule, spec, *abi, paramTable, exe,
+                            error))) {
+    llvm::errs() << "tfmc: error: " << error << "\n";
+    return failure();
+  }
+  auto tm = createTargetMachine(*target, /*pic=*/true, error);
+  if (!tm) {
+    llvm::errs() << "tfmc: error: " << error << "\n";
+    return failure();
+  }
+  optimizeModule(*llvmModule, *tm);
+  if (emitKind == Emit::LLVMIR) {
+    llvmModule->print(os, nullptr);
+    return success();
+  }
+  if (emitKind == Emit::Asm) {
+    SmallString<0> text;
+    llvm::raw_svector_ostream ss(text);
+    if (failed(emitMachineCode(*llvmModule, *tm, true, ss, error))) {
+      llvm::errs() << "tfmc: error: " << error << "\n";
+      return failure();
+    }
+    os << text;
+    return success();
+  }
+  // Object, then (for exe / shared) link.
+  std::string out = defaultOutput(spec);
+  std::string objPath = out;
+  SmallString<128> tmp;
+  if (!(compileOnly || emitKind == Emit::Obj)) {
+    if (llvm::sys::fs::createTemporaryFile("tfm-" + spec.name, "o", tmp)) {
+      llvm::errs() << "tfmc: error: cannot create a temporary file\n";
+      return failure();
+    }
+    objPath = tmp.str().str();
+  }
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream f(objPath, ec, llvm::sys::fs::OF_None);
+    if (ec) {
+      llvm::errs() << "tfmc: error: cannot write '" << objPath
+                   << "': " << ec.message() << "\n";
+      return failure();
+    }
+    if (failed(emitMachineCode(*llvmModule, *tm, false, f, error))) {
+      llvm::errs() << "tfmc: error: " << error << "\n";
+      return failure();
+    }
+  }
+  if (compileOnly) {
+    SmallString<256> header(out);
+    llvm::sys::path::replace_extension(header, "h");
+    std::error_code ec;
+    llvm::raw_fd_ostream h(header, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      llvm::errs() << "tfmc: error: cannot write '" << header
+                   << "': " << ec.message() << "\n";
+      return failure();
+    }
+    h << generateHeader(spec, paramTable);
+    return success();
+  }
+  if (emitKind == Emit::Obj)
+    return success();
+  LogicalResult linked = link(objPath, out, sharedLib);
+  llvm::sys::fs::remove(objPath);
+  return linked;
+}
+
 /// Runs the front end and writes the requested stage. Returns failure on a
 /// user error (already reported through the diagnostic engine).
 LogicalResult compile(MLIRContext &ctx, llvm::SourceMgr &sm,
@@ -155,22 +409,33 @@ LogicalResult compile(MLIRContext &ctx, llvm::SourceMgr &sm,
     os << llvm::formatv("{0:2}", spec->toJSON()) << "\n";
     return success();
   }
-  OwningOpRef<ModuleOp> module = buildModule(ctx, *spec, diags.loc(decl->loc));
+  if (targetName != "cpu") {
+    llvm::errs() << "tfmc: error: unknown --target '" << targetName
+                 << "'; expected cpu\n";
+    return failure();
+  }
+  // The CPU computes in f32 whatever the model's dtype: weights are
+  // converted when they are loaded.
+  ModelSpec lowered = *spec;
+  if (emitKind != Emit::Tfm)
+    lowered.dtype = DType::f32;
+  OwningOpRef<ModuleOp> module =
+      buildModule(ctx, lowered, diags.loc(decl->loc));
   if (!module)
     return failure();
-  PassManager pm(&ctx);
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
-  if (failed(pm.run(*module)))
-    return failure();
-  module->print(os);
-  return success();
+  if (emitKind == Emit::Tfm) {
+    module->print(os);
+    return success();
+  }
+  return lowerAndEmit(ctx, *spec, *module, os);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  registerAllPasses();
+  registerTfmPipelines();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
@@ -187,9 +452,20 @@ int main(int argc, char **argv) {
       argc, argv,
       "tfmc: compile a transformer model description (.tfm)\n\n"
       "  tfmc model.tfm --emit=json     the resolved description\n"
-      "  tfmc model.tfm --emit=tfm      model-level tfm IR\n");
+      "  tfmc model.tfm --emit=tfm      model-level tfm IR\n"
+      "  tfmc model.tfm -o model        an executable (see ./model --help)\n"
+      "  tfmc -c model.tfm              model.o and model.h for C programs\n"
+      "  tfmc --shared model.tfm        libMODEL.so\n");
 
-  MLIRContext ctx;
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
+  registry.insert<TfmDialect>();
+  registerBufferizableOpInterfaceExternalModels(registry);
+  MLIRContext ctx(registry);
   ctx.loadDialect<TfmDialect, func::FuncDialect>();
   std::string errorMessage;
   auto file = openInputFile(inputFilename, &errorMessage);
@@ -202,7 +478,21 @@ int main(int argc, char **argv) {
   sm.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   DiagEmitter diags(sm, &ctx);
 
-  auto output = openOutputFile(outputFilename, &errorMessage);
+  bool binary = emitKind == Emit::Exe || emitKind == Emit::Obj ||
+                compileOnly || sharedLib;
+  if (compileOnly || sharedLib) {
+    if (emitKind != Emit::Exe) {
+      llvm::errs() << "tfmc: error: -c and --shared write binaries; they do "
+                      "not combine with --emit\n";
+      return 1;
+    }
+    if (compileOnly && sharedLib) {
+      llvm::errs() << "tfmc: error: -c and --shared exclude each other\n";
+      return 1;
+    }
+  }
+  auto output = openOutputFile(binary ? std::string("-") : outputFilename.getValue(),
+                               &errorMessage);
   if (!output) {
     llvm::errs() << "tfmc: error: cannot write '" << outputFilename
                  << "': " << errorMessage << "\n";

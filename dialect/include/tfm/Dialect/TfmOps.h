@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -19,5 +20,13 @@
 
 #define GET_OP_CLASSES
 #include "tfm/Dialect/TfmOps.h.inc"
+
+namespace mlir {
+class DialectRegistry;
+namespace tfm {
+/// Attaches BufferizableOpInterface to the kernel ops (One-Shot Bufferize).
+void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
+} // namespace tfm
+} // namespace mlir
 
 #endif // TFM_DIALECT_TFMOPS_H

@@ -9,6 +9,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
 
 def Tfm_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
 def Tfm_IntTensor : RankedTensorOf<[I32, I64]>;
@@ -435,6 +436,68 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel level: destination-style ops on tensors, then on buffers
+//===----------------------------------------------------------------------===//
+
+class Tfm_KernelOp<string mnemonic> : Tfm_Op<mnemonic,
+    [DestinationStyleOpInterface,
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputMutable();
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel"> {
+  let summary = "output = input x weight_t (+ bias), destination style";
+  let description = [{
+    `input` [M, K] times the transposed weight `weight_t` [K, N] plus `bias`
+    [N], written to `output` [M, N]. On tensors it returns the result (the
+    output operand is only a destination); One-Shot Bufferize turns it into
+    the buffer form, which tfm-lower-kernels lowers to a register-blocked
+    vector micro-kernel.
+
+    ```mlir
+    %y = tfm.linear_kernel ins(%x, %wt, %b : tensor<?x16xf32>, tensor<16x64xf32>, tensor<64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
+    tfm.linear_kernel ins(%xm, %wm : memref<?x16xf32>, memref<16x64xf32>) outs(%ym : memref<?x64xf32>)
+    ```
+  }];
+  let arguments = (ins AnyShaped:$input, AnyShaped:$weight_t,
+                   Optional<AnyShaped>:$bias, AnyShaped:$output);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $input `,` $weight_t (`,` $bias^)? `:` type($input) `,`
+    type($weight_t) (`,` type($bias)^)? `)` `outs` `(` $output `:`
+    type($output) `)` attr-dict (`->` type($result)^)?
+  }];
+}
+
+def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel"> {
+  let summary = "fused attention, destination style";
+  let description = [{
+    The kernel form of `tfm.attention`: reads `query` [B, H, T, D], `key`
+    [B, KV, S, D], `value` [B, KV, S, Dv] and optional `lengths` [B], writes
+    `output` [B, H, T, Dv].
+
+    ```mlir
+    %o = tfm.attention_kernel ins(%q, %k, %v : tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) outs(%init : tensor<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64} -> tensor<?x4x?x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyShaped:$query, AnyShaped:$key, AnyShaped:$value,
+                   Optional<AnyShaped>:$lengths, AnyShaped:$output,
+                   Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
+                   F64Attr:$scale);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `,` $value (`,` $lengths^)? `:` type($query)
+    `,` type($key) `,` type($value) (`,` type($lengths)^)? `)` `outs` `(`
+    $output `:` type($output) `)` attr-dict (`->` type($result)^)?
+  }];
 }
 
 #endif // TFM_OPS_TD

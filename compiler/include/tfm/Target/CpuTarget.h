@@ -1,0 +1,60 @@
+//===- CpuTarget.h - x86-64 object emission and linking ---------*- C++ -*-===//
+
+#ifndef TFM_TARGET_CPUTARGET_H
+#define TFM_TARGET_CPUTARGET_H
+
+#include "tfm/Frontend/ModelSpec.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Target/TargetMachine.h"
+
+namespace mlir::tfm {
+
+/// One memref argument of the lowered model function.
+struct AbiArg {
+  enum Kind { Input, Output, Param } kind;
+  int64_t index;               ///< input / parameter number
+  std::vector<int64_t> shape;  ///< negative = dynamic
+};
+
+/// Reads the destination-passing signature that tfm-cpu-abi gave `func`.
+FailureOr<std::vector<AbiArg>> readAbi(ModuleOp module, StringRef funcName);
+
+/// The host or named x86-64 CPU.
+struct CpuTarget {
+  std::string cpu;
+  std::string features;
+  int64_t vectorWidth = 16;
+};
+FailureOr<CpuTarget> resolveCpu(StringRef name, std::string &error);
+
+std::unique_ptr<llvm::TargetMachine>
+createTargetMachine(const CpuTarget &target, bool pic, std::string &error);
+
+/// Adds `<name>_forward` (the C entry point over tfm_tensor structs and a
+/// parameter pointer table) and `<name>_model_json` (the resolved
+/// description plus the ABI's parameter table) to `module`; with
+/// `exeAliases`, also the `tfm_model_forward` / `tfm_model_json` aliases the
+/// runtime's main() links against.
+LogicalResult addEntryPoints(llvm::Module &module, const ModelSpec &spec,
+                             ArrayRef<AbiArg> abi, ArrayAttr paramTable,
+                             bool exeAliases, std::string &error);
+
+/// The JSON the runtime reads: the description plus "abi_params".
+std::string modelMetadata(const ModelSpec &spec, ArrayAttr paramTable);
+
+/// Runs LLVM's O3 pipeline.
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm);
+
+/// Writes an object file or assembly.
+LogicalResult emitMachineCode(llvm::Module &module, llvm::TargetMachine &tm,
+                              bool assembly, llvm::raw_pwrite_stream &os,
+                              std::string &error);
+
+/// The C header for `tfmc -c`.
+std::string generateHeader(const ModelSpec &spec, ArrayAttr paramTable);
+
+} // namespace mlir::tfm
+
+#endif // TFM_TARGET_CPUTARGET_H

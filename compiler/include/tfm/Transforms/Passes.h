@@ -1,0 +1,35 @@
+//===- Passes.h - tfm transformation passes ---------------------*- C++ -*-===//
+
+#ifndef TFM_TRANSFORMS_PASSES_H
+#define TFM_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Pass/Pass.h"
+#include "tfm/Dialect/TfmOps.h"
+
+namespace mlir::tfm {
+
+#define GEN_PASS_DECL
+#include "tfm/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "tfm/Transforms/Passes.h.inc"
+
+/// Model-level attention and FFN to primitive ops.
+void populateDecomposePatterns(RewritePatternSet &patterns);
+/// softmax(Q K^T s + M) V spellings to tfm.attention.
+void populateFuseAttentionPatterns(RewritePatternSet &patterns);
+/// Buffer-level kernel ops to vector loop nests.
+void populateLowerKernelPatterns(RewritePatternSet &patterns,
+                                 int64_t vectorWidth);
+
+} // namespace mlir::tfm
+
+#endif // TFM_TRANSFORMS_PASSES_H

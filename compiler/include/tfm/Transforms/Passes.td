@@ -1,0 +1,101 @@
+//===- Passes.td - tfm transformation passes ---------------*- tablegen -*-===//
+
+#ifndef TFM_TRANSFORMS_PASSES_TD
+#define TFM_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TfmDecompose : Pass<"tfm-decompose", "func::FuncOp"> {
+  let summary = "Decompose model-level attention and FFN into primitive ops";
+  let description = [{
+    `tfm.multi_head_attention` becomes the textbook form: projections
+    (`tfm.linear`), `tfm.split_heads`, `tfm.rope`, `tfm.repeat_kv`,
+    `tfm.matmul` (Q K^T), `tfm.scale`, `tfm.mask`, `tfm.softmax`, `tfm.matmul`
+    (P V), `tfm.merge_heads` and the output projection. `tfm.ffn` becomes
+    linears, `tfm.activation` and (gated kinds) `tfm.mul`.
+  }];
+  let dependentDialects = ["::mlir::tfm::TfmDialect"];
+}
+
+def TfmFuseAttention : Pass<"tfm-fuse-attention", "func::FuncOp"> {
+  let summary = "Fuse softmax-scaled attention into tfm.attention";
+  let description = [{
+    Recognises softmax(Q K^T * s + M) V, with the scale on the scores
+    (tfm.scale, or multiply/divide by a constant) or folded into Q, K
+    transposed explicitly or by the matmul flag, the mask as tfm.mask, and
+    K/V repeated for grouped-query attention, and replaces it by one
+    `tfm.attention` that reads the shared K/V heads directly.
+  }];
+  let dependentDialects = ["::mlir::tfm::TfmDialect"];
+}
+
+def TfmCpuAbi : Pass<"tfm-cpu-abi", "ModuleOp"> {
+  let summary = "Give the model function its destination-passing C ABI";
+  let description = [{
+    Rewrites each model function so that its inputs, its output and every
+    `tfm.param` are memref arguments: inputs first, then the output buffer,
+    then the parameters in first-use order (an `tfm.param_index` attribute
+    records the order). Linear weights are passed transposed ([in, out]) so
+    that the matmul kernel streams them contiguously; the
+    `tfm.params` attribute on the function lists (name, transposed) pairs
+    for the runtime.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def TfmLowerKernels : Pass<"tfm-lower-kernels", "func::FuncOp"> {
+  let summary = "Lower tfm kernel ops on buffers to vector loop nests";
+  let description = [{
+    `tfm.linear_kernel` becomes a register-blocked, vectorized matmul
+    (broadcast-FMA micro-kernel over the transposed weight) parallel over
+    column blocks; `tfm.attention_kernel` a tiled online-softmax loop nest
+    parallel over batch x heads x query rows.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
+           "f32 lanes of a vector register (16 for AVX-512, 8 for AVX2)">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+def TfmParallelizeOuter : Pass<"tfm-parallelize-outer", "func::FuncOp"> {
+  let summary = "Keep only outer loop dimensions parallel";
+  let description = [{
+    Nested `scf.parallel` loops become `scf.for`; the innermost dimension of
+    a multi-dimensional `scf.parallel` becomes an `scf.for` (so that it
+    vectorizes) and one-dimensional parallel loops become sequential. What
+    remains parallel is turned into OpenMP by `convert-scf-to-openmp`.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
+def TfmExpandShapeToCast : Pass<"tfm-expand-shape-to-cast", "func::FuncOp"> {
+  let summary = "Rewrite memref.expand_shape of contiguous buffers as casts";
+  let description = [{
+    A memref.expand_shape of an identity-layout buffer becomes a
+    memref.reinterpret_cast with row-major strides computed from the output
+    shape. expand-strided-metadata in LLVM 22 crashes on expand_shape ops
+    that split one dynamic dimension into several dynamic ones
+    ([B*T, N] -> [B, T, N]), which every linear layer produces. Also inlines
+    the memref.alloca_scope ops that convert-scf-to-openmp puts around loop
+    bodies when they hold no alloca (they must stay single-block, which
+    scf-to-cf would break).
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def TfmExpandMath : Pass<"tfm-expand-math", "func::FuncOp"> {
+  let summary = "Expand exp, tanh and erf into vectorizable polynomials";
+  let dependentDialects = ["::mlir::math::MathDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+#endif // TFM_TRANSFORMS_PASSES_TD

@@ -1,0 +1,81 @@
+//===- CpuPipeline.cpp - the tfm CPU lowering pipeline --------------------===//
+
+#include "tfm/Pipelines/Pipelines.h"
+
+#include "tfm/Conversion/Passes.h"
+#include "tfm/Transforms/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/ErrorHandling.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+static void addText(OpPassManager &pm, StringRef text) {
+  if (failed(parsePassPipeline(text, pm)))
+    llvm::report_fatal_error("tfm: bad pass pipeline: " + text);
+}
+
+static void buildLoopsStage(OpPassManager &pm,
+                            const CpuPipelineOptions &options);
+static void buildLLVMStage(OpPassManager &pm);
+
+void mlir::tfm::buildTfmCpuPipeline(OpPassManager &pm,
+                                    const CpuPipelineOptions &options,
+                                    CpuStage first, CpuStage last) {
+  auto want = [&](CpuStage s) { return first <= s && s <= last; };
+  if (want(CpuStage::Primitive))
+    pm.addNestedPass<func::FuncOp>(createTfmDecompose());
+  if (want(CpuStage::Fused)) {
+    pm.addNestedPass<func::FuncOp>(createTfmFuseAttention());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+  if (want(CpuStage::Linalg)) {
+    pm.addPass(createTfmCpuAbi());
+    pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+  if (want(CpuStage::Loops))
+    buildLoopsStage(pm, options);
+  if (want(CpuStage::LLVM))
+    buildLLVMStage(pm);
+}
+
+static void buildLoopsStage(OpPassManager &pm,
+                            const CpuPipelineOptions &options) {
+  addText(pm, "one-shot-bufferize, buffer-deallocation-pipeline, "
+              "func.func(convert-linalg-to-parallel-loops)");
+  TfmLowerKernelsOptions kernels;
+  kernels.vectorWidth = options.vectorWidth;
+  pm.addNestedPass<func::FuncOp>(createTfmLowerKernels(kernels));
+  pm.addNestedPass<func::FuncOp>(createTfmParallelizeOuter());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+static void buildLLVMStage(OpPassManager &pm) {
+  addText(pm, "convert-scf-to-openmp, "
+              "func.func(tfm-expand-math, tfm-expand-shape-to-cast), "
+              "expand-strided-metadata, lower-affine, convert-scf-to-cf, "
+              "convert-vector-to-llvm, convert-math-to-llvm, "
+              "convert-math-to-libm, finalize-memref-to-llvm, "
+              "convert-arith-to-llvm, convert-index-to-llvm, "
+              "convert-cf-to-llvm, convert-openmp-to-llvm, "
+              "convert-func-to-llvm, convert-ub-to-llvm, "
+              "reconcile-unrealized-casts, canonicalize, cse");
+}
+
+void mlir::tfm::registerTfmPipelines() {
+  registerTfmPasses();
+  registerTfmConversionPasses();
+  PassPipelineRegistration<CpuPipelineOptions>(
+      "tfm-cpu-pipeline",
+      "Lower model-level tfm IR to the LLVM dialect for x86-64: decompose, "
+      "fuse attention, linalg, bufferize, vector kernels, OpenMP, LLVM",
+      [](OpPassManager &pm, const CpuPipelineOptions &options) {
+        buildTfmCpuPipeline(pm, options);
+      });
+}

@@ -1,0 +1,312 @@
+//===- CpuTarget.cpp - x86-64 object emission -----------------------------===//
+
+#include "tfm/Target/CpuTarget.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+FailureOr<std::vector<AbiArg>> mlir::tfm::readAbi(ModuleOp module,
+                                                   StringRef funcName) {
+  auto func = module.lookupSymbol<func::FuncOp>(funcName);
+  if (!func || !func->hasAttr("tfm.params"))
+    return failure();
+  int64_t numInputs =
+      cast<IntegerAttr>(func->getAttr("tfm.num_inputs")).getInt();
+  std::vector<AbiArg> abi;
+  for (auto [i, t] : llvm::enumerate(func.getFunctionType().getInputs())) {
+    auto mt = cast<MemRefType>(t);
+    AbiArg a;
+    int64_t idx = static_cast<int64_t>(i);
+    if (idx < numInputs) {
+      a.kind = AbiArg::Input;
+      a.index = idx;
+    } else if (idx == numInputs) {
+      a.kind = AbiArg::Output;
+      a.index = 0;
+    } else {
+      a.kind = AbiArg::Param;
+      a.index = idx - numInputs - 1;
+    }
+    for (int64_t d : mt.getShape())
+      a.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
+    abi.push_back(a);
+  }
+  return abi;
+}
+
+FailureOr<CpuTarget> mlir::tfm::resolveCpu(StringRef name,
+                                           std::string &error) {
+  CpuTarget t;
+  if (name == "native") {
+    t.cpu = llvm::sys::getHostCPUName().str();
+    llvm::StringMap<bool> feats = llvm::sys::getHostCPUFeatures();
+    std::vector<std::string> list;
+    for (auto &f : feats)
+      list.push_back((f.second ? "+" : "-") + f.first().str());
+    llvm::sort(list);
+    t.features = llvm::join(list, ",");
+    t.vectorWidth = feats.lookup("avx512f") ? 16 : (feats.lookup("avx") ? 8 : 4);
+  } else if (name == "x86-64-v4") {
+    t.cpu = "x86-64-v4";
+    t.vectorWidth = 16;
+  } else if (name == "x86-64-v3") {
+    t.cpu = "x86-64-v3";
+    t.vectorWidth = 8;
+  } else {
+    error = ("unknown --cpu '" + name +
+             "'; expected native, x86-64-v3 (AVX2) or x86-64-v4 (AVX-512)")
+                .str();
+    return failure();
+  }
+  return t;
+}
+
+std::unique_ptr<llvm::TargetMachine>
+mlir::tfm::createTargetMachine(const CpuTarget &target, bool pic,
+                               std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!t)
+    return nullptr;
+  llvm::TargetOptions opts;
+  opts.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  return std::unique_ptr<llvm::TargetMachine>(t->createTargetMachine(
+      triple, target.cpu, target.features, opts,
+      pic ? llvm::Reloc::PIC_ : llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+}
+
+std::string mlir::tfm::modelMetadata(const ModelSpec &spec,
+                                     ArrayAttr paramTable) {
+  llvm::json::Value v = spec.toJSON();
+  llvm::json::Array abi;
+  for (Attribute a : paramTable) {
+    auto d = cast<DictionaryAttr>(a);
+    abi.push_back(llvm::json::Object{
+        {"name", cast<StringAttr>(d.get("name")).getValue().str()},
+        {"transposed", cast<BoolAttr>(d.get("transposed")).getValue()}});
+  }
+  v.getAsObject()->insert({"abi_params", std::move(abi)});
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << v;
+  return out;
+}
+
+LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module,
+                                        const ModelSpec &spec,
+                                        ArrayRef<AbiArg> abi,
+                                        ArrayAttr paramTable, bool exeAliases,
+                                        std::string &error) {
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::Function *impl = module.getFunction(spec.name);
+  if (!impl) {
+    error = "lowered model function '" + spec.name + "' not found";
+    return failure();
+  }
+  impl->setLinkage(llvm::GlobalValue::InternalLinkage);
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
+  llvm::Type *ptr = llvm::PointerType::get(ctx, 0);
+  // struct tfm_tensor { void *data; int32_t dtype; int32_t rank;
+  //                     int64_t shape[8]; }
+  llvm::StructType *tensorTy = llvm::StructType::get(
+      ctx, {ptr, i32, i32, llvm::ArrayType::get(i64, 8)});
+
+  auto *fnTy = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
+  auto *fn = llvm::Function::Create(fnTy, llvm::GlobalValue::ExternalLinkage,
+                                    spec.name + "_forward", module);
+  llvm::Argument *params = fn->getArg(0), *inputs = fn->getArg(1),
+                 *output = fn->getArg(2);
+  params->setName("params");
+  inputs->setName("inputs");
+  output->setName("output");
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+
+  SmallVector<llvm::Value *> args;
+  for (const AbiArg &a : abi) {
+    int64_t rank = static_cast<int64_t>(a.shape.size());
+    llvm::Value *data;
+    SmallVector<llvm::Value *> sizes;
+    if (a.kind == AbiArg::Param) {
+      llvm::Value *slot = b.CreateConstInBoundsGEP1_64(ptr, params, a.index);
+      data = b.CreateLoad(ptr, slot);
+      for (int64_t d : a.shape)
+        sizes.push_back(b.getInt64(d));
+    } else {
+      llvm::Value *t =
+          a.kind == AbiArg::Input
+              ? b.CreateConstInBoundsGEP1_64(tensorTy, inputs, a.index)
+              : static_cast<llvm::Value *>(output);
+      data = b.CreateLoad(ptr, b.CreateStructGEP(tensorTy, t, 0));
+      for (int64_t i = 0; i < rank; ++i) {
+        if (a.shape[i] >= 0) {
+          sizes.push_back(b.getInt64(a.shape[i]));
+          continue;
+        }
+        llvm::Value *p = b.CreateInBoundsGEP(
+            tensorTy, t, {b.getInt32(0), b.getInt32(3), b.getInt32(i)});
+        sizes.push_back(b.CreateLoad(i64, p));
+      }
+    }
+    SmallVector<llvm::Value *> strides(rank);
+    llvm::Value *stride = b.getInt64(1);
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      strides[i] = stride;
+      stride = b.CreateMul(stride, sizes[i]);
+    }
+    args.push_back(data); // allocated
+    args.push_back(data); // aligned
+    args.push_back(b.getInt64(0));
+    args.append(sizes.begin(), sizes.end());
+    args.append(strides.begin(), strides.end());
+  }
+  if (args.size() != impl->arg_size()) {
+    error = llvm::formatv("ABI mismatch: {0} arguments for {1} parameters",
+                          args.size(), impl->arg_size())
+                .str();
+    return failure();
+  }
+  b.CreateCall(impl, args);
+  b.CreateRet(b.getInt32(0));
+
+  std::string json = modelMetadata(spec, paramTable);
+  auto *init = llvm::ConstantDataArray::getString(ctx, json, true);
+  auto *gv = new llvm::GlobalVariable(module, init->getType(), true,
+                                      llvm::GlobalValue::ExternalLinkage, init,
+                                      spec.name + "_model_json");
+  if (exeAliases) {
+    llvm::GlobalAlias::create("tfm_model_forward", fn);
+    llvm::GlobalAlias::create("tfm_model_json", gv);
+  }
+  if (llvm::verifyModule(module, &llvm::errs())) {
+    error = "the generated LLVM module does not verify";
+    return failure();
+  }
+  return success();
+}
+
+void mlir::tfm::optimizeModule(llvm::Module &module, llvm::TargetMachine &tm) {
+  for (llvm::Function &f : module) {
+    if (f.isDeclaration())
+      continue;
+    f.addFnAttr("target-cpu", tm.getTargetCPU());
+    if (!tm.getTargetFeatureString().empty())
+      f.addFnAttr("target-features", tm.getTargetFeatureString());
+  }
+  module.setDataLayout(tm.createDataLayout());
+  module.setTargetTriple(tm.getTargetTriple());
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  llvm::PassBuilder pb(&tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm =
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(module, mam);
+}
+
+LogicalResult mlir::tfm::emitMachineCode(llvm::Module &module,
+                                         llvm::TargetMachine &tm,
+                                         bool assembly,
+                                         llvm::raw_pwrite_stream &os,
+                                         std::string &error) {
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr,
+                             assembly ? llvm::CodeGenFileType::AssemblyFile
+                                      : llvm::CodeGenFileType::ObjectFile)) {
+    error = "the target cannot emit this file type";
+    return failure();
+  }
+  pm.run(module);
+  return success();
+}
+
+static std::string cIdent(StringRef s) {
+  std::string out;
+  for (char c : s)
+    out += llvm::isAlnum(c) ? llvm::toUpper(c) : '_';
+  return out;
+}
+
+std::string mlir::tfm::generateHeader(const ModelSpec &spec,
+                                      ArrayAttr paramTable) {
+  std::string h;
+  llvm::raw_string_ostream os(h);
+  std::string guard = "TFM_MODEL_" + cIdent(spec.name) + "_H";
+  std::string up = cIdent(spec.name);
+  os << "/* " << spec.name << ": generated by tfmc. Do not edit. */\n"
+     << "#ifndef " << guard << "\n#define " << guard << "\n\n"
+     << "#include <stdint.h>\n#include \"tfm/runtime.h\"\n\n"
+     << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+     << "/* The resolved description (tfmc --emit=json) plus the entry "
+        "point's\n   parameter order (\"abi_params\"); tfm_model_create() "
+        "reads it. */\n"
+     << "extern const char " << spec.name << "_model_json[];\n\n"
+     << "/* Runs the forward pass. params[i] points to parameter i of "
+     << spec.name << "_params\n   (f32, row-major, transposed to [in, out] "
+        "where .transposed is set);\n   inputs are in the order of "
+     << spec.name << "_inputs; output must be allocated\n   with its full "
+        "shape. Returns 0. Inputs are not checked: use tfm_model_run() for "
+        "that. */\n"
+     << "int32_t " << spec.name << "_forward(void *const *params, "
+     << "const tfm_tensor *inputs, tfm_tensor *output);\n\n"
+     << "#define " << up << "_NUM_PARAMS " << paramTable.size() << "\n"
+     << "#define " << up << "_NUM_INPUTS " << spec.inputs().size() << "\n"
+     << "#define " << up << "_PARAMETER_COUNT " << spec.paramCount()
+     << "LL\n\n";
+  os << "static const tfm_param_info " << spec.name << "_params[] = {\n";
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const ParamSpec &p : spec.params())
+    shapes[p.name] = p.shape;
+  for (Attribute a : paramTable) {
+    auto d = cast<DictionaryAttr>(a);
+    std::string name = cast<StringAttr>(d.get("name")).getValue().str();
+    bool tr = cast<BoolAttr>(d.get("transposed")).getValue();
+    auto shape = shapes[name];
+    os << "  {\"" << name << "\", " << (tr ? 1 : 0) << ", " << shape.size()
+       << ", {";
+    for (size_t i = 0; i < shape.size(); ++i)
+      os << (i ? ", " : "") << shape[i];
+    os << "}},\n";
+  }
+  os << "};\n\n/* Inputs and output; -1 = batch B, -2 = sequence T, "
+        "-3 = source S. */\n";
+  auto tensors = [&](StringRef what, const std::vector<TensorSpec> &ts) {
+    os << "static const tfm_io_info " << spec.name << "_" << what
+       << "[] = {\n";
+    for (const TensorSpec &t : ts) {
+      os << "  {\"" << t.name << "\", \"" << t.dtype << "\", " << t.shape.size()
+         << ", {";
+      for (size_t i = 0; i < t.shape.size(); ++i)
+        os << (i ? ", " : "") << t.shape[i];
+      os << "}},\n";
+    }
+    os << "};\n";
+  };
+  tensors("inputs", spec.inputs());
+  tensors("outputs", spec.outputs());
+  os << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
+  return h;
+}

@@ -1,0 +1,149 @@
+//===- CpuAbi.cpp - destination-passing ABI for model functions -----------===//
+//
+// Before:  func @m(%tokens: tensor<?x?xi32>) -> tensor<?x?x50xf32>
+//            %w = tfm.param "x" ...
+// After:   func @m(%tokens: memref<?x?xi32>, %out: memref<?x?x50xf32>,
+//                  %p0: memref<...>, ...) attributes {tfm.params = [...]}
+//
+// Inputs and parameters enter through bufferization.to_tensor (restrict:
+// nothing else aliases them), the result is materialized into %out. Weights
+// read by tfm.linear / tfm.patch_embed are passed transposed ([in, out]) and
+// re-expressed as a tfm.transpose, which convert-tfm-to-linalg folds into
+// the matmul kernel; a weight used both ways (a tied embedding) is passed
+// twice.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Transforms/Passes.h"
+
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_TFMCPUABI
+#include "tfm/Transforms/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+MemRefType bufferType(Type t) {
+  auto rt = cast<RankedTensorType>(t);
+  return MemRefType::get(rt.getShape(), rt.getElementType());
+}
+
+/// Whether operand `use` of its owner reads the weight as [out, in] of a
+/// matmul, so that the kernel wants it transposed.
+bool wantsTransposed(OpOperand &use) {
+  Operation *owner = use.getOwner();
+  if (auto lin = dyn_cast<LinearOp>(owner))
+    return use.get() == lin.getWeight() && use.getOperandNumber() == 1;
+  if (auto pe = dyn_cast<PatchEmbedOp>(owner))
+    return use.getOperandNumber() == 1;
+  return false;
+}
+
+LogicalResult rewriteFunction(func::FuncOp func) {
+  FunctionType type = func.getFunctionType();
+  if (type.getNumResults() != 1)
+    return func.emitError("tfm-cpu-abi expects a model function with one "
+                          "result");
+  for (Type t : type.getInputs())
+    if (!isa<RankedTensorType>(t))
+      return func.emitError("tfm-cpu-abi expects ranked tensor inputs");
+  auto resultType = dyn_cast<RankedTensorType>(type.getResult(0));
+  if (!resultType)
+    return func.emitError("tfm-cpu-abi expects a ranked tensor result");
+
+  MLIRContext *ctx = func.getContext();
+  Block &entry = func.front();
+  unsigned numOld = entry.getNumArguments();
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(&entry);
+  Location loc = func.getLoc();
+
+  SmallVector<Type> newInputs;
+  // Inputs.
+  for (unsigned i = 0; i < numOld; ++i) {
+    BlockArgument old = entry.getArgument(i);
+    MemRefType mt = bufferType(old.getType());
+    newInputs.push_back(mt);
+    Value m = entry.addArgument(mt, old.getLoc());
+    Value t = bufferization::ToTensorOp::create(b, loc, old.getType(), m,
+                                                /*restrict=*/true,
+                                                /*writable=*/false);
+    old.replaceAllUsesWith(t);
+  }
+  // Output.
+  MemRefType outType = bufferType(resultType);
+  newInputs.push_back(outType);
+  Value out = entry.addArgument(outType, loc);
+
+  // Parameters, in first-use order, plain and/or transposed.
+  llvm::StringMap<Value> params; // "name" or "name^T" -> value
+  SmallVector<Attribute> table;
+  SmallVector<ParamOp> paramOps;
+  func.walk([&](ParamOp p) { paramOps.push_back(p); });
+  for (ParamOp p : paramOps) {
+    auto pt = p.getType();
+    auto getArg = [&](bool transposed) -> Value {
+      std::string key = (p.getName() + (transposed ? "^T" : "")).str();
+      auto it = params.find(key);
+      if (it != params.end())
+        return it->second;
+      SmallVector<int64_t> shape(pt.getShape());
+      if (transposed)
+        std::swap(shape[0], shape[1]);
+      auto mt = MemRefType::get(shape, pt.getElementType());
+      newInputs.push_back(mt);
+      Value arg = entry.addArgument(mt, p.getLoc());
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&entry);
+      Value t = bufferization::ToTensorOp::create(
+          b, p.getLoc(), RankedTensorType::get(shape, pt.getElementType()),
+          arg, /*restrict=*/true, /*writable=*/false);
+      if (transposed)
+        t = TransposeOp::create(b, p.getLoc(), pt, t,
+                                b.getDenseI64ArrayAttr({1, 0}));
+      params[key] = t;
+      table.push_back(DictionaryAttr::get(
+          ctx, {b.getNamedAttr("name", p.getNameAttr()),
+                b.getNamedAttr("transposed", b.getBoolAttr(transposed))}));
+      return t;
+    };
+    for (OpOperand &use : llvm::make_early_inc_range(p->getUses())) {
+      bool transposed = pt.getRank() == 2 && wantsTransposed(use);
+      use.set(getArg(transposed));
+    }
+    p->erase();
+  }
+
+  // The result goes into the output buffer.
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  b.setInsertionPoint(ret);
+  bufferization::MaterializeInDestinationOp::create(
+      b, loc, TypeRange{}, ret.getOperand(0), out, /*restrict=*/true,
+      /*writable=*/true);
+  func::ReturnOp::create(b, loc);
+  ret->erase();
+
+  entry.eraseArguments(0, numOld);
+  func.setFunctionType(FunctionType::get(ctx, newInputs, {}));
+  func->setAttr("tfm.params", ArrayAttr::get(ctx, table));
+  func->setAttr("tfm.num_inputs", b.getI64IntegerAttr(numOld));
+  return success();
+}
+
+struct TfmCpuAbiPass : mlir::tfm::impl::TfmCpuAbiBase<TfmCpuAbiPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal() || func->hasAttr("tfm.params"))
+        continue;
+      if (failed(rewriteFunction(func)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

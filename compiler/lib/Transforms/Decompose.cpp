@@ -1,0 +1,139 @@
+//===- Decompose.cpp - model-level ops to primitive ops -------------------===//
+//
+// tfm.multi_head_attention and tfm.ffn become the textbook primitive form, so
+// that attention fusion (FuseAttention.cpp) is a real pattern match over the
+// same IR a hand-written or imported graph would have.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_TFMDECOMPOSE
+#include "tfm/Transforms/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+/// [B, T, in] x [out, in]^T (+ bias) -> [B, T, out].
+Value linear(PatternRewriter &b, Location loc, Value x, Value w, Value bias) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto wt = cast<RankedTensorType>(w.getType());
+  SmallVector<int64_t> shape(xt.getShape());
+  shape.back() = wt.getDimSize(0);
+  return LinearOp::create(b, loc,
+                          RankedTensorType::get(shape, xt.getElementType()), x,
+                          w, bias);
+}
+
+struct DecomposeMultiHeadAttention
+    : OpRewritePattern<MultiHeadAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MultiHeadAttentionOp op,
+                                PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    auto xt = cast<RankedTensorType>(op.getQuery().getType());
+    auto st = cast<RankedTensorType>(op.getSource().getType());
+    Type elt = xt.getElementType();
+    int64_t heads = op.getHeadsAttr().getInt();
+    int64_t kvHeads = op.getKvHeadsAttr().getInt();
+    int64_t hd = op.getHeadDimAttr().getInt();
+    auto biases = op.getBiases();
+    auto bias = [&](int i) { return biases.empty() ? Value() : biases[i]; };
+
+    Value q = linear(b, loc, op.getQuery(), op.getWq(), bias(0));
+    Value k = linear(b, loc, op.getSource(), op.getWk(), bias(1));
+    Value v = linear(b, loc, op.getSource(), op.getWv(), bias(2));
+    auto headsType = [&](int64_t h, int64_t t) {
+      return RankedTensorType::get({xt.getDimSize(0), h, t, hd}, elt);
+    };
+    int64_t tq = xt.getDimSize(1), tk = st.getDimSize(1);
+    Value qh = SplitHeadsOp::create(b, loc, headsType(heads, tq), q,
+                                    b.getI64IntegerAttr(heads));
+    Value kh = SplitHeadsOp::create(b, loc, headsType(kvHeads, tk), k,
+                                    b.getI64IntegerAttr(kvHeads));
+    Value vh = SplitHeadsOp::create(b, loc, headsType(kvHeads, tk), v,
+                                    b.getI64IntegerAttr(kvHeads));
+    if (auto theta = op.getRopeThetaAttr()) {
+      qh = RopeOp::create(b, loc, qh, theta, op.getRopeStyleAttr());
+      kh = RopeOp::create(b, loc, kh, theta, op.getRopeStyleAttr());
+    }
+    if (kvHeads != heads) {
+      auto rep = b.getI64IntegerAttr(heads / kvHeads);
+      kh = RepeatKvOp::create(b, loc, headsType(heads, tk), kh, rep);
+      vh = RepeatKvOp::create(b, loc, headsType(heads, tk), vh, rep);
+    }
+    auto scoresType =
+        RankedTensorType::get({xt.getDimSize(0), heads, tq, tk}, elt);
+    Value s = MatmulOp::create(b, loc, scoresType, qh, kh,
+                               /*transpose_lhs=*/false,
+                               /*transpose_rhs=*/true);
+    s = ScaleOp::create(b, loc, s, op.getScaleAttr());
+    if (op.getMask() != MaskKind::none || op.getLengths())
+      s = MaskOp::create(b, loc, scoresType, s, op.getLengths(),
+                         op.getMaskAttr(), op.getWindowAttr());
+    Value p = SoftmaxOp::create(b, loc, s, b.getI64IntegerAttr(3));
+    Value o = MatmulOp::create(b, loc, headsType(heads, tq), p, vh, false,
+                               false);
+    Value merged = MergeHeadsOp::create(
+        b, loc,
+        RankedTensorType::get({xt.getDimSize(0), tq, heads * hd}, elt), o);
+    b.replaceOp(op, linear(b, loc, merged, op.getWo(), bias(3)));
+    return success();
+  }
+};
+
+struct DecomposeFfn : OpRewritePattern<FfnOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(FfnOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    auto biases = op.getBiases();
+    bool gated = op.getGateWeight() != nullptr;
+    auto bias = [&](int i) { return biases.empty() ? Value() : biases[i]; };
+    Value up = linear(b, loc, op.getInput(), op.getUpWeight(), bias(0));
+    Value h;
+    MLIRContext *ctx = b.getContext();
+    if (gated) {
+      Value gate =
+          linear(b, loc, op.getInput(), op.getGateWeight(), bias(1));
+      Activation act = op.getActivation() == Activation::swiglu
+                           ? Activation::silu
+                           : Activation::gelu;
+      Value g = ActivationOp::create(b, loc, gate,
+                                     ActivationAttr::get(ctx, act));
+      h = MulOp::create(b, loc, g, up);
+    } else {
+      h = ActivationOp::create(b, loc, up, op.getActivationAttr());
+    }
+    b.replaceOp(op, linear(b, loc, h, op.getDownWeight(),
+                           bias(gated ? 2 : 1)));
+    return success();
+  }
+};
+
+struct TfmDecomposePass
+    : mlir::tfm::impl::TfmDecomposeBase<TfmDecomposePass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateDecomposePatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::tfm::populateDecomposePatterns(RewritePatternSet &patterns) {
+  patterns.add<DecomposeMultiHeadAttention, DecomposeFfn>(
+      patterns.getContext());
+}

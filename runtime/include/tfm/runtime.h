@@ -1,0 +1,128 @@
+/*===- runtime.h - the tfm C runtime ------------------------------*- C -*-===*
+ *
+ * A thin C11 library linked into every tfm artifact: tensors, npy files,
+ * safetensors weights (mmap, checked against the model's parameter table),
+ * the model wrapper that validates inputs and runs a compiled forward pass,
+ * threads, timing, and the executable's command line. No LLVM dependency.
+ *
+ * Every call that can fail returns a tfm_status; tfm_last_error() holds the
+ * message of the last failure on this thread.
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_H
+#define TFM_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tfm_status {
+  TFM_OK = 0,
+  TFM_ERR_IO = 1,       /* a file could not be read or written */
+  TFM_ERR_FORMAT = 2,   /* a file is not valid npy / safetensors / JSON */
+  TFM_ERR_MISMATCH = 3, /* weights or inputs do not fit the model */
+  TFM_ERR_ARGUMENT = 4, /* a bad argument or command-line flag */
+  TFM_ERR_MEMORY = 5,   /* out of memory */
+} tfm_status;
+
+typedef enum tfm_dtype {
+  TFM_F32 = 0,
+  TFM_F16 = 1,
+  TFM_BF16 = 2,
+  TFM_I32 = 3,
+  TFM_I64 = 4,
+} tfm_dtype;
+
+#define TFM_MAX_RANK 8
+
+/* A dense row-major tensor. `data` is owned by whoever allocated it. */
+typedef struct tfm_tensor {
+  void *data;
+  int32_t dtype; /* tfm_dtype */
+  int32_t rank;
+  int64_t shape[TFM_MAX_RANK];
+} tfm_tensor;
+
+/* Entries of the parameter and input tables in generated headers. */
+typedef struct tfm_param_info {
+  const char *name;
+  int32_t transposed; /* passed as [in, out] */
+  int32_t rank;
+  int64_t shape[4]; /* canonical shape */
+} tfm_param_info;
+
+typedef struct tfm_io_info {
+  const char *name;
+  const char *dtype;
+  int32_t rank;
+  int64_t shape[TFM_MAX_RANK]; /* -1: B, -2: T, -3: S */
+} tfm_io_info;
+
+typedef int32_t (*tfm_forward_fn)(void *const *params,
+                                  const tfm_tensor *inputs,
+                                  tfm_tensor *output);
+
+/* The message of the last failure on this thread ("" if none). */
+const char *tfm_last_error(void);
+const char *tfm_dtype_name(int32_t dtype);
+size_t tfm_dtype_size(int32_t dtype);
+
+/* Tensors. */
+int64_t tfm_tensor_numel(const tfm_tensor *t);
+tfm_status tfm_tensor_alloc(tfm_tensor *t, tfm_dtype dtype, int32_t rank,
+                            const int64_t *shape);
+void tfm_tensor_free(tfm_tensor *t);
+
+/* npy files: int32, int64, float32 (and float16 on read). */
+tfm_status tfm_npy_read(const char *path, tfm_tensor *out);
+tfm_status tfm_npy_write(const char *path, const tfm_tensor *t);
+
+/* safetensors files, memory-mapped. */
+typedef struct tfm_safetensors tfm_safetensors;
+tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out);
+void tfm_safetensors_close(tfm_safetensors *st);
+size_t tfm_safetensors_count(const tfm_safetensors *st);
+const char *tfm_safetensors_name(const tfm_safetensors *st, size_t i);
+/* Looks up `name`; returns TFM_ERR_MISMATCH if the file has no such tensor. */
+tfm_status tfm_safetensors_get(const tfm_safetensors *st, const char *name,
+                               tfm_tensor *view);
+
+/* A compiled model: its description, its weights, its forward pass. */
+typedef struct tfm_model tfm_model;
+tfm_status tfm_model_create(const char *model_json, tfm_forward_fn forward,
+                            tfm_model **out);
+void tfm_model_destroy(tfm_model *m);
+/* Loads and checks every tensor against the parameter table; reports each
+ * missing, unexpected or mis-shaped tensor by name. F16/BF16 are converted. */
+tfm_status tfm_model_load_weights(tfm_model *m, const char *path);
+tfm_status tfm_model_random_weights(tfm_model *m, uint64_t seed);
+const char *tfm_model_name(const tfm_model *m);
+int64_t tfm_model_vocab(const tfm_model *m);
+int64_t tfm_model_context(const tfm_model *m);
+size_t tfm_model_num_inputs(const tfm_model *m);
+const char *tfm_model_input_name(const tfm_model *m, size_t i);
+/* Runs the forward pass on inputs given in the model's input order, after
+ * checking names' dtypes, ranks, sizes, sequence length against the context
+ * and token ids against the vocabulary. Allocates `output`. */
+tfm_status tfm_model_run(tfm_model *m, const tfm_tensor *inputs,
+                         tfm_tensor *output);
+void tfm_model_print_info(const tfm_model *m, FILE *out);
+
+/* Threads (OpenMP) and time. */
+void tfm_set_threads(int n);
+int tfm_get_threads(void);
+double tfm_now_seconds(void);
+
+/* The executable's main: tfmc links it with the model's entry point. */
+int tfm_main(int argc, char **argv, const char *model_json,
+             tfm_forward_fn forward);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TFM_RUNTIME_H */

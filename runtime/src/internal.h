@@ -1,0 +1,19 @@
+/*===- internal.h - runtime internals -----------------------------*- C -*-===*/
+#ifndef TFM_RUNTIME_INTERNAL_H
+#define TFM_RUNTIME_INTERNAL_H
+
+#include "tfm/runtime.h"
+
+/* Records a formatted message as this thread's last error; returns status. */
+tfm_status tfm_fail(tfm_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Appends to the last error (for lists of problems). */
+void tfm_error_append(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+void tfm_error_clear(void);
+
+float tfm_f16_to_f32(uint16_t h);
+float tfm_bf16_to_f32(uint16_t h);
+void tfm_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t n);
+
+#endif

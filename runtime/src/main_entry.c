@@ -1,0 +1,12 @@
+/*===- main_entry.c - main() of tfm executables ---------------------------===*
+ * tfmc links this object with the model, which defines the two aliases.
+ *===----------------------------------------------------------------------===*/
+#include "tfm/runtime.h"
+
+extern const char tfm_model_json[];
+extern int32_t tfm_model_forward(void *const *, const tfm_tensor *,
+                                 tfm_tensor *);
+
+int main(int argc, char **argv) {
+  return tfm_main(argc, argv, tfm_model_json, tfm_model_forward);
+}

@@ -1,0 +1,196 @@
+/*===- safetensors.c - memory-mapped safetensors reader -------------------===*
+ * Validates the 8-byte header length, the JSON header (jansson), every
+ * entry's dtype, shape and data_offsets against the file before any tensor
+ * is handed out.
+ *===----------------------------------------------------------------------===*/
+#define _DEFAULT_SOURCE
+#include "internal.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct entry {
+  char *name;
+  tfm_tensor view;
+} entry;
+
+struct tfm_safetensors {
+  void *map;
+  size_t size;
+  entry *entries;
+  size_t count;
+};
+
+static int parse_dtype(const char *s, int32_t *out) {
+  if (!strcmp(s, "F32")) *out = TFM_F32;
+  else if (!strcmp(s, "F16")) *out = TFM_F16;
+  else if (!strcmp(s, "BF16")) *out = TFM_BF16;
+  else if (!strcmp(s, "I32")) *out = TFM_I32;
+  else if (!strcmp(s, "I64")) *out = TFM_I64;
+  else return 0;
+  return 1;
+}
+
+tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
+  *out = NULL;
+  int fd = open(path, O_RDONLY);
+  if (fd < 0)
+    return tfm_fail(TFM_ERR_IO, "%s: cannot open the weights file", path);
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(fd);
+    return tfm_fail(TFM_ERR_IO, "%s: not a regular file", path);
+  }
+  size_t size = (size_t)sb.st_size;
+  if (size < 8) {
+    close(fd);
+    return tfm_fail(TFM_ERR_FORMAT,
+                    "%s: not a safetensors file (%zu bytes, shorter than its "
+                    "8-byte header length)",
+                    path, size);
+  }
+  void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED)
+    return tfm_fail(TFM_ERR_IO, "%s: cannot map the file", path);
+  tfm_safetensors *st = calloc(1, sizeof *st);
+  st->map = map;
+  st->size = size;
+  const unsigned char *bytes = map;
+  uint64_t hlen = 0;
+  for (int i = 7; i >= 0; --i)
+    hlen = (hlen << 8) | bytes[i];
+  tfm_status status = TFM_OK;
+  json_t *root = NULL;
+  if (hlen > size - 8) {
+    status = tfm_fail(TFM_ERR_FORMAT,
+                      "%s: header length %llu exceeds the file size %zu", path,
+                      (unsigned long long)hlen, size);
+    goto fail;
+  }
+  json_error_t jerr;
+  root = json_loadb((const char *)bytes + 8, (size_t)hlen, 0, &jerr);
+  if (!root || !json_is_object(root)) {
+    status = tfm_fail(TFM_ERR_FORMAT,
+                      "%s: the header is not a JSON object (%s at byte %d)",
+                      path, root ? "not an object" : jerr.text,
+                      root ? 0 : jerr.position);
+    goto fail;
+  }
+  size_t dataStart = 8 + (size_t)hlen, dataSize = size - dataStart;
+  st->entries = calloc(json_object_size(root) + 1, sizeof(entry));
+  const char *key;
+  json_t *val;
+  json_object_foreach(root, key, val) {
+    if (!strcmp(key, "__metadata__"))
+      continue;
+    json_t *dt = json_object_get(val, "dtype");
+    json_t *shape = json_object_get(val, "shape");
+    json_t *offs = json_object_get(val, "data_offsets");
+    if (!json_is_object(val) || !json_is_string(dt) || !json_is_array(shape) ||
+        !json_is_array(offs) || json_array_size(offs) != 2) {
+      status = tfm_fail(TFM_ERR_FORMAT,
+                        "%s: tensor '%s' lacks a valid dtype, shape or "
+                        "data_offsets",
+                        path, key);
+      goto fail;
+    }
+    entry *e = &st->entries[st->count];
+    if (!parse_dtype(json_string_value(dt), &e->view.dtype)) {
+      status = tfm_fail(TFM_ERR_FORMAT,
+                        "%s: tensor '%s' has dtype %s; supported: F32, F16, "
+                        "BF16, I32, I64",
+                        path, key, json_string_value(dt));
+      goto fail;
+    }
+    if (json_array_size(shape) > TFM_MAX_RANK) {
+      status = tfm_fail(TFM_ERR_FORMAT, "%s: tensor '%s' has rank above %d",
+                        path, key, TFM_MAX_RANK);
+      goto fail;
+    }
+    e->view.rank = (int32_t)json_array_size(shape);
+    uint64_t numel = 1;
+    for (size_t i = 0; i < json_array_size(shape); ++i) {
+      json_t *d = json_array_get(shape, i);
+      if (!json_is_integer(d) || json_integer_value(d) < 0 ||
+          json_integer_value(d) > (1LL << 40)) {
+        status = tfm_fail(TFM_ERR_FORMAT,
+                          "%s: tensor '%s' has an invalid shape", path, key);
+        goto fail;
+      }
+      e->view.shape[i] = json_integer_value(d);
+      numel *= (uint64_t)e->view.shape[i];
+      if (numel > (1ULL << 44)) {
+        status = tfm_fail(TFM_ERR_FORMAT, "%s: tensor '%s' is too large",
+                          path, key);
+        goto fail;
+      }
+    }
+    json_t *b0 = json_array_get(offs, 0), *b1 = json_array_get(offs, 1);
+    if (!json_is_integer(b0) || !json_is_integer(b1) ||
+        json_integer_value(b0) < 0 ||
+        json_integer_value(b1) < json_integer_value(b0) ||
+        (uint64_t)json_integer_value(b1) > dataSize) {
+      status = tfm_fail(TFM_ERR_FORMAT,
+                        "%s: tensor '%s' has data_offsets outside the file's "
+                        "%zu data bytes",
+                        path, key, dataSize);
+      goto fail;
+    }
+    uint64_t nbytes = (uint64_t)(json_integer_value(b1) -
+                                 json_integer_value(b0));
+    if (nbytes != numel * tfm_dtype_size(e->view.dtype)) {
+      char s[128];
+      tfm_shape_str(e->view.rank, e->view.shape, s, sizeof s);
+      status = tfm_fail(TFM_ERR_FORMAT,
+                        "%s: tensor '%s' (%s %s) needs %llu bytes but its "
+                        "data_offsets span %llu",
+                        path, key, json_string_value(dt), s,
+                        (unsigned long long)(numel *
+                                             tfm_dtype_size(e->view.dtype)),
+                        (unsigned long long)nbytes);
+      goto fail;
+    }
+    e->view.data = (void *)(bytes + dataStart + json_integer_value(b0));
+    e->name = strdup(key);
+    st->count++;
+  }
+  json_decref(root);
+  *out = st;
+  return TFM_OK;
+fail:
+  if (root)
+    json_decref(root);
+  tfm_safetensors_close(st);
+  return status;
+}
+
+void tfm_safetensors_close(tfm_safetensors *st) {
+  if (!st)
+    return;
+  for (size_t i = 0; i < st->count; ++i)
+    free(st->entries[i].name);
+  free(st->entries);
+  munmap(st->map, st->size);
+  free(st);
+}
+
+size_t tfm_safetensors_count(const tfm_safetensors *st) { return st->count; }
+const char *tfm_safetensors_name(const tfm_safetensors *st, size_t i) {
+  return i < st->count ? st->entries[i].name : NULL;
+}
+
+tfm_status tfm_safetensors_get(const tfm_safetensors *st, const char *name,
+                               tfm_tensor *view) {
+  for (size_t i = 0; i < st->count; ++i)
+    if (!strcmp(st->entries[i].name, name)) {
+      *view = st->entries[i].view;
+      return TFM_OK;
+    }
+  return tfm_fail(TFM_ERR_MISMATCH, "no tensor named '%s'", name);
+}

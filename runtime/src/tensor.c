@@ -1,0 +1,138 @@
+/*===- tensor.c - errors, tensors, conversions, threads, time -------------===*/
+#define _POSIX_C_SOURCE 200809L
+#include "internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static _Thread_local char last_error[8192];
+
+const char *tfm_last_error(void) { return last_error; }
+void tfm_error_clear(void) { last_error[0] = 0; }
+
+tfm_status tfm_fail(tfm_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+void tfm_error_append(const char *fmt, ...) {
+  size_t len = strlen(last_error);
+  if (len + 1 >= sizeof last_error)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error + len, sizeof last_error - len, fmt, ap);
+  va_end(ap);
+}
+
+const char *tfm_dtype_name(int32_t d) {
+  switch (d) {
+  case TFM_F32: return "float32";
+  case TFM_F16: return "float16";
+  case TFM_BF16: return "bfloat16";
+  case TFM_I32: return "int32";
+  case TFM_I64: return "int64";
+  }
+  return "unknown";
+}
+
+size_t tfm_dtype_size(int32_t d) {
+  switch (d) {
+  case TFM_F32: case TFM_I32: return 4;
+  case TFM_F16: case TFM_BF16: return 2;
+  case TFM_I64: return 8;
+  }
+  return 0;
+}
+
+int64_t tfm_tensor_numel(const tfm_tensor *t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t->rank; ++i)
+    n *= t->shape[i];
+  return n;
+}
+
+tfm_status tfm_tensor_alloc(tfm_tensor *t, tfm_dtype dtype, int32_t rank,
+                            const int64_t *shape) {
+  memset(t, 0, sizeof *t);
+  if (rank < 0 || rank > TFM_MAX_RANK)
+    return tfm_fail(TFM_ERR_ARGUMENT, "tensor rank %d is not supported", rank);
+  t->dtype = dtype;
+  t->rank = rank;
+  int64_t n = 1;
+  for (int32_t i = 0; i < rank; ++i) {
+    if (shape[i] < 0)
+      return tfm_fail(TFM_ERR_ARGUMENT, "negative tensor dimension");
+    t->shape[i] = shape[i];
+    if (shape[i] && n > INT64_MAX / shape[i])
+      return tfm_fail(TFM_ERR_MEMORY, "tensor too large");
+    n *= shape[i];
+  }
+  size_t bytes = (size_t)n * tfm_dtype_size(dtype);
+  t->data = aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64);
+  if (!t->data)
+    return tfm_fail(TFM_ERR_MEMORY, "out of memory allocating %zu bytes",
+                    bytes);
+  return TFM_OK;
+}
+
+void tfm_tensor_free(tfm_tensor *t) {
+  free(t->data);
+  t->data = NULL;
+}
+
+float tfm_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31;
+  int32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  float f;
+  if (exp == 0)
+    f = ldexpf((float)mant, -24);
+  else if (exp == 31)
+    f = mant ? NAN : INFINITY;
+  else
+    f = ldexpf((float)(mant | 0x400), exp - 25);
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  bits |= sign;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+float tfm_bf16_to_f32(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+void tfm_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t n) {
+  size_t at = 0;
+  at += snprintf(buf + at, n - at, "[");
+  for (int32_t i = 0; i < rank && at < n; ++i)
+    at += snprintf(buf + at, n - at, "%s%lld", i ? ", " : "",
+                   (long long)shape[i]);
+  if (at < n)
+    snprintf(buf + at, n - at, "]");
+}
+
+extern void omp_set_num_threads(int);
+extern int omp_get_max_threads(void);
+
+void tfm_set_threads(int n) {
+  if (n > 0)
+    omp_set_num_threads(n);
+}
+int tfm_get_threads(void) { return omp_get_max_threads(); }
+
+double tfm_now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""End-to-end parity: compile a .tfm model with tfmc, run it, compare with
+the PyTorch reference (reference.py) on random weights and inputs.
+
+Passes when max |ours - torch| <= tol * max |torch| (f32: tol = 1e-4).
+Prints 'PASS' or 'FAIL' with the measured error; exits 1 on failure.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reference  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("tfm")
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--tfmc", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--seq", type=int, default=7)
+    ap.add_argument("--src-seq", type=int, default=None)
+    ap.add_argument("--lengths", default=None, help="comma list, per batch")
+    ap.add_argument("--weights-dtype", default="F32", choices=["F32", "F16", "BF16"])
+    ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--tfmc-arg", action="append", default=[])
+    args = ap.parse_args()
+
+    os.makedirs(args.work, exist_ok=True)
+    sel = ["--model", args.model] if args.model else []
+    spec = json.loads(subprocess.run(
+        [args.tfmc, args.tfm, "--emit=json"] + sel, check=True,
+        capture_output=True, text=True).stdout)
+    torch.manual_seed(args.seed)
+    model = reference.Model(spec)
+    reference.randomize(model, args.seed)
+    reference.round_weights(model, args.weights_dtype)
+    model.eval()
+    state = reference.canonical_state(model, spec)
+    expected_names = {p["name"] for p in spec["parameters"]}
+    if set(state) != expected_names:
+        print("FAIL reference parameters differ from tfmc's table:",
+              sorted(set(state) ^ expected_names))
+        return 1
+    weights = os.path.join(args.work, "weights.safetensors")
+    reference.write_safetensors(weights, state, args.weights_dtype)
+
+    rng = np.random.default_rng(args.seed)
+    b, t = args.batch, args.seq
+    s = args.src_seq or t
+    inputs = {}
+    for inp in spec["inputs"]:
+        name = inp["name"]
+        if name in ("tokens", "tgt"):
+            inputs[name] = rng.integers(0, spec["vocab"], (b, t), dtype=np.int32)
+        elif name == "src":
+            inputs[name] = rng.integers(0, spec["vocab"], (b, s), dtype=np.int32)
+        elif name == "pixels":
+            shape = [b] + inp["shape"][1:]
+            inputs[name] = rng.standard_normal(shape).astype(np.float32)
+        elif name.endswith("lengths"):
+            limit = s if name == "src_lengths" else t
+            if args.lengths:
+                vals = [min(int(v), limit) for v in args.lengths.split(",")]
+            else:
+                vals = list(rng.integers(1, limit + 1, b))
+            inputs[name] = np.array(vals[:b], dtype=np.int32)
+    with torch.no_grad():
+        expected = model({k: torch.from_numpy(v) for k, v in inputs.items()}).numpy()
+
+    exe = os.path.join(args.work, "model")
+    r = subprocess.run([args.tfmc, args.tfm, "-o", exe] + sel + args.tfmc_arg,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print("FAIL tfmc exited %d\n%s" % (r.returncode, r.stderr[-3000:]))
+        return 1
+    cmd = [exe, "--weights", weights, "--threads", str(args.threads),
+           "--output", os.path.join(args.work, "out.npy")]
+    for name, arr in inputs.items():
+        path = os.path.join(args.work, name + ".npy")
+        np.save(path, arr)
+        cmd += ["--input", "%s=%s" % (name, path)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        print("FAIL model exited %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+        return 1
+    ours = np.load(os.path.join(args.work, "out.npy"))
+    if ours.shape != expected.shape:
+        print("FAIL shape %s, expected %s" % (ours.shape, expected.shape))
+        return 1
+    err = float(np.max(np.abs(ours.astype(np.float64) - expected)))
+    scale = float(np.max(np.abs(expected)))
+    ok = np.isfinite(ours).all() and err <= args.tol * scale
+    print("%s %s: shape %s, max |ours - torch| = %.3g, max |torch| = %.3g, "
+          "relative %.3g (tolerance %g)" % (
+              "PASS" if ok else "FAIL", spec["name"], list(ours.shape), err,
+              scale, err / scale if scale else err, args.tol))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""The PyTorch reference for tfm models.
+
+Reads the resolved description (tfmc --emit=json), builds the same network
+from torch.nn modules, fills it with random weights under the canonical
+names, and writes the weights (safetensors), the inputs and the expected
+output (npy). Written against shared/DSL.md, independently of the compiler.
+"""
+import json
+import math
+import struct
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        return x / torch.sqrt((x * x).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def make_norm(norm, d):
+    if norm["kind"] == "rmsnorm":
+        return RMSNorm(d, norm["eps"])
+    return nn.LayerNorm(d, eps=norm["eps"])
+
+
+def rope(x, theta, style):
+    # x: [B, H, T, D]
+    b, h, t, d = x.shape
+    inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+    ang = torch.arange(t, dtype=torch.float64)[:, None] * inv[None, :]
+    cos, sin = ang.cos().float(), ang.sin().float()
+    if style == "half":
+        cos = torch.cat([cos, cos], -1)
+        sin = torch.cat([sin, sin], -1)
+        x1, x2 = x[..., : d // 2], x[..., d // 2:]
+        rot = torch.cat([-x2, x1], -1)
+        return x * cos + rot * sin
+    cos = cos.repeat_interleave(2, -1)
+    sin = sin.repeat_interleave(2, -1)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    rot = torch.stack([-x2, x1], -1).reshape(x.shape)
+    return x * cos + rot * sin
+
+
+class Attention(nn.Module):
+    def __init__(self, a, d, causal_mask, position):
+        super().__init__()
+        self.a = a
+        self.h, self.kv, self.hd = a["heads"], a["kv_heads"], a["head_dim"]
+        self.q = nn.Linear(d, self.h * self.hd, bias=a["bias"])
+        self.k = nn.Linear(d, self.kv * self.hd, bias=a["bias"])
+        self.v = nn.Linear(d, self.kv * self.hd, bias=a["bias"])
+        self.o = nn.Linear(self.h * self.hd, d, bias=a["bias"])
+        self.mask = a.get("mask", "none") if causal_mask else "none"
+        self.window = a.get("window", 0)
+        self.position = position
+
+    def forward(self, x, src, lengths):
+        b, t, _ = x.shape
+        s = src.shape[1]
+        q = self.q(x).view(b, t, self.h, self.hd).transpose(1, 2)
+        k = self.k(src).view(b, s, self.kv, self.hd).transpose(1, 2)
+        v = self.v(src).view(b, s, self.kv, self.hd).transpose(1, 2)
+        if self.position is not None:
+            q = rope(q, *self.position)
+            k = rope(k, *self.position)
+        rep = self.h // self.kv
+        k = k.repeat_interleave(rep, 1)
+        v = v.repeat_interleave(rep, 1)
+        scores = q @ k.transpose(-1, -2) * self.a["scale"]
+        i = torch.arange(t)[:, None] + (s - t)
+        j = torch.arange(s)[None, :]
+        masked = torch.zeros(t, s, dtype=torch.bool)
+        if self.mask in ("causal", "sliding"):
+            masked |= j > i
+        if self.mask == "sliding":
+            masked |= j <= i - self.window
+        masked = masked[None, None].expand(b, 1, t, s)
+        if lengths is not None:
+            masked = masked | (j[None, None] >= lengths[:, None, None, None])
+        scores = scores.masked_fill(masked, float("-inf"))
+        p = torch.softmax(scores, -1)
+        p = torch.nan_to_num(p, nan=0.0)  # all keys masked: zeros
+        out = (p @ v).transpose(1, 2).reshape(b, t, self.h * self.hd)
+        return self.o(out)
+
+
+class FFN(nn.Module):
+    def __init__(self, f, d):
+        super().__init__()
+        self.act = f["activation"]
+        self.up = nn.Linear(d, f["hidden"], bias=f["bias"])
+        if self.act in ("swiglu", "geglu"):
+            self.gate = nn.Linear(d, f["hidden"], bias=f["bias"])
+        self.down = nn.Linear(f["hidden"], d, bias=f["bias"])
+
+    def forward(self, x):
+        a = self.act
+        if a == "swiglu":
+            return self.down(F.silu(self.gate(x)) * self.up(x))
+        if a == "geglu":
+            return self.down(F.gelu(self.gate(x)) * self.up(x))
+        h = self.up(x)
+        h = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu,
+             "gelu_tanh": lambda z: F.gelu(z, approximate="tanh")}[a](h)
+        return self.down(h)
+
+
+class Layer(nn.Module):
+    def __init__(self, st, d, parallel, cross):
+        super().__init__()
+        self.pre = st["norm"]["placement"] == "pre"
+        self.parallel = parallel
+        emb = st["embedding"]
+        pos = (emb["rope_theta"], emb["rope_style"]) if emb["position"] == "rope" else None
+        self.attn_norm = make_norm(st["norm"], d)
+        self.attn = Attention(st["attention"], d, True, pos)
+        if cross:
+            self.cross_norm = make_norm(st["norm"], d)
+            self.cross_attn = Attention(st["cross_attention"], d, False, None)
+        self.cross = cross
+        if not parallel:
+            self.ffn_norm = make_norm(st["norm"], d)
+        self.ffn = FFN(st["ffn"], d)
+
+    def forward(self, x, lengths, memory, mem_lengths):
+        if self.parallel:
+            h = self.attn_norm(x)
+            return x + self.attn(h, h, lengths) + self.ffn(h)
+        if self.pre:
+            h = self.attn_norm(x)
+            x = x + self.attn(h, h, lengths)
+            if self.cross:
+                x = x + self.cross_attn(self.cross_norm(x), memory, mem_lengths)
+            return x + self.ffn(self.ffn_norm(x))
+        x = self.attn_norm(x + self.attn(x, x, lengths))
+        if self.cross:
+            x = self.cross_norm(x + self.cross_attn(x, memory, mem_lengths))
+        return self.ffn_norm(x + self.ffn(x))
+
+
+class Stack(nn.Module):
+    def __init__(self, spec, st):
+        super().__init__()
+        d = spec["d_model"]
+        self.st = st
+        self.d = d
+        if st["embedding"]["position"] == "learned":
+            self.positions = nn.Parameter(torch.zeros(spec["context"], d))
+        self.layers = nn.ModuleList(
+            Layer(st, d, spec["residual"] == "parallel", "cross_attention" in st)
+            for _ in range(st["layers"]))
+        if st["norm"]["final"]:
+            self.final_norm = make_norm(st["norm"], d)
+
+    def forward(self, x, lengths=None, memory=None, mem_lengths=None):
+        t = x.shape[1]
+        pos = self.st["embedding"]["position"]
+        if pos == "learned":
+            x = x + self.positions[:t]
+        elif pos == "sinusoidal":
+            p = torch.arange(t, dtype=torch.float64)[:, None]
+            i2 = torch.arange(0, self.d, 2, dtype=torch.float64)
+            ang = p / (10000.0 ** (i2 / self.d))
+            pe = torch.zeros(t, self.d, dtype=torch.float64)
+            pe[:, 0::2] = torch.sin(ang)
+            pe[:, 1::2] = torch.cos(ang)[:, : self.d // 2]
+            x = x + pe.float()
+        for layer in self.layers:
+            x = layer(x, lengths, memory, mem_lengths)
+        if self.st["norm"]["final"]:
+            x = self.final_norm(x)
+        return x
+
+
+class Model(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+        d = spec["d_model"]
+        inp = spec["input"]
+        if inp["kind"] == "image":
+            c, p = inp["channels"], inp["patch"]
+            self.patch = nn.Linear(c * p * p, d)
+            if spec["stacks"][-1]["embedding"]["cls_token"]:
+                self.cls_token = nn.Parameter(torch.zeros(d))
+        else:
+            self.tokens = nn.Parameter(torch.zeros(spec["vocab"], d))
+        self.stacks = nn.ModuleList(Stack(spec, st) for st in spec["stacks"])
+        out = spec["output"]
+        top = spec["stacks"][-1]
+        if out["kind"] == "lm_head" and not top["embedding"]["tie_output"]:
+            self.lm_head = nn.Linear(d, spec["vocab"], bias=False)
+        if out["kind"] == "classifier":
+            self.classifier = nn.Linear(d, out["classes"])
+
+    def embed(self, tokens, st):
+        x = F.embedding(tokens.long(), self.tokens)
+        if st["embedding"]["scale"]:
+            x = x * math.sqrt(self.spec["d_model"])
+        return x
+
+    def forward(self, inputs):
+        spec = self.spec
+        if spec["arch"] == "encoder_decoder":
+            enc, dec = self.stacks
+            sl = inputs.get("src_lengths")
+            tl = inputs.get("tgt_lengths")
+            mem = enc(self.embed(inputs["src"], spec["stacks"][0]), sl)
+            x = dec(self.embed(inputs["tgt"], spec["stacks"][1]), tl, mem, sl)
+            lengths = tl
+        else:
+            st = spec["stacks"][-1]
+            lengths = inputs.get("lengths")
+            if spec["input"]["kind"] == "image":
+                px = inputs["pixels"]
+                b, c, s, _ = px.shape
+                p = spec["input"]["patch"]
+                g = s // p
+                x = px.reshape(b, c, g, p, g, p).permute(0, 2, 4, 1, 3, 5)
+                x = self.patch(x.reshape(b, g * g, c * p * p))
+                if st["embedding"]["cls_token"]:
+                    x = torch.cat([self.cls_token.expand(b, 1, -1), x], 1)
+            else:
+                x = self.embed(inputs["tokens"], st)
+            x = self.stacks[0](x, lengths)
+        out = spec["output"]
+        if out["kind"] == "hidden":
+            return x
+        if out["kind"] == "lm_head":
+            w = self.lm_head.weight if hasattr(self, "lm_head") else self.tokens
+            return x @ w.t()
+        if out["pool"] == "cls":
+            pooled = x[:, 0]
+        elif lengths is not None:
+            keep = torch.arange(x.shape[1])[None, :, None] < lengths[:, None, None]
+            pooled = (x * keep).sum(1) / lengths.clamp(min=1)[:, None].float()
+        else:
+            pooled = x.mean(1)
+        return self.classifier(pooled)
+
+
+def canonical_state(model, spec):
+    """Maps the torch module's parameters to the canonical weight names."""
+    out = {}
+    for name, p in model.named_parameters():
+        parts = name.split(".")
+        if parts[0] == "tokens":
+            key = "embed.tokens.weight"
+        elif parts[0] == "cls_token":
+            key = "embed.cls_token"
+        elif parts[0] == "stacks":
+            st = spec["stacks"][int(parts[1])]
+            rest = parts[2:]
+            if rest[0] == "positions":
+                key = st["prefix"] + "embed.positions.weight"
+            else:
+                key = st["prefix"] + ".".join(rest)
+        else:
+            key = name
+        out[key] = p.detach()
+    return out
+
+
+def randomize(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+            elif name.endswith("bias"):
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+            elif p.dim() == 2 and "positions" not in name and name != "tokens":
+                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[1]))
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+
+
+def write_safetensors(path, tensors, dtype="F32"):
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        a = t.float().contiguous()
+        if dtype == "F16":
+            data = a.half().numpy().tobytes()
+        elif dtype == "BF16":
+            data = (a.bfloat16().view(torch.int16).numpy().tobytes())
+        else:
+            data = a.numpy().tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+
+
+def round_weights(model, dtype):
+    """Makes the reference use exactly the values stored in F16/BF16."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if dtype == "F16":
+                p.copy_(p.half().float())
+            elif dtype == "BF16":
+                p.copy_(p.bfloat16().float())
