@@ -575,22 +575,44 @@ LogicalResult LinearKernelOp::verify() {
             Float32Type::get(getContext()) ||
         !cast<ShapedType>(v.getType()).hasRank())
       return emitOpError() << "operands must be ranked f32 tensors or buffers";
-  if (bufShape(getInput()).size() != 2 || bufShape(getWeightT()).size() != 2 ||
+  if (bufShape(getInput()).size() != 2 || bufShape(getWeightP()).size() != 3 ||
       bufShape(getOutput()).size() != 2 ||
       (getBias() && bufShape(getBias()).size() != 1))
-    return emitOpError() << "input, weight_t and output must be 2-D and bias "
-                            "1-D";
-  auto in = bufShape(getInput()), w = bufShape(getWeightT()),
+    return emitOpError() << "input and output must be 2-D, weight_p 3-D and "
+                            "bias 1-D";
+  auto in = bufShape(getInput()), w = bufShape(getWeightP()),
        out = bufShape(getOutput());
-  if (!dimsCompatible(in[1], w[0]))
+  if (ShapedType::isDynamic(w[0]) || ShapedType::isDynamic(w[1]) ||
+      ShapedType::isDynamic(w[2]) || ShapedType::isDynamic(out[1]))
+    return emitOpError() << "weight_p and the output columns must be static";
+  if (!dimsCompatible(in[1], w[1]))
     return emitOpError() << "input has " << dimStr(in[1])
-                         << " columns but weight_t has " << dimStr(w[0])
-                         << " rows";
-  if (!dimsCompatible(out[0], in[0]) || !dimsCompatible(out[1], w[1]))
-    return emitOpError() << "output must be [" << dimStr(in[0]) << ", "
-                         << dimStr(w[1]) << "]";
-  if (getBias() && !dimsCompatible(bufShape(getBias())[0], w[1]))
-    return emitOpError() << "bias must have " << dimStr(w[1]) << " elements";
+                         << " columns but weight_p has " << dimStr(w[1])
+                         << " rows per panel";
+  if (!dimsCompatible(out[0], in[0]))
+    return emitOpError() << "output must have " << dimStr(in[0]) << " rows";
+  if (out[1] > w[0] * w[2] || out[1] <= (w[0] - 1) * w[2])
+    return emitOpError() << "output has " << out[1] << " columns, which "
+                         << w[0] << " panels of " << w[2] << " do not fit";
+  if (getBias() && !dimsCompatible(bufShape(getBias())[0], out[1]))
+    return emitOpError() << "bias must have " << out[1] << " elements";
+  return success();
+}
+
+LogicalResult UnpackWeightOp::verify() {
+  auto p = getPacked().getType().getShape();
+  auto r = getType().getShape();
+  if (p.size() != 3 || r.size() != 2)
+    return emitOpError() << "unpacks a 3-D [P, K, W] tensor into a 2-D one";
+  if (getType().isDynamicDim(0) || getPacked().getType().isDynamicDim(0) ||
+      getPacked().getType().isDynamicDim(2))
+    return emitOpError() << "needs static sizes";
+  if (!dimsCompatible(p[1], r[1]))
+    return emitOpError() << "K is " << dimStr(p[1]) << " packed but "
+                         << dimStr(r[1]) << " unpacked";
+  if (r[0] > p[0] * p[2] || r[0] <= (p[0] - 1) * p[2])
+    return emitOpError() << r[0] << " rows do not fill " << p[0]
+                         << " panels of " << p[2];
   return success();
 }
 

@@ -15,7 +15,7 @@ typedef struct param {
 
 typedef struct abi_param {
   int32_t index; /* into params */
-  int32_t transposed;
+  int32_t panel; /* 0: as stored; else packed [ceil(N/panel), K, panel] */
   float *data;
 } abi_param;
 
@@ -108,7 +108,7 @@ tfm_status tfm_model_create(const char *model_json, tfm_forward_fn forward,
     for (size_t j = 0; j < m->num_params; ++j)
       if (name && !strcmp(m->params[j].name, name))
         m->abi[i].index = (int32_t)j;
-    m->abi[i].transposed = json_is_true(json_object_get(a, "transposed"));
+    m->abi[i].panel = (int32_t)json_integer_value(json_object_get(a, "panel"));
     if (m->abi[i].index < 0) {
       tfm_model_destroy(m);
       return tfm_fail(TFM_ERR_FORMAT, "model description: unknown parameter");
@@ -168,15 +168,19 @@ static int64_t param_numel(const param *p) {
   return n;
 }
 
-/* Converts `src` (any float dtype) into a new f32 buffer, transposing a 2-D
- * [out, in] tensor to [in, out] when asked. */
-static float *to_f32(const tfm_tensor *src, int transposed) {
+/* Converts `src` (any float dtype) into a new f32 buffer; with `panel` > 0,
+ * packs a 2-D [N, K] weight as [ceil(N/panel), K, panel]: element (n, k) goes
+ * to [n / panel][k][n % panel], and the padding of the last panel is zero. */
+static float *to_f32(const tfm_tensor *src, int32_t panel) {
   int64_t n = tfm_tensor_numel(src);
-  float *dst = aligned_alloc(64, (((size_t)n * 4 + 63) / 64) * 64 + 64);
-  if (!dst)
-    return NULL;
   int64_t rows = src->rank == 2 ? src->shape[0] : 1;
   int64_t cols = src->rank == 2 ? src->shape[1] : n;
+  int64_t padded = panel > 0 ? (rows + panel - 1) / panel * panel * cols : n;
+  float *dst = aligned_alloc(64, (((size_t)padded * 4 + 63) / 64) * 64 + 64);
+  if (!dst)
+    return NULL;
+  if (padded != n)
+    memset(dst, 0, (size_t)padded * 4);
   for (int64_t i = 0; i < n; ++i) {
     float v;
     if (src->dtype == TFM_F32)
@@ -186,9 +190,9 @@ static float *to_f32(const tfm_tensor *src, int transposed) {
       memcpy(&h, (const char *)src->data + 2 * i, 2);
       v = src->dtype == TFM_F16 ? tfm_f16_to_f32(h) : tfm_bf16_to_f32(h);
     }
-    if (transposed) {
+    if (panel > 0) {
       int64_t r = i / cols, c = i % cols;
-      dst[c * rows + r] = v;
+      dst[(r / panel) * cols * panel + c * panel + r % panel] = v;
     } else {
       dst[i] = v;
     }
@@ -261,7 +265,7 @@ tfm_status tfm_model_load_weights(tfm_model *m, const char *path) {
   for (size_t i = 0; i < m->num_abi; ++i) {
     tfm_tensor v;
     tfm_safetensors_get(st, m->params[m->abi[i].index].name, &v);
-    m->abi[i].data = to_f32(&v, m->abi[i].transposed);
+    m->abi[i].data = to_f32(&v, m->abi[i].panel);
     if (!m->abi[i].data) {
       tfm_safetensors_close(st);
       free_weights(m);
@@ -311,16 +315,16 @@ tfm_status tfm_model_random_weights(tfm_model *m, uint64_t seed) {
     m->abi[i].data = d;
     m->table[i] = d;
   }
-  /* Transposed and plain copies of one parameter must hold the same values:
-   * regenerate transposed entries from the plain ones when both exist. */
+  /* Packed and plain copies of one parameter must hold the same values:
+   * pack from the values generated in canonical order. */
   for (size_t i = 0; i < m->num_abi; ++i) {
-    if (!m->abi[i].transposed)
+    if (!m->abi[i].panel)
       continue;
     const param *p = &m->params[m->abi[i].index];
     tfm_tensor plain = {m->abi[i].data, TFM_F32, p->rank, {0}};
     for (int32_t d = 0; d < p->rank; ++d)
       plain.shape[d] = p->shape[d];
-    float *t = to_f32(&plain, 1);
+    float *t = to_f32(&plain, m->abi[i].panel);
     if (!t) {
       free_weights(m);
       return tfm_fail(TFM_ERR_MEMORY, "out of memory for random weights");

@@ -81,15 +81,15 @@ class Attention(nn.Module):
         j = torch.arange(s)[None, :]
         masked = torch.zeros(t, s, dtype=torch.bool)
         if self.mask in ("causal", "sliding"):
-            masked |= j > i
+            masked = masked | (j > i)
         if self.mask == "sliding":
-            masked |= j <= i - self.window
+            masked = masked | (j <= i - self.window)
         masked = masked[None, None].expand(b, 1, t, s)
         if lengths is not None:
             masked = masked | (j[None, None] >= lengths[:, None, None, None])
         scores = scores.masked_fill(masked, float("-inf"))
         p = torch.softmax(scores, -1)
-        p = torch.nan_to_num(p, nan=0.0)  # all keys masked: zeros
+        p = torch.where(torch.isnan(p), torch.zeros_like(p), p)  # all masked: 0
         out = (p @ v).transpose(1, 2).reshape(b, t, self.h * self.hd)
         return self.o(out)
 

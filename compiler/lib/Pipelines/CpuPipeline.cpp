@@ -33,7 +33,9 @@ void mlir::tfm::buildTfmCpuPipeline(OpPassManager &pm,
     pm.addPass(createCSEPass());
   }
   if (want(CpuStage::Linalg)) {
-    pm.addPass(createTfmCpuAbi());
+    TfmCpuAbiOptions abi;
+    abi.panelWidth = 2 * options.vectorWidth;
+    pm.addPass(createTfmCpuAbi(abi));
     pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());

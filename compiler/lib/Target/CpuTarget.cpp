@@ -97,7 +97,7 @@ std::string mlir::tfm::modelMetadata(const ModelSpec &spec,
     auto d = cast<DictionaryAttr>(a);
     abi.push_back(llvm::json::Object{
         {"name", cast<StringAttr>(d.get("name")).getValue().str()},
-        {"transposed", cast<BoolAttr>(d.get("transposed")).getValue()}});
+        {"panel", cast<IntegerAttr>(d.get("panel")).getInt()}});
   }
   v.getAsObject()->insert({"abi_params", std::move(abi)});
   std::string out;
@@ -265,8 +265,9 @@ std::string mlir::tfm::generateHeader(const ModelSpec &spec,
         "reads it. */\n"
      << "extern const char " << spec.name << "_model_json[];\n\n"
      << "/* Runs the forward pass. params[i] points to parameter i of "
-     << spec.name << "_params\n   (f32, row-major, transposed to [in, out] "
-        "where .transposed is set);\n   inputs are in the order of "
+     << spec.name << "_params\n   (f32, row-major; where .panel > 0, a "
+        "[out, in] weight packed as\n   [ceil(out / panel), in, panel], "
+        "zero-padded); inputs are in the order of "
      << spec.name << "_inputs; output must be allocated\n   with its full "
         "shape. Returns 0. Inputs are not checked: use tfm_model_run() for "
         "that. */\n"
@@ -283,9 +284,9 @@ std::string mlir::tfm::generateHeader(const ModelSpec &spec,
   for (Attribute a : paramTable) {
     auto d = cast<DictionaryAttr>(a);
     std::string name = cast<StringAttr>(d.get("name")).getValue().str();
-    bool tr = cast<BoolAttr>(d.get("transposed")).getValue();
+    int64_t panel = cast<IntegerAttr>(d.get("panel")).getInt();
     auto shape = shapes[name];
-    os << "  {\"" << name << "\", " << (tr ? 1 : 0) << ", " << shape.size()
+    os << "  {\"" << name << "\", " << panel << ", " << shape.size()
        << ", {";
     for (size_t i = 0; i < shape.size(); ++i)
       os << (i ? ", " : "") << shape[i];

@@ -7,10 +7,11 @@
 //
 // Inputs and parameters enter through bufferization.to_tensor (restrict:
 // nothing else aliases them), the result is materialized into %out. Weights
-// read by tfm.linear / tfm.patch_embed are passed transposed ([in, out]) and
-// re-expressed as a tfm.transpose, which convert-tfm-to-linalg folds into
-// the matmul kernel; a weight used both ways (a tied embedding) is passed
-// twice.
+// read by tfm.linear / tfm.patch_embed are passed packed in panels of
+// `panel-width` output columns ([ceil(out / W), in, W], zero-padded) and
+// re-expressed as a tfm.unpack_weight, which convert-tfm-to-linalg folds
+// into the matmul kernel; a weight used both ways (a tied embedding) is
+// passed twice.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,8 +35,8 @@ MemRefType bufferType(Type t) {
 }
 
 /// Whether operand `use` of its owner reads the weight as [out, in] of a
-/// matmul, so that the kernel wants it transposed.
-bool wantsTransposed(OpOperand &use) {
+/// matmul, so that the kernel wants it packed.
+bool wantsPacked(OpOperand &use) {
   Operation *owner = use.getOwner();
   if (auto lin = dyn_cast<LinearOp>(owner))
     return use.get() == lin.getWeight() && use.getOperandNumber() == 1;
@@ -44,7 +45,7 @@ bool wantsTransposed(OpOperand &use) {
   return false;
 }
 
-LogicalResult rewriteFunction(func::FuncOp func) {
+LogicalResult rewriteFunction(func::FuncOp func, int64_t panel) {
   FunctionType type = func.getFunctionType();
   if (type.getNumResults() != 1)
     return func.emitError("tfm-cpu-abi expects a model function with one "
@@ -80,21 +81,22 @@ LogicalResult rewriteFunction(func::FuncOp func) {
   newInputs.push_back(outType);
   Value out = entry.addArgument(outType, loc);
 
-  // Parameters, in first-use order, plain and/or transposed.
+  // Parameters, in first-use order, plain and/or packed.
   llvm::StringMap<Value> params; // "name" or "name^T" -> value
   SmallVector<Attribute> table;
   SmallVector<ParamOp> paramOps;
   func.walk([&](ParamOp p) { paramOps.push_back(p); });
   for (ParamOp p : paramOps) {
     auto pt = p.getType();
-    auto getArg = [&](bool transposed) -> Value {
-      std::string key = (p.getName() + (transposed ? "^T" : "")).str();
+    auto getArg = [&](bool packed) -> Value {
+      std::string key = (p.getName() + (packed ? "^P" : "")).str();
       auto it = params.find(key);
       if (it != params.end())
         return it->second;
       SmallVector<int64_t> shape(pt.getShape());
-      if (transposed)
-        std::swap(shape[0], shape[1]);
+      if (packed)
+        shape = {(pt.getDimSize(0) + panel - 1) / panel, pt.getDimSize(1),
+                 panel};
       auto mt = MemRefType::get(shape, pt.getElementType());
       newInputs.push_back(mt);
       Value arg = entry.addArgument(mt, p.getLoc());
@@ -103,18 +105,18 @@ LogicalResult rewriteFunction(func::FuncOp func) {
       Value t = bufferization::ToTensorOp::create(
           b, p.getLoc(), RankedTensorType::get(shape, pt.getElementType()),
           arg, /*restrict=*/true, /*writable=*/false);
-      if (transposed)
-        t = TransposeOp::create(b, p.getLoc(), pt, t,
-                                b.getDenseI64ArrayAttr({1, 0}));
+      if (packed)
+        t = UnpackWeightOp::create(b, p.getLoc(), pt, t);
       params[key] = t;
       table.push_back(DictionaryAttr::get(
           ctx, {b.getNamedAttr("name", p.getNameAttr()),
-                b.getNamedAttr("transposed", b.getBoolAttr(transposed))}));
+                b.getNamedAttr("panel",
+                               b.getI64IntegerAttr(packed ? panel : 0))}));
       return t;
     };
     for (OpOperand &use : llvm::make_early_inc_range(p->getUses())) {
-      bool transposed = pt.getRank() == 2 && wantsTransposed(use);
-      use.set(getArg(transposed));
+      bool packed = pt.getRank() == 2 && wantsPacked(use);
+      use.set(getArg(packed));
     }
     p->erase();
   }
@@ -136,11 +138,12 @@ LogicalResult rewriteFunction(func::FuncOp func) {
 }
 
 struct TfmCpuAbiPass : mlir::tfm::impl::TfmCpuAbiBase<TfmCpuAbiPass> {
+  using TfmCpuAbiBase::TfmCpuAbiBase;
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || func->hasAttr("tfm.params"))
         continue;
-      if (failed(rewriteFunction(func)))
+      if (failed(rewriteFunction(func, panelWidth)))
         return signalPassFailure();
     }
   }

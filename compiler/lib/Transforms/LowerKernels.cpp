@@ -1,12 +1,12 @@
 //===- LowerKernels.cpp - kernel ops to vector loop nests -----------------===//
 //
-// tfm.linear_kernel: out[M, N] = A[M, K] * Wt[K, N] + bias. A broadcast-FMA
-// micro-kernel keeps an MR x (2 vectors) block of the output in registers
-// while streaming K: per k it loads two vectors of the (transposed, so
-// contiguous) weight row and broadcasts MR elements of A. Column panels of
-// 2 vectors are distributed over threads (scf.parallel, later OpenMP); rows
-// run in blocks of MR with a one-row remainder loop, and a partial last panel
-// uses masked loads and stores.
+// tfm.linear_kernel: out[M, N] = A[M, K] * W^T + bias, with W packed in
+// panels [P, K, PW] (PW output columns, zero-padded). A broadcast-FMA
+// micro-kernel keeps an MR x (PW / VL vectors) block of the output in
+// registers while streaming one contiguous panel: per k it loads the panel's
+// row of PW weights and broadcasts MR elements of A. Panels are distributed
+// over threads (scf.parallel, later OpenMP); rows run in blocks of MR with a
+// one-row remainder loop, and a partial last panel stores through masks.
 //
 // tfm.attention_kernel: online softmax (running max and sum in f32,
 // rescaled accumulator) per query row, keys visited only inside the causal /
@@ -50,21 +50,21 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
       : OpRewritePattern(ctx), vl(vl) {}
   int64_t vl;
   static constexpr int64_t kRows = 8; // MR
-  static constexpr int64_t kCols = 2; // vectors per panel
 
   LogicalResult matchAndRewrite(LinearKernelOp op,
                                 PatternRewriter &b) const override {
     if (!op.hasPureBufferSemantics())
       return b.notifyMatchFailure(op, "not bufferized yet");
     Location loc = op.getLoc();
-    Value a = op.getInput(), wt = op.getWeightT(), bias = op.getBias(),
+    Value a = op.getInput(), wp = op.getWeightP(), bias = op.getBias(),
           out = op.getOutput();
-    auto wType = cast<MemRefType>(wt.getType());
-    if (wType.isDynamicDim(0) || wType.isDynamicDim(1))
-      return b.notifyMatchFailure(op, "weight shape must be static");
-    int64_t k = wType.getDimSize(0), n = wType.getDimSize(1);
-    int64_t panel = kCols * vl;
-    int64_t panels = (n + panel - 1) / panel;
+    auto wType = cast<MemRefType>(wp.getType());
+    int64_t panels = wType.getDimSize(0), k = wType.getDimSize(1),
+            panel = wType.getDimSize(2);
+    int64_t n = cast<MemRefType>(out.getType()).getDimSize(1);
+    if (panel % vl != 0)
+      return b.notifyMatchFailure(op, "panel width is not whole vectors");
+    int64_t kCols = panel / vl;
     int64_t tail = n % panel; // columns in a partial last panel (0: none)
     auto vt = VectorType::get({vl}, b.getF32Type());
     auto maskT = VectorType::get({vl}, b.getI1Type());
@@ -75,32 +75,34 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
 
     // Emits the micro-kernel for rows [m0, m0 + rows) and the panel at n0;
     // `masks` (or empty) limit the columns of a partial panel.
+    // The micro-kernel for rows [m0, m0 + rows) of panel `p` (columns
+    // n0 = p * panel ...); `masks` (or empty) limit a partial last panel.
     auto microKernel = [&](OpBuilder &nb, Location l, Value m0, int64_t rows,
-                           Value n0, ArrayRef<Value> masks) {
-      SmallVector<Value> colIdx;
-      for (int64_t c = 0; c < kCols; ++c)
+                           Value p, ArrayRef<Value> masks) {
+      Value n0 = arith::MulIOp::create(nb, l, p, cIdx(nb, l, panel));
+      SmallVector<Value> colIdx, laneIdx;
+      for (int64_t c = 0; c < kCols; ++c) {
         colIdx.push_back(arith::AddIOp::create(nb, l, n0, cIdx(nb, l, c * vl)));
-      auto loadRow = [&](OpBuilder &bb, Location ll, Value base, Value row,
-                         int64_t c) -> Value {
-        SmallVector<Value> idx;
-        if (row)
-          idx.push_back(row);
-        idx.push_back(colIdx[c]);
+        laneIdx.push_back(cIdx(nb, l, c * vl));
+      }
+      auto loadBias = [&](OpBuilder &bb, Location ll, int64_t c) -> Value {
         if (masks.empty())
-          return vector::LoadOp::create(bb, ll, vt, base, idx);
-        return vector::MaskedLoadOp::create(bb, ll, vt, base, idx, masks[c],
-                                            zeroV, IntegerAttr());
+          return vector::LoadOp::create(bb, ll, vt, bias, colIdx[c]);
+        return vector::MaskedLoadOp::create(bb, ll, vt, bias, colIdx[c],
+                                            masks[c], zeroV, IntegerAttr());
       };
       SmallVector<Value> init;
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < kCols; ++c)
-          init.push_back(bias ? loadRow(nb, l, bias, Value(), c) : zeroV);
+          init.push_back(bias ? loadBias(nb, l, c) : zeroV);
       auto loop = scf::ForOp::create(
           nb, l, cIdx(nb, l, 0), cIdx(nb, l, k), cIdx(nb, l, 1), init,
           [&](OpBuilder &bb, Location ll, Value kk, ValueRange acc) {
+            // The panel is zero-padded: whole-vector loads are in bounds.
             SmallVector<Value> w;
             for (int64_t c = 0; c < kCols; ++c)
-              w.push_back(loadRow(bb, ll, wt, kk, c));
+              w.push_back(vector::LoadOp::create(
+                  bb, ll, vt, wp, ValueRange{p, kk, laneIdx[c]}));
             SmallVector<Value> next;
             for (int64_t r = 0; r < rows; ++r) {
               Value row = arith::AddIOp::create(bb, ll, m0, cIdx(bb, ll, r));
@@ -130,6 +132,7 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
     // All rows of one panel.
     auto panelBody = [&](OpBuilder &nb, Location l, Value n0,
                          ArrayRef<Value> masks) {
+      // (n0 is the panel index.)
       Value rem = arith::RemUIOp::create(nb, l, m, cIdx(nb, l, kRows));
       Value mFull = arith::SubIOp::create(nb, l, m, rem);
       scf::ForOp::create(nb, l, c0, mFull, cIdx(nb, l, kRows), ValueRange{},
@@ -149,14 +152,12 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
       auto par = scf::ParallelOp::create(
           b, loc, ValueRange{c0}, ValueRange{cIdx(b, loc, fullPanels)},
           ValueRange{c1}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
-            Value n0 =
-                arith::MulIOp::create(nb, l, ivs[0], cIdx(nb, l, panel));
-            panelBody(nb, l, n0, {});
+            panelBody(nb, l, ivs[0], {});
           });
       par->setAttr(kKeepParallel, b.getUnitAttr());
     }
     if (tail) {
-      Value n0 = cIdx(b, loc, fullPanels * panel);
+      Value n0 = cIdx(b, loc, fullPanels);
       SmallVector<Value> masks;
       for (int64_t c = 0; c < kCols; ++c) {
         int64_t valid = std::clamp<int64_t>(tail - c * vl, 0, vl);

@@ -96,7 +96,7 @@ struct TfmExpandMathPass
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(
         patterns, [](StringRef name) {
-          return name == "exp" || name == "tanh" || name == "erf";
+          return name == "math.exp" || name == "math.tanh" || name == "math.erf";
         });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -50,7 +50,7 @@ typedef struct tfm_tensor {
 /* Entries of the parameter and input tables in generated headers. */
 typedef struct tfm_param_info {
   const char *name;
-  int32_t transposed; /* passed as [in, out] */
+  int32_t panel; /* > 0: passed packed in panels of this many rows */
   int32_t rank;
   int64_t shape[4]; /* canonical shape */
 } tfm_param_info;

@@ -34,12 +34,16 @@ def TfmCpuAbi : Pass<"tfm-cpu-abi", "ModuleOp"> {
   let description = [{
     Rewrites each model function so that its inputs, its output and every
     `tfm.param` are memref arguments: inputs first, then the output buffer,
-    then the parameters in first-use order (an `tfm.param_index` attribute
-    records the order). Linear weights are passed transposed ([in, out]) so
-    that the matmul kernel streams them contiguously; the
-    `tfm.params` attribute on the function lists (name, transposed) pairs
-    for the runtime.
+    then the parameters in first-use order. Linear weights are passed packed
+    in panels of `panel-width` output columns ([ceil(out / W), in, W],
+    zero-padded; see tfm.unpack_weight) so that the matmul kernel streams
+    each panel contiguously. The `tfm.params` attribute on the function
+    lists (name, panel) pairs for the runtime (panel 0: as stored).
   }];
+  let options = [
+    Option<"panelWidth", "panel-width", "int64_t", /*default=*/"32",
+           "output columns per packed weight panel (2 vector registers)">
+  ];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect"];

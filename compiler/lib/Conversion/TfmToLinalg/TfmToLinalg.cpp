@@ -147,13 +147,12 @@ AffineMap dropDimMap(OpBuilder &b, int64_t rank, int64_t axis) {
   return AffineMap::get(rank, 0, exprs, b.getContext());
 }
 
-/// Emits x[..., K] times the weight (as [K, N] `weightT`) plus bias, through
-/// tfm.linear_kernel.
-Value emitLinear(OpBuilder &b, Location loc, Value x, Value weightT,
+/// Emits x[..., K] times the weight (packed as [P, K, W] in `weightP`, with
+/// `n` real columns) plus bias, through tfm.linear_kernel.
+Value emitLinear(OpBuilder &b, Location loc, Value x, Value weightP, int64_t n,
                  Value bias) {
   auto xt = tensorType(x);
   int64_t rank = xt.getRank();
-  int64_t n = tensorType(weightT).getDimSize(1);
   Type elt = xt.getElementType();
   Value x2 = x;
   if (rank != 2) {
@@ -165,8 +164,8 @@ Value emitLinear(OpBuilder &b, Location loc, Value x, Value weightT,
   }
   auto x2t = tensorType(x2);
   auto outType = RankedTensorType::get({x2t.getDimSize(0), n}, elt);
-  Value init = emptyTensor(b, loc, outType, {{x2, 0}, {weightT, 1}});
-  Value res = LinearKernelOp::create(b, loc, TypeRange{outType}, x2, weightT,
+  Value init = emptyTensor(b, loc, outType, {{x2, 0}, {x2, 1}});
+  Value res = LinearKernelOp::create(b, loc, TypeRange{outType}, x2, weightP,
                                      bias, init)
                   .getResult()[0];
   if (rank == 2)
@@ -186,19 +185,41 @@ Value emitLinear(OpBuilder &b, Location loc, Value x, Value weightT,
       b, loc, RankedTensorType::get(shape, elt), res, re, outShape);
 }
 
-/// The [K, N] form of a [N, K] weight: the transposed parameter when the
-/// weight is `tfm.transpose` of one (tfm-cpu-abi), else a transpose.
-Value transposedWeight(OpBuilder &b, Location loc, Value w) {
-  if (auto tr = w.getDefiningOp<TransposeOp>())
-    if (tr.getPermutation() == ArrayRef<int64_t>{1, 0})
-      return tr.getInput();
+/// Panel width of weights packed here (a weight that does not come packed
+/// from tfm-cpu-abi, as in hand-written IR).
+constexpr int64_t kPanel = 32;
+
+/// The packed [P, K, W] form of a [N, K] weight: the packed parameter when
+/// the weight is tfm.unpack_weight of one (tfm-cpu-abi), else packed here.
+Value packedWeight(OpBuilder &b, Location loc, Value w) {
+  if (auto up = w.getDefiningOp<UnpackWeightOp>())
+    return up.getPacked();
   auto wt = tensorType(w);
-  auto t = RankedTensorType::get({wt.getDimSize(1), wt.getDimSize(0)},
-                                 wt.getElementType());
-  Value init = emptyTensor(b, loc, t, {{w, 1}, {w, 0}});
-  return linalg::TransposeOp::create(b, loc, w, init,
-                                     ArrayRef<int64_t>{1, 0})
-      .getResult()[0];
+  int64_t n = wt.getDimSize(0), k = wt.getDimSize(1);
+  auto pt = RankedTensorType::get({(n + kPanel - 1) / kPanel, k, kPanel},
+                                  wt.getElementType());
+  Value init = tensor::EmptyOp::create(b, loc, pt.getShape(),
+                                       pt.getElementType(), ValueRange{});
+  return generic(b, loc, ValueRange{}, {}, init,
+                 [&](OpBuilder &nb, Location l, ValueRange) {
+                   Value p = linalg::IndexOp::create(nb, l, 0);
+                   Value kk = linalg::IndexOp::create(nb, l, 1);
+                   Value c = linalg::IndexOp::create(nb, l, 2);
+                   Value row = arith::AddIOp::create(
+                       nb, l, arith::MulIOp::create(nb, l, p,
+                                                    constIdx(nb, l, kPanel)),
+                       c);
+                   Value inside = arith::CmpIOp::create(
+                       nb, l, arith::CmpIPredicate::slt, row,
+                       constIdx(nb, l, n));
+                   Value safe = arith::MinUIOp::create(nb, l, row,
+                                                       constIdx(nb, l, n - 1));
+                   Value v = tensor::ExtractOp::create(nb, l, w,
+                                                       ValueRange{safe, kk});
+                   return arith::SelectOp::create(
+                       nb, l, inside, v,
+                       constF(nb, l, wt.getElementType(), 0.0));
+                 });
 }
 
 //===----------------------------------------------------------------------===//
@@ -210,8 +231,9 @@ struct LowerLinear : OpRewritePattern<LinearOp> {
   LogicalResult matchAndRewrite(LinearOp op,
                                 PatternRewriter &b) const override {
     Location loc = op.getLoc();
-    Value wt = transposedWeight(b, loc, op.getWeight());
-    b.replaceOp(op, emitLinear(b, loc, op.getInput(), wt, op.getBias()));
+    Value wp = packedWeight(b, loc, op.getWeight());
+    int64_t n = tensorType(op.getWeight()).getDimSize(0);
+    b.replaceOp(op, emitLinear(b, loc, op.getInput(), wp, n, op.getBias()));
     return success();
   }
 };
@@ -602,13 +624,39 @@ struct LowerTranspose : OpRewritePattern<TransposeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(TransposeOp op,
                                 PatternRewriter &b) const override {
-    // Weights re-transposed by tfm-cpu-abi are consumed by LowerLinear.
+    b.replaceOp(op, transposeTensor(b, op.getLoc(), op.getInput(),
+                                    op.getPermutation()));
+    return success();
+  }
+};
+
+/// A packed weight read other than by a linear (a tied embedding reads the
+/// plain copy, so this is rare): unpack it.
+struct LowerUnpackWeight : OpRewritePattern<UnpackWeightOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(UnpackWeightOp op,
+                                PatternRewriter &b) const override {
     if (!op->use_empty() && llvm::all_of(op->getUsers(), [](Operation *u) {
           return isa<LinearOp, PatchEmbedOp>(u);
         }))
-      return failure();
-    b.replaceOp(op, transposeTensor(b, op.getLoc(), op.getInput(),
-                                    op.getPermutation()));
+      return b.notifyMatchFailure(op, "consumed by the linear kernels");
+    Location loc = op.getLoc();
+    Value p = op.getPacked();
+    int64_t w = op.getPacked().getType().getDimSize(2);
+    Value init = tensor::EmptyOp::create(b, loc, op.getType().getShape(),
+                                         op.getType().getElementType(),
+                                         ValueRange{});
+    b.replaceOp(op, generic(b, loc, ValueRange{}, {}, init,
+                            [&](OpBuilder &nb, Location l, ValueRange) {
+                              Value n = linalg::IndexOp::create(nb, l, 0);
+                              Value k = linalg::IndexOp::create(nb, l, 1);
+                              Value cw = constIdx(nb, l, w);
+                              return tensor::ExtractOp::create(
+                                  nb, l, p,
+                                  ValueRange{
+                                      arith::DivUIOp::create(nb, l, n, cw), k,
+                                      arith::RemUIOp::create(nb, l, n, cw)});
+                            }));
     return success();
   }
 };
@@ -822,8 +870,9 @@ struct LowerPatchEmbed : OpRewritePattern<PatchEmbedOp> {
     Value flat = tensor::CollapseShapeOp::create(
         b, loc, t,
         SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4, 5}});
-    Value wt = transposedWeight(b, loc, op.getWeight());
-    b.replaceOp(op, emitLinear(b, loc, flat, wt, op.getBias()));
+    Value wp = packedWeight(b, loc, op.getWeight());
+    int64_t n = tensorType(op.getWeight()).getDimSize(0);
+    b.replaceOp(op, emitLinear(b, loc, flat, wp, n, op.getBias()));
     return success();
   }
 };
@@ -964,7 +1013,7 @@ void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerLinear, LowerAttention, LowerBinary<AddOp, AddFn>,
                LowerBinary<MulOp, MulFn>, LowerScale, LowerActivation,
                LowerEmbed, LowerPositions, LowerNorm, LowerSoftmax, LowerMask,
-               LowerTranspose, LowerSplitHeads, LowerMergeHeads, LowerRope,
+               LowerTranspose, LowerUnpackWeight, LowerSplitHeads, LowerMergeHeads, LowerRope,
                LowerRepeatKv, LowerMatmul, LowerPatchEmbed, LowerPrependToken,
                LowerPool>(patterns.getContext());
 }

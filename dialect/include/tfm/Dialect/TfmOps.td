@@ -438,6 +438,25 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tfm_UnpackWeightOp : Tfm_Op<"unpack_weight", [Pure]> {
+  let summary = "the [N, K] view of a weight packed in column panels";
+  let description = [{
+    `packed` [P, K, W] holds a linear weight [N, K] in panels of W output
+    columns: packed[p, k, c] = weight[p * W + c, k], zero beyond N. The
+    runtime packs weights this way once, at load, so that the matmul kernel
+    streams each panel contiguously; convert-tfm-to-linalg hands the packed
+    form straight to the kernel.
+
+    ```mlir
+    %w = tfm.unpack_weight %p : tensor<3x16x32xf32> -> tensor<70x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$packed);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$packed attr-dict `:` type($packed) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel level: destination-style ops on tensors, then on buffers
 //===----------------------------------------------------------------------===//
@@ -454,25 +473,26 @@ class Tfm_KernelOp<string mnemonic> : Tfm_Op<mnemonic,
 }
 
 def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel"> {
-  let summary = "output = input x weight_t (+ bias), destination style";
+  let summary = "output = input x weight^T (+ bias), destination style";
   let description = [{
-    `input` [M, K] times the transposed weight `weight_t` [K, N] plus `bias`
-    [N], written to `output` [M, N]. On tensors it returns the result (the
+    `input` [M, K] times the weight, packed in panels `weight_p` [P, K, W]
+    (see tfm.unpack_weight; N <= P * W), plus `bias` [N], written to
+    `output` [M, N]. On tensors it returns the result (the
     output operand is only a destination); One-Shot Bufferize turns it into
     the buffer form, which tfm-lower-kernels lowers to a register-blocked
     vector micro-kernel.
 
     ```mlir
-    %y = tfm.linear_kernel ins(%x, %wt, %b : tensor<?x16xf32>, tensor<16x64xf32>, tensor<64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
-    tfm.linear_kernel ins(%xm, %wm : memref<?x16xf32>, memref<16x64xf32>) outs(%ym : memref<?x64xf32>)
+    %y = tfm.linear_kernel ins(%x, %wp, %b : tensor<?x16xf32>, tensor<2x16x32xf32>, tensor<64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
+    tfm.linear_kernel ins(%xm, %wm : memref<?x16xf32>, memref<2x16x32xf32>) outs(%ym : memref<?x64xf32>)
     ```
   }];
-  let arguments = (ins AnyShaped:$input, AnyShaped:$weight_t,
+  let arguments = (ins AnyShaped:$input, AnyShaped:$weight_p,
                    Optional<AnyShaped>:$bias, AnyShaped:$output);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
-    `ins` `(` $input `,` $weight_t (`,` $bias^)? `:` type($input) `,`
-    type($weight_t) (`,` type($bias)^)? `)` `outs` `(` $output `:`
+    `ins` `(` $input `,` $weight_p (`,` $bias^)? `:` type($input) `,`
+    type($weight_p) (`,` type($bias)^)? `)` `outs` `(` $output `:`
     type($output) `)` attr-dict (`->` type($result)^)?
   }];
 }
