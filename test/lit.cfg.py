@@ -20,6 +20,14 @@ config.substitutions.append(("%tfm_src", config.tfm_src_root))
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%models", os.path.join(config.tfm_src_root, "models")))
 
+# Compiling and linking C programs against a tfm object and the runtime.
+config.substitutions.append(("%cc", config.c_compiler))
+config.substitutions.append(("%tfm_cflags", "-I" + config.tfm_runtime_include))
+config.substitutions.append(("%tfm_libs", " ".join([
+    config.tfm_lib_dir + "/libtfm_runtime.a", config.jansson_static,
+    "-L" + config.omp_dir, "-lomp", "-Wl,-rpath," + config.omp_dir, "-lm"])))
+config.substitutions.append(("%tfm_lib_dir", config.tfm_lib_dir))
+
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 

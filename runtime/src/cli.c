@@ -86,6 +86,16 @@ int tfm_main(int argc, char **argv, const char *model_json,
       info = 1;
       continue;
     }
+    static const char *const with_value[] = {
+        "--weights", "--output", "--random-weights", "--threads",
+        "--bench",   "--random-input", "--input"};
+    int known = 0;
+    for (size_t k = 0; k < sizeof with_value / sizeof *with_value; ++k)
+      known |= !strcmp(a, with_value[k]);
+    if (!known) {
+      fprintf(stderr, "%s: error: unknown flag '%s' (see --help)\n", prog, a);
+      return 1;
+    }
     if (!v) {
       fprintf(stderr, "%s: error: %s needs a value\n", prog, a);
       return 1;

@@ -217,9 +217,12 @@ LogicalResult link(StringRef object, StringRef output, bool shared) {
     args.push_back(mainObj.str().str());
     args.push_back(runtime.str().str());
   }
+  // Executables take the static jansson (nothing extra at run time);
+  // Debian's libjansson.a is not position independent, so a shared library
+  // links libjansson.so.4 instead.
+  args.push_back(shared ? "-ljansson" : TFM_JANSSON_STATIC);
   for (const char *a :
-       {TFM_JANSSON_STATIC, "-L" TFM_OMP_DIR, "-lomp",
-        "-Wl,-rpath," TFM_OMP_DIR, "-lm", "-o"})
+       {"-L" TFM_OMP_DIR, "-lomp", "-Wl,-rpath," TFM_OMP_DIR, "-lm", "-o"})
     args.push_back(a);
   args.push_back(output.str());
   SmallVector<StringRef> refs(args.begin(), args.end());
