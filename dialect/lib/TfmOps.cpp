@@ -627,9 +627,11 @@ LogicalResult AttentionKernelOp::verify() {
     return emitOpError() << "lengths must be 1-D";
   auto q = bufShape(getQuery()), k = bufShape(getKey()),
        v = bufShape(getValue()), o = bufShape(getOutput());
-  if (!dimsCompatible(k[3], q[3]) || !dimsCompatible(v[2], k[2]) ||
+  // key is transposed: [B, KV, D, S].
+  if (!dimsCompatible(k[2], q[3]) || !dimsCompatible(v[2], k[3]) ||
       !dimsCompatible(v[1], k[1]))
-    return emitOpError() << "query, key and value shapes do not agree";
+    return emitOpError() << "query, key (transposed) and value shapes do not "
+                            "agree";
   for (int i = 0; i < 3; ++i)
     if (!dimsCompatible(o[i], q[i]))
       return emitOpError() << "output must match the query in dimension "

@@ -8,11 +8,16 @@
 // over threads (scf.parallel, later OpenMP); rows run in blocks of MR with a
 // one-row remainder loop, and a partial last panel stores through masks.
 //
-// tfm.attention_kernel: online softmax (running max and sum in f32,
-// rescaled accumulator) per query row, keys visited only inside the causal /
-// sliding window / length bounds, K/V read from the shared head for grouped
-// queries, parallel over batch x heads. No buffer larger than one row of the
-// head dimension is used.
+// tfm.attention_kernel: FlashAttention-2 style on the CPU. Blocks of query
+// rows (as many as keep the output accumulators in registers) meet blocks of
+// one vector of keys: S = Q K^T from K^T (one contiguous vector per head
+// dimension, broadcast-FMA'd into every row), the running max and sum in
+// f32, P = exp(S - max) vectorized, the accumulator rescaled, then P V with
+// each V row loaded once for the whole query block. Key blocks entirely above
+// the causal diagonal, outside the sliding window or past the key lengths
+// are skipped, partial ones masked by lane; K/V are read from the shared head
+// for grouped queries; a row that sees no key gives zeros. Parallel over
+// batch x heads x query blocks. No buffer at all beyond registers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -181,38 +186,55 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
     if (!op.hasPureBufferSemantics())
       return b.notifyMatchFailure(op, "not bufferized yet");
     Location loc = op.getLoc();
-    Value q = op.getQuery(), k = op.getKey(), v = op.getValue(),
+    MLIRContext *ctx = b.getContext();
+    Value q = op.getQuery(), kt = op.getKey(), v = op.getValue(),
           out = op.getOutput(), lengths = op.getLengths();
     auto qt = cast<MemRefType>(q.getType());
     auto vtT = cast<MemRefType>(v.getType());
     if (qt.isDynamicDim(3) || vtT.isDynamicDim(3))
       return b.notifyMatchFailure(op, "head dimensions must be static");
     int64_t d = qt.getDimSize(3), dv = vtT.getDimSize(3);
-    auto width = [&](int64_t n) {
-      int64_t w = vl;
-      while (w > 1 && n % w != 0)
-        w /= 2;
-      return w;
-    };
-    int64_t wq = width(d), wv = width(dv);
-    auto vq = VectorType::get({wq}, b.getF32Type());
-    auto vv = VectorType::get({wv}, b.getF32Type());
+    int64_t wv = vl;
+    while (wv > 1 && dv % wv != 0)
+      wv /= 2;
+    int64_t chunks = dv / wv;
+    // Query rows per block: as many as keep the output accumulators
+    // (rows x chunks vectors) within half the vector registers.
+    int64_t rows = std::clamp<int64_t>(16 / chunks, 1, 8);
+    int64_t bk = vl; // keys per block: one vector
+    Type f32 = b.getF32Type();
+    auto vk = VectorType::get({bk}, f32);
+    auto vvT = VectorType::get({wv}, f32);
+    auto maskT = VectorType::get({bk}, b.getI1Type());
+    auto idxV = VectorType::get({bk}, b.getIndexType());
     MaskKind kind = op.getMask();
     int64_t window = op.getWindowAttr() ? op.getWindowAttr().getInt() : 0;
-    float scale = op.getScale().convertToDouble();
+    double scale = op.getScale().convertToDouble();
 
     Value c0 = cIdx(b, loc, 0), c1 = cIdx(b, loc, 1);
     Value bsz = dim(b, loc, q, 0), heads = dim(b, loc, q, 1),
-          tq = dim(b, loc, q, 2), kvHeads = dim(b, loc, k, 1),
-          tk = dim(b, loc, k, 2);
+          tq = dim(b, loc, q, 2), kvHeads = dim(b, loc, kt, 1),
+          tk = dim(b, loc, kt, 3);
     Value group = arith::DivUIOp::create(b, loc, heads, kvHeads);
     Value offset = arith::SubIOp::create(b, loc, tk, tq);
+    Value qBlocks = arith::CeilDivUIOp::create(b, loc, tq, cIdx(b, loc, rows));
+    Value ninf = cF32(b, loc, -INFINITY);
+    Value ninfV = vector::BroadcastOp::create(b, loc, vk, ninf);
+    Value zeroVV = arith::ConstantOp::create(
+        b, loc, vvT, DenseElementsAttr::get(vvT, b.getF32FloatAttr(0.0)));
+    Value zeroK = arith::ConstantOp::create(
+        b, loc, vk, DenseElementsAttr::get(vk, b.getF32FloatAttr(0.0)));
+    Value scaleV = vector::BroadcastOp::create(b, loc, vk, cF32(b, loc, scale));
+    Value lanes = vector::StepOp::create(b, loc, idxV);
 
     auto par = scf::ParallelOp::create(
-        b, loc, ValueRange{c0, c0}, ValueRange{bsz, heads},
-        ValueRange{c1, c1}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
+        b, loc, ValueRange{c0, c0, c0}, ValueRange{bsz, heads, qBlocks},
+        ValueRange{c1, c1, c1},
+        [&](OpBuilder &nb, Location l, ValueRange ivs) {
           Value bi = ivs[0], hi = ivs[1];
+          Value i0 = arith::MulIOp::create(nb, l, ivs[2], cIdx(nb, l, rows));
           Value kvh = arith::DivUIOp::create(nb, l, hi, group);
+          Value lastRow = arith::SubIOp::create(nb, l, tq, c1);
           Value limit = tk;
           if (lengths) {
             Value len = memref::LoadOp::create(nb, l, lengths, ValueRange{bi});
@@ -220,93 +242,155 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
             len = arith::MaxSIOp::create(nb, l, len, c0);
             limit = arith::MinSIOp::create(nb, l, limit, len);
           }
-          scf::ForOp::create(
-              nb, l, c0, tq, c1, ValueRange{},
-              [&](OpBuilder &bb, Location ll, Value i, ValueRange) {
-                Value pos = arith::AddIOp::create(bb, ll, i, offset);
-                Value hiKey = limit;
-                Value loKey = c0;
-                if (kind != MaskKind::none)
-                  hiKey = arith::MinSIOp::create(
-                      bb, ll, hiKey,
-                      arith::AddIOp::create(bb, ll, pos, c1));
-                if (kind == MaskKind::sliding)
-                  loKey = arith::MaxSIOp::create(
-                      bb, ll, c0,
-                      arith::SubIOp::create(bb, ll, pos,
-                                            cIdx(bb, ll, window - 1)));
-                // The query row, pre-scaled.
-                SmallVector<Value> qv;
-                Value sv = vector::BroadcastOp::create(bb, ll, vq,
-                                                       cF32(bb, ll, scale));
-                for (int64_t c = 0; c < d; c += wq) {
-                  Value x = vector::LoadOp::create(
-                      bb, ll, vq, q,
-                      ValueRange{bi, hi, i, cIdx(bb, ll, c)});
-                  qv.push_back(arith::MulFOp::create(bb, ll, x, sv));
-                }
-                SmallVector<Value> init{cF32(bb, ll, -INFINITY),
-                                        cF32(bb, ll, 0.0)};
-                Value zv = arith::ConstantOp::create(
-                    bb, ll, vv,
-                    DenseElementsAttr::get(vv, bb.getF32FloatAttr(0.0)));
-                for (int64_t c = 0; c < dv; c += wv)
-                  init.push_back(zv);
-                auto keys = scf::ForOp::create(
-                    bb, ll, loKey,
-                    arith::MaxSIOp::create(bb, ll, loKey, hiKey), c1, init,
-                    [&](OpBuilder &kb, Location kl, Value j, ValueRange st) {
-                      Value dot;
-                      for (int64_t c = 0, ci = 0; c < d; c += wq, ++ci) {
-                        Value kv = vector::LoadOp::create(
-                            kb, kl, vq, k,
-                            ValueRange{bi, kvh, j, cIdx(kb, kl, c)});
-                        dot = dot ? Value(vector::FMAOp::create(kb, kl, qv[ci],
-                                                                kv, dot))
-                                  : Value(arith::MulFOp::create(kb, kl, qv[ci],
-                                                                kv));
-                      }
-                      Value s = vector::ReductionOp::create(
-                          kb, kl, vector::CombiningKind::ADD, dot);
-                      Value mOld = st[0], lOld = st[1];
-                      Value mNew = arith::MaximumFOp::create(kb, kl, mOld, s);
-                      Value corr = math::ExpOp::create(
-                          kb, kl, arith::SubFOp::create(kb, kl, mOld, mNew));
-                      Value p = math::ExpOp::create(
-                          kb, kl, arith::SubFOp::create(kb, kl, s, mNew));
-                      Value lNew = arith::AddFOp::create(
-                          kb, kl, arith::MulFOp::create(kb, kl, lOld, corr), p);
-                      Value corrV = vector::BroadcastOp::create(kb, kl, vv, corr);
-                      Value pV = vector::BroadcastOp::create(kb, kl, vv, p);
-                      SmallVector<Value> next{mNew, lNew};
-                      for (int64_t c = 0, ci = 0; c < dv; c += wv, ++ci) {
-                        Value x = vector::LoadOp::create(
-                            kb, kl, vv, v,
-                            ValueRange{bi, kvh, j, cIdx(kb, kl, c)});
-                        Value acc = arith::MulFOp::create(kb, kl, st[2 + ci],
-                                                          corrV);
+          // Rows of the block (clamped: a partial last block recomputes the
+          // last row) and each row's visible keys [lo, hi).
+          SmallVector<Value> row, lo, hiK;
+          for (int64_t r = 0; r < rows; ++r) {
+            Value ir = arith::MinSIOp::create(
+                nb, l, arith::AddIOp::create(nb, l, i0, cIdx(nb, l, r)),
+                lastRow);
+            row.push_back(ir);
+            Value pos = arith::AddIOp::create(nb, l, ir, offset);
+            Value h = limit;
+            if (kind != MaskKind::none)
+              h = arith::MinSIOp::create(nb, l, h,
+                                         arith::AddIOp::create(nb, l, pos, c1));
+            Value lw = c0;
+            if (kind == MaskKind::sliding)
+              lw = arith::MaxSIOp::create(
+                  nb, l, c0,
+                  arith::SubIOp::create(nb, l, pos, cIdx(nb, l, window - 1)));
+            hiK.push_back(h);
+            lo.push_back(lw);
+          }
+          // Key blocks that any row sees; the others are skipped.
+          Value first = arith::MulIOp::create(
+              nb, l, arith::DivUIOp::create(nb, l, lo[0], cIdx(nb, l, bk)),
+              cIdx(nb, l, bk));
+          Value end = hiK.back();
+          for (Value h : hiK)
+            end = arith::MaxSIOp::create(nb, l, end, h);
+          end = arith::MaxSIOp::create(nb, l, end, first);
+          SmallVector<Value> init;
+          for (int64_t r = 0; r < rows; ++r) {
+            init.push_back(ninf);             // running max
+            init.push_back(cF32(nb, l, 0.0)); // running sum
+          }
+          for (int64_t i = 0; i < rows * chunks; ++i)
+            init.push_back(zeroVV); // output accumulators
+          auto keys = scf::ForOp::create(
+              nb, l, first, end, cIdx(nb, l, bk), init,
+              [&](OpBuilder &kb, Location kl, Value j0, ValueRange st) {
+                // S = Q K^T for the block: one contiguous vector of K^T per
+                // head dimension, broadcast-FMA'd into every row.
+                Value valid = arith::SubIOp::create(kb, kl, tk, j0);
+                Value kMask = vector::CreateMaskOp::create(kb, kl, maskT,
+                                                           ValueRange{valid});
+                SmallVector<Value> sInit(rows, zeroK);
+                auto qk = scf::ForOp::create(
+                    kb, kl, c0, cIdx(kb, kl, d), c1, sInit,
+                    [&](OpBuilder &db, Location dl, Value dd, ValueRange acc) {
+                      Value kv = vector::MaskedLoadOp::create(
+                          db, dl, vk, kt, ValueRange{bi, kvh, dd, j0}, kMask,
+                          zeroK, IntegerAttr());
+                      SmallVector<Value> next;
+                      for (int64_t r = 0; r < rows; ++r) {
+                        Value qs = memref::LoadOp::create(
+                            db, dl, q, ValueRange{bi, hi, row[r], dd});
+                        Value qb = vector::BroadcastOp::create(db, dl, vk, qs);
                         next.push_back(
-                            vector::FMAOp::create(kb, kl, pV, x, acc));
+                            vector::FMAOp::create(db, dl, qb, kv, acc[r]));
                       }
-                      scf::YieldOp::create(kb, kl, next);
+                      scf::YieldOp::create(db, dl, next);
                     });
-                // out = acc / l, or zeros when no key was visible.
-                Value lFin = keys.getResult(1);
-                Value pos0 = arith::CmpFOp::create(
-                    bb, ll, arith::CmpFPredicate::OGT, lFin, cF32(bb, ll, 0.0));
-                Value inv = arith::SelectOp::create(
-                    bb, ll, pos0,
-                    arith::DivFOp::create(bb, ll, cF32(bb, ll, 1.0), lFin),
-                    cF32(bb, ll, 0.0));
-                Value invV = vector::BroadcastOp::create(bb, ll, vv, inv);
-                for (int64_t c = 0, ci = 0; c < dv; c += wv, ++ci)
-                  vector::StoreOp::create(
-                      bb, ll,
-                      arith::MulFOp::create(bb, ll, keys.getResult(2 + ci),
-                                            invV),
-                      out, ValueRange{bi, hi, i, cIdx(bb, ll, c)});
-                scf::YieldOp::create(bb, ll);
+                Value jv = arith::AddIOp::create(
+                    kb, kl, lanes,
+                    vector::BroadcastOp::create(kb, kl, idxV, j0));
+                SmallVector<Value> next(st.begin(), st.end());
+                SmallVector<Value> p(rows), corrV(rows);
+                for (int64_t r = 0; r < rows; ++r) {
+                  Value s = arith::MulFOp::create(kb, kl, qk.getResult(r),
+                                                  scaleV);
+                  Value in = arith::AndIOp::create(
+                      kb, kl,
+                      arith::CmpIOp::create(
+                          kb, kl, arith::CmpIPredicate::slt, jv,
+                          vector::BroadcastOp::create(kb, kl, idxV, hiK[r])),
+                      arith::CmpIOp::create(
+                          kb, kl, arith::CmpIPredicate::sge, jv,
+                          vector::BroadcastOp::create(kb, kl, idxV, lo[r])));
+                  s = arith::SelectOp::create(kb, kl, in, s, ninfV);
+                  Value mx = vector::ReductionOp::create(
+                      kb, kl, vector::CombiningKind::MAXIMUMF, s);
+                  Value mOld = st[2 * r], lOld = st[2 * r + 1];
+                  Value mNew = arith::MaximumFOp::create(kb, kl, mOld, mx);
+                  // All keys so far masked: exponents relative to 0 give 0.
+                  Value none = arith::CmpFOp::create(
+                      kb, kl, arith::CmpFPredicate::OEQ, mNew, ninf);
+                  Value mUse = arith::SelectOp::create(kb, kl, none,
+                                                       cF32(kb, kl, 0.0), mNew);
+                  p[r] = math::ExpOp::create(
+                      kb, kl,
+                      arith::SubFOp::create(
+                          kb, kl, s,
+                          vector::BroadcastOp::create(kb, kl, vk, mUse)));
+                  Value corr = math::ExpOp::create(
+                      kb, kl, arith::SubFOp::create(kb, kl, mOld, mUse));
+                  Value sum = vector::ReductionOp::create(
+                      kb, kl, vector::CombiningKind::ADD, p[r], Value(),
+                      arith::FastMathFlags::reassoc);
+                  next[2 * r] = mNew;
+                  next[2 * r + 1] = arith::AddFOp::create(
+                      kb, kl, arith::MulFOp::create(kb, kl, lOld, corr), sum);
+                  corrV[r] = vector::BroadcastOp::create(kb, kl, vvT, corr);
+                }
+                // O = O * corr + P V: each V row is loaded once for all rows.
+                SmallVector<Value> acc;
+                for (int64_t r = 0; r < rows; ++r)
+                  for (int64_t c = 0; c < chunks; ++c)
+                    acc.push_back(arith::MulFOp::create(
+                        kb, kl, st[2 * rows + r * chunks + c], corrV[r]));
+                Value lastKey = arith::SubIOp::create(kb, kl, tk, c1);
+                for (int64_t jj = 0; jj < bk; ++jj) {
+                  // Keys past the end have p = 0; read a valid row instead.
+                  Value j = arith::MinSIOp::create(
+                      kb, kl, arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
+                      lastKey);
+                  SmallVector<Value> vrow;
+                  for (int64_t c = 0; c < chunks; ++c)
+                    vrow.push_back(vector::LoadOp::create(
+                        kb, kl, vvT, v,
+                        ValueRange{bi, kvh, j, cIdx(kb, kl, c * wv)}));
+                  for (int64_t r = 0; r < rows; ++r) {
+                    Value pj = vector::ExtractOp::create(kb, kl, p[r],
+                                                         ArrayRef<int64_t>{jj});
+                    Value pb = vector::BroadcastOp::create(kb, kl, vvT, pj);
+                    for (int64_t c = 0; c < chunks; ++c)
+                      acc[r * chunks + c] = vector::FMAOp::create(
+                          kb, kl, pb, vrow[c], acc[r * chunks + c]);
+                  }
+                }
+                for (int64_t i = 0; i < rows * chunks; ++i)
+                  next[2 * rows + i] = acc[i];
+                scf::YieldOp::create(kb, kl, next);
               });
+          // out = O / l, or zeros for a row that saw no key.
+          for (int64_t r = 0; r < rows; ++r) {
+            Value lFin = keys.getResult(2 * r + 1);
+            Value pos0 = arith::CmpFOp::create(
+                nb, l, arith::CmpFPredicate::OGT, lFin, cF32(nb, l, 0.0));
+            Value inv = arith::SelectOp::create(
+                nb, l, pos0,
+                arith::DivFOp::create(nb, l, cF32(nb, l, 1.0), lFin),
+                cF32(nb, l, 0.0));
+            Value invV = vector::BroadcastOp::create(nb, l, vvT, inv);
+            for (int64_t c = 0; c < chunks; ++c)
+              vector::StoreOp::create(
+                  nb, l,
+                  arith::MulFOp::create(
+                      nb, l, keys.getResult(2 * rows + r * chunks + c), invV),
+                  out, ValueRange{bi, hi, row[r], cIdx(nb, l, c * wv)});
+          }
         });
     par->setAttr(kKeepParallel, b.getUnitAttr());
     b.eraseOp(op);

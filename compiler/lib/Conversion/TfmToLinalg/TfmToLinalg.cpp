@@ -222,6 +222,20 @@ Value packedWeight(OpBuilder &b, Location loc, Value w) {
                  });
 }
 
+Value transposeTensor(OpBuilder &b, Location loc, Value x,
+                      ArrayRef<int64_t> perm) {
+  auto t = tensorType(x);
+  SmallVector<int64_t> shape;
+  SmallVector<std::pair<Value, int64_t>> src;
+  for (int64_t p : perm) {
+    shape.push_back(t.getDimSize(p));
+    src.push_back({x, p});
+  }
+  Value init = emptyTensor(
+      b, loc, RankedTensorType::get(shape, t.getElementType()), src);
+  return linalg::TransposeOp::create(b, loc, x, init, perm).getResult()[0];
+}
+
 //===----------------------------------------------------------------------===//
 // Patterns
 //===----------------------------------------------------------------------===//
@@ -246,8 +260,10 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     auto rt = op.getType();
     Value q = op.getQuery(), v = op.getValue();
     Value init = emptyTensor(b, loc, rt, {{q, 0}, {q, 1}, {q, 2}, {v, 3}});
+    // The kernel streams K^T ([B, KV, D, S]): one transposed copy of K.
+    Value kt = transposeTensor(b, loc, op.getKey(), {0, 1, 3, 2});
     auto kernel = AttentionKernelOp::create(
-        b, loc, TypeRange{rt}, q, op.getKey(), v, op.getLengths(), init,
+        b, loc, TypeRange{rt}, q, kt, v, op.getLengths(), init,
         op.getMaskAttr(), op.getWindowAttr(), op.getScaleAttr());
     b.replaceOp(op, kernel.getResult()[0]);
     return success();
@@ -606,19 +622,6 @@ struct LowerMask : OpRewritePattern<MaskOp> {
   }
 };
 
-Value transposeTensor(OpBuilder &b, Location loc, Value x,
-                      ArrayRef<int64_t> perm) {
-  auto t = tensorType(x);
-  SmallVector<int64_t> shape;
-  SmallVector<std::pair<Value, int64_t>> src;
-  for (int64_t p : perm) {
-    shape.push_back(t.getDimSize(p));
-    src.push_back({x, p});
-  }
-  Value init = emptyTensor(
-      b, loc, RankedTensorType::get(shape, t.getElementType()), src);
-  return linalg::TransposeOp::create(b, loc, x, init, perm).getResult()[0];
-}
 
 struct LowerTranspose : OpRewritePattern<TransposeOp> {
   using OpRewritePattern::OpRewritePattern;

@@ -500,12 +500,12 @@ def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel"> {
 def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel"> {
   let summary = "fused attention, destination style";
   let description = [{
-    The kernel form of `tfm.attention`: reads `query` [B, H, T, D], `key`
-    [B, KV, S, D], `value` [B, KV, S, Dv] and optional `lengths` [B], writes
-    `output` [B, H, T, Dv].
+    The kernel form of `tfm.attention`: reads `query` [B, H, T, D], the
+    transposed key `key` [B, KV, D, S], `value` [B, KV, S, Dv] and optional
+    `lengths` [B], writes `output` [B, H, T, Dv].
 
     ```mlir
-    %o = tfm.attention_kernel ins(%q, %k, %v : tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) outs(%init : tensor<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64} -> tensor<?x4x?x8xf32>
+    %o = tfm.attention_kernel ins(%q, %kt, %v : tensor<?x4x?x8xf32>, tensor<?x2x8x?xf32>, tensor<?x2x?x8xf32>) outs(%init : tensor<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64} -> tensor<?x4x?x8xf32>
     ```
   }];
   let arguments = (ins AnyShaped:$query, AnyShaped:$key, AnyShaped:$value,
