@@ -106,15 +106,42 @@ std::string mlir::tfm::modelMetadata(const ModelSpec &spec,
   return out;
 }
 
-LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module,
-                                        const ModelSpec &spec,
-                                        ArrayRef<AbiArg> abi,
-                                        ArrayAttr paramTable, bool exeAliases,
+std::string mlir::tfm::functionMetadata(StringRef name,
+                                        ArrayRef<AbiArg> abi) {
+  llvm::json::Array inputs, outputs;
+  for (const AbiArg &a : abi) {
+    if (a.kind == AbiArg::Param)
+      continue;
+    llvm::json::Array shape;
+    for (int64_t d : a.shape)
+      shape.push_back(d);
+    llvm::json::Object t{{"name", a.kind == AbiArg::Output
+                                      ? std::string("output")
+                                      : "input" + std::to_string(a.index)},
+                         {"dtype", "float32"},
+                         {"shape", std::move(shape)}};
+    (a.kind == AbiArg::Output ? outputs : inputs).push_back(std::move(t));
+  }
+  llvm::json::Object root{{"name", name.str()},
+                          {"inputs", std::move(inputs)},
+                          {"outputs", std::move(outputs)},
+                          {"parameters", llvm::json::Array{}},
+                          {"abi_params", llvm::json::Array{}},
+                          {"parameter_count", 0}};
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::json::Value(std::move(root));
+  return out;
+}
+
+LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
+                                        StringRef metadataJson,
+                                        ArrayRef<AbiArg> abi, bool exeAliases,
                                         std::string &error) {
   llvm::LLVMContext &ctx = module.getContext();
-  llvm::Function *impl = module.getFunction(spec.name);
+  llvm::Function *impl = module.getFunction(name);
   if (!impl) {
-    error = "lowered model function '" + spec.name + "' not found";
+    error = ("lowered model function '" + name + "' not found").str();
     return failure();
   }
   impl->setLinkage(llvm::GlobalValue::InternalLinkage);
@@ -128,7 +155,7 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module,
 
   auto *fnTy = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
   auto *fn = llvm::Function::Create(fnTy, llvm::GlobalValue::ExternalLinkage,
-                                    spec.name + "_forward", module);
+                                    name + "_forward", module);
   llvm::Argument *params = fn->getArg(0), *inputs = fn->getArg(1),
                  *output = fn->getArg(2);
   params->setName("params");
@@ -183,11 +210,10 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module,
   b.CreateCall(impl, args);
   b.CreateRet(b.getInt32(0));
 
-  std::string json = modelMetadata(spec, paramTable);
-  auto *init = llvm::ConstantDataArray::getString(ctx, json, true);
+  auto *init = llvm::ConstantDataArray::getString(ctx, metadataJson, true);
   auto *gv = new llvm::GlobalVariable(module, init->getType(), true,
                                       llvm::GlobalValue::ExternalLinkage, init,
-                                      spec.name + "_model_json");
+                                      name + "_model_json");
   if (exeAliases) {
     llvm::GlobalAlias::create("tfm_model_forward", fn);
     llvm::GlobalAlias::create("tfm_model_json", gv);

@@ -33,16 +33,19 @@ std::unique_ptr<llvm::TargetMachine>
 createTargetMachine(const CpuTarget &target, bool pic, std::string &error);
 
 /// Adds `<name>_forward` (the C entry point over tfm_tensor structs and a
-/// parameter pointer table) and `<name>_model_json` (the resolved
-/// description plus the ABI's parameter table) to `module`; with
+/// parameter pointer table) and `<name>_model_json` (`metadataJson`) to
+/// `module`; with
 /// `exeAliases`, also the `tfm_model_forward` / `tfm_model_json` aliases the
 /// runtime's main() links against.
-LogicalResult addEntryPoints(llvm::Module &module, const ModelSpec &spec,
-                             ArrayRef<AbiArg> abi, ArrayAttr paramTable,
+LogicalResult addEntryPoints(llvm::Module &module, StringRef name,
+                             StringRef metadataJson, ArrayRef<AbiArg> abi,
                              bool exeAliases, std::string &error);
 
 /// The JSON the runtime reads: the description plus "abi_params".
 std::string modelMetadata(const ModelSpec &spec, ArrayAttr paramTable);
+/// The same for a hand-written function (`tfmc f.mlir`): its name, its
+/// inputs and output, no parameters.
+std::string functionMetadata(StringRef name, ArrayRef<AbiArg> abi);
 
 /// Runs LLVM's O3 pipeline.
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm);
