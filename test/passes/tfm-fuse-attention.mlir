@@ -92,3 +92,74 @@ func.func @not_qkv(%q: tensor<?x4x8x8xf32>, %k: tensor<?x4x8x8xf32>, %v: tensor<
   %o2 = tfm.matmul %p2, %v : (tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
   return %o, %o2 : tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>
 }
+
+// -----
+
+// The mask as an additive -inf bias (tfm.add) whose contents are causal, the
+// scale as a multiply by a splat constant.
+// CHECK-LABEL: func.func @additive_causal_bias
+// CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} {mask = #tfm.mask<causal>, scale = 1.250000e-01 : f64}
+// CHECK-NOT: tfm.softmax
+func.func @additive_causal_bias(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32> {
+  %bias = arith.constant dense<[[[[0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<1x1x4x4xf32>
+  %c = arith.constant dense<0.125> : tensor<1x1x4x4xf32>
+  %s = tfm.matmul %q, %k {transpose_rhs} : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x4xf32>
+  %ss = tfm.mul %s, %c : tensor<1x1x4x4xf32>
+  %m = tfm.add %ss, %bias : tensor<1x1x4x4xf32>
+  %p = tfm.softmax %m {axis = 3 : i64} : tensor<1x1x4x4xf32>
+  %o = tfm.matmul %p, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return %o : tensor<1x1x4x8xf32>
+}
+
+// -----
+
+// The mask as a select against a large negative number under a constant
+// condition that is a sliding window of 2; the scale as arith.divf.
+// CHECK-LABEL: func.func @select_sliding
+// CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} {mask = #tfm.mask<sliding>, scale = 5.000000e-01 : f64, window = 2 : i64}
+// CHECK-NOT: arith.select
+func.func @select_sliding(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32> {
+  %keep = arith.constant dense<[[[[true, false, false, false], [true, true, false, false], [false, true, true, false], [false, false, true, true]]]]> : tensor<1x1x4x4xi1>
+  %neg = arith.constant dense<-1.0e9> : tensor<1x1x4x4xf32>
+  %two = arith.constant dense<2.0> : tensor<1x1x4x4xf32>
+  %s = tfm.matmul %q, %k {transpose_rhs} : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x4xf32>
+  %sd = arith.divf %s, %two : tensor<1x1x4x4xf32>
+  %m = arith.select %keep, %sd, %neg : tensor<1x1x4x4xi1>, tensor<1x1x4x4xf32>
+  %p = tfm.softmax %m {axis = 3 : i64} : tensor<1x1x4x4xf32>
+  %o = tfm.matmul %p, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return %o : tensor<1x1x4x8xf32>
+}
+
+// -----
+
+// Not fused: the constant mask hides the first key of every row, which is
+// neither causal nor a window.
+// CHECK-LABEL: func.func @unprovable_mask
+// CHECK-NOT: tfm.attention
+// CHECK: tfm.softmax
+func.func @unprovable_mask(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32> {
+  %bias = arith.constant dense<[[[[0xFF800000, 0.0, 0.0, 0.0], [0xFF800000, 0.0, 0.0, 0.0], [0xFF800000, 0.0, 0.0, 0.0], [0xFF800000, 0.0, 0.0, 0.0]]]]> : tensor<1x1x4x4xf32>
+  %s = tfm.matmul %q, %k {transpose_rhs} : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x4xf32>
+  %m = tfm.add %s, %bias : tensor<1x1x4x4xf32>
+  %p = tfm.softmax %m {axis = 3 : i64} : tensor<1x1x4x4xf32>
+  %o = tfm.matmul %p, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return %o : tensor<1x1x4x8xf32>
+}
+
+// -----
+
+// Not fused: a real additive bias (ALiBi-like values), not a mask; and a
+// scale by a non-constant.
+// CHECK-LABEL: func.func @real_bias_and_dynamic_scale
+// CHECK-NOT: tfm.attention
+func.func @real_bias_and_dynamic_scale(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>, %f: tensor<1x1x4x4xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) {
+  %bias = arith.constant dense<[[[[0.0, -0.5, -1.0, -1.5], [0.5, 0.0, -0.5, -1.0], [1.0, 0.5, 0.0, -0.5], [1.5, 1.0, 0.5, 0.0]]]]> : tensor<1x1x4x4xf32>
+  %s = tfm.matmul %q, %k {transpose_rhs} : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x4xf32>
+  %m = tfm.add %s, %bias : tensor<1x1x4x4xf32>
+  %p = tfm.softmax %m {axis = 3 : i64} : tensor<1x1x4x4xf32>
+  %o = tfm.matmul %p, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  %s2 = tfm.mul %s, %f : tensor<1x1x4x4xf32>
+  %p2 = tfm.softmax %s2 {axis = 3 : i64} : tensor<1x1x4x4xf32>
+  %o2 = tfm.matmul %p2, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return %o, %o2 : tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>
+}

@@ -28,7 +28,8 @@ void mlir::tfm::buildTfmCpuPipeline(OpPassManager &pm,
   if (want(CpuStage::Primitive))
     pm.addNestedPass<func::FuncOp>(createTfmDecompose());
   if (want(CpuStage::Fused)) {
-    pm.addNestedPass<func::FuncOp>(createTfmFuseAttention());
+    if (options.fuseAttention)
+      pm.addNestedPass<func::FuncOp>(createTfmFuseAttention());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
@@ -37,6 +38,8 @@ void mlir::tfm::buildTfmCpuPipeline(OpPassManager &pm,
     abi.panelWidth = 2 * options.vectorWidth;
     pm.addPass(createTfmCpuAbi(abi));
     pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
+    // arith on tensors (hand-written or imported graphs) becomes linalg too.
+    addText(pm, "func.func(convert-elementwise-to-linalg)");
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }

@@ -103,6 +103,11 @@ cl::opt<std::string> cpuName("cpu",
                              cl::desc("Target CPU: native (default), "
                                       "x86-64-v3 (AVX2), x86-64-v4 (AVX-512)"),
                              cl::init("native"), cl::cat(compileCategory));
+cl::opt<bool> noAttentionFusion(
+    "no-attention-fusion",
+    cl::desc("Do not fuse attention: run it as primitive matmul, mask and "
+             "softmax ops (for comparison and debugging)"),
+    cl::init(false), cl::cat(compileCategory));
 cl::opt<std::string> targetName("target",
                                 cl::desc("Target: cpu (default)"),
                                 cl::init("cpu"), cl::cat(compileCategory));
@@ -261,6 +266,7 @@ LogicalResult lowerAndEmit(MLIRContext &ctx, const ModelSpec *spec,
   }
   CpuPipelineOptions options;
   options.vectorWidth = target->vectorWidth;
+  options.fuseAttention = !noAttentionFusion;
   auto run = [&](CpuStage first, CpuStage last) -> LogicalResult {
     PassManager pm(&ctx);
     if (failed(applyPassManagerCLOptions(pm)))

@@ -23,6 +23,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       *this, "vector-width",
       llvm::cl::desc("f32 lanes per vector register (16: AVX-512, 8: AVX2)"),
       llvm::cl::init(16)};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Run tfm-fuse-attention (off: attention runs as the "
+                     "primitive matmul / mask / softmax ops)"),
+      llvm::cl::init(true)};
 };
 
 /// Adds the stages `first` to `last` (inclusive) of the CPU pipeline.
