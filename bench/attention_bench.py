@@ -106,8 +106,10 @@ def run_ort(work, b, h, t, d, causal, runs, threads):
     model.ir_version = 8
     path = os.path.join(work, "mha_%d_%d.onnx" % (t, causal))
     onnx.save(model, path)
-    r = subprocess.run(["node", os.path.join(HERE, "ort_float.js"), path, str(b), str(t),
-                        str(hd), str(runs), str(threads)], capture_output=True, text=True,
+    dims = "%dx%dx%d" % (b, t, hd)
+    r = subprocess.run(["node", os.path.join(HERE, "ort_run.js"), path, "float32",
+                        str(threads), str(runs)] + ["%s=%s" % (n, dims) for n in "qkv"],
+                       capture_output=True, text=True,
                        env=dict(os.environ, ORT_MODULE=node_env))
     if r.returncode != 0:
         print("onnxruntime:", r.stderr.strip()[-300:], file=sys.stderr)

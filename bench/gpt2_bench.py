@@ -96,8 +96,8 @@ def main():
         onnx_path = os.path.join(work, "gpt2.onnx")
         torch.onnx.export(TokensOnly(model), (tt,), onnx_path, input_names=["tokens"],
                           output_names=["logits"], opset_version=14)
-        r = subprocess.run(["node", os.path.join(HERE, "ort_run.js"), onnx_path, "tokens",
-                            "1", str(args.seq), str(args.runs), str(args.threads)],
+        r = subprocess.run(["node", os.path.join(HERE, "ort_run.js"), onnx_path, "int32",
+                            str(args.threads), str(args.runs), "tokens=1x%d" % args.seq],
                            capture_output=True, text=True,
                            env=dict(os.environ, ORT_MODULE=node_env))
         if r.returncode == 0:

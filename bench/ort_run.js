@@ -1,17 +1,25 @@
-// Times an ONNX model with ONNX Runtime (npm onnxruntime-node, CPU).
-// usage: node ort_run.js MODEL.onnx INPUT_NAME B T RUNS THREADS
+// Times an ONNX model with ONNX Runtime (npm onnxruntime-node, CPU) on
+// deterministic inputs, median of RUNS after a warm-up.
+// usage: node ort_run.js MODEL.onnx DTYPE THREADS RUNS NAME=D0xD1x... ...
+//   DTYPE: int32 (token ids below 1000) or float32 (values in [-0.5, 0.5))
 const ort = require(process.env.ORT_MODULE || 'onnxruntime-node');
 
 async function main() {
-  const [model, inputName, b, t, runs, threads] = process.argv.slice(2);
+  const [model, dtype, threads, runs, ...inputs] = process.argv.slice(2);
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: Number(threads), interOpNumThreads: 1,
     graphOptimizationLevel: 'all', executionMode: 'sequential'});
-  const n = Number(b) * Number(t);
-  const data = new Int32Array(n);
-  for (let i = 0; i < n; ++i) data[i] = (i * 7919) % 1000;
   const feeds = {};
-  feeds[inputName] = new ort.Tensor('int32', data, [Number(b), Number(t)]);
+  for (const spec of inputs) {
+    const [name, dims] = spec.split('=');
+    const shape = dims.split('x').map(Number);
+    const n = shape.reduce((a, b) => a * b, 1);
+    const data = dtype === 'int32' ? new Int32Array(n) : new Float32Array(n);
+    for (let i = 0; i < n; ++i)
+      data[i] = dtype === 'int32' ? (i * 7919) % 1000
+                                  : ((i * 7919) % 1000) / 1000 - 0.5;
+    feeds[name] = new ort.Tensor(dtype, data, shape);
+  }
   for (let i = 0; i < 3; ++i) await session.run(feeds);
   const times = [];
   for (let i = 0; i < Number(runs); ++i) {

@@ -38,19 +38,38 @@ FailureOr<SmallVector<Value>> operandBuffers(Operation *op,
   return out;
 }
 
-template <typename Model, typename OpTy>
-struct KernelModel : DstBufferizableOpInterfaceExternalModel<Model, OpTy> {
+/// Builds the buffer form of a kernel from the buffers of its operands.
+Operation *createLinear(RewriterBase &rewriter, LinearKernelOp k,
+                        ArrayRef<Value> bufs) {
+  return LinearKernelOp::create(rewriter, k.getLoc(), TypeRange{}, bufs[0],
+                                bufs[1], k.getBias() ? bufs[2] : Value(),
+                                bufs.back());
+}
+
+Operation *createAttention(RewriterBase &rewriter, AttentionKernelOp k,
+                           ArrayRef<Value> bufs) {
+  return AttentionKernelOp::create(
+      rewriter, k.getLoc(), TypeRange{}, bufs[0], bufs[1], bufs[2],
+      k.getLengths() ? bufs[3] : Value(), bufs.back(), k.getMaskAttr(),
+      k.getWindowAttr(), k.getScaleAttr());
+}
+
+/// The kernels read their inputs, overwrite their destination (so do not
+/// read it) and alias it with their result.
+template <typename OpTy, Operation *(*Create)(RewriterBase &, OpTy,
+                                              ArrayRef<Value>)>
+struct KernelModel
+    : DstBufferizableOpInterfaceExternalModel<KernelModel<OpTy, Create>,
+                                              OpTy> {
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const AnalysisState &) const {
     return !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand);
   }
-};
 
-struct LinearKernelModel : KernelModel<LinearKernelModel, LinearKernelOp> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &opts,
                           BufferizationState &state) const {
-    auto k = cast<LinearKernelOp>(op);
+    auto k = cast<OpTy>(op);
     if (k.hasPureBufferSemantics())
       return success();
     FailureOr<SmallVector<Value>> bufs =
@@ -58,32 +77,7 @@ struct LinearKernelModel : KernelModel<LinearKernelModel, LinearKernelOp> {
     if (failed(bufs))
       return failure();
     rewriter.setInsertionPoint(op);
-    Value bias = k.getBias() ? (*bufs)[2] : Value();
-    LinearKernelOp::create(rewriter, op->getLoc(), TypeRange{}, (*bufs)[0],
-                           (*bufs)[1], bias, bufs->back());
-    replaceOpWithBufferizedValues(rewriter, op, bufs->back());
-    return success();
-  }
-};
-
-struct AttentionKernelModel
-    : KernelModel<AttentionKernelModel, AttentionKernelOp> {
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &opts,
-                          BufferizationState &state) const {
-    auto k = cast<AttentionKernelOp>(op);
-    if (k.hasPureBufferSemantics())
-      return success();
-    FailureOr<SmallVector<Value>> bufs =
-        operandBuffers(op, rewriter, opts, state);
-    if (failed(bufs))
-      return failure();
-    rewriter.setInsertionPoint(op);
-    Value lengths = k.getLengths() ? (*bufs)[3] : Value();
-    AttentionKernelOp::create(rewriter, op->getLoc(), TypeRange{}, (*bufs)[0],
-                              (*bufs)[1], (*bufs)[2], lengths, bufs->back(),
-                              k.getMaskAttr(), k.getWindowAttr(),
-                              k.getScaleAttr());
+    Create(rewriter, k, *bufs);
     replaceOpWithBufferizedValues(rewriter, op, bufs->back());
     return success();
   }
@@ -94,7 +88,9 @@ struct AttentionKernelModel
 void mlir::tfm::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, TfmDialect *) {
-    LinearKernelOp::attachInterface<LinearKernelModel>(*ctx);
-    AttentionKernelOp::attachInterface<AttentionKernelModel>(*ctx);
+    LinearKernelOp::attachInterface<KernelModel<LinearKernelOp, createLinear>>(
+        *ctx);
+    AttentionKernelOp::attachInterface<
+        KernelModel<AttentionKernelOp, createAttention>>(*ctx);
   });
 }

@@ -71,6 +71,9 @@ private:
   bool parseBody(Section &section, int depth);
   ExprPtr parseExpr(int depth);
   ExprPtr parseTerm(int depth);
+  /// A left-associative chain of `operand`s joined by `op1` or `op2`.
+  ExprPtr parseBinary(int depth, TokenKind op1, TokenKind op2,
+                      ExprPtr (Parser::*operand)(int));
   ExprPtr parseUnary(int depth);
   ExprPtr parsePrimary(int depth);
 
@@ -218,30 +221,21 @@ bool Parser::parseBody(Section &section, int depth) {
 }
 
 ExprPtr Parser::parseExpr(int depth) {
-  ExprPtr lhs = parseTerm(depth);
-  // Each operator deepens the (left-leaning) tree: count it as nesting so
-  // that `1 + 1 + ... + 1` cannot build a tree too deep to walk.
-  while (lhs && (tok.is(TokenKind::plus) || tok.is(TokenKind::minus))) {
-    if (++depth > kMaxExprDepth) {
-      errorHere("expression is too long (more than " +
-                llvm::Twine(kMaxExprDepth) + " operators or levels)");
-      return nullptr;
-    }
-    auto bin = std::make_unique<Expr>(Expr::Kind::Binary, tok.getLoc());
-    bin->op = tok.spelling[0];
-    consume();
-    bin->lhs = std::move(lhs);
-    bin->rhs = parseTerm(depth);
-    if (!bin->rhs)
-      return nullptr;
-    lhs = std::move(bin);
-  }
-  return lhs;
+  return parseBinary(depth, TokenKind::plus, TokenKind::minus,
+                     &Parser::parseTerm);
 }
 
 ExprPtr Parser::parseTerm(int depth) {
-  ExprPtr lhs = parseUnary(depth);
-  while (lhs && (tok.is(TokenKind::star) || tok.is(TokenKind::slash))) {
+  return parseBinary(depth, TokenKind::star, TokenKind::slash,
+                     &Parser::parseUnary);
+}
+
+ExprPtr Parser::parseBinary(int depth, TokenKind op1, TokenKind op2,
+                            ExprPtr (Parser::*operand)(int)) {
+  ExprPtr lhs = (this->*operand)(depth);
+  // Each operator deepens the (left-leaning) tree: count it as nesting so
+  // that `1 + 1 + ... + 1` cannot build a tree too deep to walk.
+  while (lhs && (tok.is(op1) || tok.is(op2))) {
     if (++depth > kMaxExprDepth) {
       errorHere("expression is too long (more than " +
                 llvm::Twine(kMaxExprDepth) + " operators or levels)");
@@ -251,7 +245,7 @@ ExprPtr Parser::parseTerm(int depth) {
     bin->op = tok.spelling[0];
     consume();
     bin->lhs = std::move(lhs);
-    bin->rhs = parseUnary(depth);
+    bin->rhs = (this->*operand)(depth);
     if (!bin->rhs)
       return nullptr;
     lhs = std::move(bin);
