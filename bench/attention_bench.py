@@ -52,10 +52,17 @@ def build(work, tfmc, b, h, kv, d, causal):
     return exe
 
 
+def tfm_env(threads):
+    """libomp's default wait policy for tfm (PASSIVE is PyTorch's best)."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    env.pop("OMP_WAIT_POLICY", None)
+    return env
+
+
 def run_tfm(exe, b, h, kv, t, d, runs, threads):
     r = subprocess.run(["/usr/bin/time", "-f", "%M", exe, str(b), str(h), str(kv),
                         str(t), str(d), str(runs)], capture_output=True, text=True,
-                       env=dict(os.environ, OMP_NUM_THREADS=str(threads)), check=True)
+                       env=tfm_env(threads), check=True)
     return float(r.stdout.strip()), int(r.stderr.strip().splitlines()[-1]) * 1024
 
 
