@@ -10,8 +10,8 @@
 //
 // tfm.attention_kernel: FlashAttention-2 style on the CPU. Blocks of query
 // rows (as many as keep the output accumulators in registers) meet blocks of
-// one vector of keys: S = Q K^T from K^T (one contiguous vector per head
-// dimension, broadcast-FMA'd into every row), the running max and sum in
+// two vector registers of keys: S = Q K^T from K^T (one contiguous block per
+// head dimension, broadcast-FMA'd into every row), the running max and sum in
 // f32, P = exp(S - max) vectorized, the accumulator rescaled, then P V with
 // each V row loaded once for the whole query block. Key blocks entirely above
 // the causal diagonal, outside the sliding window or past the key lengths
@@ -201,7 +201,7 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
     // Query rows per block: as many as keep the output accumulators
     // (rows x chunks vectors) within half the vector registers.
     int64_t rows = std::clamp<int64_t>(16 / chunks, 1, 8);
-    int64_t bk = vl; // keys per block: one vector
+    int64_t bk = 2 * vl; // keys per block: two vector registers
     Type f32 = b.getF32Type();
     auto vk = VectorType::get({bk}, f32);
     auto vvT = VectorType::get({wv}, f32);
