@@ -619,7 +619,7 @@ Got Sema::getChoice(Scope &s, StringRef key, llvm::ArrayRef<Choice> choices,
     return Got::Bad;
   }
   out.name = choice->name;
-  if (e.kind == Expr::Kind::Call && choice->args.empty()) {
+  if (e.kind == Expr::Kind::Call && choice->args.empty() && !e.args.empty()) {
     diags.error(e.loc, "'" + choice->name + "' takes no arguments");
     return Got::Bad;
   }
