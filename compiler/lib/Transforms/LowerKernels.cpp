@@ -4,7 +4,8 @@
 // panels [P, K, PW] (PW output columns, zero-padded). A broadcast-FMA
 // micro-kernel keeps an MR x (PW / VL vectors) block of the output in
 // registers while streaming one contiguous panel: per k it loads the panel's
-// row of PW weights and broadcasts MR elements of A. Panels are distributed
+// row of PW weights and broadcasts MR elements of A (MR = 8 for AVX-512, 6
+// for AVX2, so that the accumulators do not spill). Panels are distributed
 // over threads (scf.parallel, later OpenMP); rows run in blocks of MR with a
 // one-row remainder loop, and a partial last panel stores through masks.
 //
@@ -54,7 +55,11 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
   LowerLinearKernel(MLIRContext *ctx, int64_t vl)
       : OpRewritePattern(ctx), vl(vl) {}
   int64_t vl;
-  static constexpr int64_t kRows = 8; // MR
+  /// Rows of the register block: with two vectors per row, 8 rows keep 16
+  /// accumulators in AVX-512's 32 registers (12 rows measured slower on
+  /// GPT-2: more spills, and a longer one-row remainder), 6 rows keep 12 in
+  /// AVX2's 16.
+  int64_t rowsPerBlock() const { return vl >= 16 ? 8 : 6; }
 
   LogicalResult matchAndRewrite(LinearKernelOp op,
                                 PatternRewriter &b) const override {
@@ -135,6 +140,7 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
     };
 
     // All rows of one panel.
+    int64_t kRows = rowsPerBlock();
     auto panelBody = [&](OpBuilder &nb, Location l, Value n0,
                          ArrayRef<Value> masks) {
       // (n0 is the panel index.)
