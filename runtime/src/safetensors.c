@@ -156,7 +156,7 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
                         (unsigned long long)nbytes);
       goto fail;
     }
-    e->view.data = (void *)(bytes + dataStart + json_integer_value(b0));
+    e->view.data = (void *)(uintptr_t)(bytes + dataStart + json_integer_value(b0));
     e->name = strdup(key);
     st->count++;
   }

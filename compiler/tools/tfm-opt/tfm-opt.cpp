@@ -9,6 +9,8 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 #include "tfm/Dialect/TfmOps.h"
@@ -20,6 +22,9 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // GPU modules are serialized through LLVM IR (gpu-module-to-binary).
+  mlir::registerAllToLLVMIRTranslations(registry);
+  mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registry.insert<mlir::tfm::TfmDialect>();
   mlir::tfm::registerBufferizableOpInterfaceExternalModels(registry);
   return mlir::asMainReturnCode(

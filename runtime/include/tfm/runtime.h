@@ -27,6 +27,7 @@ typedef enum tfm_status {
   TFM_ERR_MISMATCH = 3, /* weights or inputs do not fit the model */
   TFM_ERR_ARGUMENT = 4, /* a bad argument or command-line flag */
   TFM_ERR_MEMORY = 5,   /* out of memory */
+  TFM_ERR_CUDA = 6,     /* no CUDA driver, or a driver call failed */
 } tfm_status;
 
 typedef enum tfm_dtype {
@@ -116,6 +117,17 @@ void tfm_model_print_info(const tfm_model *m, FILE *out);
 void tfm_set_threads(int n);
 int tfm_get_threads(void);
 double tfm_now_seconds(void);
+
+/* CUDA, through the driver API loaded with dlopen("libcuda.so.1") at first
+ * use: artifacts run on machines without CUDA until a GPU is needed.
+ * tfm_cuda_init() loads the driver and makes device 0's primary context
+ * current. The mgpu* entry points that MLIR's gpu-to-llvm emits are defined
+ * by the runtime too; they cannot return errors, so the first failure is
+ * kept (API name and the driver's message) and tfm_cuda_status() returns
+ * it. Nothing is printed. */
+tfm_status tfm_cuda_init(void);
+tfm_status tfm_cuda_status(void);
+void tfm_cuda_clear_status(void);
 
 /* The executable's main: tfmc links it with the model's entry point. */
 int tfm_main(int argc, char **argv, const char *model_json,

@@ -230,3 +230,53 @@ TEST(Model, RunWithoutWeightsIsAnError) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// The CUDA driver shim
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+void *mgpuStreamCreate(void);
+void *mgpuMemAlloc(uint64_t, void *, bool);
+void mgpuMemcpy(void *, void *, size_t, void *);
+void mgpuLaunchKernel(void *, intptr_t, intptr_t, intptr_t, intptr_t,
+                      intptr_t, intptr_t, int32_t, void *, void **, void **,
+                      size_t);
+void mgpuStreamSynchronize(void *);
+}
+
+#include <dlfcn.h>
+
+namespace {
+
+bool haveDriver() {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h)
+    dlclose(h);
+  return h != nullptr;
+}
+
+TEST(Cuda, NoDriverIsAClearError) {
+  if (haveDriver())
+    GTEST_SKIP() << "a CUDA driver is installed here";
+  EXPECT_EQ(tfm_cuda_init(), TFM_ERR_CUDA);
+  EXPECT_STREQ(tfm_last_error(), "no CUDA driver found (libcuda.so.1)");
+}
+
+TEST(Cuda, EntryPointsWithoutDriverDoNothingAndKeepTheError) {
+  if (haveDriver())
+    GTEST_SKIP() << "a CUDA driver is installed here";
+  // The calls MLIR's host code makes: no crash, no output, the error stays.
+  void *stream = mgpuStreamCreate();
+  EXPECT_EQ(stream, nullptr);
+  EXPECT_EQ(mgpuMemAlloc(1024, stream, false), nullptr);
+  float host[4] = {1, 2, 3, 4};
+  mgpuMemcpy(nullptr, host, sizeof host, stream);
+  mgpuLaunchKernel(nullptr, 1, 1, 1, 32, 1, 1, 0, stream, nullptr, nullptr, 0);
+  mgpuStreamSynchronize(stream);
+  tfm_cuda_clear_status(); // a missing driver stays reported
+  EXPECT_EQ(tfm_cuda_status(), TFM_ERR_CUDA);
+  EXPECT_STREQ(tfm_last_error(), "no CUDA driver found (libcuda.so.1)");
+}
+
+} // namespace
