@@ -541,7 +541,7 @@ static ArrayRef<int64_t> bufShape(Value v) {
 
 /// Kernel ops read their inputs and write their output, on buffers only.
 static void kernelEffects(
-    Operation *op, unsigned numInputs,
+    Operation *op,
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   for (OpOperand &o : op->getOpOperands()) {
@@ -554,19 +554,18 @@ static void kernelEffects(
       effects.emplace_back(MemoryEffects::Read::get(), &o,
                            SideEffects::DefaultResource::get());
   }
-  (void)numInputs;
 }
 
 void LinearKernelOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  kernelEffects(*this, 3, effects);
+  kernelEffects(*this, effects);
 }
 
 void AttentionKernelOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  kernelEffects(*this, 4, effects);
+  kernelEffects(*this, effects);
 }
 
 LogicalResult LinearKernelOp::verify() {

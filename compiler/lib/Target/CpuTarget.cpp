@@ -73,8 +73,7 @@ FailureOr<CpuTarget> mlir::tfm::resolveCpu(StringRef name,
 }
 
 std::unique_ptr<llvm::TargetMachine>
-mlir::tfm::createTargetMachine(const CpuTarget &target, bool pic,
-                               std::string &error) {
+mlir::tfm::createTargetMachine(const CpuTarget &target, std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
@@ -85,7 +84,9 @@ mlir::tfm::createTargetMachine(const CpuTarget &target, bool pic,
   opts.AllowFPOpFusion = llvm::FPOpFusion::Fast;
   return std::unique_ptr<llvm::TargetMachine>(t->createTargetMachine(
       triple, target.cpu, target.features, opts,
-      pic ? llvm::Reloc::PIC_ : llvm::Reloc::PIC_, std::nullopt,
+      // Position independent: objects go into PIE executables and shared
+      // libraries alike.
+      llvm::Reloc::PIC_, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
 }
 

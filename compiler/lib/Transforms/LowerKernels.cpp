@@ -83,8 +83,6 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
     Value zeroV = arith::ConstantOp::create(
         b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(0.0)));
 
-    // Emits the micro-kernel for rows [m0, m0 + rows) and the panel at n0;
-    // `masks` (or empty) limit the columns of a partial panel.
     // The micro-kernel for rows [m0, m0 + rows) of panel `p` (columns
     // n0 = p * panel ...); `masks` (or empty) limit a partial last panel.
     auto microKernel = [&](OpBuilder &nb, Location l, Value m0, int64_t rows,
@@ -139,21 +137,20 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
       }
     };
 
-    // All rows of one panel.
+    // All rows of panel `p`.
     int64_t kRows = rowsPerBlock();
-    auto panelBody = [&](OpBuilder &nb, Location l, Value n0,
+    auto panelBody = [&](OpBuilder &nb, Location l, Value p,
                          ArrayRef<Value> masks) {
-      // (n0 is the panel index.)
       Value rem = arith::RemUIOp::create(nb, l, m, cIdx(nb, l, kRows));
       Value mFull = arith::SubIOp::create(nb, l, m, rem);
       scf::ForOp::create(nb, l, c0, mFull, cIdx(nb, l, kRows), ValueRange{},
                          [&](OpBuilder &bb, Location ll, Value m0, ValueRange) {
-                           microKernel(bb, ll, m0, kRows, n0, masks);
+                           microKernel(bb, ll, m0, kRows, p, masks);
                            scf::YieldOp::create(bb, ll);
                          });
       scf::ForOp::create(nb, l, mFull, m, c1, ValueRange{},
                          [&](OpBuilder &bb, Location ll, Value m0, ValueRange) {
-                           microKernel(bb, ll, m0, 1, n0, masks);
+                           microKernel(bb, ll, m0, 1, p, masks);
                            scf::YieldOp::create(bb, ll);
                          });
     };
@@ -168,14 +165,14 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
       par->setAttr(kKeepParallel, b.getUnitAttr());
     }
     if (tail) {
-      Value n0 = cIdx(b, loc, fullPanels);
+      Value last = cIdx(b, loc, fullPanels);
       SmallVector<Value> masks;
       for (int64_t c = 0; c < kCols; ++c) {
         int64_t valid = std::clamp<int64_t>(tail - c * vl, 0, vl);
         masks.push_back(vector::CreateMaskOp::create(
             b, loc, maskT, ValueRange{cIdx(b, loc, valid)}));
       }
-      panelBody(b, loc, n0, masks);
+      panelBody(b, loc, last, masks);
     }
     b.eraseOp(op);
     return success();

@@ -327,7 +327,7 @@ LogicalResult lowerAndEmit(MLIRContext &ctx, const ModelSpec *spec,
     llvm::errs() << "tfmc: error: " << error << "\n";
     return failure();
   }
-  auto tm = createTargetMachine(*target, /*pic=*/true, error);
+  auto tm = createTargetMachine(*target, error);
   if (!tm) {
     llvm::errs() << "tfmc: error: " << error << "\n";
     return failure();

@@ -30,7 +30,7 @@ struct CpuTarget {
 FailureOr<CpuTarget> resolveCpu(StringRef name, std::string &error);
 
 std::unique_ptr<llvm::TargetMachine>
-createTargetMachine(const CpuTarget &target, bool pic, std::string &error);
+createTargetMachine(const CpuTarget &target, std::string &error);
 
 /// Adds `<name>_forward` (the C entry point over tfm_tensor structs and a
 /// parameter pointer table) and `<name>_model_json` (`metadataJson`) to
