@@ -189,7 +189,6 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
     if (!op.hasPureBufferSemantics())
       return b.notifyMatchFailure(op, "not bufferized yet");
     Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
     Value q = op.getQuery(), kt = op.getKey(), v = op.getValue(),
           out = op.getOutput(), lengths = op.getLengths();
     auto qt = cast<MemRefType>(q.getType());
