@@ -55,7 +55,7 @@ const StringRef kCrossKeys[] = {"heads", "kv_heads", "head_dim", "bias",
 const StringRef kFfnKeys[] = {"hidden", "activation", "bias"};
 const StringRef kNormKeys[] = {"kind", "placement", "eps", "final"};
 
-SectionSchema schemaFor(StringRef section, StringRef parent) {
+SectionSchema schemaFor(StringRef section) {
   if (section == "embedding")
     return {section, kEmbeddingKeys, {}};
   if (section == "attention")
@@ -70,14 +70,13 @@ SectionSchema schemaFor(StringRef section, StringRef parent) {
     return {section, kStackKeys, kEncoderSections};
   if (section == "decoder")
     return {section, kStackKeys, kDecoderSections};
-  (void)parent;
   return {section, kTopKeys, kTopSections};
 }
 
 /// The section a key belongs to, for hints on misplaced keys.
 StringRef homeOfKey(StringRef key) {
   for (StringRef s : {"embedding", "attention", "ffn", "norm"}) {
-    SectionSchema schema = schemaFor(s, "");
+    SectionSchema schema = schemaFor(s);
     if (llvm::is_contained(schema.keys, key))
       return s;
   }
@@ -842,7 +841,7 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
   spec.name = decl.name.str();
 
   Scope *top = newScope("model " + decl.name.str(), decl.loc, nullptr);
-  collect(decl.body, schemaFor("model", ""), *top);
+  collect(decl.body, schemaFor("model"), *top);
 
   // Raw scopes of the sections at the top level and inside the stacks.
   llvm::StringMap<Scope *> raw;
@@ -853,7 +852,7 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
       return nullptr;
     std::string name = (prefix + section).str();
     Scope *s = newScope(name, it->second->loc, parent);
-    collect(*it->second, schemaFor(section, prefix), *s);
+    collect(*it->second, schemaFor(section), *s);
     raw[name] = s;
     return s;
   };

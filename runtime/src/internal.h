@@ -12,6 +12,10 @@ void tfm_error_append(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 void tfm_error_clear(void);
 
+/* The view of tensor `name` in `st`, or NULL; sets no error. */
+const tfm_tensor *tfm_safetensors_find(const tfm_safetensors *st,
+                                       const char *name);
+
 float tfm_f16_to_f32(uint16_t h);
 float tfm_bf16_to_f32(uint16_t h);
 void tfm_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t n);

@@ -214,35 +214,27 @@ tfm_status tfm_model_load_weights(tfm_model *m, const char *path) {
   tfm_fail(TFM_ERR_MISMATCH, "%s", head);
   for (size_t i = 0; i < m->num_params; ++i) {
     const param *p = &m->params[i];
-    tfm_tensor v;
     char want[128], got[128];
     tfm_shape_str(p->rank, p->shape, want, sizeof want);
-    int found = 0;
-    for (size_t j = 0; j < tfm_safetensors_count(st); ++j)
-      if (!strcmp(tfm_safetensors_name(st, j), p->name))
-        found = 1;
-    if (!found) {
+    const tfm_tensor *v = tfm_safetensors_find(st, p->name);
+    if (!v) {
       tfm_error_append("\n  missing tensor '%s' %s", p->name, want);
       problems++;
       continue;
     }
-    char saved[8192];
-    strcpy(saved, tfm_last_error());
-    tfm_safetensors_get(st, p->name, &v);
-    tfm_fail(TFM_ERR_MISMATCH, "%s", saved);
-    tfm_shape_str(v.rank, v.shape, got, sizeof got);
-    int same = v.rank == p->rank;
-    for (int32_t d = 0; same && d < v.rank; ++d)
-      same = v.shape[d] == p->shape[d];
+    tfm_shape_str(v->rank, v->shape, got, sizeof got);
+    int same = v->rank == p->rank;
+    for (int32_t d = 0; same && d < v->rank; ++d)
+      same = v->shape[d] == p->shape[d];
     if (!same) {
       tfm_error_append("\n  tensor '%s' has shape %s, expected %s", p->name,
                        got, want);
       problems++;
-    } else if (v.dtype != TFM_F32 && v.dtype != TFM_F16 &&
-               v.dtype != TFM_BF16) {
+    } else if (v->dtype != TFM_F32 && v->dtype != TFM_F16 &&
+               v->dtype != TFM_BF16) {
       tfm_error_append("\n  tensor '%s' has dtype %s, expected F32, F16 or "
                        "BF16",
-                       p->name, tfm_dtype_name(v.dtype));
+                       p->name, tfm_dtype_name(v->dtype));
       problems++;
     }
   }
@@ -263,9 +255,9 @@ tfm_status tfm_model_load_weights(tfm_model *m, const char *path) {
     return TFM_ERR_MISMATCH;
   }
   for (size_t i = 0; i < m->num_abi; ++i) {
-    tfm_tensor v;
-    tfm_safetensors_get(st, m->params[m->abi[i].index].name, &v);
-    m->abi[i].data = to_f32(&v, m->abi[i].panel);
+    const tfm_tensor *v =
+        tfm_safetensors_find(st, m->params[m->abi[i].index].name);
+    m->abi[i].data = to_f32(v, m->abi[i].panel);
     if (!m->abi[i].data) {
       tfm_safetensors_close(st);
       free_weights(m);

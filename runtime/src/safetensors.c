@@ -185,12 +185,19 @@ const char *tfm_safetensors_name(const tfm_safetensors *st, size_t i) {
   return i < st->count ? st->entries[i].name : NULL;
 }
 
+const tfm_tensor *tfm_safetensors_find(const tfm_safetensors *st,
+                                       const char *name) {
+  for (size_t i = 0; i < st->count; ++i)
+    if (!strcmp(st->entries[i].name, name))
+      return &st->entries[i].view;
+  return NULL;
+}
+
 tfm_status tfm_safetensors_get(const tfm_safetensors *st, const char *name,
                                tfm_tensor *view) {
-  for (size_t i = 0; i < st->count; ++i)
-    if (!strcmp(st->entries[i].name, name)) {
-      *view = st->entries[i].view;
-      return TFM_OK;
-    }
-  return tfm_fail(TFM_ERR_MISMATCH, "no tensor named '%s'", name);
+  const tfm_tensor *v = tfm_safetensors_find(st, name);
+  if (!v)
+    return tfm_fail(TFM_ERR_MISMATCH, "no tensor named '%s'", name);
+  *view = *v;
+  return TFM_OK;
 }
