@@ -568,12 +568,16 @@ void AttentionKernelOp::getEffects(
   kernelEffects(*this, effects);
 }
 
+/// Element types the kernel ops compute in (f16/bf16 on GPUs).
+static bool isKernelFloat(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+
 LogicalResult LinearKernelOp::verify() {
+  Type elt = cast<ShapedType>(getInput().getType()).getElementType();
   for (Value v : getOperands())
-    if (cast<ShapedType>(v.getType()).getElementType() !=
-            Float32Type::get(getContext()) ||
-        !cast<ShapedType>(v.getType()).hasRank())
-      return emitOpError() << "operands must be ranked f32 tensors or buffers";
+    if (cast<ShapedType>(v.getType()).getElementType() != elt ||
+        !isKernelFloat(elt) || !cast<ShapedType>(v.getType()).hasRank())
+      return emitOpError() << "operands must be ranked f32, f16 or bf16 "
+                              "tensors or buffers of one element type";
   if (bufShape(getInput()).size() != 2 || bufShape(getWeightP()).size() != 3 ||
       bufShape(getOutput()).size() != 2 ||
       (getBias() && bufShape(getBias()).size() != 1))
@@ -616,12 +620,13 @@ LogicalResult UnpackWeightOp::verify() {
 }
 
 LogicalResult AttentionKernelOp::verify() {
+  Type elt = cast<ShapedType>(getQuery().getType()).getElementType();
   for (Value v : {getQuery(), getKey(), getValue(), getOutput()})
     if (!cast<ShapedType>(v.getType()).hasRank() ||
-        bufShape(v).size() != 4 ||
-        cast<ShapedType>(v.getType()).getElementType() !=
-            Float32Type::get(getContext()))
-      return emitOpError() << "query, key, value and output must be 4-D f32";
+        bufShape(v).size() != 4 || !isKernelFloat(elt) ||
+        cast<ShapedType>(v.getType()).getElementType() != elt)
+      return emitOpError() << "query, key, value and output must be 4-D, of "
+                              "one element type: f32, f16 or bf16";
   if (getLengths() && bufShape(getLengths()).size() != 1)
     return emitOpError() << "lengths must be 1-D";
   auto q = bufShape(getQuery()), k = bufShape(getKey()),

@@ -57,6 +57,9 @@ static struct {
 #define FIELD(name, args) CUresult(*name) args;
   CU_FUNCTIONS(FIELD)
 #undef FIELD
+  /* Stream-ordered allocation (CUDA 11.2+), used when the driver has it. */
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
   int device;
   int ready;  /* 1: loaded and initialized */
   int failed; /* sticky: the first error is in `error` */
@@ -102,6 +105,10 @@ static int load_driver(void) {
   }
   CU_FUNCTIONS(LOAD)
 #undef LOAD
+  cu.cuMemAllocAsync =
+      (CUresult(*)(CUdeviceptr *, size_t, CUstream))dlsym(lib, "cuMemAllocAsync");
+  cu.cuMemFreeAsync =
+      (CUresult(*)(CUdeviceptr, CUstream))dlsym(lib, "cuMemFreeAsync");
   CUdevice dev;
   CUcontext ctx;
   return check(cu.cuInit(0), "cuInit") &&
@@ -139,6 +146,41 @@ void tfm_cuda_clear_status(void) {
     cu.error[0] = 0;
   }
   pthread_mutex_unlock(&cu_lock);
+}
+
+tfm_status tfm_cuda_alloc(void **dev, size_t bytes) {
+  *dev = NULL;
+  if (!ready())
+    return tfm_cuda_status();
+  CUdeviceptr p = 0;
+  if (!check(cu.cuMemAlloc_v2(&p, bytes ? bytes : 1), "cuMemAlloc"))
+    return tfm_cuda_status();
+  *dev = (void *)(uintptr_t)p;
+  return TFM_OK;
+}
+
+static tfm_status copy(void *dst, const void *src, size_t bytes) {
+  if (!ready())
+    return tfm_cuda_status();
+  if (bytes &&
+      check(cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst,
+                             (CUdeviceptr)(uintptr_t)src, bytes, NULL),
+            "cuMemcpyAsync"))
+    check(cu.cuStreamSynchronize(NULL), "cuStreamSynchronize");
+  return tfm_cuda_status();
+}
+
+tfm_status tfm_cuda_copy_to_device(void *dev, const void *host, size_t bytes) {
+  return copy(dev, host, bytes);
+}
+
+tfm_status tfm_cuda_copy_to_host(void *host, const void *dev, size_t bytes) {
+  return copy(host, dev, bytes);
+}
+
+void tfm_cuda_free(void *dev) {
+  if (dev && ready())
+    check(cu.cuMemFree_v2((CUdeviceptr)(uintptr_t)dev), "cuMemFree");
 }
 
 /*===- The mgpu* entry points (MLIR gpu-to-llvm, LLVM 22) -----------------===*/
@@ -239,22 +281,31 @@ void mgpuEventRecord(void *event, void *stream) {
 }
 
 void *mgpuMemAlloc(uint64_t size, void *stream, bool isHostShared) {
-  (void)stream;
   CUdeviceptr p = 0;
   if (!ready() || size == 0)
     return NULL;
   if (isHostShared)
     check(cu.cuMemAllocManaged(&p, size, 1 /* ATTACH_GLOBAL */),
           "cuMemAllocManaged");
+  else if (stream && cu.cuMemAllocAsync)
+    check(cu.cuMemAllocAsync(&p, size, stream), "cuMemAllocAsync");
   else
     check(cu.cuMemAlloc_v2(&p, size), "cuMemAlloc");
   return (void *)(uintptr_t)p;
 }
 
+/* Frees after the work queued on `stream` (kernels may still read ptr). */
 void mgpuMemFree(void *ptr, void *stream) {
-  (void)stream;
-  if (ready() && ptr)
-    check(cu.cuMemFree_v2((CUdeviceptr)(uintptr_t)ptr), "cuMemFree");
+  if (!ready() || !ptr)
+    return;
+  if (stream && cu.cuMemFreeAsync) {
+    check(cu.cuMemFreeAsync((CUdeviceptr)(uintptr_t)ptr, stream),
+          "cuMemFreeAsync");
+    return;
+  }
+  if (stream)
+    check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize");
+  check(cu.cuMemFree_v2((CUdeviceptr)(uintptr_t)ptr), "cuMemFree");
 }
 
 void mgpuMemcpy(void *dst, void *src, size_t size, void *stream) {

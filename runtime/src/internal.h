@@ -18,6 +18,15 @@ const tfm_tensor *tfm_safetensors_find(const tfm_safetensors *st,
 
 float tfm_f16_to_f32(uint16_t h);
 float tfm_bf16_to_f32(uint16_t h);
+/* Round to nearest even; overflow gives infinity. */
+uint16_t tfm_f32_to_f16(float f);
+uint16_t tfm_f32_to_bf16(float f);
+
+/* Device memory for CUDA artifacts (synchronous; errors as tfm_cuda_status). */
+tfm_status tfm_cuda_alloc(void **dev, size_t bytes);
+tfm_status tfm_cuda_copy_to_device(void *dev, const void *host, size_t bytes);
+tfm_status tfm_cuda_copy_to_host(void *host, const void *dev, size_t bytes);
+void tfm_cuda_free(void *dev);
 void tfm_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t n);
 
 #endif

@@ -16,7 +16,8 @@ typedef struct param {
 typedef struct abi_param {
   int32_t index; /* into params */
   int32_t panel; /* 0: as stored; else packed [ceil(N/panel), K, panel] */
-  float *data;
+  float *data; /* host copy (CPU artifacts) */
+  void *dev;   /* device copy in the compute dtype (CUDA artifacts) */
 } abi_param;
 
 typedef struct io {
@@ -39,6 +40,8 @@ struct tfm_model {
   size_t num_inputs;
   io output;
   int loaded;
+  int cuda;              /* a CUDA artifact: weights and tensors on device */
+  int32_t compute_dtype; /* the GPU's float type (TFM_F32/F16/BF16) */
   json_t *json;
 };
 
@@ -114,6 +117,19 @@ tfm_status tfm_model_create(const char *model_json, tfm_forward_fn forward,
       return tfm_fail(TFM_ERR_FORMAT, "model description: unknown parameter");
     }
   }
+  const char *target = json_string_value(json_object_get(root, "target"));
+  if (target && !strcmp(target, "cuda")) {
+    const char *dt = json_string_value(json_object_get(root, "compute_dtype"));
+    m->cuda = 1;
+    m->compute_dtype = dt && !strcmp(dt, "f16")    ? TFM_F16
+                       : dt && !strcmp(dt, "bf16") ? TFM_BF16
+                                                   : TFM_F32;
+    tfm_status s = tfm_cuda_init();
+    if (s != TFM_OK) {
+      tfm_model_destroy(m);
+      return s; /* "no CUDA driver found (libcuda.so.1)", or the driver's */
+    }
+  }
   m->num_inputs = json_array_size(ins);
   for (size_t i = 0; i < m->num_inputs; ++i)
     if (parse_io(json_array_get(ins, i), &m->inputs[i]) != TFM_OK) {
@@ -132,8 +148,67 @@ static void free_weights(tfm_model *m) {
   for (size_t i = 0; i < m->num_abi; ++i) {
     free(m->abi[i].data);
     m->abi[i].data = NULL;
+    tfm_cuda_free(m->abi[i].dev);
+    m->abi[i].dev = NULL;
+    m->table[i] = NULL;
   }
   m->loaded = 0;
+}
+
+/* `n` f32 values as `dtype` (f32, f16 or bf16) in a new buffer. */
+static void *to_dtype(const float *src, int64_t n, int32_t dtype) {
+  if (dtype == TFM_F32) {
+    void *d = malloc((size_t)n * 4 + 4);
+    if (d)
+      memcpy(d, src, (size_t)n * 4);
+    return d;
+  }
+  uint16_t *d = malloc((size_t)n * 2 + 2);
+  if (d)
+    for (int64_t i = 0; i < n; ++i)
+      d[i] = dtype == TFM_F16 ? tfm_f32_to_f16(src[i])
+                              : tfm_f32_to_bf16(src[i]);
+  return d;
+}
+
+/* Elements of ABI parameter i as passed (packed panels are padded). */
+static int64_t abi_numel(const tfm_model *m, size_t i) {
+  const param *p = &m->params[m->abi[i].index];
+  int64_t n = 1;
+  for (int32_t d = 0; d < p->rank; ++d)
+    n *= p->shape[d];
+  int32_t panel = m->abi[i].panel;
+  if (panel > 0 && p->rank == 2)
+    n = (p->shape[0] + panel - 1) / panel * panel * p->shape[1];
+  return n;
+}
+
+/* CUDA artifacts: converts the host weights to the compute dtype and
+ * uploads them once; the pointer table then holds device addresses. */
+static tfm_status upload_weights(tfm_model *m) {
+  if (!m->cuda)
+    return TFM_OK;
+  size_t esize = tfm_dtype_size(m->compute_dtype);
+  for (size_t i = 0; i < m->num_abi; ++i) {
+    int64_t n = abi_numel(m, i);
+    void *host = to_dtype(m->abi[i].data, n, m->compute_dtype);
+    if (!host) {
+      free_weights(m);
+      return tfm_fail(TFM_ERR_MEMORY, "out of memory converting weights");
+    }
+    tfm_status s = tfm_cuda_alloc(&m->abi[i].dev, (size_t)n * esize);
+    if (s == TFM_OK)
+      s = tfm_cuda_copy_to_device(m->abi[i].dev, host, (size_t)n * esize);
+    free(host);
+    free(m->abi[i].data);
+    m->abi[i].data = NULL;
+    if (s != TFM_OK) {
+      free_weights(m);
+      return s;
+    }
+    m->table[i] = m->abi[i].dev;
+  }
+  return TFM_OK;
 }
 
 void tfm_model_destroy(tfm_model *m) {
@@ -266,6 +341,9 @@ tfm_status tfm_model_load_weights(tfm_model *m, const char *path) {
     m->table[i] = m->abi[i].data;
   }
   tfm_safetensors_close(st);
+  s = upload_weights(m);
+  if (s != TFM_OK)
+    return s;
   m->loaded = 1;
   tfm_error_clear();
   return TFM_OK;
@@ -325,8 +403,72 @@ tfm_status tfm_model_random_weights(tfm_model *m, uint64_t seed) {
     m->abi[i].data = t;
     m->table[i] = t;
   }
+  tfm_status s = upload_weights(m);
+  if (s != TFM_OK)
+    return s;
   m->loaded = 1;
   return TFM_OK;
+}
+
+/* A forward pass on the GPU: inputs go to device buffers (float inputs in
+ * the compute dtype), the generated host code launches the kernels, and
+ * the output comes back as f32. Every driver error is returned. */
+static tfm_status run_cuda(tfm_model *m, const tfm_tensor *inputs,
+                           tfm_tensor *output) {
+  tfm_tensor dev_in[8];
+  tfm_tensor dev_out = *output;
+  void *bufs[9] = {0};
+  size_t nbufs = 0;
+  tfm_status s = TFM_OK;
+  size_t fsize = tfm_dtype_size(m->compute_dtype);
+  for (size_t i = 0; i < m->num_inputs && s == TFM_OK; ++i) {
+    dev_in[i] = inputs[i];
+    int64_t n = tfm_tensor_numel(&inputs[i]);
+    int is_float = inputs[i].dtype == TFM_F32;
+    size_t bytes = (size_t)n * (is_float ? fsize : 4);
+    void *host = (void *)inputs[i].data, *conv = NULL;
+    if (is_float && m->compute_dtype != TFM_F32) {
+      host = conv = to_dtype(inputs[i].data, n, m->compute_dtype);
+      if (!conv)
+        s = tfm_fail(TFM_ERR_MEMORY, "out of memory converting inputs");
+    }
+    if (s == TFM_OK)
+      s = tfm_cuda_alloc(&bufs[nbufs], bytes);
+    if (s == TFM_OK)
+      s = tfm_cuda_copy_to_device(bufs[nbufs], host, bytes);
+    free(conv);
+    dev_in[i].data = bufs[nbufs++];
+    if (is_float)
+      dev_in[i].dtype = m->compute_dtype;
+  }
+  int64_t n = tfm_tensor_numel(output);
+  if (s == TFM_OK)
+    s = tfm_cuda_alloc(&bufs[nbufs], (size_t)n * fsize);
+  dev_out.data = bufs[nbufs++];
+  dev_out.dtype = m->compute_dtype;
+  if (s == TFM_OK) {
+    m->forward((void *const *)m->table, dev_in, &dev_out);
+    s = tfm_cuda_status();
+  }
+  if (s == TFM_OK) {
+    if (m->compute_dtype == TFM_F32) {
+      s = tfm_cuda_copy_to_host(output->data, dev_out.data, (size_t)n * 4);
+    } else {
+      uint16_t *h = malloc((size_t)n * 2 + 2);
+      if (!h)
+        s = tfm_fail(TFM_ERR_MEMORY, "out of memory for the output");
+      else
+        s = tfm_cuda_copy_to_host(h, dev_out.data, (size_t)n * 2);
+      float *o = output->data;
+      for (int64_t k = 0; s == TFM_OK && k < n; ++k)
+        o[k] = m->compute_dtype == TFM_F16 ? tfm_f16_to_f32(h[k])
+                                           : tfm_bf16_to_f32(h[k]);
+      free(h);
+    }
+  }
+  for (size_t i = 0; i < nbufs; ++i)
+    tfm_cuda_free(bufs[i]);
+  return s;
 }
 
 tfm_status tfm_model_run(tfm_model *m, const tfm_tensor *inputs,
@@ -419,6 +561,12 @@ tfm_status tfm_model_run(tfm_model *m, const tfm_tensor *inputs,
   tfm_status s = tfm_tensor_alloc(output, TFM_F32, m->output.rank, shape);
   if (s != TFM_OK)
     return s;
+  if (m->cuda) {
+    s = run_cuda(m, inputs, output);
+    if (s != TFM_OK)
+      tfm_tensor_free(output);
+    return s;
+  }
   m->forward((void *const *)m->table, inputs, output);
   return TFM_OK;
 }

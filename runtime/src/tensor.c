@@ -112,6 +112,35 @@ float tfm_bf16_to_f32(uint16_t h) {
   return f;
 }
 
+uint16_t tfm_f32_to_bf16(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) /* NaN stays NaN */
+    return (uint16_t)((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1); /* round to nearest even */
+  return (uint16_t)(bits >> 16);
+}
+
+uint16_t tfm_f32_to_f16(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+  uint32_t abs = bits & 0x7fffffffu;
+  if (abs > 0x7f800000u)
+    return sign | 0x7e00u; /* NaN */
+  if (abs >= 0x477ff000u)  /* rounds to >= 65520: infinity */
+    return sign | 0x7c00u;
+  float a;
+  memcpy(&a, &abs, 4);
+  if (abs < 0x38800000u) { /* below 2^-14: subnormal, units of 2^-24 */
+    float q = nearbyintf(ldexpf(a, 24));
+    return sign | (uint16_t)q;
+  }
+  /* Normal: round the 23-bit mantissa to 10 bits, nearest even. */
+  uint32_t m = abs + 0xfffu + ((abs >> 13) & 1);
+  return sign | (uint16_t)((m >> 13) - ((127 - 15) << 10));
+}
+
 void tfm_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t n) {
   size_t at = 0;
   at += snprintf(buf + at, n - at, "[");

@@ -83,4 +83,12 @@ void mlir::tfm::registerTfmPipelines() {
       [](OpPassManager &pm, const CpuPipelineOptions &options) {
         buildTfmCpuPipeline(pm, options);
       });
+  PassPipelineRegistration<CudaPipelineOptions>(
+      "tfm-cuda-pipeline",
+      "Lower model-level tfm IR for NVIDIA GPUs: decompose, fuse attention, "
+      "linalg, bufferize, tensor-core attention and GEMM kernels, "
+      "elementwise kernels, NVVM, host code calling the CUDA runtime shim",
+      [](OpPassManager &pm, const CudaPipelineOptions &options) {
+        buildTfmCudaPipeline(pm, options);
+      });
 }

@@ -23,6 +23,10 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -52,6 +56,9 @@ enum class Emit {
   TfmFused,
   Linalg,
   Loops,
+  Gpu,
+  NVVM,
+  PTX,
   LLVMMLIR,
   LLVMIR,
   Asm,
@@ -86,7 +93,12 @@ cl::opt<Emit> emitKind(
         clEnumValN(Emit::Linalg, "linalg",
                    "linalg on tensors with the C ABI and kernel ops"),
         clEnumValN(Emit::Loops, "loops",
-                   "bufferized loops, vector kernels, parallel loops"),
+                   "bufferized loops, vector kernels, parallel loops (cpu)"),
+        clEnumValN(Emit::Gpu, "gpu",
+                   "the gpu dialect: host code and outlined kernels (cuda)"),
+        clEnumValN(Emit::NVVM, "nvvm",
+                   "kernels in the NVVM dialect (cuda)"),
+        clEnumValN(Emit::PTX, "ptx", "the kernels' PTX (cuda)"),
         clEnumValN(Emit::LLVMMLIR, "llvm-mlir", "the LLVM dialect"),
         clEnumValN(Emit::LLVMIR, "llvm", "LLVM IR after O3"),
         clEnumValN(Emit::Asm, "asm", "x86-64 assembly"),
@@ -109,8 +121,17 @@ cl::opt<bool> noAttentionFusion(
              "softmax ops (for comparison and debugging)"),
     cl::init(false), cl::cat(compileCategory));
 cl::opt<std::string> targetName("target",
-                                cl::desc("Target: cpu (default)"),
+                                cl::desc("Target: cpu (default) or cuda"),
                                 cl::init("cpu"), cl::cat(compileCategory));
+cl::opt<std::string> gpuArch("gpu-arch",
+                             cl::desc("NVIDIA architecture for --target=cuda: "
+                                      "sm_80 or sm_90 (default)"),
+                             cl::init("sm_90"), cl::cat(compileCategory));
+cl::opt<std::string> dtypeOverride(
+    "dtype",
+    cl::desc("GPU compute precision, overriding the model's dtype: f32, f16 "
+             "or bf16 (--target=cuda)"),
+    cl::init(""), cl::cat(compileCategory));
 cl::opt<std::string> modelName("model",
                                cl::desc("The model to compile when the file "
                                         "holds several"),
@@ -253,6 +274,11 @@ std::string defaultOutput(StringRef name) {
   return name.str();
 }
 
+LogicalResult emitHost(const ModelSpec *spec, StringRef name, ModuleOp module,
+                       const CpuTarget &cpu, ArrayRef<AbiArg> abi,
+                       ArrayAttr paramTable, StringRef metadata,
+                       llvm::raw_ostream &os);
+
 /// Runs the CPU pipeline from the model-level IR and writes the requested
 /// stage or artifact. `spec` is null for hand-written IR (an .mlir input).
 LogicalResult lowerAndEmit(MLIRContext &ctx, const ModelSpec *spec,
@@ -291,6 +317,12 @@ LogicalResult lowerAndEmit(MLIRContext &ctx, const ModelSpec *spec,
   case Emit::LLVMMLIR:
     textStage = CpuStage::LLVM;
     break;
+  case Emit::Gpu:
+  case Emit::NVVM:
+  case Emit::PTX:
+    llvm::errs() << "tfmc: error: --emit=gpu, nvvm and ptx need "
+                    "--target=cuda\n";
+    return failure();
   default:
     break;
   }
@@ -311,7 +343,21 @@ LogicalResult lowerAndEmit(MLIRContext &ctx, const ModelSpec *spec,
   auto paramTable = cast<ArrayAttr>(func->getAttr("tfm.params"));
   if (failed(run(CpuStage::LLVM, CpuStage::LLVM)))
     return failure();
+  std::string metadata = spec ? modelMetadata(*spec, paramTable)
+                              : functionMetadata(name, *abi);
+  return emitHost(spec, name, module, *target, *abi, paramTable, metadata,
+                  os);
+}
 
+/// Translates the lowered host module to LLVM IR, adds the entry points and
+/// writes the requested artifact (LLVM IR, assembly, object, header,
+/// executable or shared library).
+LogicalResult emitHost(const ModelSpec *spec, StringRef name, ModuleOp module,
+                       const CpuTarget &cpu, ArrayRef<AbiArg> abi,
+                       ArrayAttr paramTable, StringRef metadata,
+                       llvm::raw_ostream &os) {
+  std::string error;
+  auto target = &cpu;
   llvm::LLVMContext llvmCtx;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmCtx, name);
@@ -320,9 +366,7 @@ LogicalResult lowerAndEmit(MLIRContext &ctx, const ModelSpec *spec,
     return failure();
   }
   bool exe = !compileOnly && !sharedLib && emitKind == Emit::Exe;
-  std::string metadata = spec ? modelMetadata(*spec, paramTable)
-                              : functionMetadata(name, *abi);
-  if (failed(addEntryPoints(*llvmModule, name, metadata, *abi, exe,
+  if (failed(addEntryPoints(*llvmModule, name, metadata, abi, exe,
                             error))) {
     llvm::errs() << "tfmc: error: " << error << "\n";
     return failure();
@@ -400,8 +444,153 @@ LogicalResult lowerAndEmit(MLIRContext &ctx, const ModelSpec *spec,
   return linked;
 }
 
+/// `json` with the target and the compute precision added (the runtime reads
+/// them to upload weights and run on the GPU).
+std::string withTarget(StringRef json, StringRef target, StringRef dtype) {
+  llvm::Expected<llvm::json::Value> v = llvm::json::parse(json);
+  if (!v) {
+    llvm::consumeError(v.takeError());
+    return json.str();
+  }
+  v->getAsObject()->insert({"target", target.str()});
+  v->getAsObject()->insert({"compute_dtype", dtype.str()});
+  std::string out;
+  llvm::raw_string_ostream ss(out);
+  ss << *v;
+  return out;
+}
+
+/// The directory holding ptxas and fatbinary, or "" when there is none.
+std::string findCudaToolkit() {
+  for (StringRef dir : {"/usr/local/cuda"}) {
+    SmallString<128> ptxas(dir);
+    llvm::sys::path::append(ptxas, "bin", "ptxas");
+    if (llvm::sys::fs::can_execute(ptxas))
+      return dir.str();
+  }
+  if (auto p = llvm::sys::findProgramByName("ptxas"))
+    return llvm::sys::path::parent_path(llvm::sys::path::parent_path(*p))
+        .str();
+  return "";
+}
+
+/// Runs the CUDA pipeline and writes the requested stage or artifact.
+LogicalResult lowerAndEmitCuda(MLIRContext &ctx, const ModelSpec *spec,
+                               StringRef name, StringRef dtype,
+                               ModuleOp module, llvm::raw_ostream &os) {
+  std::string error;
+  FailureOr<CpuTarget> host = resolveCpu(cpuName, error);
+  if (failed(host)) {
+    llvm::errs() << "tfmc: error: " << error << "\n";
+    return failure();
+  }
+  CudaPipelineOptions options;
+  options.chip = gpuArch.getValue();
+  options.fuseAttention = !noAttentionFusion;
+  std::string toolkit = findCudaToolkit();
+  // With ptxas the kernels are embedded as a fatbin (cubin + PTX); without
+  // it as PTX that the driver compiles when the module is loaded.
+  options.format = toolkit.empty() ? "isa" : "fatbin";
+  if (!toolkit.empty())
+    options.toolkit = toolkit;
+  auto run = [&](GpuStage first, GpuStage last) -> LogicalResult {
+    PassManager pm(&ctx);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    buildTfmCudaPipeline(pm, options, first, last);
+    return pm.run(module);
+  };
+  std::optional<GpuStage> textStage;
+  switch (emitKind) {
+  case Emit::TfmPrimitive:
+    textStage = GpuStage::Primitive;
+    break;
+  case Emit::TfmFused:
+    textStage = GpuStage::Fused;
+    break;
+  case Emit::Linalg:
+    textStage = GpuStage::Linalg;
+    break;
+  case Emit::Gpu:
+    textStage = GpuStage::Gpu;
+    break;
+  case Emit::NVVM:
+    textStage = GpuStage::NVVM;
+    break;
+  case Emit::LLVMMLIR:
+    textStage = GpuStage::LLVM;
+    break;
+  case Emit::Loops:
+    llvm::errs() << "tfmc: error: --emit=loops is a CPU stage; with "
+                    "--target=cuda use --emit=gpu\n";
+    return failure();
+  default:
+    break;
+  }
+  if (textStage) {
+    if (failed(run(GpuStage::Primitive, *textStage)))
+      return failure();
+    module.print(os);
+    return success();
+  }
+  if (emitKind == Emit::PTX) {
+    options.format = "isa";
+    if (failed(run(GpuStage::Primitive, GpuStage::LLVM)))
+      return failure();
+    for (auto bin : module.getOps<gpu::BinaryOp>())
+      for (Attribute o : bin.getObjects())
+        os << cast<gpu::ObjectAttr>(o).getObject().getValue();
+    return success();
+  }
+  if (failed(run(GpuStage::Primitive, GpuStage::NVVM)))
+    return failure();
+  FailureOr<std::vector<AbiArg>> abi = readAbi(module, name);
+  auto func = module.lookupSymbol<func::FuncOp>(name);
+  if (failed(abi) || !func) {
+    llvm::errs() << "tfmc: error: internal: no lowered model function\n";
+    return failure();
+  }
+  auto paramTable = cast<ArrayAttr>(func->getAttr("tfm.params"));
+  if (failed(run(GpuStage::LLVM, GpuStage::LLVM)))
+    return failure();
+  std::string metadata = spec ? modelMetadata(*spec, paramTable)
+                              : functionMetadata(name, *abi);
+  return emitHost(spec, name, module, *host, *abi, paramTable,
+                  withTarget(metadata, "cuda", dtype), os);
+}
+
 /// Runs the front end and writes the requested stage. Returns failure on a
 /// user error (already reported through the diagnostic engine).
+bool isCuda() { return targetName == "cuda"; }
+
+/// Checks --target, --gpu-arch and --dtype.
+LogicalResult checkTargetOptions() {
+  if (targetName != "cpu" && targetName != "cuda") {
+    llvm::errs() << "tfmc: error: unknown --target '" << targetName
+                 << "'; expected cpu or cuda\n";
+    return failure();
+  }
+  if (isCuda() && gpuArch != "sm_80" && gpuArch != "sm_90") {
+    llvm::errs() << "tfmc: error: unknown --gpu-arch '" << gpuArch
+                 << "'; expected sm_80 or sm_90\n";
+    return failure();
+  }
+  if (!dtypeOverride.empty()) {
+    if (dtypeOverride != "f32" && dtypeOverride != "f16" &&
+        dtypeOverride != "bf16") {
+      llvm::errs() << "tfmc: error: unknown --dtype '" << dtypeOverride
+                   << "'; expected f32, f16 or bf16\n";
+      return failure();
+    }
+    if (!isCuda()) {
+      llvm::errs() << "tfmc: error: --dtype selects the GPU precision and "
+                      "needs --target=cuda (the CPU computes in f32)\n";
+      return failure();
+    }
+  }
+  return success();
+}
+
 LogicalResult compile(MLIRContext &ctx, llvm::SourceMgr &sm,
                       DiagEmitter &diags, llvm::raw_ostream &os) {
   if (emitKind == Emit::Tokens) {
@@ -435,6 +624,8 @@ LogicalResult compile(MLIRContext &ctx, llvm::SourceMgr &sm,
       return success();
     }
     std::string name = funcs[0].getName().str();
+    if (isCuda())
+      return lowerAndEmitCuda(ctx, nullptr, name, "f32", *module, os);
     return lowerAndEmit(ctx, nullptr, name, *module, os);
   }
   llvm::StringRef buf = sm.getMemoryBuffer(sm.getMainFileID())->getBuffer();
@@ -460,16 +651,18 @@ LogicalResult compile(MLIRContext &ctx, llvm::SourceMgr &sm,
     os << llvm::formatv("{0:2}", spec->toJSON()) << "\n";
     return success();
   }
-  if (targetName != "cpu") {
-    llvm::errs() << "tfmc: error: unknown --target '" << targetName
-                 << "'; expected cpu\n";
-    return failure();
-  }
   // The CPU computes in f32 whatever the model's dtype: weights are
-  // converted when they are loaded.
+  // converted when they are loaded. The GPU computes in the model's dtype
+  // (or --dtype).
   ModelSpec lowered = *spec;
-  if (emitKind != Emit::Tfm)
+  if (isCuda()) {
+    if (!dtypeOverride.empty())
+      lowered.dtype = dtypeOverride == "f32"   ? DType::f32
+                      : dtypeOverride == "f16" ? DType::f16
+                                               : DType::bf16;
+  } else if (emitKind != Emit::Tfm) {
     lowered.dtype = DType::f32;
+  }
   OwningOpRef<ModuleOp> module =
       buildModule(ctx, lowered, diags.loc(decl->loc));
   if (!module)
@@ -478,6 +671,9 @@ LogicalResult compile(MLIRContext &ctx, llvm::SourceMgr &sm,
     module->print(os);
     return success();
   }
+  if (isCuda())
+    return lowerAndEmitCuda(ctx, spec, spec->name,
+                            stringifyDType(lowered.dtype), *module, os);
   return lowerAndEmit(ctx, spec, spec->name, *module, os);
 }
 
@@ -514,6 +710,10 @@ int main(int argc, char **argv) {
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerOpenMPDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registry.insert<TfmDialect>();
   registerBufferizableOpInterfaceExternalModels(registry);
   MLIRContext ctx(registry);
@@ -529,6 +729,8 @@ int main(int argc, char **argv) {
   sm.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   DiagEmitter diags(sm, &ctx);
 
+  if (failed(checkTargetOptions()))
+    return 1;
   bool binary = emitKind == Emit::Exe || emitKind == Emit::Obj ||
                 compileOnly || sharedLib;
   if (compileOnly || sharedLib) {

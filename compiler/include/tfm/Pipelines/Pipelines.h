@@ -35,6 +35,40 @@ void buildTfmCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options,
                          CpuStage first = CpuStage::Primitive,
                          CpuStage last = CpuStage::LLVM);
 
+/// The stages of the CUDA pipeline after the shared Primitive / Fused /
+/// Linalg ones; each is a cut point of `tfmc --target=cuda --emit=`.
+enum class GpuStage {
+  Primitive, ///< tfm-decompose
+  Fused,     ///< tfm-fuse-attention
+  Linalg,    ///< tfm-cpu-abi (64-column panels) + convert-tfm-to-linalg
+  Gpu,       ///< bufferized, kernels outlined into gpu.module / gpu.func
+  NVVM,      ///< kernels in the NVVM and LLVM dialects, host still high level
+  LLVM,      ///< host in the LLVM dialect, kernels serialized in gpu.binary
+};
+
+struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("GPU architecture (sm_80, sm_90)"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Kernel binary: isa (PTX, JIT-compiled by the driver) "
+                     "or fatbin (cubin + PTX, needs ptxas and fatbinary)"),
+      llvm::cl::init("isa")};
+  Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit directory (ptxas, fatbinary, libdevice)"),
+      llvm::cl::init("/usr/local/cuda")};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Run tfm-fuse-attention"), llvm::cl::init(true)};
+};
+
+/// Adds the stages `first` to `last` (inclusive) of the CUDA pipeline.
+void buildTfmCudaPipeline(OpPassManager &pm, const CudaPipelineOptions &options,
+                          GpuStage first = GpuStage::Primitive,
+                          GpuStage last = GpuStage::LLVM);
+
 /// Registers `tfm-cpu-pipeline` (and the tfm passes) for tfm-opt.
 void registerTfmPipelines();
 

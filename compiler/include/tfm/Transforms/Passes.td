@@ -102,4 +102,58 @@ def TfmExpandMath : Pass<"tfm-expand-math", "func::FuncOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def TfmGpuLowerKernels : Pass<"tfm-gpu-lower-kernels", "func::FuncOp"> {
+  let summary = "Lower buffer-level kernel ops to GPU kernels (gpu.launch)";
+  let description = [{
+    tfm.attention_kernel becomes a flash-attention kernel: one thread block
+    per (query block, head, batch), K/V tiles staged in shared memory, the
+    online softmax in registers. For f16/bf16 with head dimensions that are
+    multiples of 16 the products run on tensor cores (nvvm.mma.sync
+    m16n8k16, f32 accumulation; four warps of 16 query rows, P reused from
+    the S accumulators as the A operand); otherwise (f32) one thread per
+    query row computes in f32. Key tiles above the causal diagonal, outside
+    the sliding window or past the key lengths are skipped.
+
+    tfm.linear_kernel becomes a tiled GEMM: 64x64 output tiles, K in steps
+    of 32 staged in shared memory, tensor-core mma.sync for f16/bf16 and an
+    8x4 register block per thread for f32. The weight must come packed in
+    64-column panels (tfm-cpu-abi panel-width=64).
+
+    memref.copy becomes linalg.copy, so that it runs as a kernel too.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+def TfmGpuMapLoops : Pass<"tfm-gpu-map-loops", "func::FuncOp"> {
+  let summary = "Run parallel loops as GPU kernels on device buffers";
+  let description = [{
+    Every outermost scf.parallel of a host function becomes a gpu.launch of
+    256-thread blocks over its linearized iteration space (nested parallel
+    loops run sequentially inside a thread); memref.alloc / dealloc become
+    gpu.alloc / dealloc, and constant globals are copied to the device where
+    they are used. All memrefs of the function are device buffers: a load
+    or store left on the host is an error.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def TfmGpuMergeModules : Pass<"tfm-gpu-merge-modules", "ModuleOp"> {
+  let summary = "Gather the outlined kernels into one gpu.module";
+  let description = [{
+    gpu-kernel-outlining puts every kernel in a gpu.module of its own. This
+    pass moves them into one module, `@<function>_kernels`, each kernel
+    taking its old module's (unique) name, and retargets the
+    gpu.launch_func ops, so that the program carries one PTX / cubin image
+    and loads one CUDA module.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 #endif // TFM_TRANSFORMS_PASSES_TD

@@ -101,8 +101,11 @@ Value reduce(OpBuilder &b, Location loc, Value input, int64_t axis,
              double initValue, ValueRange extra, ArrayRef<AffineMap> extraMaps,
              function_ref<Value(OpBuilder &, Location, Value acc,
                                 ValueRange args)>
-                 combine) {
+                 combine,
+             Type accType = {}) {
   auto t = tensorType(input);
+  if (!accType)
+    accType = t.getElementType();
   int64_t rank = t.getRank();
   SmallVector<int64_t> shape;
   SmallVector<std::pair<Value, int64_t>> src;
@@ -114,12 +117,11 @@ Value reduce(OpBuilder &b, Location loc, Value input, int64_t axis,
     src.push_back({input, i});
     outExprs.push_back(b.getAffineDimExpr(i));
   }
-  auto outType = RankedTensorType::get(shape, t.getElementType());
+  auto outType = RankedTensorType::get(shape, accType);
   Value empty = emptyTensor(b, loc, outType, src);
   Value filled =
       linalg::FillOp::create(b, loc,
-                             ValueRange{constF(b, loc, t.getElementType(),
-                                               initValue)},
+                             ValueRange{constF(b, loc, accType, initValue)},
                              ValueRange{empty})
           .getResult(0);
   SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank)};
@@ -136,6 +138,19 @@ Value reduce(OpBuilder &b, Location loc, Value input, int64_t axis,
             nb, nloc, combine(nb, nloc, args.back(), args.drop_back()));
       });
   return op.getResult(0);
+}
+
+/// `v` widened to f32 (reductions of f16/bf16 tensors accumulate in f32).
+Value toF32(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isF32())
+    return v;
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+}
+/// f32 `v` narrowed to `elt`.
+Value fromF32(OpBuilder &b, Location loc, Value v, Type elt) {
+  if (elt.isF32())
+    return v;
+  return arith::TruncFOp::create(b, loc, elt, v);
 }
 
 /// The map from the full iteration space of rank `rank` dropping `axis`.
@@ -467,26 +482,31 @@ struct LowerNorm : OpRewritePattern<NormOp> {
     AffineMap rowMap = dropDimMap(b, rank, axis);
     AffineMap vecMap = AffineMap::get(rank, 0, {b.getAffineDimExpr(axis)}, ctx);
     bool layer = op.getKind() == NormKind::layernorm;
+    // Statistics accumulate in f32 whatever the element type.
+    Type f32 = b.getF32Type();
     Value mean;
     if (layer)
-      mean = reduce(b, loc, x, axis, 0.0, {}, {},
-                    [&](OpBuilder &nb, Location l, Value acc, ValueRange a) {
-                      return arith::AddFOp::create(nb, l, acc, a[0], fm);
-                    });
+      mean = reduce(
+          b, loc, x, axis, 0.0, {}, {},
+          [&](OpBuilder &nb, Location l, Value acc, ValueRange a) {
+            return arith::AddFOp::create(nb, l, acc, toF32(nb, l, a[0]), fm);
+          },
+          f32);
     // Sum of squares (of x - mean for layernorm).
     Value sq = reduce(
         b, loc, x, axis, 0.0, layer ? ValueRange{mean} : ValueRange{},
         layer ? ArrayRef<AffineMap>{rowMap} : ArrayRef<AffineMap>{},
         [&](OpBuilder &nb, Location l, Value acc, ValueRange a) {
-          Value v = a[0];
+          Value v = toF32(nb, l, a[0]);
           if (layer)
             v = arith::SubFOp::create(
                 nb, l, v,
-                arith::MulFOp::create(nb, l, a[1], constF(nb, l, elt, 1.0 / d)));
+                arith::MulFOp::create(nb, l, a[1], constF(nb, l, f32, 1.0 / d)));
           return arith::AddFOp::create(nb, l, acc,
                                        arith::MulFOp::create(nb, l, v, v, fm),
                                        fm);
-        });
+        },
+        f32);
     SmallVector<Value> ins{x, sq, op.getWeight()};
     SmallVector<AffineMap> maps{id, rowMap, vecMap};
     if (layer) {
@@ -497,25 +517,26 @@ struct LowerNorm : OpRewritePattern<NormOp> {
     }
     b.replaceOp(op, generic(b, loc, ins, maps, emptyLike(b, loc, x),
                             [&](OpBuilder &nb, Location l, ValueRange a) {
-                              Value v = a[0];
+                              Value v = toF32(nb, l, a[0]);
                               if (layer)
                                 v = arith::SubFOp::create(
                                     nb, l, v,
                                     arith::MulFOp::create(
                                         nb, l, a[3],
-                                        constF(nb, l, elt, 1.0 / d)));
+                                        constF(nb, l, f32, 1.0 / d)));
                               Value var = arith::AddFOp::create(
                                   nb, l,
                                   arith::MulFOp::create(
-                                      nb, l, a[1], constF(nb, l, elt, 1.0 / d)),
-                                  constF(nb, l, elt, eps));
+                                      nb, l, a[1], constF(nb, l, f32, 1.0 / d)),
+                                  constF(nb, l, f32, eps));
                               Value r = math::RsqrtOp::create(nb, l, var);
                               v = arith::MulFOp::create(
                                   nb, l, arith::MulFOp::create(nb, l, v, r),
-                                  a[2]);
+                                  toF32(nb, l, a[2]));
                               if (layer)
-                                v = arith::AddFOp::create(nb, l, v, a[4]);
-                              return v;
+                                v = arith::AddFOp::create(nb, l, v,
+                                                          toF32(nb, l, a[4]));
+                              return fromF32(nb, l, v, elt);
                             }));
     return success();
   }
@@ -550,17 +571,23 @@ struct LowerSoftmax : OpRewritePattern<SoftmaxOp> {
                                          constF(nb, l, elt, 0.0), ex);
         });
     auto fm = reassoc(ctx);
-    Value sum = reduce(b, loc, e, axis, 0.0, {}, {},
-                       [&](OpBuilder &nb, Location l, Value acc, ValueRange a) {
-                         return arith::AddFOp::create(nb, l, acc, a[0], fm);
-                       });
+    Value sum = reduce(
+        b, loc, e, axis, 0.0, {}, {},
+        [&](OpBuilder &nb, Location l, Value acc, ValueRange a) {
+          return arith::AddFOp::create(nb, l, acc, toF32(nb, l, a[0]), fm);
+        },
+        b.getF32Type());
     b.replaceOp(op, generic(b, loc, ValueRange{e, sum}, {id, rowMap},
                             emptyLike(b, loc, x),
                             [&](OpBuilder &nb, Location l, ValueRange a) {
                               Value zero = arith::CmpFOp::create(
                                   nb, l, arith::CmpFPredicate::OEQ, a[1],
-                                  constF(nb, l, elt, 0.0));
-                              Value q = arith::DivFOp::create(nb, l, a[0], a[1]);
+                                  constF(nb, l, a[1].getType(), 0.0));
+                              Value q = fromF32(
+                                  nb, l,
+                                  arith::DivFOp::create(
+                                      nb, l, toF32(nb, l, a[0]), a[1]),
+                                  elt);
                               return arith::SelectOp::create(
                                   nb, l, zero, constF(nb, l, elt, 0.0), q);
                             }));

@@ -1,0 +1,87 @@
+//===- CudaPipeline.cpp - the tfm CUDA lowering pipeline ------------------===//
+//
+// Model-level tfm IR to a host module in the LLVM dialect whose kernels are
+// serialized (PTX, or a fatbin with cubin and PTX) in a gpu.binary:
+//
+//   decompose, fuse attention          (shared with the CPU pipeline)
+//   tfm-cpu-abi{panel-width=64}, convert-tfm-to-linalg, elementwise fusion
+//   one-shot-bufferize, deallocation
+//   tfm-gpu-lower-kernels               attention / GEMM kernels (gpu.launch)
+//   convert-linalg-to-parallel-loops, tfm-gpu-map-loops
+//                                       everything else, device buffers
+//   gpu-kernel-outlining                                    --emit=gpu
+//   convert-gpu-to-nvvm (+ nvgpu, vector, scf, arith)       --emit=nvvm
+//   gpu-async-region, gpu-to-llvm, gpu-module-to-binary     --emit=ptx / llvm
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Pipelines/Pipelines.h"
+
+#include "tfm/Conversion/Passes.h"
+#include "tfm/Transforms/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+static void addText(OpPassManager &pm, StringRef text) {
+  if (failed(parsePassPipeline(text, pm)))
+    llvm::report_fatal_error("tfm: bad pass pipeline: " + text);
+}
+
+void mlir::tfm::buildTfmCudaPipeline(OpPassManager &pm,
+                                     const CudaPipelineOptions &options,
+                                     GpuStage first, GpuStage last) {
+  auto want = [&](GpuStage s) { return first <= s && s <= last; };
+  if (want(GpuStage::Primitive))
+    pm.addNestedPass<func::FuncOp>(createTfmDecompose());
+  if (want(GpuStage::Fused)) {
+    if (options.fuseAttention)
+      pm.addNestedPass<func::FuncOp>(createTfmFuseAttention());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+  if (want(GpuStage::Linalg)) {
+    TfmCpuAbiOptions abi;
+    abi.panelWidth = 64;
+    pm.addPass(createTfmCpuAbi(abi));
+    pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
+    addText(pm, "func.func(convert-elementwise-to-linalg, "
+                "linalg-fuse-elementwise-ops), canonicalize, cse");
+  }
+  if (want(GpuStage::Gpu)) {
+    addText(pm, "one-shot-bufferize, buffer-deallocation-pipeline, "
+                "func.func(tfm-gpu-lower-kernels, "
+                "convert-linalg-to-parallel-loops, tfm-gpu-map-loops), "
+                "canonicalize, gpu-kernel-outlining, tfm-gpu-merge-modules, "
+                "cse");
+  }
+  if (want(GpuStage::NVVM)) {
+    addText(pm, llvm::formatv(
+                    "convert-nvgpu-to-nvvm, convert-vector-to-scf, "
+                    "convert-scf-to-cf, "
+                    "nvvm-attach-target{{chip={0} features=+ptx80 O=3}, "
+                    "gpu.module(convert-gpu-to-nvvm, canonicalize, cse, "
+                    "reconcile-unrealized-casts)",
+                    options.chip.getValue())
+                    .str());
+  }
+  if (want(GpuStage::LLVM)) {
+    addText(pm, llvm::formatv(
+                    "func.func(gpu-async-region, tfm-expand-shape-to-cast), "
+                    "expand-strided-metadata, lower-affine, "
+                    "convert-scf-to-cf, convert-func-to-llvm, "
+                    "gpu-to-llvm, "
+                    "gpu-module-to-binary{{format={0} toolkit={1}}, "
+                    "finalize-memref-to-llvm, convert-math-to-llvm, "
+                    "convert-arith-to-llvm, convert-index-to-llvm, "
+                    "convert-cf-to-llvm, convert-ub-to-llvm, "
+                    "reconcile-unrealized-casts, canonicalize, cse",
+                    options.format.getValue(), options.toolkit.getValue())
+                    .str());
+  }
+}
