@@ -45,3 +45,19 @@ if torch_python and os.path.exists(torch_python):
         config.substitutions.append(("%torch_python", torch_python))
     except Exception:
         lit_config.note("PyTorch not found under %s: end-to-end parity tests are skipped" % torch_python)
+
+# CUDA: ptxas assembles the PTX of the GPU tests where the toolkit is
+# installed; a machine with a CUDA driver runs CUDA artifacts (the no-driver
+# error test needs one without).
+ptxas = "/usr/local/cuda/bin/ptxas"
+if os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+else:
+    lit_config.note("ptxas not found at %s: the PTX assembly tests are skipped" % ptxas)
+try:
+    import ctypes
+    ctypes.CDLL("libcuda.so.1")
+    config.available_features.add("cuda-driver")
+except OSError:
+    pass

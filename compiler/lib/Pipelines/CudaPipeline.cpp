@@ -57,7 +57,8 @@ void mlir::tfm::buildTfmCudaPipeline(OpPassManager &pm,
     addText(pm, "one-shot-bufferize, buffer-deallocation-pipeline, "
                 "func.func(tfm-gpu-lower-kernels, "
                 "convert-linalg-to-parallel-loops, tfm-gpu-map-loops), "
-                "canonicalize, gpu-kernel-outlining, tfm-gpu-merge-modules, "
+                "func.func(gpu-launch-sink-index-computations), "
+                "gpu-kernel-outlining, canonicalize, tfm-gpu-merge-modules, "
                 "cse");
   }
   if (want(GpuStage::NVVM)) {

@@ -549,8 +549,7 @@ struct GpuLinear : OpRewritePattern<LinearKernelOp> {
       return rw.notifyMatchFailure(op, "not bufferized yet");
     auto wt = cast<MemRefType>(op.getWeightP().getType());
     if (wt.getDimSize(2) != kGpuPanel)
-      return op.emitOpError("the GPU GEMM needs weights packed in ")
-             << kGpuPanel << "-column panels, got " << wt.getDimSize(2);
+      return rw.notifyMatchFailure(op, "weights not in 64-column panels");
     auto ot = cast<MemRefType>(op.getOutput().getType());
     ImplicitLocOpBuilder b(op.getLoc(), rw);
     if (isHalf(ot.getElementType()))
@@ -723,6 +722,16 @@ struct CopyToLinalg : OpRewritePattern<memref::CopyOp> {
 struct TfmGpuLowerKernelsPass
     : mlir::tfm::impl::TfmGpuLowerKernelsBase<TfmGpuLowerKernelsPass> {
   void runOnOperation() override {
+    WalkResult bad = getOperation().walk([](LinearKernelOp op) {
+      auto wt = cast<ShapedType>(op.getWeightP().getType());
+      if (wt.getDimSize(2) == kGpuPanel)
+        return WalkResult::advance();
+      op.emitOpError("the GPU GEMM needs weights packed in ")
+          << kGpuPanel << "-column panels, got " << wt.getDimSize(2);
+      return WalkResult::interrupt();
+    });
+    if (bad.wasInterrupted())
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     patterns.add<GpuAttention, GpuLinear, CopyToLinalg>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
@@ -894,13 +903,25 @@ struct TfmGpuMergeModulesPass
     SymbolTable mergedTable(merged);
     // (old module, old function) -> new function name
     DenseMap<std::pair<StringAttr, StringAttr>, StringAttr> map;
+    // Layers repeat the same kernels: identical functions are kept once.
+    llvm::StringMap<StringAttr> byText;
     for (gpu::GPUModuleOp m : mods) {
       for (auto f : llvm::make_early_inc_range(m.getOps<gpu::GPUFuncOp>())) {
         StringAttr oldMod = m.getNameAttr(), oldFn = f.getNameAttr();
+        f.setName("k");
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        f->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+        auto it = byText.find(text);
+        if (it != byText.end()) {
+          map[{oldMod, oldFn}] = it->second;
+          continue;
+        }
         f->remove();
         f.setName(m.getName());
         mergedTable.insert(f); // renames on a clash
         map[{oldMod, oldFn}] = f.getNameAttr();
+        byText[text] = f.getNameAttr();
       }
     }
     StringAttr mergedName = merged.getNameAttr();

@@ -151,7 +151,8 @@ def TfmGpuMergeModules : Pass<"tfm-gpu-merge-modules", "ModuleOp"> {
     pass moves them into one module, `@<function>_kernels`, each kernel
     taking its old module's (unique) name, and retargets the
     gpu.launch_func ops, so that the program carries one PTX / cubin image
-    and loads one CUDA module.
+    and loads one CUDA module. Kernels that are identical (the same one
+    outlined from every layer) are kept once.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

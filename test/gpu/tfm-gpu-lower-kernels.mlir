@@ -1,0 +1,115 @@
+// RUN: tfm-opt %s --split-input-file --verify-diagnostics --tfm-gpu-lower-kernels | FileCheck %s
+
+// f16 attention with head_dim 64: the tensor-core flash-attention kernel.
+// CHECK-LABEL: func.func @attention_f16
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %[[H:.*]], %{{.*}} = %[[B:.*]]) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128
+// CHECK-SAME: workgroup(%[[SK:.*]] : memref<64x72xf16, #gpu.address_space<workgroup>>, %[[SV:.*]] : memref<64x72xf16, #gpu.address_space<workgroup>>)
+// Q fragments are loaded once, as pairs, before the key loop.
+// CHECK: vector.load %arg0{{.*}} : memref<?x8x?x64xf16>, vector<2xf16>
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// K and V tiles are staged in shared memory.
+// CHECK: memref.store %{{.*}}, %[[SK]]
+// CHECK: memref.store %{{.*}}, %[[SV]]
+// CHECK: gpu.barrier
+// CHECK: vector.load %[[SK]]{{.*}} vector<2xf16>
+// CHECK: nvvm.mma.sync A[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// The running max is reduced over the quad of lanes sharing a row.
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32
+// CHECK: math.exp
+// P V reuses the S accumulators as A fragments.
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: vector.load %[[SV]]{{.*}} vector<2xf16>
+// CHECK: nvvm.mma.sync
+// CHECK: scf.yield
+// CHECK: memref.store %{{.*}}, %arg4
+// CHECK-NOT: tfm.attention_kernel
+func.func @attention_f16(%q: memref<?x8x?x64xf16>, %kt: memref<?x2x64x?xf16>,
+                         %v: memref<?x2x?x64xf16>, %len: memref<?xi32>,
+                         %o: memref<?x8x?x64xf16>) {
+  tfm.attention_kernel ins(%q, %kt, %v, %len : memref<?x8x?x64xf16>, memref<?x2x64x?xf16>, memref<?x2x?x64xf16>, memref<?xi32>) outs(%o : memref<?x8x?x64xf16>) {mask = #tfm.mask<causal>, scale = 1.250000e-01 : f64}
+  return
+}
+
+// -----
+
+// bf16 pairs are passed to mma.sync as 32-bit registers.
+// CHECK-LABEL: func.func @attention_bf16
+// CHECK: vector.bitcast %{{.*}} : vector<2xbf16> to vector<1xi32>
+// CHECK: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>{{.*}} : (i32, i32, f32)
+func.func @attention_bf16(%q: memref<1x4x?x128xbf16>, %kt: memref<1x4x128x?xbf16>,
+                          %v: memref<1x4x?x128xbf16>, %o: memref<1x4x?x128xbf16>) {
+  tfm.attention_kernel ins(%q, %kt, %v : memref<1x4x?x128xbf16>, memref<1x4x128x?xbf16>, memref<1x4x?x128xbf16>) outs(%o : memref<1x4x?x128xbf16>) {mask = #tfm.mask<sliding>, window = 16 : i64, scale = 0.088 : f64}
+  return
+}
+
+// -----
+
+// f32 (and head dimensions that are not multiples of 16) take the
+// one-thread-per-row kernel: no tensor cores.
+// CHECK-LABEL: func.func @attention_f32
+// CHECK: gpu.launch
+// CHECK-SAME: workgroup(%{{.*}} : memref<32x24xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32x24xf32, #gpu.address_space<workgroup>>)
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: math.exp
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: return
+func.func @attention_f32(%q: memref<?x2x?x24xf32>, %kt: memref<?x2x24x?xf32>,
+                         %v: memref<?x2x?x24xf32>, %o: memref<?x2x?x24xf32>) {
+  tfm.attention_kernel ins(%q, %kt, %v : memref<?x2x?x24xf32>, memref<?x2x24x?xf32>, memref<?x2x?x24xf32>) outs(%o : memref<?x2x?x24xf32>) {mask = #tfm.mask<none>, scale = 0.2 : f64}
+  return
+}
+
+// -----
+
+// The GEMM: 64x64 tiles, K staged 32 at a time, 8 mma.sync per 16-wide k step.
+// CHECK-LABEL: func.func @linear_f16
+// CHECK: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128
+// CHECK-SAME: workgroup(%[[SA:.*]] : memref<64x40xf16, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<64x40xf16, #gpu.address_space<workgroup>>)
+// CHECK: scf.for
+// CHECK-COUNT-16: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: scf.yield
+// Bias, then the store of rows and columns inside the output.
+// CHECK: memref.load %arg2
+// CHECK: memref.store %{{.*}}, %arg3
+func.func @linear_f16(%x: memref<?x96xf16>, %w: memref<2x96x64xf16>,
+                      %b: memref<100xf16>, %y: memref<?x100xf16>) {
+  tfm.linear_kernel ins(%x, %w, %b : memref<?x96xf16>, memref<2x96x64xf16>, memref<100xf16>) outs(%y : memref<?x100xf16>)
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @linear_f32
+// CHECK: gpu.launch
+// CHECK-SAME: workgroup(%{{.*}} : memref<64x33xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32x64xf32, #gpu.address_space<workgroup>>)
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: math.fma
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: return
+func.func @linear_f32(%x: memref<?x16xf32>, %w: memref<1x16x64xf32>,
+                      %y: memref<?x64xf32>) {
+  tfm.linear_kernel ins(%x, %w : memref<?x16xf32>, memref<1x16x64xf32>) outs(%y : memref<?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @linear_panel(%x: memref<?x16xf32>, %w: memref<2x16x32xf32>,
+                        %y: memref<?x64xf32>) {
+  // expected-error @below {{the GPU GEMM needs weights packed in 64-column panels, got 32}}
+  tfm.linear_kernel ins(%x, %w : memref<?x16xf32>, memref<2x16x32xf32>) outs(%y : memref<?x64xf32>)
+  return
+}
+
+// -----
+
+// memref.copy runs as a kernel too (linalg.copy, then parallel loops).
+// CHECK-LABEL: func.func @copy
+// CHECK: linalg.copy ins(%arg0 : memref<?x8xf16>) outs(%arg1 : memref<?x8xf16>)
+func.func @copy(%a: memref<?x8xf16>, %b: memref<?x8xf16>) {
+  memref.copy %a, %b : memref<?x8xf16> to memref<?x8xf16>
+  return
+}
