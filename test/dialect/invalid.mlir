@@ -806,3 +806,20 @@ func.func @f100(%s: tensor<?x2x?x?xf32>, %l: tensor<?xi32>) {
   %y = tfm.mask %s {kind = #tfm.mask<diagonal>} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
   return
 }
+
+// -----
+
+// Kernel ops compute in f32, f16 or bf16, one element type throughout.
+func.func @f101(%x: memref<?x16xf16>, %w: memref<1x16x64xf32>, %y: memref<?x64xf16>) {
+  // expected-error @+1 {{operands must be ranked f32, f16 or bf16 tensors or buffers of one element type}}
+  tfm.linear_kernel ins(%x, %w : memref<?x16xf16>, memref<1x16x64xf32>) outs(%y : memref<?x64xf16>)
+  return
+}
+
+// -----
+
+func.func @f102(%q: memref<?x2x?x8xf64>, %kt: memref<?x2x8x?xf64>, %v: memref<?x2x?x8xf64>, %o: memref<?x2x?x8xf64>) {
+  // expected-error @+1 {{query, key, value and output must be 4-D, of one element type: f32, f16 or bf16}}
+  tfm.attention_kernel ins(%q, %kt, %v : memref<?x2x?x8xf64>, memref<?x2x8x?xf64>, memref<?x2x?x8xf64>) outs(%o : memref<?x2x?x8xf64>) {mask = #tfm.mask<none>, scale = 0.35 : f64}
+  return
+}

@@ -10,6 +10,14 @@
 #include <string>
 #include <vector>
 
+// Runtime internals (runtime/src/internal.h) under test.
+extern "C" {
+float tfm_f16_to_f32(uint16_t h);
+float tfm_bf16_to_f32(uint16_t h);
+uint16_t tfm_f32_to_f16(float f);
+uint16_t tfm_f32_to_bf16(float f);
+}
+
 namespace {
 
 std::string tempPath(const char *name) {
@@ -277,6 +285,37 @@ TEST(Cuda, EntryPointsWithoutDriverDoNothingAndKeepTheError) {
   tfm_cuda_clear_status(); // a missing driver stays reported
   EXPECT_EQ(tfm_cuda_status(), TFM_ERR_CUDA);
   EXPECT_STREQ(tfm_last_error(), "no CUDA driver found (libcuda.so.1)");
+}
+
+// f32 -> f16 / bf16 (weights and inputs of f16/bf16 CUDA artifacts).
+TEST(Convert, HalfRoundTripsEveryValue) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+    if (nan)
+      EXPECT_TRUE(std::isnan(tfm_f16_to_f32(tfm_f32_to_f16(tfm_f16_to_f32(h)))));
+    else
+      EXPECT_EQ(tfm_f32_to_f16(tfm_f16_to_f32(uint16_t(h))), h) << h;
+    bool bnan = (h & 0x7f80) == 0x7f80 && (h & 0x7f);
+    if (!bnan)
+      EXPECT_EQ(tfm_f32_to_bf16(tfm_bf16_to_f32(uint16_t(h))), h) << h;
+  }
+}
+
+TEST(Convert, HalfRoundsToNearestEven) {
+  // Halfway between 1 and the next f16 (2^-10 apart) goes to the even one.
+  EXPECT_EQ(tfm_f32_to_f16(1.0f + 0x1p-11f), 0x3c00);
+  EXPECT_EQ(tfm_f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);
+  EXPECT_EQ(tfm_f32_to_f16(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);
+  EXPECT_EQ(tfm_f32_to_f16(65504.0f), 0x7bff);
+  EXPECT_EQ(tfm_f32_to_f16(65519.0f), 0x7bff);
+  EXPECT_EQ(tfm_f32_to_f16(65520.0f), 0x7c00); // overflow: infinity
+  EXPECT_EQ(tfm_f32_to_f16(-1e6f), 0xfc00);
+  EXPECT_EQ(tfm_f32_to_f16(0x1p-24f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(tfm_f32_to_f16(0x1p-26f), 0x0000);  // rounds to zero
+  EXPECT_EQ(tfm_f32_to_f16(-0.0f), 0x8000);
+  EXPECT_EQ(tfm_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);       // tie: even
+  EXPECT_EQ(tfm_f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);   // tie: even
+  EXPECT_TRUE(std::isnan(tfm_bf16_to_f32(tfm_f32_to_bf16(NAN))));
 }
 
 } // namespace
