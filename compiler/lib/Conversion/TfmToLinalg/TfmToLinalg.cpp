@@ -976,27 +976,33 @@ struct LowerPool : OpRewritePattern<PoolOp> {
           AffineMap::get(3, 0, {getAffineDimExpr(0, ctx)}, ctx));
     }
     auto fm = reassoc(ctx);
-    Value sum = reduce(b, loc, x, 1, 0.0, extra, extraMaps,
-                       [&](OpBuilder &nb, Location l, Value acc, ValueRange a) {
-                         Value v = a[0];
-                         if (a.size() > 1) {
-                           Value t = linalg::IndexOp::create(nb, l, 1);
-                           Value len = arith::IndexCastOp::create(
-                               nb, l, nb.getIndexType(), a[1]);
-                           Value in = arith::CmpIOp::create(
-                               nb, l, arith::CmpIPredicate::slt, t, len);
-                           v = arith::SelectOp::create(nb, l, in, v,
-                                                       constF(nb, l, elt, 0.0));
-                         }
-                         return arith::AddFOp::create(nb, l, acc, v, fm);
-                       });
+    // The sum over tokens accumulates in f32 whatever the element type.
+    Type f32 = b.getF32Type();
+    Value sum = reduce(
+        b, loc, x, 1, 0.0, extra, extraMaps,
+        [&](OpBuilder &nb, Location l, Value acc, ValueRange a) {
+          Value v = toF32(nb, l, a[0]);
+          if (a.size() > 1) {
+            Value t = linalg::IndexOp::create(nb, l, 1);
+            Value len =
+                arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[1]);
+            Value in = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
+                                             t, len);
+            v = arith::SelectOp::create(nb, l, in, v, constF(nb, l, f32, 0.0));
+          }
+          return arith::AddFOp::create(nb, l, acc, v, fm);
+        },
+        f32);
     SmallVector<Value> ins{sum};
     SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(2)};
     if (lengths) {
       ins.push_back(lengths);
       maps.push_back(AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx));
     }
-    b.replaceOp(op, generic(b, loc, ins, maps, emptyLike(b, loc, sum),
+    Value init = emptyTensor(
+        b, loc, RankedTensorType::get(tensorType(sum).getShape(), elt),
+        {{sum, 0}, {sum, 1}});
+    b.replaceOp(op, generic(b, loc, ins, maps, init,
                             [&](OpBuilder &nb, Location l, ValueRange a) {
                               Value n;
                               if (a.size() > 2) {
@@ -1004,14 +1010,16 @@ struct LowerPool : OpRewritePattern<PoolOp> {
                                     nb, l, a[1],
                                     arith::ConstantIntOp::create(
                                         nb, l, a[1].getType(), 1));
-                                n = arith::SIToFPOp::create(nb, l, elt, len);
+                                n = arith::SIToFPOp::create(nb, l, f32, len);
                               } else {
                                 n = arith::SIToFPOp::create(
-                                    nb, l, elt,
+                                    nb, l, f32,
                                     arith::IndexCastOp::create(
                                         nb, l, nb.getI64Type(), tlen));
                               }
-                              return arith::DivFOp::create(nb, l, a[0], n);
+                              return fromF32(
+                                  nb, l, arith::DivFOp::create(nb, l, a[0], n),
+                                  elt);
                             }));
     return success();
   }
