@@ -148,41 +148,6 @@ void tfm_cuda_clear_status(void) {
   pthread_mutex_unlock(&cu_lock);
 }
 
-tfm_status tfm_cuda_alloc(void **dev, size_t bytes) {
-  *dev = NULL;
-  if (!ready())
-    return tfm_cuda_status();
-  CUdeviceptr p = 0;
-  if (!check(cu.cuMemAlloc_v2(&p, bytes ? bytes : 1), "cuMemAlloc"))
-    return tfm_cuda_status();
-  *dev = (void *)(uintptr_t)p;
-  return TFM_OK;
-}
-
-static tfm_status copy(void *dst, const void *src, size_t bytes) {
-  if (!ready())
-    return tfm_cuda_status();
-  if (bytes &&
-      check(cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst,
-                             (CUdeviceptr)(uintptr_t)src, bytes, NULL),
-            "cuMemcpyAsync"))
-    check(cu.cuStreamSynchronize(NULL), "cuStreamSynchronize");
-  return tfm_cuda_status();
-}
-
-tfm_status tfm_cuda_copy_to_device(void *dev, const void *host, size_t bytes) {
-  return copy(dev, host, bytes);
-}
-
-tfm_status tfm_cuda_copy_to_host(void *host, const void *dev, size_t bytes) {
-  return copy(host, dev, bytes);
-}
-
-void tfm_cuda_free(void *dev) {
-  if (dev && ready())
-    check(cu.cuMemFree_v2((CUdeviceptr)(uintptr_t)dev), "cuMemFree");
-}
-
 /*===- The mgpu* entry points (MLIR gpu-to-llvm, LLVM 22) -----------------===*/
 
 void mgpuSetDefaultDevice(int32_t device) { cu.device = device; }
@@ -328,3 +293,20 @@ void mgpuMemset16(void *dst, int16_t value, size_t count, void *stream) {
                               (unsigned short)value, count, stream),
           "cuMemsetD16Async");
 }
+
+/*===- Device memory for the runtime (synchronous, on the default stream) ===*/
+
+tfm_status tfm_cuda_alloc(void **dev, size_t bytes) {
+  *dev = mgpuMemAlloc(bytes ? bytes : 1, NULL, false);
+  return tfm_cuda_status();
+}
+
+tfm_status tfm_cuda_copy(void *dst, const void *src, size_t bytes) {
+  if (bytes) {
+    mgpuMemcpy(dst, (void *)(uintptr_t)src, bytes, NULL);
+    mgpuStreamSynchronize(NULL);
+  }
+  return tfm_cuda_status();
+}
+
+void tfm_cuda_free(void *dev) { mgpuMemFree(dev, NULL); }

@@ -24,8 +24,8 @@ uint16_t tfm_f32_to_bf16(float f);
 
 /* Device memory for CUDA artifacts (synchronous; errors as tfm_cuda_status). */
 tfm_status tfm_cuda_alloc(void **dev, size_t bytes);
-tfm_status tfm_cuda_copy_to_device(void *dev, const void *host, size_t bytes);
-tfm_status tfm_cuda_copy_to_host(void *host, const void *dev, size_t bytes);
+/* Either direction: the driver tells host from device addresses. */
+tfm_status tfm_cuda_copy(void *dst, const void *src, size_t bytes);
 void tfm_cuda_free(void *dev);
 void tfm_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t n);
 

@@ -198,7 +198,7 @@ static tfm_status upload_weights(tfm_model *m) {
     }
     tfm_status s = tfm_cuda_alloc(&m->abi[i].dev, (size_t)n * esize);
     if (s == TFM_OK)
-      s = tfm_cuda_copy_to_device(m->abi[i].dev, host, (size_t)n * esize);
+      s = tfm_cuda_copy(m->abi[i].dev, host, (size_t)n * esize);
     free(host);
     free(m->abi[i].data);
     m->abi[i].data = NULL;
@@ -435,7 +435,7 @@ static tfm_status run_cuda(tfm_model *m, const tfm_tensor *inputs,
     if (s == TFM_OK)
       s = tfm_cuda_alloc(&bufs[nbufs], bytes);
     if (s == TFM_OK)
-      s = tfm_cuda_copy_to_device(bufs[nbufs], host, bytes);
+      s = tfm_cuda_copy(bufs[nbufs], host, bytes);
     free(conv);
     dev_in[i].data = bufs[nbufs++];
     if (is_float)
@@ -452,13 +452,13 @@ static tfm_status run_cuda(tfm_model *m, const tfm_tensor *inputs,
   }
   if (s == TFM_OK) {
     if (m->compute_dtype == TFM_F32) {
-      s = tfm_cuda_copy_to_host(output->data, dev_out.data, (size_t)n * 4);
+      s = tfm_cuda_copy(output->data, dev_out.data, (size_t)n * 4);
     } else {
       uint16_t *h = malloc((size_t)n * 2 + 2);
       if (!h)
         s = tfm_fail(TFM_ERR_MEMORY, "out of memory for the output");
       else
-        s = tfm_cuda_copy_to_host(h, dev_out.data, (size_t)n * 2);
+        s = tfm_cuda_copy(h, dev_out.data, (size_t)n * 2);
       float *o = output->data;
       for (int64_t k = 0; s == TFM_OK && k < n; ++k)
         o[k] = m->compute_dtype == TFM_F16 ? tfm_f16_to_f32(h[k])

@@ -226,6 +226,38 @@ Value keyLimit(KB &k, const AttentionShape &s, Value bi) {
   return k.min(s.tk, k.max(len, k.c(0)));
 }
 
+/// Stages the key tile [j0, j0 + BC) of head (bi, kvh) in shared memory,
+/// between barriers: K^T columns into sK [key][d] (reading along keys, which
+/// K^T has contiguous), V rows into sV as [d][key] (`vTransposed`) or
+/// [key][d]; keys past the end are zeros. Converts to the shared element
+/// type.
+void stageKeyTile(ImplicitLocOpBuilder &b, const AttentionShape &s, Value tid,
+                  int64_t threads, Value j0, Value bi, Value kvh, Value sK,
+                  Value sV, bool vTransposed) {
+  KB k{b};
+  auto sKT = cast<MemRefType>(sK.getType());
+  int64_t bc = sKT.getDimSize(0);
+  Type elt = sKT.getElementType();
+  gpu::BarrierOp::create(b);
+  Value tkLast = k.sub(s.tk, k.c(1));
+  forEachElement(b, tid, bc * s.d, threads, [&](Value e) {
+    Value j = k.rem(e, bc), d = k.div(e, bc);
+    Value key = k.add(j0, j);
+    Value v = k.loadOrZero(s.kt, {bi, kvh, d, k.min(key, tkLast)},
+                           k.lt(key, s.tk), elt);
+    memref::StoreOp::create(b, v, sK, ValueRange{j, d});
+  });
+  forEachElement(b, tid, bc * s.dv, threads, [&](Value e) {
+    Value d = k.rem(e, s.dv), j = k.div(e, s.dv);
+    Value key = k.add(j0, j);
+    Value v = k.loadOrZero(s.v, {bi, kvh, k.min(key, tkLast), d},
+                           k.lt(key, s.tk), elt);
+    memref::StoreOp::create(b, v, sV,
+                            vTransposed ? ValueRange{d, j} : ValueRange{j, d});
+  });
+  gpu::BarrierOp::create(b);
+}
+
 /// Keys per tile for the tensor-core kernel: K and V^T tiles in f16 within
 /// 48 KiB of static shared memory.
 int64_t mmaKeyTile(int64_t d, int64_t dv) {
@@ -237,7 +269,7 @@ void emitAttentionMma(ImplicitLocOpBuilder &b, const AttentionShape &s) {
   KB k{b};
   const int64_t br = 64, bc = mmaKeyTile(s.d, s.dv), threads = 128;
   const int64_t dTiles = s.d / 16, vTiles = s.dv / 8, nTiles = bc / 8;
-  Type elt = s.elt, f32 = b.getF32Type();
+  Type elt = s.elt;
   MemRefType sKT = sharedType({bc, s.d + 8}, elt);   // K tile, [key][d]
   MemRefType sVT = sharedType({s.dv, bc + 8}, elt);  // V tile, [d][key]
   Value grid = arith::CeilDivUIOp::create(b, s.tq, k.c(br));
@@ -256,8 +288,10 @@ void emitAttentionMma(ImplicitLocOpBuilder &b, const AttentionShape &s) {
     Value rowA = k.add(k.add(i0, k.mul(warp, 16)), g);
     Value rowB = k.add(rowA, 8);
     Value rA = k.min(rowA, lastRow), rB = k.min(rowB, lastRow);
-    auto [loA, hiA] = keyBounds(k, s, rA, limit);
-    auto [loB, hiB] = keyBounds(k, s, rB, limit);
+    // Each thread holds rows rA and rB; their visible keys [lo, hi).
+    Value loA, hiA, loB, hiB;
+    std::tie(loA, hiA) = keyBounds(k, s, rA, limit);
+    std::tie(loB, hiB) = keyBounds(k, s, rB, limit);
     // The key range any row of the block sees (bounds grow with the row).
     Value loFirst = keyBounds(k, s, i0, limit).first;
     Value hiLast = keyBounds(k, s, k.min(k.add(i0, br - 1), lastRow),
@@ -282,23 +316,8 @@ void emitAttentionMma(ImplicitLocOpBuilder &b, const AttentionShape &s) {
         [&](OpBuilder &nb, Location l, Value j0, ValueRange st) {
           ImplicitLocOpBuilder ib(l, nb);
           KB kb{ib};
-          gpu::BarrierOp::create(ib);
-          Value tkLast = kb.sub(s.tk, kb.c(1));
-          forEachElement(ib, tid, bc * s.d, threads, [&](Value e) {
-            Value j = kb.rem(e, bc), d = kb.div(e, bc);
-            Value key = kb.add(j0, j);
-            Value v = kb.loadOrZero(s.kt, {bi, kvh, d, kb.min(key, tkLast)},
-                                    kb.lt(key, s.tk), elt);
-            memref::StoreOp::create(ib, v, sK, ValueRange{j, d});
-          });
-          forEachElement(ib, tid, bc * s.dv, threads, [&](Value e) {
-            Value d = kb.rem(e, s.dv), j = kb.div(e, s.dv);
-            Value key = kb.add(j0, j);
-            Value v = kb.loadOrZero(s.v, {bi, kvh, kb.min(key, tkLast), d},
-                                    kb.lt(key, s.tk), elt);
-            memref::StoreOp::create(ib, v, sV, ValueRange{d, j});
-          });
-          gpu::BarrierOp::create(ib);
+          stageKeyTile(ib, s, tid, threads, j0, bi, kvh, sK, sV,
+                       /*vTransposed=*/true);
 
           // S = Q K^T, scaled and masked.
           Value scale = kb.f(s.scale);
@@ -393,7 +412,6 @@ void emitAttentionMma(ImplicitLocOpBuilder &b, const AttentionShape &s) {
                     {bi, hi, row, k.add(t2, dn * 8 + c)});
     }
   });
-  (void)f32;
 }
 
 /// f32 (or any shape) fallback: one thread per query row, K/V tiles in
@@ -417,7 +435,8 @@ void emitAttentionSimt(ImplicitLocOpBuilder &b, const AttentionShape &s) {
     Value limit = keyLimit(k, s, bi);
     Value lastRow = k.sub(s.tq, k.c(1));
     Value row = k.add(i0, tid), r = k.min(row, lastRow);
-    auto [lo, hiK] = keyBounds(k, s, r, limit);
+    Value lo, hiK;
+    std::tie(lo, hiK) = keyBounds(k, s, r, limit);
     Value loFirst = keyBounds(k, s, i0, limit).first;
     Value hiLast =
         keyBounds(k, s, k.min(k.add(i0, rows - 1), lastRow), limit).second;
@@ -435,23 +454,8 @@ void emitAttentionSimt(ImplicitLocOpBuilder &b, const AttentionShape &s) {
         [&](OpBuilder &nb, Location l, Value j0, ValueRange st) {
           ImplicitLocOpBuilder ib(l, nb);
           KB kb{ib};
-          gpu::BarrierOp::create(ib);
-          Value tkLast = kb.sub(s.tk, kb.c(1));
-          forEachElement(ib, tid, bc * s.d, rows, [&](Value e) {
-            Value j = kb.rem(e, bc), d = kb.div(e, bc);
-            Value key = kb.add(j0, j);
-            Value v = kb.loadOrZero(s.kt, {bi, kvh, d, kb.min(key, tkLast)},
-                                    kb.lt(key, s.tk), f32);
-            memref::StoreOp::create(ib, v, sK, ValueRange{j, d});
-          });
-          forEachElement(ib, tid, bc * s.dv, rows, [&](Value e) {
-            Value d = kb.rem(e, s.dv), j = kb.div(e, s.dv);
-            Value key = kb.add(j0, j);
-            Value v = kb.loadOrZero(s.v, {bi, kvh, kb.min(key, tkLast), d},
-                                    kb.lt(key, s.tk), f32);
-            memref::StoreOp::create(ib, v, sV, ValueRange{j, d});
-          });
-          gpu::BarrierOp::create(ib);
+          stageKeyTile(ib, s, tid, rows, j0, bi, kvh, sK, sV,
+                       /*vTransposed=*/false);
           auto keys = scf::ForOp::create(
               ib, kb.c(0), kb.c(bc), kb.c(1), st,
               [&](OpBuilder &kb2, Location kl, Value j, ValueRange acc) {
@@ -758,15 +762,12 @@ void sequentialize(scf::ParallelOp par) {
   IRMapping map;
   Location loc = par.getLoc();
   SmallVector<Value> ivs;
-  Block *inner = nullptr;
   for (auto [lb, ub, st] : llvm::zip(par.getLowerBound(), par.getUpperBound(),
                                      par.getStep())) {
     auto f = scf::ForOp::create(b, loc, lb, ub, st);
     ivs.push_back(f.getInductionVar());
     b.setInsertionPointToStart(f.getBody());
-    inner = f.getBody();
   }
-  (void)inner;
   for (auto [iv, arg] : llvm::zip(ivs, par.getInductionVars()))
     map.map(arg, iv);
   for (Operation &op : par.getBody()->without_terminator())
