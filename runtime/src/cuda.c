@@ -309,4 +309,8 @@ tfm_status tfm_cuda_copy(void *dst, const void *src, size_t bytes) {
   return tfm_cuda_status();
 }
 
-void tfm_cuda_free(void *dev) { mgpuMemFree(dev, NULL); }
+/* A NULL pointer does not load the driver (CPU models free through here). */
+void tfm_cuda_free(void *dev) {
+  if (dev)
+    mgpuMemFree(dev, NULL);
+}

@@ -42,6 +42,8 @@ struct tfm_model {
   int loaded;
   int cuda;              /* a CUDA artifact: weights and tensors on device */
   int32_t compute_dtype; /* the GPU's float type (TFM_F32/F16/BF16) */
+  void *io_dev[9];       /* device buffers of the inputs and the output, */
+  size_t io_bytes[9];    /* kept between runs and grown when needed */
   json_t *json;
 };
 
@@ -215,6 +217,8 @@ void tfm_model_destroy(tfm_model *m) {
   if (!m)
     return;
   free_weights(m);
+  for (size_t i = 0; i < 9; ++i)
+    tfm_cuda_free(m->io_dev[i]);
   for (size_t i = 0; i < m->num_params; ++i)
     free(m->params[i].name);
   for (size_t i = 0; i < m->num_inputs; ++i)
@@ -413,11 +417,23 @@ tfm_status tfm_model_random_weights(tfm_model *m, uint64_t seed) {
 /* A forward pass on the GPU: inputs go to device buffers (float inputs in
  * the compute dtype), the generated host code launches the kernels, and
  * the output comes back as f32. Every driver error is returned. */
+/* Device buffer `i` of the inputs/output with at least `bytes`. */
+static tfm_status io_buffer(tfm_model *m, size_t i, size_t bytes) {
+  if (m->io_dev[i] && m->io_bytes[i] >= bytes)
+    return TFM_OK;
+  tfm_cuda_free(m->io_dev[i]);
+  m->io_dev[i] = NULL;
+  m->io_bytes[i] = 0;
+  tfm_status s = tfm_cuda_alloc(&m->io_dev[i], bytes);
+  if (s == TFM_OK)
+    m->io_bytes[i] = bytes;
+  return s;
+}
+
 static tfm_status run_cuda(tfm_model *m, const tfm_tensor *inputs,
                            tfm_tensor *output) {
   tfm_tensor dev_in[8];
   tfm_tensor dev_out = *output;
-  void *bufs[9] = {0};
   size_t nbufs = 0;
   tfm_status s = TFM_OK;
   size_t fsize = tfm_dtype_size(m->compute_dtype);
@@ -433,18 +449,18 @@ static tfm_status run_cuda(tfm_model *m, const tfm_tensor *inputs,
         s = tfm_fail(TFM_ERR_MEMORY, "out of memory converting inputs");
     }
     if (s == TFM_OK)
-      s = tfm_cuda_alloc(&bufs[nbufs], bytes);
+      s = io_buffer(m, nbufs, bytes);
     if (s == TFM_OK)
-      s = tfm_cuda_copy(bufs[nbufs], host, bytes);
+      s = tfm_cuda_copy(m->io_dev[nbufs], host, bytes);
     free(conv);
-    dev_in[i].data = bufs[nbufs++];
+    dev_in[i].data = m->io_dev[nbufs++];
     if (is_float)
       dev_in[i].dtype = m->compute_dtype;
   }
   int64_t n = tfm_tensor_numel(output);
   if (s == TFM_OK)
-    s = tfm_cuda_alloc(&bufs[nbufs], (size_t)n * fsize);
-  dev_out.data = bufs[nbufs++];
+    s = io_buffer(m, nbufs, (size_t)n * fsize);
+  dev_out.data = m->io_dev[nbufs];
   dev_out.dtype = m->compute_dtype;
   if (s == TFM_OK) {
     m->forward((void *const *)m->table, dev_in, &dev_out);
@@ -466,8 +482,6 @@ static tfm_status run_cuda(tfm_model *m, const tfm_tensor *inputs,
       free(h);
     }
   }
-  for (size_t i = 0; i < nbufs; ++i)
-    tfm_cuda_free(bufs[i]);
   return s;
 }
 
