@@ -90,8 +90,20 @@ mlir::tfm::createTargetMachine(const CpuTarget &target, std::string &error) {
       llvm::CodeGenOptLevel::Aggressive));
 }
 
+/// Serializes `root` with the fields of `target` added.
+static std::string serialize(llvm::json::Object root,
+                             const llvm::json::Object &target) {
+  for (const auto &kv : target)
+    root.insert({kv.first, kv.second});
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::json::Value(std::move(root));
+  return out;
+}
+
 std::string mlir::tfm::modelMetadata(const ModelSpec &spec,
-                                     ArrayAttr paramTable) {
+                                     ArrayAttr paramTable,
+                                     const llvm::json::Object &target) {
   llvm::json::Value v = spec.toJSON();
   llvm::json::Array abi;
   for (Attribute a : paramTable) {
@@ -101,14 +113,11 @@ std::string mlir::tfm::modelMetadata(const ModelSpec &spec,
         {"panel", cast<IntegerAttr>(d.get("panel")).getInt()}});
   }
   v.getAsObject()->insert({"abi_params", std::move(abi)});
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << v;
-  return out;
+  return serialize(std::move(*v.getAsObject()), target);
 }
 
-std::string mlir::tfm::functionMetadata(StringRef name,
-                                        ArrayRef<AbiArg> abi) {
+std::string mlir::tfm::functionMetadata(StringRef name, ArrayRef<AbiArg> abi,
+                                        const llvm::json::Object &target) {
   llvm::json::Array inputs, outputs;
   for (const AbiArg &a : abi) {
     if (a.kind == AbiArg::Param)
@@ -129,10 +138,7 @@ std::string mlir::tfm::functionMetadata(StringRef name,
                           {"parameters", llvm::json::Array{}},
                           {"abi_params", llvm::json::Array{}},
                           {"parameter_count", 0}};
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << llvm::json::Value(std::move(root));
-  return out;
+  return serialize(std::move(root), target);
 }
 
 LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,

@@ -283,7 +283,8 @@ struct HostInterface {
 };
 
 FailureOr<HostInterface> readInterface(ModuleOp module, const ModelSpec *spec,
-                                       StringRef name) {
+                                       StringRef name,
+                                       const llvm::json::Object &target = {}) {
   FailureOr<std::vector<AbiArg>> abi = readAbi(module, name);
   auto func = module.lookupSymbol<func::FuncOp>(name);
   if (failed(abi) || !func) {
@@ -293,8 +294,8 @@ FailureOr<HostInterface> readInterface(ModuleOp module, const ModelSpec *spec,
   HostInterface iface;
   iface.abi = std::move(*abi);
   iface.paramTable = cast<ArrayAttr>(func->getAttr("tfm.params"));
-  iface.metadata = spec ? modelMetadata(*spec, iface.paramTable)
-                        : functionMetadata(name, iface.abi);
+  iface.metadata = spec ? modelMetadata(*spec, iface.paramTable, target)
+                        : functionMetadata(name, iface.abi, target);
   return iface;
 }
 
@@ -456,22 +457,6 @@ LogicalResult emitHost(const ModelSpec *spec, StringRef name, ModuleOp module,
   return linked;
 }
 
-/// `json` with the target and the compute precision added (the runtime reads
-/// them to upload weights and run on the GPU).
-std::string withTarget(StringRef json, StringRef target, StringRef dtype) {
-  llvm::Expected<llvm::json::Value> v = llvm::json::parse(json);
-  if (!v) {
-    llvm::consumeError(v.takeError());
-    return json.str();
-  }
-  v->getAsObject()->insert({"target", target.str()});
-  v->getAsObject()->insert({"compute_dtype", dtype.str()});
-  std::string out;
-  llvm::raw_string_ostream ss(out);
-  ss << *v;
-  return out;
-}
-
 /// The directory holding ptxas and fatbinary, or "" when there is none.
 std::string findCudaToolkit() {
   for (StringRef dir : {"/usr/local/cuda"}) {
@@ -556,10 +541,12 @@ LogicalResult lowerAndEmitCuda(MLIRContext &ctx, const ModelSpec *spec,
   }
   if (failed(run(GpuStage::Primitive, GpuStage::NVVM)))
     return failure();
-  FailureOr<HostInterface> iface = readInterface(module, spec, name);
+  // The runtime reads the target to upload weights and run on the GPU.
+  FailureOr<HostInterface> iface = readInterface(
+      module, spec, name,
+      llvm::json::Object{{"target", "cuda"}, {"compute_dtype", dtype.str()}});
   if (failed(iface) || failed(run(GpuStage::LLVM, GpuStage::LLVM)))
     return failure();
-  iface->metadata = withTarget(iface->metadata, "cuda", dtype);
   return emitHost(spec, name, module, *host, *iface, os);
 }
 

@@ -7,6 +7,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Target/TargetMachine.h"
 
 namespace mlir::tfm {
@@ -41,11 +42,14 @@ LogicalResult addEntryPoints(llvm::Module &module, StringRef name,
                              StringRef metadataJson, ArrayRef<AbiArg> abi,
                              bool exeAliases, std::string &error);
 
-/// The JSON the runtime reads: the description plus "abi_params".
-std::string modelMetadata(const ModelSpec &spec, ArrayAttr paramTable);
+/// The JSON the runtime reads: the description plus "abi_params", plus the
+/// fields of `target` (for a CUDA artifact "target" and "compute_dtype").
+std::string modelMetadata(const ModelSpec &spec, ArrayAttr paramTable,
+                          const llvm::json::Object &target = {});
 /// The same for a hand-written function (`tfmc f.mlir`): its name, its
 /// inputs and output, no parameters.
-std::string functionMetadata(StringRef name, ArrayRef<AbiArg> abi);
+std::string functionMetadata(StringRef name, ArrayRef<AbiArg> abi,
+                             const llvm::json::Object &target = {});
 
 /// Runs LLVM's O3 pipeline.
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm);
