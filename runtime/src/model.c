@@ -157,14 +157,8 @@ static void free_weights(tfm_model *m) {
   m->loaded = 0;
 }
 
-/* `n` f32 values as `dtype` (f32, f16 or bf16) in a new buffer. */
-static void *to_dtype(const float *src, int64_t n, int32_t dtype) {
-  if (dtype == TFM_F32) {
-    void *d = malloc((size_t)n * 4 + 4);
-    if (d)
-      memcpy(d, src, (size_t)n * 4);
-    return d;
-  }
+/* `n` f32 values as `dtype` (f16 or bf16) in a new buffer. */
+static uint16_t *to_dtype(const float *src, int64_t n, int32_t dtype) {
   uint16_t *d = malloc((size_t)n * 2 + 2);
   if (d)
     for (int64_t i = 0; i < n; ++i)
@@ -193,15 +187,17 @@ static tfm_status upload_weights(tfm_model *m) {
   size_t esize = tfm_dtype_size(m->compute_dtype);
   for (size_t i = 0; i < m->num_abi; ++i) {
     int64_t n = abi_numel(m, i);
-    void *host = to_dtype(m->abi[i].data, n, m->compute_dtype);
-    if (!host) {
+    uint16_t *half = NULL; /* f32 weights go up as they are */
+    if (m->compute_dtype != TFM_F32 &&
+        !(half = to_dtype(m->abi[i].data, n, m->compute_dtype))) {
       free_weights(m);
       return tfm_fail(TFM_ERR_MEMORY, "out of memory converting weights");
     }
+    const void *host = half ? (const void *)half : m->abi[i].data;
     tfm_status s = tfm_cuda_alloc(&m->abi[i].dev, (size_t)n * esize);
     if (s == TFM_OK)
       s = tfm_cuda_copy(m->abi[i].dev, host, (size_t)n * esize);
-    free(host);
+    free(half);
     free(m->abi[i].data);
     m->abi[i].data = NULL;
     if (s != TFM_OK) {
