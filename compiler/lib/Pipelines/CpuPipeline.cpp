@@ -2,6 +2,8 @@
 
 #include "tfm/Pipelines/Pipelines.h"
 
+#include "PipelineUtils.h"
+
 #include "tfm/Conversion/Passes.h"
 #include "tfm/Transforms/Passes.h"
 
@@ -12,10 +14,7 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-static void addText(OpPassManager &pm, StringRef text) {
-  if (failed(parsePassPipeline(text, pm)))
-    llvm::report_fatal_error("tfm: bad pass pipeline: " + text);
-}
+using pipelines::addText;
 
 static void buildLoopsStage(OpPassManager &pm,
                             const CpuPipelineOptions &options);
@@ -25,14 +24,8 @@ void mlir::tfm::buildTfmCpuPipeline(OpPassManager &pm,
                                     const CpuPipelineOptions &options,
                                     CpuStage first, CpuStage last) {
   auto want = [&](CpuStage s) { return first <= s && s <= last; };
-  if (want(CpuStage::Primitive))
-    pm.addNestedPass<func::FuncOp>(createTfmDecompose());
-  if (want(CpuStage::Fused)) {
-    if (options.fuseAttention)
-      pm.addNestedPass<func::FuncOp>(createTfmFuseAttention());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-  }
+  pipelines::addModelStages(pm, want(CpuStage::Primitive),
+                            want(CpuStage::Fused), options.fuseAttention);
   if (want(CpuStage::Linalg)) {
     TfmCpuAbiOptions abi;
     abi.panelWidth = 2 * options.vectorWidth;

@@ -17,6 +17,8 @@
 
 #include "tfm/Pipelines/Pipelines.h"
 
+#include "PipelineUtils.h"
+
 #include "tfm/Conversion/Passes.h"
 #include "tfm/Transforms/Passes.h"
 
@@ -28,23 +30,14 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-static void addText(OpPassManager &pm, StringRef text) {
-  if (failed(parsePassPipeline(text, pm)))
-    llvm::report_fatal_error("tfm: bad pass pipeline: " + text);
-}
+using pipelines::addText;
 
 void mlir::tfm::buildTfmCudaPipeline(OpPassManager &pm,
                                      const CudaPipelineOptions &options,
                                      GpuStage first, GpuStage last) {
   auto want = [&](GpuStage s) { return first <= s && s <= last; };
-  if (want(GpuStage::Primitive))
-    pm.addNestedPass<func::FuncOp>(createTfmDecompose());
-  if (want(GpuStage::Fused)) {
-    if (options.fuseAttention)
-      pm.addNestedPass<func::FuncOp>(createTfmFuseAttention());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-  }
+  pipelines::addModelStages(pm, want(GpuStage::Primitive),
+                            want(GpuStage::Fused), options.fuseAttention);
   if (want(GpuStage::Linalg)) {
     TfmCpuAbiOptions abi;
     abi.panelWidth = 64;
