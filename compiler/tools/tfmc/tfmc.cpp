@@ -459,16 +459,13 @@ LogicalResult emitHost(const ModelSpec *spec, StringRef name, ModuleOp module,
 
 /// The directory holding ptxas and fatbinary, or "" when there is none.
 std::string findCudaToolkit() {
-  for (StringRef dir : {"/usr/local/cuda"}) {
-    SmallString<128> ptxas(dir);
-    llvm::sys::path::append(ptxas, "bin", "ptxas");
-    if (llvm::sys::fs::can_execute(ptxas))
-      return dir.str();
-  }
-  if (auto p = llvm::sys::findProgramByName("ptxas"))
-    return llvm::sys::path::parent_path(llvm::sys::path::parent_path(*p))
-        .str();
-  return "";
+  auto ptxas = llvm::sys::findProgramByName("ptxas", {"/usr/local/cuda/bin"});
+  if (!ptxas)
+    ptxas = llvm::sys::findProgramByName("ptxas");
+  if (!ptxas)
+    return "";
+  return llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas))
+      .str();
 }
 
 /// Runs the CUDA pipeline and writes the requested stage or artifact.
