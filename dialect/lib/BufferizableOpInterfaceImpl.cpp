@@ -56,11 +56,10 @@ Operation *createAttention(RewriterBase &rewriter, AttentionKernelOp k,
 
 /// The kernels read their inputs, overwrite their destination (so do not
 /// read it) and alias it with their result.
-template <typename OpTy, Operation *(*Create)(RewriterBase &, OpTy,
-                                              ArrayRef<Value>)>
+template <typename OpTy,
+          Operation *(*Create)(RewriterBase &, OpTy, ArrayRef<Value>)>
 struct KernelModel
-    : DstBufferizableOpInterfaceExternalModel<KernelModel<OpTy, Create>,
-                                              OpTy> {
+    : DstBufferizableOpInterfaceExternalModel<KernelModel<OpTy, Create>, OpTy> {
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const AnalysisState &) const {
     return !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand);

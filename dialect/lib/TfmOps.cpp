@@ -1,4 +1,5 @@
-//===- TfmOps.cpp - tfm dialect operations ---------------------------------===//
+//===- TfmOps.cpp - tfm dialect operations
+//---------------------------------===//
 //
 // Verifiers for every shape and attribute rule of the tfm ops. Dynamic
 // dimensions are compatible with anything; static ones must agree.
@@ -32,8 +33,8 @@ std::string dimStr(int64_t d) {
 LogicalResult checkRank(Operation *op, Value v, int64_t rank, StringRef what) {
   int64_t actual = tensorType(v).getRank();
   if (actual != rank)
-    return op->emitOpError() << what << " must have rank " << rank
-                             << ", got rank " << actual;
+    return op->emitOpError()
+           << what << " must have rank " << rank << ", got rank " << actual;
   return success();
 }
 
@@ -56,8 +57,8 @@ LogicalResult checkSameElementType(Operation *op) {
     if (!elt)
       elt = t.getElementType();
     else if (elt != t.getElementType())
-      return op->emitOpError() << "mixes element types " << elt << " and "
-                               << t.getElementType();
+      return op->emitOpError()
+             << "mixes element types " << elt << " and " << t.getElementType();
     return success();
   };
   for (Value v : op->getOperands())
@@ -152,8 +153,8 @@ LogicalResult EmbedOp::verify() {
     return failure();
   auto tok = tensorType(getTokens()).getShape();
   auto table = tensorType(getTable()).getShape();
-  if (failed(checkShape(*this, getResult(), {tok[0], tok[1], table[1]},
-                        "result")))
+  if (failed(
+          checkShape(*this, getResult(), {tok[0], tok[1], table[1]}, "result")))
     return failure();
   return checkSameElementType(*this);
 }
@@ -228,7 +229,8 @@ LogicalResult MultiHeadAttentionOp::verify() {
   if (failed(checkRank(op, getQuery(), 3, "query")) ||
       failed(checkRank(op, getSource(), 3, "source")))
     return failure();
-  int64_t heads = getHeadsAttr().getInt(), kvHeads = getKvHeadsAttr().getInt(), hd = getHeadDimAttr().getInt();
+  int64_t heads = getHeadsAttr().getInt(), kvHeads = getKvHeadsAttr().getInt(),
+          hd = getHeadDimAttr().getInt();
   if (failed(checkPositive(op, heads, "heads")) ||
       failed(checkPositive(op, kvHeads, "kv_heads")) ||
       failed(checkPositive(op, hd, "head_dim")))
@@ -337,8 +339,8 @@ LogicalResult PatchEmbedOp::verify() {
   int64_t d = tensorType(getWeight()).getDimSize(0);
   if (failed(checkShape(op, getWeight(), {d, c * p * p}, "weight")) ||
       failed(checkShape(op, getBias(), {d}, "bias")) ||
-      failed(checkShape(op, getResult(), {px[0], (s / p) * (s / p), d},
-                        "result")))
+      failed(
+          checkShape(op, getResult(), {px[0], (s / p) * (s / p), d}, "result")))
     return failure();
   return checkSameElementType(op);
 }
@@ -380,8 +382,8 @@ LogicalResult MatmulOp::verify() {
   for (int64_t i = 0; i < rank - 2; ++i) {
     int64_t a = lhs.getDimSize(i), b = rhs.getDimSize(i);
     if (!dimsCompatible(a, b))
-      return emitOpError() << "batch dimension " << i << " differs: "
-                           << dimStr(a) << " vs " << dimStr(b);
+      return emitOpError() << "batch dimension " << i
+                           << " differs: " << dimStr(a) << " vs " << dimStr(b);
     expected.push_back(ShapedType::isDynamic(a) ? b : a);
   }
   int64_t m = lhs.getDimSize(getTransposeLhs() ? rank - 1 : rank - 2);
@@ -418,8 +420,8 @@ LogicalResult MaskOp::verify() {
 LogicalResult SoftmaxOp::verify() {
   int64_t rank = getType().getRank();
   if (getAxisAttr().getInt() < 0 || getAxisAttr().getInt() >= rank)
-    return emitOpError() << "axis " << getAxisAttr().getInt() << " is out of range for rank "
-                         << rank;
+    return emitOpError() << "axis " << getAxisAttr().getInt()
+                         << " is out of range for rank " << rank;
   return success();
 }
 
@@ -493,9 +495,10 @@ LogicalResult RepeatKvOp::verify() {
       failed(checkPositive(*this, getRepeatsAttr().getInt(), "repeats")))
     return failure();
   auto in = tensorType(getInput()).getShape();
-  if (failed(checkShape(*this, getResult(),
-                        {in[0], mulDims(in[1], getRepeatsAttr().getInt()), in[2], in[3]},
-                        "result")))
+  if (failed(checkShape(
+          *this, getResult(),
+          {in[0], mulDims(in[1], getRepeatsAttr().getInt()), in[2], in[3]},
+          "result")))
     return failure();
   return checkSameElementType(*this);
 }
@@ -569,7 +572,9 @@ void AttentionKernelOp::getEffects(
 }
 
 /// Element types the kernel ops compute in (f16/bf16 on GPUs).
-static bool isKernelFloat(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+static bool isKernelFloat(Type t) {
+  return t.isF32() || t.isF16() || t.isBF16();
+}
 
 LogicalResult LinearKernelOp::verify() {
   Type elt = cast<ShapedType>(getInput().getType()).getElementType();
@@ -622,8 +627,8 @@ LogicalResult UnpackWeightOp::verify() {
 LogicalResult AttentionKernelOp::verify() {
   Type elt = cast<ShapedType>(getQuery().getType()).getElementType();
   for (Value v : {getQuery(), getKey(), getValue(), getOutput()})
-    if (!cast<ShapedType>(v.getType()).hasRank() ||
-        bufShape(v).size() != 4 || !isKernelFloat(elt) ||
+    if (!cast<ShapedType>(v.getType()).hasRank() || bufShape(v).size() != 4 ||
+        !isKernelFloat(elt) ||
         cast<ShapedType>(v.getType()).getElementType() != elt)
       return emitOpError() << "query, key, value and output must be 4-D, of "
                               "one element type: f32, f16 or bf16";
@@ -638,8 +643,7 @@ LogicalResult AttentionKernelOp::verify() {
                             "agree";
   for (int i = 0; i < 3; ++i)
     if (!dimsCompatible(o[i], q[i]))
-      return emitOpError() << "output must match the query in dimension "
-                           << i;
+      return emitOpError() << "output must match the query in dimension " << i;
   if (!dimsCompatible(o[3], v[3]))
     return emitOpError() << "output dimension 3 must match the value's";
   if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&

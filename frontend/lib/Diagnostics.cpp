@@ -36,10 +36,9 @@ DiagRef DiagEmitter::error(llvm::SMLoc smloc, const llvm::Twine &msg) {
 
 DiagRef DiagEmitter::warning(llvm::SMLoc smloc, const llvm::Twine &msg) {
   std::string text = msg.str();
-  std::string key = "w" +
-                    std::to_string(reinterpret_cast<uintptr_t>(
-                        smloc.getPointer())) +
-                    ":" + text;
+  std::string key =
+      "w" + std::to_string(reinterpret_cast<uintptr_t>(smloc.getPointer())) +
+      ":" + text;
   if (!seen.insert(key).second)
     return DiagRef();
   return DiagRef(emitWarning(loc(smloc), text));

@@ -134,9 +134,9 @@ Token Lexer::lex() {
       diags.error(tok.getLoc(),
                   "unexpected character '" + llvm::Twine(c) + "'");
     else
-      diags.error(tok.getLoc(), "unexpected byte 0x" +
-                                    llvm::utohexstr(static_cast<unsigned char>(c),
-                                                    false, 2));
+      diags.error(tok.getLoc(),
+                  "unexpected byte 0x" +
+                      llvm::utohexstr(static_cast<unsigned char>(c), false, 2));
     return tok;
   }
 }

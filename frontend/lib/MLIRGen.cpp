@@ -38,16 +38,16 @@ private:
   }
   Value param(const std::string &name, ArrayRef<int64_t> shape) {
     return ParamOp::create(b, loc, RankedTensorType::get(shape, elt),
-                             b.getStringAttr(name));
+                           b.getStringAttr(name));
   }
   Value norm(Value x, const std::string &name, const NormSpec &n) {
     int64_t d = spec.dModel;
     Value w = param(name + ".weight", {d});
-    Value bias = n.kind == NormKind::layernorm ? param(name + ".bias", {d})
-                                               : Value();
+    Value bias =
+        n.kind == NormKind::layernorm ? param(name + ".bias", {d}) : Value();
     return NormOp::create(b, loc, x.getType(), x, w, bias,
-                            NormKindAttr::get(b.getContext(), n.kind),
-                            b.getF64FloatAttr(n.eps));
+                          NormKindAttr::get(b.getContext(), n.kind),
+                          b.getF64FloatAttr(n.eps));
   }
   Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
   Value attention(Value q, Value kv, const std::string &name,
@@ -92,7 +92,8 @@ Value Generator::attention(Value q, Value kv, const std::string &name,
     theta = b.getF64FloatAttr(rope->ropeTheta);
     style = RopeStyleAttr::get(ctx, rope->ropeStyle);
   }
-  return MultiHeadAttentionOp::create(b, loc, q.getType(), q, kv, wq, wk, wv, wo, biases, lengths,
+  return MultiHeadAttentionOp::create(
+      b, loc, q.getType(), q, kv, wq, wk, wv, wo, biases, lengths,
       b.getI64IntegerAttr(a.heads), b.getI64IntegerAttr(a.kvHeads),
       b.getI64IntegerAttr(a.headDim), MaskKindAttr::get(ctx, a.mask), window,
       b.getF64FloatAttr(a.scale), theta, style);
@@ -113,25 +114,27 @@ Value Generator::ffn(Value x, const std::string &name, const FfnSpec &f) {
     biases.push_back(param(name + ".down.bias", {d}));
   }
   return FfnOp::create(b, loc, x.getType(), x, up, gate, down, biases,
-                         ActivationAttr::get(b.getContext(), f.activation));
+                       ActivationAttr::get(b.getContext(), f.activation));
 }
 
 Value Generator::embedTokens(Value tokens, const StackSpec &s) {
   Value table = param("embed.tokens.weight", {spec.vocab, spec.dModel});
   auto op = EmbedOp::create(b, loc, act(kDyn, spec.dModel), tokens, table,
-                              s.embedding.scale);
+                            s.embedding.scale);
   return op;
 }
 
-Value Generator::stack(Value x, const StackSpec &s, Value lengths,
-                       Value memory, Value memoryLengths) {
+Value Generator::stack(Value x, const StackSpec &s, Value lengths, Value memory,
+                       Value memoryLengths) {
   MLIRContext *ctx = b.getContext();
   if (s.embedding.position == PositionEncoding::learned)
-    x = PositionsOp::create(b, loc, x.getType(), x,
+    x = PositionsOp::create(
+        b, loc, x.getType(), x,
         param(s.prefix + "embed.positions.weight", {spec.context, spec.dModel}),
         PositionKindAttr::get(ctx, PositionKind::learned));
   else if (s.embedding.position == PositionEncoding::sinusoidal)
-    x = PositionsOp::create(b, loc, x.getType(), x, Value(),
+    x = PositionsOp::create(
+        b, loc, x.getType(), x, Value(),
         PositionKindAttr::get(ctx, PositionKind::sinusoidal));
 
   for (int64_t i = 0; i < s.layers; ++i) {
@@ -186,7 +189,7 @@ OwningOpRef<ModuleOp> Generator::build() {
     resultTypes.push_back(RankedTensorType::get(shape, elt));
   }
   auto func = func::FuncOp::create(b, loc, spec.name,
-                                     b.getFunctionType(inputTypes, resultTypes));
+                                   b.getFunctionType(inputTypes, resultTypes));
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
@@ -194,10 +197,10 @@ OwningOpRef<ModuleOp> Generator::build() {
   if (spec.arch == Arch::encoder_decoder) {
     Value src = entry->getArgument(0), tgt = entry->getArgument(1);
     unsigned next = 2;
-    Value srcLen = spec.stacks[0].attention.padding ? entry->getArgument(next++)
-                                                    : Value();
-    Value tgtLen = spec.stacks[1].attention.padding ? entry->getArgument(next++)
-                                                    : Value();
+    Value srcLen =
+        spec.stacks[0].attention.padding ? entry->getArgument(next++) : Value();
+    Value tgtLen =
+        spec.stacks[1].attention.padding ? entry->getArgument(next++) : Value();
     Value memory =
         stack(embedTokens(src, spec.stacks[0]), spec.stacks[0], srcLen, {}, {});
     x = stack(embedTokens(tgt, spec.stacks[1]), spec.stacks[1], tgtLen, memory,
@@ -211,10 +214,11 @@ OwningOpRef<ModuleOp> Generator::build() {
       Value w = param("patch.weight", {spec.dModel, c * p * p});
       Value bias = param("patch.bias", {spec.dModel});
       x = PatchEmbedOp::create(b, loc, act(spec.input.patches(), spec.dModel),
-                                 in, w, bias, b.getI64IntegerAttr(p));
+                               in, w, bias, b.getI64IntegerAttr(p));
       if (s.embedding.clsToken)
-        x = PrependTokenOp::create(b, loc, act(spec.input.patches() + 1, spec.dModel), x,
-            param("embed.cls_token", {spec.dModel}));
+        x = PrependTokenOp::create(b, loc,
+                                   act(spec.input.patches() + 1, spec.dModel),
+                                   x, param("embed.cls_token", {spec.dModel}));
     } else {
       x = embedTokens(in, s);
     }
@@ -235,15 +239,17 @@ OwningOpRef<ModuleOp> Generator::build() {
                   ? param("embed.tokens.weight", {spec.vocab, spec.dModel})
                   : param("lm_head.weight", {spec.vocab, spec.dModel});
     auto xt = cast<RankedTensorType>(x.getType());
-    x = LinearOp::create(b, loc, act(xt.getDimSize(1), spec.vocab), x, w, Value());
+    x = LinearOp::create(b, loc, act(xt.getDimSize(1), spec.vocab), x, w,
+                         Value());
     break;
   }
   case OutputKind::classifier: {
-    x = PoolOp::create(b, loc, RankedTensorType::get({kDyn, spec.dModel}, elt), x, lengths,
-        PoolKindAttr::get(ctx, spec.output.pool));
+    x = PoolOp::create(b, loc, RankedTensorType::get({kDyn, spec.dModel}, elt),
+                       x, lengths, PoolKindAttr::get(ctx, spec.output.pool));
     Value w = param("classifier.weight", {spec.output.classes, spec.dModel});
     Value bias = param("classifier.bias", {spec.output.classes});
-    x = LinearOp::create(b, loc, RankedTensorType::get({kDyn, spec.output.classes}, elt), x, w,
+    x = LinearOp::create(
+        b, loc, RankedTensorType::get({kDyn, spec.output.classes}, elt), x, w,
         bias);
     break;
   }

@@ -165,9 +165,8 @@ std::vector<TensorSpec> ModelSpec::inputs() const {
     return in;
   }
   if (input.image)
-    in.push_back({"pixels",
-                  "float32",
-                  {kDimB, input.channels, input.size, input.size}});
+    in.push_back(
+        {"pixels", "float32", {kDimB, input.channels, input.size, input.size}});
   else
     in.push_back({"tokens", "int32", {kDimB, kDimT}});
   if (mainStack().attention.padding)
@@ -204,12 +203,10 @@ static json::Value shapeJSON(const std::vector<int64_t> &shape) {
 }
 
 static json::Value attentionJSON(const AttentionSpec &a, bool cross) {
-  json::Object o{{"heads", a.heads},
-                 {"kv_heads", a.kvHeads},
-                 {"head_dim", a.headDim},
-                 {"bias", a.bias},
-                 {"scale", a.scale},
-                 {"scale_is_default", a.scaleIsDefault}};
+  json::Object o{
+      {"heads", a.heads},      {"kv_heads", a.kvHeads},
+      {"head_dim", a.headDim}, {"bias", a.bias},
+      {"scale", a.scale},      {"scale_is_default", a.scaleIsDefault}};
   if (!cross) {
     o["mask"] = stringifyMaskKind(a.mask).str();
     if (a.mask == MaskKind::sliding)
@@ -283,7 +280,8 @@ json::Value ModelSpec::toJSON() const {
   json::Array params;
   int64_t count = 0;
   for (const ParamSpec &p : this->params()) {
-    params.push_back(json::Object{{"name", p.name}, {"shape", shapeJSON(p.shape)}});
+    params.push_back(
+        json::Object{{"name", p.name}, {"shape", shapeJSON(p.shape)}});
     count += p.numElements();
   }
   root["parameters"] = std::move(params);

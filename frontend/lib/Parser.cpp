@@ -89,9 +89,9 @@ void Parser::skipStatement() {
   parenDepth = 0;
   int braces = 0;
   while (!tok.is(TokenKind::eof)) {
-    if (braces == 0 && (tok.is(TokenKind::newline) ||
-                        tok.is(TokenKind::semicolon) ||
-                        tok.is(TokenKind::r_brace)))
+    if (braces == 0 &&
+        (tok.is(TokenKind::newline) || tok.is(TokenKind::semicolon) ||
+         tok.is(TokenKind::r_brace)))
       return;
     if (tok.is(TokenKind::l_brace))
       ++braces;
@@ -164,11 +164,11 @@ bool Parser::parseBody(Section &section, int depth) {
       return true;
     }
     if (tok.is(TokenKind::eof)) {
-      auto diag = diags.error(tok.getLoc(), "expected '}' to close '" +
-                                                section.name + "'");
+      auto diag = diags.error(tok.getLoc(),
+                              "expected '}' to close '" + section.name + "'");
       if (diag)
-        diag.attachNote(diags.loc(open)) << "'" << section.name
-                                         << "' opened here";
+        diag.attachNote(diags.loc(open))
+            << "'" << section.name << "' opened here";
       return false;
     }
     if (!tok.is(TokenKind::identifier)) {
@@ -190,8 +190,8 @@ bool Parser::parseBody(Section &section, int depth) {
       }
       if (!tok.is(TokenKind::newline) && !tok.is(TokenKind::semicolon) &&
           !tok.is(TokenKind::r_brace) && !tok.is(TokenKind::eof)) {
-        errorHere("expected a newline or ';' after the value of '" +
-                  stmt.name + "', got " + describeTok());
+        errorHere("expected a newline or ';' after the value of '" + stmt.name +
+                  "', got " + describeTok());
         skipStatement();
       }
       section.stmts.push_back(std::move(stmt));

@@ -36,11 +36,10 @@ struct SectionSchema {
   llvm::ArrayRef<StringRef> sections;
 };
 
-const StringRef kTopKeys[] = {"arch",  "vocab",  "context", "d_model",
-                              "layers", "dtype", "input",   "output",
-                              "residual"};
-const StringRef kTopSections[] = {"embedding", "attention", "ffn",
-                                  "norm",      "encoder",   "decoder",
+const StringRef kTopKeys[] = {"arch",  "vocab", "context", "d_model", "layers",
+                              "dtype", "input", "output",  "residual"};
+const StringRef kTopSections[] = {"embedding",      "attention", "ffn",
+                                  "norm",           "encoder",   "decoder",
                                   "cross_attention"};
 const StringRef kStackKeys[] = {"layers"};
 const StringRef kEncoderSections[] = {"embedding", "attention", "ffn", "norm"};
@@ -48,8 +47,8 @@ const StringRef kDecoderSections[] = {"embedding", "attention", "ffn", "norm",
                                       "cross_attention"};
 const StringRef kEmbeddingKeys[] = {"position", "tie_output", "scale",
                                     "cls_token"};
-const StringRef kAttentionKeys[] = {"heads", "kv_heads", "head_dim", "mask",
-                                    "padding", "bias", "scale"};
+const StringRef kAttentionKeys[] = {"heads",   "kv_heads", "head_dim", "mask",
+                                    "padding", "bias",     "scale"};
 const StringRef kCrossKeys[] = {"heads", "kv_heads", "head_dim", "bias",
                                 "scale"};
 const StringRef kFfnKeys[] = {"hidden", "activation", "bias"};
@@ -116,15 +115,13 @@ const Choice kInputChoices[] = {{"tokens", {}}, {"image", kImageArgs}};
 const Choice kOutputChoices[] = {
     {"lm_head", {}}, {"hidden", {}}, {"classifier", kClassifierArgs}};
 const Choice kResidualChoices[] = {{"sequential", {}}, {"parallel", {}}};
-const Choice kPositionChoices[] = {{"learned", {}},
-                                   {"sinusoidal", {}},
-                                   {"rope", kRopeArgs},
-                                   {"none", {}}};
+const Choice kPositionChoices[] = {
+    {"learned", {}}, {"sinusoidal", {}}, {"rope", kRopeArgs}, {"none", {}}};
 const Choice kMaskChoices[] = {
     {"none", {}}, {"causal", {}}, {"sliding", kSlidingArgs}};
-const Choice kActivationChoices[] = {{"relu", {}},   {"gelu", {}},
+const Choice kActivationChoices[] = {{"relu", {}},      {"gelu", {}},
                                      {"gelu_tanh", {}}, {"silu", {}},
-                                     {"swiglu", {}}, {"geglu", {}}};
+                                     {"swiglu", {}},    {"geglu", {}}};
 const Choice kNormKindChoices[] = {{"layernorm", {}}, {"rmsnorm", {}}};
 const Choice kPlacementChoices[] = {{"pre", {}}, {"post", {}}};
 
@@ -281,16 +278,15 @@ void Sema::collect(const Section &section, const SectionSchema &schema,
                                   stmt.name + " = value");
         continue;
       }
-      std::string msg = ("unknown section '" + stmt.name + "' in '" +
-                         scope.name + "'")
-                            .str();
+      std::string msg =
+          ("unknown section '" + stmt.name + "' in '" + scope.name + "'").str();
       StringRef near = closestMatch(stmt.name, schema.sections);
       if (!near.empty())
         msg += ("; did you mean '" + near + "'?").str();
       else if (llvm::is_contained(kTopSections, stmt.name))
-        msg += ("; '" + stmt.name + "' is not valid inside '" + scope.name +
-                "'")
-                   .str();
+        msg +=
+            ("; '" + stmt.name + "' is not valid inside '" + scope.name + "'")
+                .str();
       diags.error(stmt.loc, msg);
       continue;
     }
@@ -346,15 +342,16 @@ std::optional<Num> Sema::evalBinding(Binding &b, SMLoc refLoc) {
   case Binding::Failed:
     return std::nullopt;
   case Binding::Busy:
-    diags.error(refLoc, "'" + b.stmt->name +
-                            "' depends on itself (a cycle of keys)");
+    diags.error(refLoc,
+                "'" + b.stmt->name + "' depends on itself (a cycle of keys)");
     return std::nullopt;
   case Binding::Fresh:
     break;
   }
   if (!isNumeric(*b.stmt->value, *b.scope)) {
-    diags.error(refLoc, "'" + b.stmt->name + "' is not a number and "
-                                             "cannot be used in an expression");
+    diags.error(refLoc, "'" + b.stmt->name +
+                            "' is not a number and "
+                            "cannot be used in an expression");
     return std::nullopt;
   }
   b.state = Binding::Busy;
@@ -492,16 +489,14 @@ constexpr int64_t kMaxSize = 2147483647;
 /// More layers than this would only make the IR huge, never a real model.
 constexpr int64_t kMaxLayers = 1024;
 
-bool Sema::checkPositive(Scope &s, StringRef key, const Num &v,
-                         int64_t &out) {
+bool Sema::checkPositive(Scope &s, StringRef key, const Num &v, int64_t &out) {
   if (!v.isInt) {
-    diags.error(s.valueLoc(key), "'" + key + "' must be an integer, got " +
-                                     numStr(v));
+    diags.error(s.valueLoc(key),
+                "'" + key + "' must be an integer, got " + numStr(v));
     return false;
   }
   if (v.i <= 0) {
-    diags.error(s.valueLoc(key),
-                "'" + key + "' must be > 0, got " + numStr(v));
+    diags.error(s.valueLoc(key), "'" + key + "' must be > 0, got " + numStr(v));
     return false;
   }
   int64_t limit = key == "layers" ? kMaxLayers : kMaxSize;
@@ -522,8 +517,8 @@ Got Sema::getInt(Scope &s, StringRef key, int64_t &out) {
     return Got::Unset;
   const Expr &e = *b->stmt->value;
   if (!isNumeric(e, s)) {
-    diags.error(e.loc, "'" + key + "' must be an integer, got '" +
-                           e.spelling + "'");
+    diags.error(e.loc,
+                "'" + key + "' must be an integer, got '" + e.spelling + "'");
     return Got::Bad;
   }
   std::optional<Num> v = evalBinding(*b, e.loc);
@@ -562,8 +557,8 @@ Got Sema::getBool(Scope &s, StringRef key, bool &out) {
   std::string got;
   llvm::raw_string_ostream os(got);
   printExpr(e, os);
-  std::string msg = ("'" + key + "' must be true or false, got '" + got + "'")
-                        .str();
+  std::string msg =
+      ("'" + key + "' must be true or false, got '" + got + "'").str();
   if (e.kind == Expr::Kind::Name) {
     StringRef near = closestMatch(e.spelling, {"true", "false"});
     if (!near.empty())
@@ -596,8 +591,7 @@ Got Sema::getChoice(Scope &s, StringRef key, llvm::ArrayRef<Choice> choices,
     return Got::Unset;
   const Expr &e = *b->stmt->value;
   if (e.kind != Expr::Kind::Name && e.kind != Expr::Kind::Call) {
-    diags.error(e.loc, "'" + key + "' must be one of " +
-                           listChoices(choices));
+    diags.error(e.loc, "'" + key + "' must be one of " + listChoices(choices));
     return Got::Bad;
   }
   const Choice *choice = nullptr;
@@ -633,9 +627,9 @@ Got Sema::getChoice(Scope &s, StringRef key, llvm::ArrayRef<Choice> choices,
       std::vector<StringRef> names;
       for (const ArgSpec &a : choice->args)
         names.push_back(a.name);
-      std::string msg = ("unknown argument '" + arg.name + "' of '" +
-                         choice->name + "'")
-                            .str();
+      std::string msg =
+          ("unknown argument '" + arg.name + "' of '" + choice->name + "'")
+              .str();
       StringRef near = closestMatch(arg.name, names);
       if (!near.empty())
         msg += ("; did you mean '" + near + "'?").str();
@@ -657,9 +651,8 @@ Got Sema::getChoice(Scope &s, StringRef key, llvm::ArrayRef<Choice> choices,
     if (spec->kind == ArgSpec::Word) {
       if (v.kind != Expr::Kind::Name ||
           !llvm::is_contained(spec->words, v.spelling)) {
-        std::string msg = ("'" + arg.name + "' of '" + choice->name +
-                           "' must be ")
-                              .str();
+        std::string msg =
+            ("'" + arg.name + "' of '" + choice->name + "' must be ").str();
         for (auto [i, w] : llvm::enumerate(spec->words))
           msg += (i ? " or " : "") + w.str();
         if (v.kind == Expr::Kind::Name) {
@@ -695,8 +688,7 @@ Got Sema::getChoice(Scope &s, StringRef key, llvm::ArrayRef<Choice> choices,
       if (n->i > kMaxSize) {
         diags.error(v.loc, llvm::formatv("'{0}' of '{1}' ({2}) is larger "
                                          "than the limit of {3}",
-                                         arg.name, choice->name, n->i,
-                                         kMaxSize)
+                                         arg.name, choice->name, n->i, kMaxSize)
                                .str());
         ok = false;
         continue;
@@ -719,9 +711,9 @@ Got Sema::getChoice(Scope &s, StringRef key, llvm::ArrayRef<Choice> choices,
     } else if (a.kind == ArgSpec::Word) {
       out.words[a.name] = a.words.front();
     } else {
-      out.nums[a.name] = Num{a.kind == ArgSpec::Int,
-                             static_cast<int64_t>(a.defaultValue),
-                             a.defaultValue};
+      out.nums[a.name] =
+          Num{a.kind == ArgSpec::Int, static_cast<int64_t>(a.defaultValue),
+              a.defaultValue};
     }
   }
   return ok ? Got::Ok : Got::Bad;
@@ -753,8 +745,8 @@ void Sema::resolveEmbedding(Scope &s, EmbeddingSpec &out) {
   getBool(s, "cls_token", out.clsToken);
 }
 
-void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder,
-                            bool cross, AttentionSpec &out) {
+void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
+                            AttentionSpec &out) {
   Got heads = getInt(s, "heads", out.heads);
   if (heads == Got::Unset)
     diags.error(s.loc, "'" + s.name + "' needs 'heads'");
@@ -856,8 +848,8 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     raw[name] = s;
     return s;
   };
-  for (StringRef sec : {"embedding", "attention", "ffn", "norm",
-                        "cross_attention"})
+  for (StringRef sec :
+       {"embedding", "attention", "ffn", "norm", "cross_attention"})
     rawScope(top, "", sec);
   Scope *encScope = rawScope(top, "", "encoder");
   Scope *decScope = rawScope(top, "", "decoder");
@@ -928,8 +920,8 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     diags.error(decl.loc, "model '" + decl.name + "' needs 'd_model'");
   bool imageInput = input.name == "image";
   if (gotVocab == Got::Unset && !imageInput)
-    diags.error(decl.loc, "model '" + decl.name +
-                              "' needs 'vocab' (token input)");
+    diags.error(decl.loc,
+                "model '" + decl.name + "' needs 'vocab' (token input)");
   if (gotContext == Got::Unset && !imageInput)
     diags.error(decl.loc, "model '" + decl.name +
                               "' needs 'context' (the longest sequence)");
@@ -938,8 +930,8 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
                 "image input is only supported with arch = encoder or "
                 "decoder");
 
-  spec.output.kind = spec.arch == Arch::encoder ? OutputKind::hidden
-                                                : OutputKind::lm_head;
+  spec.output.kind =
+      spec.arch == Arch::encoder ? OutputKind::hidden : OutputKind::lm_head;
   if (getChoice(*top, "output", kOutputChoices, output) == Got::Ok) {
     if (output.name == "lm_head")
       spec.output.kind = OutputKind::lm_head;
@@ -985,9 +977,10 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     auto view = [&](StringRef section) {
       Scope *shared = raw.lookup(section);
       Scope *own = encDec ? raw.lookup(pre + section.str()) : nullptr;
-      Scope *s = merged(pre + section.str(), own   ? own->loc
-                                             : shared ? shared->loc
-                                                      : ss.stack->loc,
+      Scope *s = merged(pre + section.str(),
+                        own      ? own->loc
+                        : shared ? shared->loc
+                                 : ss.stack->loc,
                         ss.stack, {shared, own});
       return s;
     };
@@ -1013,22 +1006,21 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     if (spec.parallelResidual && !stack.norm.pre)
       diags.error(top->keyLoc("residual"),
                   "residual = parallel needs norm placement = pre");
-    if (stack.embedding.tieOutput &&
-        spec.output.kind != OutputKind::lm_head)
+    if (stack.embedding.tieOutput && spec.output.kind != OutputKind::lm_head)
       diags.warning(emb->keyLoc("tie_output"),
                     "tie_output has no effect without output = lm_head");
     if (encDec && decoder) {
       stack.hasCross = true;
-      Scope *cross = merged(
-          "decoder.cross_attention",
-          raw.lookup("decoder.cross_attention")
-              ? raw.lookup("decoder.cross_attention")->loc
-              : (raw.lookup("cross_attention")
-                     ? raw.lookup("cross_attention")->loc
-                     : attn->loc),
-          ss.stack, {attn, raw.lookup("cross_attention"),
-                     raw.lookup("decoder.cross_attention")},
-          {"mask", "padding"});
+      Scope *cross = merged("decoder.cross_attention",
+                            raw.lookup("decoder.cross_attention")
+                                ? raw.lookup("decoder.cross_attention")->loc
+                                : (raw.lookup("cross_attention")
+                                       ? raw.lookup("cross_attention")->loc
+                                       : attn->loc),
+                            ss.stack,
+                            {attn, raw.lookup("cross_attention"),
+                             raw.lookup("decoder.cross_attention")},
+                            {"mask", "padding"});
       resolveAttention(*cross, spec.dModel, decoder, /*cross=*/true,
                        stack.cross);
     }
@@ -1065,8 +1057,9 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
       break;
   }
   if (tooBig) {
-    diags.error(decl.loc, "model '" + decl.name + "' has more than 2^48 "
-                                                  "parameters");
+    diags.error(decl.loc, "model '" + decl.name +
+                              "' has more than 2^48 "
+                              "parameters");
     return std::nullopt;
   }
   return spec;
@@ -1088,10 +1081,9 @@ const ModelDecl *mlir::tfm::selectModel(const FileAST &file,
                           ->getBufferStart()),
                   "no model in this file: write model NAME { ... }");
     else
-      diags.error(file.models[1].loc, "this file holds " +
-                                          llvm::Twine(file.models.size()) +
-                                          " models (" + names +
-                                          "): pick one with --model NAME");
+      diags.error(file.models[1].loc,
+                  "this file holds " + llvm::Twine(file.models.size()) +
+                      " models (" + names + "): pick one with --model NAME");
     return nullptr;
   }
   for (const ModelDecl &m : file.models)
@@ -1105,14 +1097,14 @@ const ModelDecl *mlir::tfm::selectModel(const FileAST &file,
   if (!near.empty())
     msg += ("; did you mean '" + near + "'?").str();
   msg += " (models: " + (names.empty() ? std::string("none") : names) + ")";
-  diags.error(file.models.empty()
-                  ? llvm::SMLoc::getFromPointer(
-                        diags.getSourceMgr()
-                            .getMemoryBuffer(
-                                diags.getSourceMgr().getMainFileID())
-                            ->getBufferStart())
-                  : file.models.front().loc,
-              msg);
+  diags.error(
+      file.models.empty()
+          ? llvm::SMLoc::getFromPointer(
+                diags.getSourceMgr()
+                    .getMemoryBuffer(diags.getSourceMgr().getMainFileID())
+                    ->getBufferStart())
+          : file.models.front().loc,
+      msg);
   return nullptr;
 }
 

@@ -87,7 +87,7 @@ int tfm_main(int argc, char **argv, const char *model_json,
       continue;
     }
     static const char *const with_value[] = {
-        "--weights", "--output", "--random-weights", "--threads",
+        "--weights", "--output",       "--random-weights", "--threads",
         "--bench",   "--random-input", "--input"};
     int known = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof *with_value; ++k)
@@ -209,8 +209,9 @@ int tfm_main(int argc, char **argv, const char *model_json,
         if (!strcmp(input_names[k], tfm_model_input_name(m, i)))
           slot = i;
       if (slot == n_in) {
-        fprintf(stderr, "%s: error: model '%s' has no input named '%s'; its "
-                        "inputs:",
+        fprintf(stderr,
+                "%s: error: model '%s' has no input named '%s'; its "
+                "inputs:",
                 prog, tfm_model_name(m),
                 input_names[k] ? input_names[k] : "(none given)");
         for (size_t i = 0; i < n_in; ++i)
@@ -278,4 +279,3 @@ done:
   tfm_model_destroy(m);
   return rc;
 }
-

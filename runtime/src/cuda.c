@@ -12,8 +12,8 @@
 #include "internal.h"
 
 #include <dlfcn.h>
-#include <stdbool.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,8 +30,7 @@ typedef unsigned long long CUdeviceptr;
   X(cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice))                         \
   X(cuCtxSetCurrent, (CUcontext))                                              \
   X(cuModuleLoadData, (CUmodule *, const void *))                              \
-  X(cuModuleLoadDataEx,                                                        \
-    (CUmodule *, const void *, unsigned, int *, void **))                      \
+  X(cuModuleLoadDataEx, (CUmodule *, const void *, unsigned, int *, void **))  \
   X(cuModuleUnload, (CUmodule))                                                \
   X(cuModuleGetFunction, (CUfunction *, CUmodule, const char *))               \
   X(cuFuncSetAttribute, (CUfunction, int, int))                                \
@@ -41,9 +40,9 @@ typedef unsigned long long CUdeviceptr;
   X(cuMemAlloc_v2, (CUdeviceptr *, size_t))                                    \
   X(cuMemAllocManaged, (CUdeviceptr *, size_t, unsigned))                      \
   X(cuMemFree_v2, (CUdeviceptr))                                               \
-  X(cuMemcpyAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream))              \
-  X(cuMemsetD32Async, (CUdeviceptr, unsigned, size_t, CUstream))              \
-  X(cuMemsetD16Async, (CUdeviceptr, unsigned short, size_t, CUstream))        \
+  X(cuMemcpyAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream))               \
+  X(cuMemsetD32Async, (CUdeviceptr, unsigned, size_t, CUstream))               \
+  X(cuMemsetD16Async, (CUdeviceptr, unsigned short, size_t, CUstream))         \
   X(cuStreamCreate, (CUstream *, unsigned))                                    \
   X(cuStreamSynchronize, (CUstream))                                           \
   X(cuStreamDestroy_v2, (CUstream))                                            \
@@ -98,17 +97,17 @@ static int load_driver(void) {
     return 0;
   }
 #define LOAD(name, args)                                                       \
-  cu.name = (CUresult(*) args)dlsym(lib, #name);                              \
+  cu.name = (CUresult(*) args)dlsym(lib, #name);                               \
   if (!cu.name) {                                                              \
-    record("the CUDA driver (libcuda.so.1) lacks %s%s%s", #name, "", "");     \
+    record("the CUDA driver (libcuda.so.1) lacks %s%s%s", #name, "", "");      \
     return 0;                                                                  \
   }
   CU_FUNCTIONS(LOAD)
 #undef LOAD
-  cu.cuMemAllocAsync =
-      (CUresult(*)(CUdeviceptr *, size_t, CUstream))dlsym(lib, "cuMemAllocAsync");
+  cu.cuMemAllocAsync = (CUresult (*)(CUdeviceptr *, size_t, CUstream))dlsym(
+      lib, "cuMemAllocAsync");
   cu.cuMemFreeAsync =
-      (CUresult(*)(CUdeviceptr, CUstream))dlsym(lib, "cuMemFreeAsync");
+      (CUresult (*)(CUdeviceptr, CUstream))dlsym(lib, "cuMemFreeAsync");
   CUdevice dev;
   CUcontext ctx;
   return check(cu.cuInit(0), "cuInit") &&

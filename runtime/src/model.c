@@ -16,8 +16,8 @@ typedef struct param {
 typedef struct abi_param {
   int32_t index; /* into params */
   int32_t panel; /* 0: as stored; else packed [ceil(N/panel), K, panel] */
-  float *data; /* host copy (CPU artifacts) */
-  void *dev;   /* device copy in the compute dtype (CUDA artifacts) */
+  float *data;   /* host copy (CPU artifacts) */
+  void *dev;     /* device copy in the compute dtype (CUDA artifacts) */
 } abi_param;
 
 typedef struct io {
@@ -62,8 +62,8 @@ static tfm_status parse_io(json_t *j, io *out) {
       out->shape[i] = json_integer_value(d);
     else {
       const char *s = json_string_value(d);
-      out->shape[i] = s && !strcmp(s, "B") ? -1 : (s && !strcmp(s, "T") ? -2
-                                                                           : -3);
+      out->shape[i] =
+          s && !strcmp(s, "B") ? -1 : (s && !strcmp(s, "T") ? -2 : -3);
     }
   }
   return TFM_OK;
@@ -162,8 +162,8 @@ static uint16_t *to_dtype(const float *src, int64_t n, int32_t dtype) {
   uint16_t *d = malloc((size_t)n * 2 + 2);
   if (d)
     for (int64_t i = 0; i < n; ++i)
-      d[i] = dtype == TFM_F16 ? tfm_f32_to_f16(src[i])
-                              : tfm_f32_to_bf16(src[i]);
+      d[i] =
+          dtype == TFM_F16 ? tfm_f32_to_f16(src[i]) : tfm_f32_to_bf16(src[i]);
   return d;
 }
 
@@ -284,8 +284,8 @@ tfm_status tfm_model_load_weights(tfm_model *m, const char *path) {
   /* Check everything first and report every problem. */
   int problems = 0;
   char head[1024];
-  snprintf(head, sizeof head, "%s: the weights do not match model '%s':",
-           path, m->name);
+  snprintf(head, sizeof head, "%s: the weights do not match model '%s':", path,
+           m->name);
   tfm_fail(TFM_ERR_MISMATCH, "%s", head);
   for (size_t i = 0; i < m->num_params; ++i) {
     const param *p = &m->params[i];
@@ -507,8 +507,7 @@ tfm_status tfm_model_run(tfm_model *m, const tfm_tensor *inputs,
         if (t->shape[d] != w)
           return tfm_fail(TFM_ERR_MISMATCH,
                           "input '%s' dimension %d must be %lld, got %lld",
-                          want->name, d, (long long)w,
-                          (long long)t->shape[d]);
+                          want->name, d, (long long)w, (long long)t->shape[d]);
         continue;
       }
       int64_t *s = &sym[-w];

@@ -116,8 +116,8 @@ tfm_status tfm_npy_read(const char *path, tfm_tensor *out) {
       goto done;
     }
     if (rank == TFM_MAX_RANK) {
-      st = tfm_fail(TFM_ERR_FORMAT, "%s: npy rank above %d", path,
-                    TFM_MAX_RANK);
+      st =
+          tfm_fail(TFM_ERR_FORMAT, "%s: npy rank above %d", path, TFM_MAX_RANK);
       goto done;
     }
     char *e;

@@ -27,12 +27,18 @@ struct tfm_safetensors {
 };
 
 static int parse_dtype(const char *s, int32_t *out) {
-  if (!strcmp(s, "F32")) *out = TFM_F32;
-  else if (!strcmp(s, "F16")) *out = TFM_F16;
-  else if (!strcmp(s, "BF16")) *out = TFM_BF16;
-  else if (!strcmp(s, "I32")) *out = TFM_I32;
-  else if (!strcmp(s, "I64")) *out = TFM_I64;
-  else return 0;
+  if (!strcmp(s, "F32"))
+    *out = TFM_F32;
+  else if (!strcmp(s, "F16"))
+    *out = TFM_F16;
+  else if (!strcmp(s, "BF16"))
+    *out = TFM_BF16;
+  else if (!strcmp(s, "I32"))
+    *out = TFM_I32;
+  else if (!strcmp(s, "I64"))
+    *out = TFM_I64;
+  else
+    return 0;
   return 1;
 }
 
@@ -76,10 +82,9 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
   json_error_t jerr;
   root = json_loadb((const char *)bytes + 8, (size_t)hlen, 0, &jerr);
   if (!root || !json_is_object(root)) {
-    status = tfm_fail(TFM_ERR_FORMAT,
-                      "%s: the header is not a JSON object (%s at byte %d)",
-                      path, root ? "not an object" : jerr.text,
-                      root ? 0 : jerr.position);
+    status = tfm_fail(
+        TFM_ERR_FORMAT, "%s: the header is not a JSON object (%s at byte %d)",
+        path, root ? "not an object" : jerr.text, root ? 0 : jerr.position);
     goto fail;
   }
   size_t dataStart = 8 + (size_t)hlen, dataSize = size - dataStart;
@@ -126,8 +131,8 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
       e->view.shape[i] = json_integer_value(d);
       numel *= (uint64_t)e->view.shape[i];
       if (numel > (1ULL << 44)) {
-        status = tfm_fail(TFM_ERR_FORMAT, "%s: tensor '%s' is too large",
-                          path, key);
+        status =
+            tfm_fail(TFM_ERR_FORMAT, "%s: tensor '%s' is too large", path, key);
         goto fail;
       }
     }
@@ -142,21 +147,22 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
                         path, key, dataSize);
       goto fail;
     }
-    uint64_t nbytes = (uint64_t)(json_integer_value(b1) -
-                                 json_integer_value(b0));
+    uint64_t nbytes =
+        (uint64_t)(json_integer_value(b1) - json_integer_value(b0));
     if (nbytes != numel * tfm_dtype_size(e->view.dtype)) {
       char s[128];
       tfm_shape_str(e->view.rank, e->view.shape, s, sizeof s);
-      status = tfm_fail(TFM_ERR_FORMAT,
-                        "%s: tensor '%s' (%s %s) needs %llu bytes but its "
-                        "data_offsets span %llu",
-                        path, key, json_string_value(dt), s,
-                        (unsigned long long)(numel *
-                                             tfm_dtype_size(e->view.dtype)),
-                        (unsigned long long)nbytes);
+      status =
+          tfm_fail(TFM_ERR_FORMAT,
+                   "%s: tensor '%s' (%s %s) needs %llu bytes but its "
+                   "data_offsets span %llu",
+                   path, key, json_string_value(dt), s,
+                   (unsigned long long)(numel * tfm_dtype_size(e->view.dtype)),
+                   (unsigned long long)nbytes);
       goto fail;
     }
-    e->view.data = (void *)(uintptr_t)(bytes + dataStart + json_integer_value(b0));
+    e->view.data =
+        (void *)(uintptr_t)(bytes + dataStart + json_integer_value(b0));
     e->name = strdup(key);
     st->count++;
   }

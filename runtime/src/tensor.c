@@ -33,20 +33,30 @@ void tfm_error_append(const char *fmt, ...) {
 
 const char *tfm_dtype_name(int32_t d) {
   switch (d) {
-  case TFM_F32: return "float32";
-  case TFM_F16: return "float16";
-  case TFM_BF16: return "bfloat16";
-  case TFM_I32: return "int32";
-  case TFM_I64: return "int64";
+  case TFM_F32:
+    return "float32";
+  case TFM_F16:
+    return "float16";
+  case TFM_BF16:
+    return "bfloat16";
+  case TFM_I32:
+    return "int32";
+  case TFM_I64:
+    return "int64";
   }
   return "unknown";
 }
 
 size_t tfm_dtype_size(int32_t d) {
   switch (d) {
-  case TFM_F32: case TFM_I32: return 4;
-  case TFM_F16: case TFM_BF16: return 2;
-  case TFM_I64: return 8;
+  case TFM_F32:
+  case TFM_I32:
+    return 4;
+  case TFM_F16:
+  case TFM_BF16:
+    return 2;
+  case TFM_I64:
+    return 8;
   }
   return 0;
 }

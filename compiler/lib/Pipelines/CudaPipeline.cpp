@@ -55,14 +55,14 @@ void mlir::tfm::buildTfmCudaPipeline(OpPassManager &pm,
                 "cse");
   }
   if (want(GpuStage::NVVM)) {
-    addText(pm, llvm::formatv(
-                    "convert-nvgpu-to-nvvm, convert-vector-to-scf, "
-                    "convert-scf-to-cf, "
-                    "nvvm-attach-target{{chip={0} features=+ptx80 O=3}, "
-                    "gpu.module(convert-gpu-to-nvvm, canonicalize, cse, "
-                    "reconcile-unrealized-casts)",
-                    options.chip.getValue())
-                    .str());
+    addText(pm,
+            llvm::formatv("convert-nvgpu-to-nvvm, convert-vector-to-scf, "
+                          "convert-scf-to-cf, "
+                          "nvvm-attach-target{{chip={0} features=+ptx80 O=3}, "
+                          "gpu.module(convert-gpu-to-nvvm, canonicalize, cse, "
+                          "reconcile-unrealized-casts)",
+                          options.chip.getValue())
+                .str());
   }
   if (want(GpuStage::LLVM)) {
     addText(pm, llvm::formatv(

@@ -17,7 +17,7 @@ using namespace mlir;
 using namespace mlir::tfm;
 
 FailureOr<std::vector<AbiArg>> mlir::tfm::readAbi(ModuleOp module,
-                                                   StringRef funcName) {
+                                                  StringRef funcName) {
   auto func = module.lookupSymbol<func::FuncOp>(funcName);
   if (!func || !func->hasAttr("tfm.params"))
     return failure();
@@ -45,8 +45,7 @@ FailureOr<std::vector<AbiArg>> mlir::tfm::readAbi(ModuleOp module,
   return abi;
 }
 
-FailureOr<CpuTarget> mlir::tfm::resolveCpu(StringRef name,
-                                           std::string &error) {
+FailureOr<CpuTarget> mlir::tfm::resolveCpu(StringRef name, std::string &error) {
   CpuTarget t;
   if (name == "native") {
     t.cpu = llvm::sys::getHostCPUName().str();
@@ -56,7 +55,8 @@ FailureOr<CpuTarget> mlir::tfm::resolveCpu(StringRef name,
       list.push_back((f.second ? "+" : "-") + f.first().str());
     llvm::sort(list);
     t.features = llvm::join(list, ",");
-    t.vectorWidth = feats.lookup("avx512f") ? 16 : (feats.lookup("avx") ? 8 : 4);
+    t.vectorWidth =
+        feats.lookup("avx512f") ? 16 : (feats.lookup("avx") ? 8 : 4);
   } else if (name == "x86-64-v4") {
     t.cpu = "x86-64-v4";
     t.vectorWidth = 16;
@@ -86,8 +86,7 @@ mlir::tfm::createTargetMachine(const CpuTarget &target, std::string &error) {
       triple, target.cpu, target.features, opts,
       // Position independent: objects go into PIE executables and shared
       // libraries alike.
-      llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
+      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
 }
 
 /// Serializes `root` with the fields of `target` added.
@@ -157,8 +156,8 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
   llvm::Type *ptr = llvm::PointerType::get(ctx, 0);
   // struct tfm_tensor { void *data; int32_t dtype; int32_t rank;
   //                     int64_t shape[8]; }
-  llvm::StructType *tensorTy = llvm::StructType::get(
-      ctx, {ptr, i32, i32, llvm::ArrayType::get(i64, 8)});
+  llvm::StructType *tensorTy =
+      llvm::StructType::get(ctx, {ptr, i32, i32, llvm::ArrayType::get(i64, 8)});
 
   auto *fnTy = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
   auto *fn = llvm::Function::Create(fnTy, llvm::GlobalValue::ExternalLinkage,
@@ -261,8 +260,7 @@ void mlir::tfm::optimizeModule(llvm::Module &module, llvm::TargetMachine &tm) {
 }
 
 LogicalResult mlir::tfm::emitMachineCode(llvm::Module &module,
-                                         llvm::TargetMachine &tm,
-                                         bool assembly,
+                                         llvm::TargetMachine &tm, bool assembly,
                                          llvm::raw_pwrite_stream &os,
                                          std::string &error) {
   llvm::legacy::PassManager pm;
@@ -298,10 +296,12 @@ std::string mlir::tfm::generateHeader(const ModelSpec &spec,
         "reads it. */\n"
      << "extern const char " << spec.name << "_model_json[];\n\n"
      << "/* Runs the forward pass. params[i] points to parameter i of "
-     << spec.name << "_params\n   (f32, row-major; where .panel > 0, a "
+     << spec.name
+     << "_params\n   (f32, row-major; where .panel > 0, a "
         "[out, in] weight packed as\n   [ceil(out / panel), in, panel], "
         "zero-padded); inputs are in the order of "
-     << spec.name << "_inputs; output must be allocated\n   with its full "
+     << spec.name
+     << "_inputs; output must be allocated\n   with its full "
         "shape. Returns 0. Inputs are not checked: use tfm_model_run() for "
         "that. */\n"
      << "int32_t " << spec.name << "_forward(void *const *params, "
@@ -319,8 +319,7 @@ std::string mlir::tfm::generateHeader(const ModelSpec &spec,
     std::string name = cast<StringAttr>(d.get("name")).getValue().str();
     int64_t panel = cast<IntegerAttr>(d.get("panel")).getInt();
     auto shape = shapes[name];
-    os << "  {\"" << name << "\", " << panel << ", " << shape.size()
-       << ", {";
+    os << "  {\"" << name << "\", " << panel << ", " << shape.size() << ", {";
     for (size_t i = 0; i < shape.size(); ++i)
       os << (i ? ", " : "") << shape[i];
     os << "}},\n";
@@ -328,8 +327,7 @@ std::string mlir::tfm::generateHeader(const ModelSpec &spec,
   os << "};\n\n/* Inputs and output; -1 = batch B, -2 = sequence T, "
         "-3 = source S. */\n";
   auto tensors = [&](StringRef what, const std::vector<TensorSpec> &ts) {
-    os << "static const tfm_io_info " << spec.name << "_" << what
-       << "[] = {\n";
+    os << "static const tfm_io_info " << spec.name << "_" << what << "[] = {\n";
     for (const TensorSpec &t : ts) {
       os << "  {\"" << t.name << "\", \"" << t.dtype << "\", " << t.shape.size()
          << ", {";

@@ -103,15 +103,15 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel) {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(&entry);
       Value t = bufferization::ToTensorOp::create(
-          b, p.getLoc(), RankedTensorType::get(shape, pt.getElementType()),
-          arg, /*restrict=*/true, /*writable=*/false);
+          b, p.getLoc(), RankedTensorType::get(shape, pt.getElementType()), arg,
+          /*restrict=*/true, /*writable=*/false);
       if (packed)
         t = UnpackWeightOp::create(b, p.getLoc(), pt, t);
       params[key] = t;
       table.push_back(DictionaryAttr::get(
-          ctx, {b.getNamedAttr("name", p.getNameAttr()),
-                b.getNamedAttr("panel",
-                               b.getI64IntegerAttr(packed ? panel : 0))}));
+          ctx,
+          {b.getNamedAttr("name", p.getNameAttr()),
+           b.getNamedAttr("panel", b.getI64IntegerAttr(packed ? panel : 0))}));
       return t;
     };
     for (OpOperand &use : llvm::make_early_inc_range(p->getUses())) {

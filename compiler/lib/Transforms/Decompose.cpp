@@ -29,13 +29,11 @@ Value linear(PatternRewriter &b, Location loc, Value x, Value w, Value bias) {
   auto wt = cast<RankedTensorType>(w.getType());
   SmallVector<int64_t> shape(xt.getShape());
   shape.back() = wt.getDimSize(0);
-  return LinearOp::create(b, loc,
-                          RankedTensorType::get(shape, xt.getElementType()), x,
-                          w, bias);
+  return LinearOp::create(
+      b, loc, RankedTensorType::get(shape, xt.getElementType()), x, w, bias);
 }
 
-struct DecomposeMultiHeadAttention
-    : OpRewritePattern<MultiHeadAttentionOp> {
+struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(MultiHeadAttentionOp op,
@@ -82,11 +80,11 @@ struct DecomposeMultiHeadAttention
       s = MaskOp::create(b, loc, scoresType, s, op.getLengths(),
                          op.getMaskAttr(), op.getWindowAttr());
     Value p = SoftmaxOp::create(b, loc, s, b.getI64IntegerAttr(3));
-    Value o = MatmulOp::create(b, loc, headsType(heads, tq), p, vh, false,
-                               false);
+    Value o =
+        MatmulOp::create(b, loc, headsType(heads, tq), p, vh, false, false);
     Value merged = MergeHeadsOp::create(
-        b, loc,
-        RankedTensorType::get({xt.getDimSize(0), tq, heads * hd}, elt), o);
+        b, loc, RankedTensorType::get({xt.getDimSize(0), tq, heads * hd}, elt),
+        o);
     b.replaceOp(op, linear(b, loc, merged, op.getWo(), bias(3)));
     return success();
   }
@@ -104,25 +102,22 @@ struct DecomposeFfn : OpRewritePattern<FfnOp> {
     Value h;
     MLIRContext *ctx = b.getContext();
     if (gated) {
-      Value gate =
-          linear(b, loc, op.getInput(), op.getGateWeight(), bias(1));
+      Value gate = linear(b, loc, op.getInput(), op.getGateWeight(), bias(1));
       Activation act = op.getActivation() == Activation::swiglu
                            ? Activation::silu
                            : Activation::gelu;
-      Value g = ActivationOp::create(b, loc, gate,
-                                     ActivationAttr::get(ctx, act));
+      Value g =
+          ActivationOp::create(b, loc, gate, ActivationAttr::get(ctx, act));
       h = MulOp::create(b, loc, g, up);
     } else {
       h = ActivationOp::create(b, loc, up, op.getActivationAttr());
     }
-    b.replaceOp(op, linear(b, loc, h, op.getDownWeight(),
-                           bias(gated ? 2 : 1)));
+    b.replaceOp(op, linear(b, loc, h, op.getDownWeight(), bias(gated ? 2 : 1)));
     return success();
   }
 };
 
-struct TfmDecomposePass
-    : mlir::tfm::impl::TfmDecomposeBase<TfmDecomposePass> {
+struct TfmDecomposePass : mlir::tfm::impl::TfmDecomposeBase<TfmDecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateDecomposePatterns(patterns);

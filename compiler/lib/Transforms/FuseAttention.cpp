@@ -23,8 +23,8 @@
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-#include <cmath>
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include <cmath>
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_TFMFUSEATTENTION
@@ -254,17 +254,16 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
       v0 = pv.getRhs();
     }
 
-    MaskKind kind = mask ? mask.getKind()
+    MaskKind kind = mask        ? mask.getKind()
                     : constMask ? constMask->kind
                                 : MaskKind::none;
     IntegerAttr window = mask ? mask.getWindowAttr() : IntegerAttr();
     if (constMask && constMask->kind == MaskKind::sliding)
       window = b.getI64IntegerAttr(constMask->window);
-    auto attn = AttentionOp::create(
-        b, pv.getLoc(), pv.getType(), q, k0, v0,
-        mask ? mask.getLengths() : Value(),
-        MaskKindAttr::get(b.getContext(), kind), window,
-        b.getF64FloatAttr(scale));
+    auto attn = AttentionOp::create(b, pv.getLoc(), pv.getType(), q, k0, v0,
+                                    mask ? mask.getLengths() : Value(),
+                                    MaskKindAttr::get(b.getContext(), kind),
+                                    window, b.getF64FloatAttr(scale));
     b.replaceOp(pv, attn.getResult());
     return success();
   }

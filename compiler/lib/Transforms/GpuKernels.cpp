@@ -67,7 +67,9 @@ struct KB {
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
   Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
   Value fmax(Value x, Value y) { return arith::MaximumFOp::create(b, x, y); }
-  Value fma(Value x, Value y, Value z) { return math::FmaOp::create(b, x, y, z); }
+  Value fma(Value x, Value y, Value z) {
+    return math::FmaOp::create(b, x, y, z);
+  }
   Value exp(Value x) { return math::ExpOp::create(b, x); }
   Value dim(Value m, int64_t i) { return memref::DimOp::create(b, m, i); }
 
@@ -98,9 +100,8 @@ struct KB {
   /// Sum or max over the four lanes of a quad (lanes 4g .. 4g+3).
   Value quad(Value v, bool isMax) {
     for (int32_t off : {1, 2}) {
-      Value o =
-          gpu::ShuffleOp::create(b, v, off, 32, gpu::ShuffleMode::XOR)
-              .getShuffleResult();
+      Value o = gpu::ShuffleOp::create(b, v, off, 32, gpu::ShuffleMode::XOR)
+                    .getShuffleResult();
       v = isMax ? fmax(v, o) : fadd(v, o);
     }
     return v;
@@ -115,9 +116,9 @@ gpu::LaunchOp launch(ImplicitLocOpBuilder &b, std::array<Value, 3> grid,
   auto cst = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, v);
   };
-  auto op = gpu::LaunchOp::create(b, grid[0], grid[1], grid[2],
-                                  cst(block[0]), cst(block[1]), cst(block[2]),
-                                  nullptr, nullptr, ValueRange{}, shared);
+  auto op = gpu::LaunchOp::create(b, grid[0], grid[1], grid[2], cst(block[0]),
+                                  cst(block[1]), cst(block[2]), nullptr,
+                                  nullptr, ValueRange{}, shared);
   Block &blk = op.getBody().front();
   OpBuilder::InsertionGuard guard(b);
   if (!blk.empty() && blk.back().hasTrait<OpTrait::IsTerminator>())
@@ -147,8 +148,8 @@ SmallVector<Value> mma(ImplicitLocOpBuilder &b, Type elt, ArrayRef<Value> a,
     for (Value v : vs) {
       if (elt.isBF16()) {
         // PTX takes bf16 pairs as .b32 registers.
-        v = vector::BitCastOp::create(
-            b, VectorType::get({1}, b.getI32Type()), v);
+        v = vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()),
+                                      v);
         v = vector::ExtractOp::create(b, v, ArrayRef<int64_t>{0});
       }
       out.push_back(v);
@@ -156,14 +157,13 @@ SmallVector<Value> mma(ImplicitLocOpBuilder &b, Type elt, ArrayRef<Value> a,
     return out;
   };
   Type f32 = b.getF32Type();
-  auto resT = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                               {f32, f32, f32, f32});
-  NVVM::MMATypes ptx = elt.isBF16() ? NVVM::MMATypes::bf16
-                                    : NVVM::MMATypes::f16;
+  auto resT =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  NVVM::MMATypes ptx =
+      elt.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
   auto op = NVVM::MmaOp::create(
-      b, resT, pack(a), pack(bf), c, ArrayRef<int64_t>{16, 8, 16},
-      std::nullopt, std::nullopt,
-      std::array<NVVM::MMATypes, 2>{ptx, ptx},
+      b, resT, pack(a), pack(bf), c, ArrayRef<int64_t>{16, 8, 16}, std::nullopt,
+      std::nullopt, std::array<NVVM::MMATypes, 2>{ptx, ptx},
       std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                      NVVM::MMALayout::col});
   SmallVector<Value> out;
@@ -270,148 +270,151 @@ void emitAttentionMma(ImplicitLocOpBuilder &b, const AttentionShape &s) {
   const int64_t br = 64, bc = mmaKeyTile(s.d, s.dv), threads = 128;
   const int64_t dTiles = s.d / 16, vTiles = s.dv / 8, nTiles = bc / 8;
   Type elt = s.elt;
-  MemRefType sKT = sharedType({bc, s.d + 8}, elt);   // K tile, [key][d]
-  MemRefType sVT = sharedType({s.dv, bc + 8}, elt);  // V tile, [d][key]
+  MemRefType sKT = sharedType({bc, s.d + 8}, elt);  // K tile, [key][d]
+  MemRefType sVT = sharedType({s.dv, bc + 8}, elt); // V tile, [d][key]
   Value grid = arith::CeilDivUIOp::create(b, s.tq, k.c(br));
   launch(b, {grid, s.heads, s.bsz}, {threads, 1, 1}, {sKT, sVT},
          [&](gpu::LaunchOp op) {
-    Value sK = op.getWorkgroupAttributions()[0];
-    Value sV = op.getWorkgroupAttributions()[1];
-    Value tid = op.getThreadIds().x;
-    Value bi = op.getBlockIds().z, hi = op.getBlockIds().y;
-    Value i0 = k.mul(op.getBlockIds().x, br);
-    Value warp = k.div(tid, 32), lane = k.rem(tid, 32);
-    Value g = k.div(lane, 4), t2 = k.mul(k.rem(lane, 4), 2);
-    Value kvh = arith::DivUIOp::create(b, hi, s.group);
-    Value limit = keyLimit(k, s, bi);
-    Value lastRow = k.sub(s.tq, k.c(1));
-    Value rowA = k.add(k.add(i0, k.mul(warp, 16)), g);
-    Value rowB = k.add(rowA, 8);
-    Value rA = k.min(rowA, lastRow), rB = k.min(rowB, lastRow);
-    // Each thread holds rows rA and rB; their visible keys [lo, hi).
-    Value loA, hiA, loB, hiB;
-    std::tie(loA, hiA) = keyBounds(k, s, rA, limit);
-    std::tie(loB, hiB) = keyBounds(k, s, rB, limit);
-    // The key range any row of the block sees (bounds grow with the row).
-    Value loFirst = keyBounds(k, s, i0, limit).first;
-    Value hiLast = keyBounds(k, s, k.min(k.add(i0, br - 1), lastRow),
-                             limit).second;
-    Value begin = k.mul(k.div(loFirst, bc), bc);
-    Value end = k.max(hiLast, begin);
+           Value sK = op.getWorkgroupAttributions()[0];
+           Value sV = op.getWorkgroupAttributions()[1];
+           Value tid = op.getThreadIds().x;
+           Value bi = op.getBlockIds().z, hi = op.getBlockIds().y;
+           Value i0 = k.mul(op.getBlockIds().x, br);
+           Value warp = k.div(tid, 32), lane = k.rem(tid, 32);
+           Value g = k.div(lane, 4), t2 = k.mul(k.rem(lane, 4), 2);
+           Value kvh = arith::DivUIOp::create(b, hi, s.group);
+           Value limit = keyLimit(k, s, bi);
+           Value lastRow = k.sub(s.tq, k.c(1));
+           Value rowA = k.add(k.add(i0, k.mul(warp, 16)), g);
+           Value rowB = k.add(rowA, 8);
+           Value rA = k.min(rowA, lastRow), rB = k.min(rowB, lastRow);
+           // Each thread holds rows rA and rB; their visible keys [lo, hi).
+           Value loA, hiA, loB, hiB;
+           std::tie(loA, hiA) = keyBounds(k, s, rA, limit);
+           std::tie(loB, hiB) = keyBounds(k, s, rB, limit);
+           // The key range any row of the block sees (bounds grow with the
+           // row).
+           Value loFirst = keyBounds(k, s, i0, limit).first;
+           Value hiLast =
+               keyBounds(k, s, k.min(k.add(i0, br - 1), lastRow), limit).second;
+           Value begin = k.mul(k.div(loFirst, bc), bc);
+           Value end = k.max(hiLast, begin);
 
-    // Q fragments for the warp's 16 rows, kept in registers.
-    SmallVector<SmallVector<Value>> qa;
-    for (int64_t kk = 0; kk < dTiles; ++kk) {
-      Value col = k.add(t2, kk * 16);
-      qa.push_back({pair(b, s.q, {bi, hi, rA, col}),
-                    pair(b, s.q, {bi, hi, rB, col}),
-                    pair(b, s.q, {bi, hi, rA, k.add(col, 8)}),
-                    pair(b, s.q, {bi, hi, rB, k.add(col, 8)})});
-    }
-    Value ninf = k.f(-INFINITY), zero = k.f(0.0);
-    SmallVector<Value> init{ninf, ninf, zero, zero}; // mA, mB, lA, lB
-    init.append(vTiles * 4, zero);                   // O fragments
-    auto loop = scf::ForOp::create(
-        b, begin, end, k.c(bc), init,
-        [&](OpBuilder &nb, Location l, Value j0, ValueRange st) {
-          ImplicitLocOpBuilder ib(l, nb);
-          KB kb{ib};
-          stageKeyTile(ib, s, tid, threads, j0, bi, kvh, sK, sV,
-                       /*vTransposed=*/true);
+           // Q fragments for the warp's 16 rows, kept in registers.
+           SmallVector<SmallVector<Value>> qa;
+           for (int64_t kk = 0; kk < dTiles; ++kk) {
+             Value col = k.add(t2, kk * 16);
+             qa.push_back({pair(b, s.q, {bi, hi, rA, col}),
+                           pair(b, s.q, {bi, hi, rB, col}),
+                           pair(b, s.q, {bi, hi, rA, k.add(col, 8)}),
+                           pair(b, s.q, {bi, hi, rB, k.add(col, 8)})});
+           }
+           Value ninf = k.f(-INFINITY), zero = k.f(0.0);
+           SmallVector<Value> init{ninf, ninf, zero, zero}; // mA, mB, lA, lB
+           init.append(vTiles * 4, zero);                   // O fragments
+           auto loop = scf::ForOp::create(
+               b, begin, end, k.c(bc), init,
+               [&](OpBuilder &nb, Location l, Value j0, ValueRange st) {
+                 ImplicitLocOpBuilder ib(l, nb);
+                 KB kb{ib};
+                 stageKeyTile(ib, s, tid, threads, j0, bi, kvh, sK, sV,
+                              /*vTransposed=*/true);
 
-          // S = Q K^T, scaled and masked.
-          Value scale = kb.f(s.scale);
-          SmallVector<SmallVector<Value>> sc;
-          Value ninfL = kb.f(-INFINITY);
-          for (int64_t nt = 0; nt < nTiles; ++nt) {
-            SmallVector<Value> acc(4, kb.f(0.0));
-            Value krow = kb.add(g, nt * 8);
-            for (int64_t kk = 0; kk < dTiles; ++kk) {
-              Value col = kb.add(t2, kk * 16);
-              acc = mma(ib, elt, qa[kk],
-                        {pair(ib, sK, {krow, col}),
-                         pair(ib, sK, {krow, kb.add(col, 8)})},
-                        acc);
-            }
-            for (int64_t e = 0; e < 4; ++e) {
-              Value key = kb.add(kb.add(j0, t2), nt * 8 + (e & 1));
-              Value lo = e < 2 ? loA : loB, hiK = e < 2 ? hiA : hiB;
-              Value ok = kb.andI(kb.ge(key, lo), kb.lt(key, hiK));
-              acc[e] = kb.sel(ok, kb.fmul(acc[e], scale), ninfL);
-            }
-            sc.push_back(acc);
-          }
-          // Online softmax: running max per row (reduced over the quad that
-          // shares the row), per-thread partial sums.
-          SmallVector<Value> next;
-          Value alpha[2], mu[2];
-          for (int r = 0; r < 2; ++r) {
-            Value m = ninfL;
-            for (auto &t : sc)
-              m = kb.fmax(m, kb.fmax(t[2 * r], t[2 * r + 1]));
-            m = kb.quad(m, /*isMax=*/true);
-            Value mNew = kb.fmax(st[r], m);
-            Value none = arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ,
-                                               mNew, ninfL);
-            mu[r] = kb.sel(none, kb.f(0.0), mNew);
-            alpha[r] = kb.exp(kb.fsub(st[r], mu[r]));
-            next.push_back(mNew);
-          }
-          Value rowSum[2] = {kb.f(0.0), kb.f(0.0)};
-          for (auto &t : sc)
-            for (int64_t e = 0; e < 4; ++e) {
-              t[e] = kb.exp(kb.fsub(t[e], mu[e / 2]));
-              rowSum[e / 2] = kb.fadd(rowSum[e / 2], t[e]);
-            }
-          for (int r = 0; r < 2; ++r)
-            next.push_back(kb.fadd(kb.fmul(st[2 + r], alpha[r]), rowSum[r]));
-          SmallVector<SmallVector<Value>> o(vTiles);
-          for (int64_t dn = 0; dn < vTiles; ++dn)
-            for (int64_t e = 0; e < 4; ++e)
-              o[dn].push_back(kb.fmul(st[4 + dn * 4 + e], alpha[e / 2]));
-          // O += P V, with P's C fragments reused as A fragments.
-          auto half = [&](Value x, Value y) {
-            Value hx = arith::TruncFOp::create(ib, elt, x);
-            Value hy = arith::TruncFOp::create(ib, elt, y);
-            return vector::FromElementsOp::create(
-                ib, VectorType::get({2}, elt), ValueRange{hx, hy});
-          };
-          for (int64_t kc = 0; kc < bc / 16; ++kc) {
-            auto &p0 = sc[2 * kc], &p1 = sc[2 * kc + 1];
-            SmallVector<Value> a{half(p0[0], p0[1]), half(p0[2], p0[3]),
-                                 half(p1[0], p1[1]), half(p1[2], p1[3])};
-            Value col = kb.add(t2, kc * 16);
-            for (int64_t dn = 0; dn < vTiles; ++dn) {
-              Value vrow = kb.add(g, dn * 8);
-              o[dn] = mma(ib, elt, a,
-                          {pair(ib, sV, {vrow, col}),
-                           pair(ib, sV, {vrow, kb.add(col, 8)})},
-                          o[dn]);
-            }
-          }
-          for (auto &f : o)
-            next.append(f.begin(), f.end());
-          scf::YieldOp::create(ib, next);
-        });
-    ValueRange res = loop.getResults();
-    Value inv[2];
-    for (int r = 0; r < 2; ++r) {
-      Value sum = k.quad(res[2 + r], /*isMax=*/false);
-      Value pos = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, sum,
-                                        k.f(0.0));
-      inv[r] = k.sel(pos, arith::DivFOp::create(b, k.f(1.0), sum), k.f(0.0));
-    }
-    for (int r = 0; r < 2; ++r) {
-      Value row = r == 0 ? rowA : rowB;
-      auto ifOp = scf::IfOp::create(b, k.lt(row, s.tq), false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      for (int64_t dn = 0; dn < vTiles; ++dn)
-        for (int64_t c = 0; c < 2; ++c)
-          k.storeAs(k.fmul(res[4 + dn * 4 + 2 * r + c], inv[r]), s.out,
-                    {bi, hi, row, k.add(t2, dn * 8 + c)});
-    }
-  });
+                 // S = Q K^T, scaled and masked.
+                 Value scale = kb.f(s.scale);
+                 SmallVector<SmallVector<Value>> sc;
+                 Value ninfL = kb.f(-INFINITY);
+                 for (int64_t nt = 0; nt < nTiles; ++nt) {
+                   SmallVector<Value> acc(4, kb.f(0.0));
+                   Value krow = kb.add(g, nt * 8);
+                   for (int64_t kk = 0; kk < dTiles; ++kk) {
+                     Value col = kb.add(t2, kk * 16);
+                     acc = mma(ib, elt, qa[kk],
+                               {pair(ib, sK, {krow, col}),
+                                pair(ib, sK, {krow, kb.add(col, 8)})},
+                               acc);
+                   }
+                   for (int64_t e = 0; e < 4; ++e) {
+                     Value key = kb.add(kb.add(j0, t2), nt * 8 + (e & 1));
+                     Value lo = e < 2 ? loA : loB, hiK = e < 2 ? hiA : hiB;
+                     Value ok = kb.andI(kb.ge(key, lo), kb.lt(key, hiK));
+                     acc[e] = kb.sel(ok, kb.fmul(acc[e], scale), ninfL);
+                   }
+                   sc.push_back(acc);
+                 }
+                 // Online softmax: running max per row (reduced over the quad
+                 // that shares the row), per-thread partial sums.
+                 SmallVector<Value> next;
+                 Value alpha[2], mu[2];
+                 for (int r = 0; r < 2; ++r) {
+                   Value m = ninfL;
+                   for (auto &t : sc)
+                     m = kb.fmax(m, kb.fmax(t[2 * r], t[2 * r + 1]));
+                   m = kb.quad(m, /*isMax=*/true);
+                   Value mNew = kb.fmax(st[r], m);
+                   Value none = arith::CmpFOp::create(
+                       ib, arith::CmpFPredicate::OEQ, mNew, ninfL);
+                   mu[r] = kb.sel(none, kb.f(0.0), mNew);
+                   alpha[r] = kb.exp(kb.fsub(st[r], mu[r]));
+                   next.push_back(mNew);
+                 }
+                 Value rowSum[2] = {kb.f(0.0), kb.f(0.0)};
+                 for (auto &t : sc)
+                   for (int64_t e = 0; e < 4; ++e) {
+                     t[e] = kb.exp(kb.fsub(t[e], mu[e / 2]));
+                     rowSum[e / 2] = kb.fadd(rowSum[e / 2], t[e]);
+                   }
+                 for (int r = 0; r < 2; ++r)
+                   next.push_back(
+                       kb.fadd(kb.fmul(st[2 + r], alpha[r]), rowSum[r]));
+                 SmallVector<SmallVector<Value>> o(vTiles);
+                 for (int64_t dn = 0; dn < vTiles; ++dn)
+                   for (int64_t e = 0; e < 4; ++e)
+                     o[dn].push_back(kb.fmul(st[4 + dn * 4 + e], alpha[e / 2]));
+                 // O += P V, with P's C fragments reused as A fragments.
+                 auto half = [&](Value x, Value y) {
+                   Value hx = arith::TruncFOp::create(ib, elt, x);
+                   Value hy = arith::TruncFOp::create(ib, elt, y);
+                   return vector::FromElementsOp::create(
+                       ib, VectorType::get({2}, elt), ValueRange{hx, hy});
+                 };
+                 for (int64_t kc = 0; kc < bc / 16; ++kc) {
+                   auto &p0 = sc[2 * kc], &p1 = sc[2 * kc + 1];
+                   SmallVector<Value> a{half(p0[0], p0[1]), half(p0[2], p0[3]),
+                                        half(p1[0], p1[1]), half(p1[2], p1[3])};
+                   Value col = kb.add(t2, kc * 16);
+                   for (int64_t dn = 0; dn < vTiles; ++dn) {
+                     Value vrow = kb.add(g, dn * 8);
+                     o[dn] = mma(ib, elt, a,
+                                 {pair(ib, sV, {vrow, col}),
+                                  pair(ib, sV, {vrow, kb.add(col, 8)})},
+                                 o[dn]);
+                   }
+                 }
+                 for (auto &f : o)
+                   next.append(f.begin(), f.end());
+                 scf::YieldOp::create(ib, next);
+               });
+           ValueRange res = loop.getResults();
+           Value inv[2];
+           for (int r = 0; r < 2; ++r) {
+             Value sum = k.quad(res[2 + r], /*isMax=*/false);
+             Value pos = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT,
+                                               sum, k.f(0.0));
+             inv[r] =
+                 k.sel(pos, arith::DivFOp::create(b, k.f(1.0), sum), k.f(0.0));
+           }
+           for (int r = 0; r < 2; ++r) {
+             Value row = r == 0 ? rowA : rowB;
+             auto ifOp = scf::IfOp::create(b, k.lt(row, s.tq), false);
+             OpBuilder::InsertionGuard guard(b);
+             b.setInsertionPointToStart(ifOp.thenBlock());
+             for (int64_t dn = 0; dn < vTiles; ++dn)
+               for (int64_t c = 0; c < 2; ++c)
+                 k.storeAs(k.fmul(res[4 + dn * 4 + 2 * r + c], inv[r]), s.out,
+                           {bi, hi, row, k.add(t2, dn * 8 + c)});
+           }
+         });
 }
 
 /// f32 (or any shape) fallback: one thread per query row, K/V tiles in
@@ -419,85 +422,87 @@ void emitAttentionMma(ImplicitLocOpBuilder &b, const AttentionShape &s) {
 void emitAttentionSimt(ImplicitLocOpBuilder &b, const AttentionShape &s) {
   KB k{b};
   const int64_t rows = 64;
-  const int64_t bc =
-      std::clamp<int64_t>(4096 / std::max(s.d, s.dv), 1, 32);
+  const int64_t bc = std::clamp<int64_t>(4096 / std::max(s.d, s.dv), 1, 32);
   Type f32 = b.getF32Type();
-  MemRefType sKT = sharedType({bc, s.d}, f32), sVT = sharedType({bc, s.dv}, f32);
+  MemRefType sKT = sharedType({bc, s.d}, f32),
+             sVT = sharedType({bc, s.dv}, f32);
   Value grid = arith::CeilDivUIOp::create(b, s.tq, k.c(rows));
-  launch(b, {grid, s.heads, s.bsz}, {rows, 1, 1}, {sKT, sVT},
-         [&](gpu::LaunchOp op) {
-    Value sK = op.getWorkgroupAttributions()[0];
-    Value sV = op.getWorkgroupAttributions()[1];
-    Value tid = op.getThreadIds().x;
-    Value bi = op.getBlockIds().z, hi = op.getBlockIds().y;
-    Value i0 = k.mul(op.getBlockIds().x, rows);
-    Value kvh = arith::DivUIOp::create(b, hi, s.group);
-    Value limit = keyLimit(k, s, bi);
-    Value lastRow = k.sub(s.tq, k.c(1));
-    Value row = k.add(i0, tid), r = k.min(row, lastRow);
-    Value lo, hiK;
-    std::tie(lo, hiK) = keyBounds(k, s, r, limit);
-    Value loFirst = keyBounds(k, s, i0, limit).first;
-    Value hiLast =
-        keyBounds(k, s, k.min(k.add(i0, rows - 1), lastRow), limit).second;
-    Value begin = k.mul(k.div(loFirst, bc), bc);
-    Value end = k.max(hiLast, begin);
-    SmallVector<Value> q;
-    Value scale = k.f(s.scale);
-    for (int64_t d = 0; d < s.d; ++d)
-      q.push_back(k.fmul(k.loadF32(s.q, {bi, hi, r, k.c(d)}), scale));
-    Value ninf = k.f(-INFINITY), zero = k.f(0.0);
-    SmallVector<Value> init{ninf, zero};
-    init.append(s.dv, zero);
-    auto tiles = scf::ForOp::create(
-        b, begin, end, k.c(bc), init,
-        [&](OpBuilder &nb, Location l, Value j0, ValueRange st) {
-          ImplicitLocOpBuilder ib(l, nb);
-          KB kb{ib};
-          stageKeyTile(ib, s, tid, rows, j0, bi, kvh, sK, sV,
-                       /*vTransposed=*/false);
-          auto keys = scf::ForOp::create(
-              ib, kb.c(0), kb.c(bc), kb.c(1), st,
-              [&](OpBuilder &kb2, Location kl, Value j, ValueRange acc) {
-                ImplicitLocOpBuilder jb(kl, kb2);
-                KB kj{jb};
-                Value dot = kj.f(0.0);
-                for (int64_t d = 0; d < s.d; ++d)
-                  dot = kj.fma(q[d],
-                               memref::LoadOp::create(jb, sK,
-                                                      ValueRange{j, kj.c(d)}),
-                               dot);
-                Value key = kj.add(j0, j);
-                Value ok = kj.andI(kj.ge(key, lo), kj.lt(key, hiK));
-                Value ninfJ = kj.f(-INFINITY);
-                Value sv = kj.sel(ok, dot, ninfJ);
-                Value mNew = kj.fmax(acc[0], sv);
-                Value none = arith::CmpFOp::create(
-                    jb, arith::CmpFPredicate::OEQ, mNew, ninfJ);
-                Value mu = kj.sel(none, kj.f(0.0), mNew);
-                Value alpha = kj.exp(kj.fsub(acc[0], mu));
-                Value p = kj.exp(kj.fsub(sv, mu));
-                SmallVector<Value> next{
-                    mNew, kj.fadd(kj.fmul(acc[1], alpha), p)};
-                for (int64_t d = 0; d < s.dv; ++d)
-                  next.push_back(kj.fma(
-                      p, memref::LoadOp::create(jb, sV,
-                                                ValueRange{j, kj.c(d)}),
-                      kj.fmul(acc[2 + d], alpha)));
-                scf::YieldOp::create(jb, next);
-              });
-          scf::YieldOp::create(ib, keys.getResults());
-        });
-    ValueRange res = tiles.getResults();
-    Value pos =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, res[1], k.f(0.0));
-    Value inv = k.sel(pos, arith::DivFOp::create(b, k.f(1.0), res[1]), k.f(0.0));
-    auto ifOp = scf::IfOp::create(b, k.lt(row, s.tq), false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    for (int64_t d = 0; d < s.dv; ++d)
-      k.storeAs(k.fmul(res[2 + d], inv), s.out, {bi, hi, row, k.c(d)});
-  });
+  launch(
+      b, {grid, s.heads, s.bsz}, {rows, 1, 1}, {sKT, sVT},
+      [&](gpu::LaunchOp op) {
+        Value sK = op.getWorkgroupAttributions()[0];
+        Value sV = op.getWorkgroupAttributions()[1];
+        Value tid = op.getThreadIds().x;
+        Value bi = op.getBlockIds().z, hi = op.getBlockIds().y;
+        Value i0 = k.mul(op.getBlockIds().x, rows);
+        Value kvh = arith::DivUIOp::create(b, hi, s.group);
+        Value limit = keyLimit(k, s, bi);
+        Value lastRow = k.sub(s.tq, k.c(1));
+        Value row = k.add(i0, tid), r = k.min(row, lastRow);
+        Value lo, hiK;
+        std::tie(lo, hiK) = keyBounds(k, s, r, limit);
+        Value loFirst = keyBounds(k, s, i0, limit).first;
+        Value hiLast =
+            keyBounds(k, s, k.min(k.add(i0, rows - 1), lastRow), limit).second;
+        Value begin = k.mul(k.div(loFirst, bc), bc);
+        Value end = k.max(hiLast, begin);
+        SmallVector<Value> q;
+        Value scale = k.f(s.scale);
+        for (int64_t d = 0; d < s.d; ++d)
+          q.push_back(k.fmul(k.loadF32(s.q, {bi, hi, r, k.c(d)}), scale));
+        Value ninf = k.f(-INFINITY), zero = k.f(0.0);
+        SmallVector<Value> init{ninf, zero};
+        init.append(s.dv, zero);
+        auto tiles = scf::ForOp::create(
+            b, begin, end, k.c(bc), init,
+            [&](OpBuilder &nb, Location l, Value j0, ValueRange st) {
+              ImplicitLocOpBuilder ib(l, nb);
+              KB kb{ib};
+              stageKeyTile(ib, s, tid, rows, j0, bi, kvh, sK, sV,
+                           /*vTransposed=*/false);
+              auto keys = scf::ForOp::create(
+                  ib, kb.c(0), kb.c(bc), kb.c(1), st,
+                  [&](OpBuilder &kb2, Location kl, Value j, ValueRange acc) {
+                    ImplicitLocOpBuilder jb(kl, kb2);
+                    KB kj{jb};
+                    Value dot = kj.f(0.0);
+                    for (int64_t d = 0; d < s.d; ++d)
+                      dot = kj.fma(q[d],
+                                   memref::LoadOp::create(
+                                       jb, sK, ValueRange{j, kj.c(d)}),
+                                   dot);
+                    Value key = kj.add(j0, j);
+                    Value ok = kj.andI(kj.ge(key, lo), kj.lt(key, hiK));
+                    Value ninfJ = kj.f(-INFINITY);
+                    Value sv = kj.sel(ok, dot, ninfJ);
+                    Value mNew = kj.fmax(acc[0], sv);
+                    Value none = arith::CmpFOp::create(
+                        jb, arith::CmpFPredicate::OEQ, mNew, ninfJ);
+                    Value mu = kj.sel(none, kj.f(0.0), mNew);
+                    Value alpha = kj.exp(kj.fsub(acc[0], mu));
+                    Value p = kj.exp(kj.fsub(sv, mu));
+                    SmallVector<Value> next{mNew,
+                                            kj.fadd(kj.fmul(acc[1], alpha), p)};
+                    for (int64_t d = 0; d < s.dv; ++d)
+                      next.push_back(kj.fma(p,
+                                            memref::LoadOp::create(
+                                                jb, sV, ValueRange{j, kj.c(d)}),
+                                            kj.fmul(acc[2 + d], alpha)));
+                    scf::YieldOp::create(jb, next);
+                  });
+              scf::YieldOp::create(ib, keys.getResults());
+            });
+        ValueRange res = tiles.getResults();
+        Value pos = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, res[1],
+                                          k.f(0.0));
+        Value inv =
+            k.sel(pos, arith::DivFOp::create(b, k.f(1.0), res[1]), k.f(0.0));
+        auto ifOp = scf::IfOp::create(b, k.lt(row, s.tq), false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        for (int64_t d = 0; d < s.dv; ++d)
+          k.storeAs(k.fmul(res[2 + d], inv), s.out, {bi, hi, row, k.c(d)});
+      });
 }
 
 struct GpuAttention : OpRewritePattern<AttentionKernelOp> {
@@ -579,8 +584,8 @@ struct GpuLinear : OpRewritePattern<LinearKernelOp> {
       Value r = k.div(e, bk), c = k.rem(e, bk);
       Value row = k.add(m0, r), col = k.add(k0, c);
       Value ok = k.andI(k.lt(row, m), k.lt(col, kk));
-      Value v = k.loadOrZero(a, {k.min(row, mLast), k.min(col, kLast)}, ok,
-                             elt);
+      Value v =
+          k.loadOrZero(a, {k.min(row, mLast), k.min(col, kLast)}, ok, elt);
       memref::StoreOp::create(b, v, sA, ValueRange{r, c});
     });
     forEachElement(b, tid, bk * kGpuPanel, threads, [&](Value e) {
@@ -616,49 +621,51 @@ struct GpuLinear : OpRewritePattern<LinearKernelOp> {
     Value rowsGrid = arith::CeilDivUIOp::create(b, k.dim(a, 0), k.c(bm));
     launch(b, {k.dim(w, 0), rowsGrid, k.c(1)}, {threads, 1, 1}, {sAT, sBT},
            [&](gpu::LaunchOp l) {
-      Value sA = l.getWorkgroupAttributions()[0];
-      Value sB = l.getWorkgroupAttributions()[1];
-      Value tid = l.getThreadIds().x, p = l.getBlockIds().x;
-      Value m0 = k.mul(l.getBlockIds().y, bm);
-      Value warp = k.div(tid, 32), lane = k.rem(tid, 32);
-      Value g = k.div(lane, 4), t2 = k.mul(k.rem(lane, 4), 2);
-      const int64_t nTiles = kGpuPanel / 8;
-      SmallVector<Value> init(nTiles * 4, k.f(0.0));
-      auto loop = scf::ForOp::create(
-          b, k.c(0), k.dim(a, 1), k.c(bk), init,
-          [&](OpBuilder &nb, Location loc, Value k0, ValueRange acc) {
-            ImplicitLocOpBuilder ib(loc, nb);
-            KB kb{ib};
-            gpu::BarrierOp::create(ib);
-            stage(ib, tid, a, w, p, m0, k0, sA, sB, /*transposed=*/true);
-            gpu::BarrierOp::create(ib);
-            SmallVector<Value> next(acc.begin(), acc.end());
-            Value ra = kb.add(kb.mul(warp, 16), g), rb = kb.add(ra, 8);
-            for (int64_t kk = 0; kk < bk / 16; ++kk) {
-              Value col = kb.add(t2, kk * 16), col8 = kb.add(col, 8);
-              SmallVector<Value> fa{pair(ib, sA, {ra, col}),
-                                    pair(ib, sA, {rb, col}),
-                                    pair(ib, sA, {ra, col8}),
-                                    pair(ib, sA, {rb, col8})};
-              for (int64_t nt = 0; nt < nTiles; ++nt) {
-                Value n = kb.add(g, nt * 8);
-                SmallVector<Value> c(next.begin() + nt * 4,
-                                     next.begin() + nt * 4 + 4);
-                c = mma(ib, elt, fa,
-                        {pair(ib, sB, {n, col}), pair(ib, sB, {n, col8})}, c);
-                std::copy(c.begin(), c.end(), next.begin() + nt * 4);
-              }
-            }
-            scf::YieldOp::create(ib, next);
-          });
-      Value rowA = k.add(k.add(m0, k.mul(warp, 16)), g);
-      for (int64_t nt = 0; nt < nTiles; ++nt)
-        for (int64_t e = 0; e < 4; ++e) {
-          Value row = k.add(rowA, e < 2 ? 0 : 8);
-          Value col = k.add(k.add(k.mul(p, kGpuPanel), t2), nt * 8 + (e & 1));
-          epilogue(b, op, row, col, loop.getResult(nt * 4 + e));
-        }
-    });
+             Value sA = l.getWorkgroupAttributions()[0];
+             Value sB = l.getWorkgroupAttributions()[1];
+             Value tid = l.getThreadIds().x, p = l.getBlockIds().x;
+             Value m0 = k.mul(l.getBlockIds().y, bm);
+             Value warp = k.div(tid, 32), lane = k.rem(tid, 32);
+             Value g = k.div(lane, 4), t2 = k.mul(k.rem(lane, 4), 2);
+             const int64_t nTiles = kGpuPanel / 8;
+             SmallVector<Value> init(nTiles * 4, k.f(0.0));
+             auto loop = scf::ForOp::create(
+                 b, k.c(0), k.dim(a, 1), k.c(bk), init,
+                 [&](OpBuilder &nb, Location loc, Value k0, ValueRange acc) {
+                   ImplicitLocOpBuilder ib(loc, nb);
+                   KB kb{ib};
+                   gpu::BarrierOp::create(ib);
+                   stage(ib, tid, a, w, p, m0, k0, sA, sB, /*transposed=*/true);
+                   gpu::BarrierOp::create(ib);
+                   SmallVector<Value> next(acc.begin(), acc.end());
+                   Value ra = kb.add(kb.mul(warp, 16), g), rb = kb.add(ra, 8);
+                   for (int64_t kk = 0; kk < bk / 16; ++kk) {
+                     Value col = kb.add(t2, kk * 16), col8 = kb.add(col, 8);
+                     SmallVector<Value> fa{
+                         pair(ib, sA, {ra, col}), pair(ib, sA, {rb, col}),
+                         pair(ib, sA, {ra, col8}), pair(ib, sA, {rb, col8})};
+                     for (int64_t nt = 0; nt < nTiles; ++nt) {
+                       Value n = kb.add(g, nt * 8);
+                       SmallVector<Value> c(next.begin() + nt * 4,
+                                            next.begin() + nt * 4 + 4);
+                       c = mma(
+                           ib, elt, fa,
+                           {pair(ib, sB, {n, col}), pair(ib, sB, {n, col8})},
+                           c);
+                       std::copy(c.begin(), c.end(), next.begin() + nt * 4);
+                     }
+                   }
+                   scf::YieldOp::create(ib, next);
+                 });
+             Value rowA = k.add(k.add(m0, k.mul(warp, 16)), g);
+             for (int64_t nt = 0; nt < nTiles; ++nt)
+               for (int64_t e = 0; e < 4; ++e) {
+                 Value row = k.add(rowA, e < 2 ? 0 : 8);
+                 Value col =
+                     k.add(k.add(k.mul(p, kGpuPanel), t2), nt * 8 + (e & 1));
+                 epilogue(b, op, row, col, loop.getResult(nt * 4 + e));
+               }
+           });
   }
 
   void emitSimt(ImplicitLocOpBuilder &b, LinearKernelOp op) const {
@@ -669,48 +676,51 @@ struct GpuLinear : OpRewritePattern<LinearKernelOp> {
     MemRefType sAT = sharedType({bm, bk + 1}, f32);
     MemRefType sBT = sharedType({bk, kGpuPanel}, f32);
     Value rowsGrid = arith::CeilDivUIOp::create(b, k.dim(a, 0), k.c(bm));
-    launch(b, {k.dim(w, 0), rowsGrid, k.c(1)}, {threads, 1, 1}, {sAT, sBT},
-           [&](gpu::LaunchOp l) {
-      Value sA = l.getWorkgroupAttributions()[0];
-      Value sB = l.getWorkgroupAttributions()[1];
-      Value tid = l.getThreadIds().x, p = l.getBlockIds().x;
-      Value m0 = k.mul(l.getBlockIds().y, bm);
-      Value tx = k.rem(tid, kGpuPanel / tc), ty = k.div(tid, kGpuPanel / tc);
-      SmallVector<Value> init(tr * tc, k.f(0.0));
-      auto loop = scf::ForOp::create(
-          b, k.c(0), k.dim(a, 1), k.c(bk), init,
-          [&](OpBuilder &nb, Location loc, Value k0, ValueRange acc) {
-            ImplicitLocOpBuilder ib(loc, nb);
-            KB kb{ib};
-            gpu::BarrierOp::create(ib);
-            stage(ib, tid, a, w, p, m0, k0, sA, sB, /*transposed=*/false);
-            gpu::BarrierOp::create(ib);
-            auto inner = scf::ForOp::create(
-                ib, kb.c(0), kb.c(bk), kb.c(1), acc,
-                [&](OpBuilder &nb2, Location l2, Value kc, ValueRange c) {
-                  ImplicitLocOpBuilder jb(l2, nb2);
-                  KB kj{jb};
-                  SmallVector<Value> av, bv, next;
-                  for (int64_t r = 0; r < tr; ++r)
-                    av.push_back(memref::LoadOp::create(
-                        jb, sA, ValueRange{kj.add(kj.mul(ty, tr), r), kc}));
-                  for (int64_t cc = 0; cc < tc; ++cc)
-                    bv.push_back(memref::LoadOp::create(
-                        jb, sB, ValueRange{kc, kj.add(kj.mul(tx, tc), cc)}));
-                  for (int64_t r = 0; r < tr; ++r)
-                    for (int64_t cc = 0; cc < tc; ++cc)
-                      next.push_back(kj.fma(av[r], bv[cc], c[r * tc + cc]));
-                  scf::YieldOp::create(jb, next);
-                });
-            scf::YieldOp::create(ib, inner.getResults());
-          });
-      for (int64_t r = 0; r < tr; ++r)
-        for (int64_t cc = 0; cc < tc; ++cc) {
-          Value row = k.add(k.add(m0, k.mul(ty, tr)), r);
-          Value col = k.add(k.add(k.mul(p, kGpuPanel), k.mul(tx, tc)), cc);
-          epilogue(b, op, row, col, loop.getResult(r * tc + cc));
-        }
-    });
+    launch(
+        b, {k.dim(w, 0), rowsGrid, k.c(1)}, {threads, 1, 1}, {sAT, sBT},
+        [&](gpu::LaunchOp l) {
+          Value sA = l.getWorkgroupAttributions()[0];
+          Value sB = l.getWorkgroupAttributions()[1];
+          Value tid = l.getThreadIds().x, p = l.getBlockIds().x;
+          Value m0 = k.mul(l.getBlockIds().y, bm);
+          Value tx = k.rem(tid, kGpuPanel / tc),
+                ty = k.div(tid, kGpuPanel / tc);
+          SmallVector<Value> init(tr * tc, k.f(0.0));
+          auto loop = scf::ForOp::create(
+              b, k.c(0), k.dim(a, 1), k.c(bk), init,
+              [&](OpBuilder &nb, Location loc, Value k0, ValueRange acc) {
+                ImplicitLocOpBuilder ib(loc, nb);
+                KB kb{ib};
+                gpu::BarrierOp::create(ib);
+                stage(ib, tid, a, w, p, m0, k0, sA, sB, /*transposed=*/false);
+                gpu::BarrierOp::create(ib);
+                auto inner = scf::ForOp::create(
+                    ib, kb.c(0), kb.c(bk), kb.c(1), acc,
+                    [&](OpBuilder &nb2, Location l2, Value kc, ValueRange c) {
+                      ImplicitLocOpBuilder jb(l2, nb2);
+                      KB kj{jb};
+                      SmallVector<Value> av, bv, next;
+                      for (int64_t r = 0; r < tr; ++r)
+                        av.push_back(memref::LoadOp::create(
+                            jb, sA, ValueRange{kj.add(kj.mul(ty, tr), r), kc}));
+                      for (int64_t cc = 0; cc < tc; ++cc)
+                        bv.push_back(memref::LoadOp::create(
+                            jb, sB,
+                            ValueRange{kc, kj.add(kj.mul(tx, tc), cc)}));
+                      for (int64_t r = 0; r < tr; ++r)
+                        for (int64_t cc = 0; cc < tc; ++cc)
+                          next.push_back(kj.fma(av[r], bv[cc], c[r * tc + cc]));
+                      scf::YieldOp::create(jb, next);
+                    });
+                scf::YieldOp::create(ib, inner.getResults());
+              });
+          for (int64_t r = 0; r < tr; ++r)
+            for (int64_t cc = 0; cc < tc; ++cc) {
+              Value row = k.add(k.add(m0, k.mul(ty, tr)), r);
+              Value col = k.add(k.add(k.mul(p, kGpuPanel), k.mul(tx, tc)), cc);
+              epilogue(b, op, row, col, loop.getResult(r * tc + cc));
+            }
+        });
   }
 };
 
@@ -762,8 +772,8 @@ void sequentialize(scf::ParallelOp par) {
   IRMapping map;
   Location loc = par.getLoc();
   SmallVector<Value> ivs;
-  for (auto [lb, ub, st] : llvm::zip(par.getLowerBound(), par.getUpperBound(),
-                                     par.getStep())) {
+  for (auto [lb, ub, st] :
+       llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
     auto f = scf::ForOp::create(b, loc, lb, ub, st);
     ivs.push_back(f.getInductionVar());
     b.setInsertionPointToStart(f.getBody());
@@ -789,34 +799,34 @@ LogicalResult mapToLaunch(scf::ParallelOp par) {
   constexpr int64_t threads = 256;
   SmallVector<Value> trips;
   Value total = k.c(1);
-  for (auto [lb, ub, st] : llvm::zip(par.getLowerBound(), par.getUpperBound(),
-                                     par.getStep())) {
+  for (auto [lb, ub, st] :
+       llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
     Value n = arith::CeilDivUIOp::create(b, k.max(k.sub(ub, lb), k.c(0)), st);
     trips.push_back(n);
     total = arith::MulIOp::create(b, total, n);
   }
   // At least one block (a grid of 0 is a launch error); the threads past
   // the iteration space do nothing.
-  Value blocks = k.max(arith::CeilDivUIOp::create(b, total, k.c(threads)),
-                       k.c(1));
-  launch(b, {blocks, k.c(1), k.c(1)}, {threads, 1, 1}, {},
-         [&](gpu::LaunchOp l) {
-    Value id = k.add(k.mul(l.getBlockIds().x, threads), l.getThreadIds().x);
-    auto inside = scf::IfOp::create(b, k.lt(id, total), false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(inside.thenBlock());
-    IRMapping map;
-    Value rest = id;
-    for (int64_t i = trips.size() - 1; i >= 0; --i) {
-      Value idx = arith::RemUIOp::create(b, rest, trips[i]);
-      rest = arith::DivUIOp::create(b, rest, trips[i]);
-      Value iv = k.add(par.getLowerBound()[i],
-                       arith::MulIOp::create(b, idx, par.getStep()[i]));
-      map.map(par.getInductionVars()[i], iv);
-    }
-    for (Operation &op : par.getBody()->without_terminator())
-      b.clone(op, map);
-  });
+  Value blocks =
+      k.max(arith::CeilDivUIOp::create(b, total, k.c(threads)), k.c(1));
+  launch(
+      b, {blocks, k.c(1), k.c(1)}, {threads, 1, 1}, {}, [&](gpu::LaunchOp l) {
+        Value id = k.add(k.mul(l.getBlockIds().x, threads), l.getThreadIds().x);
+        auto inside = scf::IfOp::create(b, k.lt(id, total), false);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(inside.thenBlock());
+        IRMapping map;
+        Value rest = id;
+        for (int64_t i = trips.size() - 1; i >= 0; --i) {
+          Value idx = arith::RemUIOp::create(b, rest, trips[i]);
+          rest = arith::DivUIOp::create(b, rest, trips[i]);
+          Value iv = k.add(par.getLowerBound()[i],
+                           arith::MulIOp::create(b, idx, par.getStep()[i]));
+          map.map(par.getInductionVars()[i], iv);
+        }
+        for (Operation &op : par.getBody()->without_terminator())
+          b.clone(op, map);
+      });
   par.erase();
   return success();
 }
@@ -872,9 +882,9 @@ struct TfmGpuMapLoopsPass
     WalkResult res = func.walk([&](Operation *op) {
       if (op->getParentOfType<gpu::LaunchOp>() || isa<gpu::LaunchOp>(op))
         return WalkResult::skip();
-      if (isa<memref::LoadOp, memref::StoreOp, vector::LoadOp,
-              vector::StoreOp, vector::TransferReadOp,
-              vector::TransferWriteOp, memref::CopyOp>(op) ||
+      if (isa<memref::LoadOp, memref::StoreOp, vector::LoadOp, vector::StoreOp,
+              vector::TransferReadOp, vector::TransferWriteOp, memref::CopyOp>(
+              op) ||
           isa<linalg::LinalgOp>(op) || isa<scf::ParallelOp>(op)) {
         op->emitOpError("accesses device memory on the host");
         return WalkResult::interrupt();
@@ -930,8 +940,8 @@ struct TfmGpuMergeModulesPass
       auto it = map.find({op.getKernelModuleName(), op.getKernelName()});
       if (it == map.end())
         return;
-      op.setKernelAttr(SymbolRefAttr::get(
-          mergedName, {FlatSymbolRefAttr::get(it->second)}));
+      op.setKernelAttr(
+          SymbolRefAttr::get(mergedName, {FlatSymbolRefAttr::get(it->second)}));
     });
     for (gpu::GPUModuleOp m : mods)
       m.erase();

@@ -127,12 +127,11 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
         for (int64_t c = 0; c < kCols; ++c) {
           Value v = loop.getResult(r * kCols + c);
           if (masks.empty())
-            vector::StoreOp::create(nb, l, v, out,
-                                    ValueRange{row, colIdx[c]});
+            vector::StoreOp::create(nb, l, v, out, ValueRange{row, colIdx[c]});
           else
             vector::MaskedStoreOp::create(nb, l, out,
-                                          ValueRange{row, colIdx[c]},
-                                          masks[c], v, IntegerAttr());
+                                          ValueRange{row, colIdx[c]}, masks[c],
+                                          v, IntegerAttr());
         }
       }
     };
@@ -231,8 +230,7 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
 
     auto par = scf::ParallelOp::create(
         b, loc, ValueRange{c0, c0, c0}, ValueRange{bsz, heads, qBlocks},
-        ValueRange{c1, c1, c1},
-        [&](OpBuilder &nb, Location l, ValueRange ivs) {
+        ValueRange{c1, c1, c1}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
           Value bi = ivs[0], hi = ivs[1];
           Value i0 = arith::MulIOp::create(nb, l, ivs[2], cIdx(nb, l, rows));
           Value kvh = arith::DivUIOp::create(nb, l, hi, group);
@@ -311,8 +309,8 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
                 SmallVector<Value> next(st.begin(), st.end());
                 SmallVector<Value> p(rows), corrV(rows);
                 for (int64_t r = 0; r < rows; ++r) {
-                  Value s = arith::MulFOp::create(kb, kl, qk.getResult(r),
-                                                  scaleV);
+                  Value s =
+                      arith::MulFOp::create(kb, kl, qk.getResult(r), scaleV);
                   Value in = arith::AndIOp::create(
                       kb, kl,
                       arith::CmpIOp::create(
@@ -356,7 +354,8 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
                 for (int64_t jj = 0; jj < bk; ++jj) {
                   // Keys past the end have p = 0; read a valid row instead.
                   Value j = arith::MinSIOp::create(
-                      kb, kl, arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
+                      kb, kl,
+                      arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
                       lastKey);
                   SmallVector<Value> vrow;
                   for (int64_t c = 0; c < chunks; ++c)
@@ -379,8 +378,8 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
           // out = O / l, or zeros for a row that saw no key.
           for (int64_t r = 0; r < rows; ++r) {
             Value lFin = keys.getResult(2 * r + 1);
-            Value pos0 = arith::CmpFOp::create(
-                nb, l, arith::CmpFPredicate::OGT, lFin, cF32(nb, l, 0.0));
+            Value pos0 = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT,
+                                               lFin, cF32(nb, l, 0.0));
             Value inv = arith::SelectOp::create(
                 nb, l, pos0,
                 arith::DivFOp::create(nb, l, cF32(nb, l, 1.0), lFin),

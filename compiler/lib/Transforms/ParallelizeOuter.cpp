@@ -22,10 +22,10 @@ namespace mlir::tfm {
 #include "tfm/Transforms/Passes.h.inc"
 } // namespace mlir::tfm
 
-#include "mlir/Dialect/Math/Transforms/Passes.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -66,8 +66,7 @@ void splitParallel(scf::ParallelOp op, unsigned numParallel) {
     old->getArgument(i).replaceAllUsesWith(ivs[i]);
   auto &ops = old->getOperations();
   insertBefore->getBlock()->getOperations().splice(
-      insertBefore->getIterator(), ops, ops.begin(),
-      std::prev(ops.end()));
+      insertBefore->getIterator(), ops, ops.begin(), std::prev(ops.end()));
   op.erase();
 }
 
@@ -94,10 +93,9 @@ struct TfmExpandMathPass
     : mlir::tfm::impl::TfmExpandMathBase<TfmExpandMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef name) {
-          return name == "math.exp" || name == "math.tanh" || name == "math.erf";
-        });
+    populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
+      return name == "math.exp" || name == "math.tanh" || name == "math.erf";
+    });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -15,29 +15,29 @@
 #include "tfm/Target/CpuTarget.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVM/NVVM/Target.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LLVMContext.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -73,8 +73,9 @@ cl::OptionCategory mlirCategory("MLIR pass manager and printing");
 cl::opt<std::string> inputFilename(cl::Positional,
                                    cl::desc("<model.tfm> (- for stdin)"),
                                    cl::init("-"), cl::cat(ioCategory));
-cl::opt<std::string> outputFilename("o", cl::desc("Output file (text "
-                                                  "defaults to stdout)"),
+cl::opt<std::string> outputFilename("o",
+                                    cl::desc("Output file (text "
+                                             "defaults to stdout)"),
                                     cl::value_desc("file"), cl::init("-"),
                                     cl::cat(ioCategory));
 cl::opt<Emit> emitKind(
@@ -96,8 +97,7 @@ cl::opt<Emit> emitKind(
                    "bufferized loops, vector kernels, parallel loops (cpu)"),
         clEnumValN(Emit::Gpu, "gpu",
                    "the gpu dialect: host code and outlined kernels (cuda)"),
-        clEnumValN(Emit::NVVM, "nvvm",
-                   "kernels in the NVVM dialect (cuda)"),
+        clEnumValN(Emit::NVVM, "nvvm", "kernels in the NVVM dialect (cuda)"),
         clEnumValN(Emit::PTX, "ptx", "the kernels' PTX (cuda)"),
         clEnumValN(Emit::LLVMMLIR, "llvm-mlir", "the LLVM dialect"),
         clEnumValN(Emit::LLVMIR, "llvm", "LLVM IR after O3"),
@@ -221,8 +221,8 @@ LogicalResult link(StringRef object, StringRef output, bool shared) {
     return failure();
   }
   std::string exe = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
-  SmallString<256> libDir(llvm::sys::path::parent_path(
-      llvm::sys::path::parent_path(exe)));
+  SmallString<256> libDir(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
   llvm::sys::path::append(libDir, "lib");
   SmallString<256> runtime(libDir), mainObj(libDir);
   llvm::sys::path::append(runtime, "libtfm_runtime.a");
@@ -254,8 +254,8 @@ LogicalResult link(StringRef object, StringRef output, bool shared) {
   args.push_back(output.str());
   SmallVector<StringRef> refs(args.begin(), args.end());
   std::string err;
-  int rc = llvm::sys::ExecuteAndWait(driver, refs, std::nullopt, {}, 0, 0,
-                                     &err);
+  int rc =
+      llvm::sys::ExecuteAndWait(driver, refs, std::nullopt, {}, 0, 0, &err);
   if (rc != 0) {
     llvm::errs() << "tfmc: error: linking " << output << " failed"
                  << (err.empty() ? "" : ": " + err) << "\n";
@@ -470,8 +470,8 @@ std::string findCudaToolkit() {
 
 /// Runs the CUDA pipeline and writes the requested stage or artifact.
 LogicalResult lowerAndEmitCuda(MLIRContext &ctx, const ModelSpec *spec,
-                               StringRef name, StringRef dtype,
-                               ModuleOp module, llvm::raw_ostream &os) {
+                               StringRef name, StringRef dtype, ModuleOp module,
+                               llvm::raw_ostream &os) {
   std::string error;
   FailureOr<CpuTarget> host = resolveCpu(cpuName, error);
   if (failed(host)) {
@@ -579,8 +579,8 @@ LogicalResult checkTargetOptions() {
   return success();
 }
 
-LogicalResult compile(MLIRContext &ctx, llvm::SourceMgr &sm,
-                      DiagEmitter &diags, llvm::raw_ostream &os) {
+LogicalResult compile(MLIRContext &ctx, llvm::SourceMgr &sm, DiagEmitter &diags,
+                      llvm::raw_ostream &os) {
   if (emitKind == Emit::Tokens) {
     printTokens(sm, diags, os);
     return success(diags.errorCount() == 0);
@@ -679,7 +679,8 @@ int main(int argc, char **argv) {
     llvm::StringRef name = opt.first;
     if (name.starts_with("mlir-print-ir") || name == "mlir-timing" ||
         name == "mlir-pass-statistics" || name == "mlir-disable-threading" ||
-        name == "mlir-print-debuginfo" || name == "mlir-elide-elementsattrs-if-larger")
+        name == "mlir-print-debuginfo" ||
+        name == "mlir-elide-elementsattrs-if-larger")
       opt.second->addCategory(mlirCategory);
   }
   cl::HideUnrelatedOptions({&ioCategory, &compileCategory, &mlirCategory});
@@ -719,8 +720,8 @@ int main(int argc, char **argv) {
 
   if (failed(checkTargetOptions()))
     return 1;
-  bool binary = emitKind == Emit::Exe || emitKind == Emit::Obj ||
-                compileOnly || sharedLib;
+  bool binary = emitKind == Emit::Exe || emitKind == Emit::Obj || compileOnly ||
+                sharedLib;
   if (compileOnly || sharedLib) {
     if (emitKind != Emit::Exe) {
       llvm::errs() << "tfmc: error: -c and --shared write binaries; they do "
@@ -732,8 +733,8 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  auto output = openOutputFile(binary ? std::string("-") : outputFilename.getValue(),
-                               &errorMessage);
+  auto output = openOutputFile(
+      binary ? std::string("-") : outputFilename.getValue(), &errorMessage);
   if (!output) {
     llvm::errs() << "tfmc: error: cannot write '" << outputFilename
                  << "': " << errorMessage << "\n";

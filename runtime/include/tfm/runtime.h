@@ -63,8 +63,7 @@ typedef struct tfm_io_info {
   int64_t shape[TFM_MAX_RANK]; /* -1: B, -2: T, -3: S */
 } tfm_io_info;
 
-typedef int32_t (*tfm_forward_fn)(void *const *params,
-                                  const tfm_tensor *inputs,
+typedef int32_t (*tfm_forward_fn)(void *const *params, const tfm_tensor *inputs,
                                   tfm_tensor *output);
 
 /* The message of the last failure on this thread ("" if none). */

@@ -7,8 +7,8 @@
 
 int main(void) {
   tfm_model *m = NULL;
-  tfm_status s = tfm_model_create(CAT(MODEL, _model_json),
-                                  CAT(MODEL, _forward), &m);
+  tfm_status s =
+      tfm_model_create(CAT(MODEL, _model_json), CAT(MODEL, _forward), &m);
   if (s != TFM_OK) {
     fprintf(stderr, "tfm_model_create: status %d: %s\n", (int)s,
             tfm_last_error());

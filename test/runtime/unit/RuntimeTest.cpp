@@ -78,7 +78,8 @@ TEST(Npy, ReportsBadFiles) {
   writeBytes(path, "not numpy");
   EXPECT_EQ(tfm_npy_read(path.c_str(), &t), TFM_ERR_FORMAT);
   EXPECT_NE(std::string(tfm_last_error()).find("bad magic"), std::string::npos);
-  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }";
+  std::string header =
+      "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }";
   std::string npy = std::string("\x93NUMPY\x01\x00", 8);
   npy += static_cast<char>(header.size());
   npy += '\0';
@@ -91,11 +92,14 @@ TEST(Npy, ReportsBadFiles) {
 
 TEST(Safetensors, ReadsValidFile) {
   std::string path = tempPath("ok.safetensors");
-  writeBytes(path, safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                               R"("__metadata__":{"x":"y"}})",
-                               floats({1.5f, -2.0f})));
+  writeBytes(
+      path,
+      safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                  R"("__metadata__":{"x":"y"}})",
+                  floats({1.5f, -2.0f})));
   tfm_safetensors *st;
-  ASSERT_EQ(tfm_safetensors_open(path.c_str(), &st), TFM_OK) << tfm_last_error();
+  ASSERT_EQ(tfm_safetensors_open(path.c_str(), &st), TFM_OK)
+      << tfm_last_error();
   EXPECT_EQ(tfm_safetensors_count(st), 1u);
   tfm_tensor v;
   ASSERT_EQ(tfm_safetensors_get(st, "a", &v), TFM_OK);
@@ -167,9 +171,12 @@ TEST(Model, ValidatesInputsAndRuns) {
   ASSERT_EQ(tfm_model_create(kToyJson, fakeForward, &m), TFM_OK)
       << tfm_last_error();
   std::string path = tempPath("toy.safetensors");
-  writeBytes(path, safetensors(R"({"w":{"dtype":"F32","shape":[4,1],"data_offsets":[0,16]}})",
-                               floats({10, 11, 12, 13})));
-  ASSERT_EQ(tfm_model_load_weights(m, path.c_str()), TFM_OK) << tfm_last_error();
+  writeBytes(path,
+             safetensors(
+                 R"({"w":{"dtype":"F32","shape":[4,1],"data_offsets":[0,16]}})",
+                 floats({10, 11, 12, 13})));
+  ASSERT_EQ(tfm_model_load_weights(m, path.c_str()), TFM_OK)
+      << tfm_last_error();
   tfm_tensor tok, out;
   int64_t shape[2] = {1, 3};
   ASSERT_EQ(tfm_tensor_alloc(&tok, TFM_I32, 2, shape), TFM_OK);
@@ -199,10 +206,12 @@ TEST(Model, ConvertsHalfPrecisionWeights) {
   // F16 1.0, -2.0, 0.5, 65504 and BF16 of the same.
   const uint16_t f16[4] = {0x3C00, 0xC000, 0x3800, 0x7BFF};
   std::string path = tempPath("toy16.safetensors");
-  writeBytes(path,
-             safetensors(R"({"w":{"dtype":"F16","shape":[4,1],"data_offsets":[0,8]}})",
-                         std::string(reinterpret_cast<const char *>(f16), 8)));
-  ASSERT_EQ(tfm_model_load_weights(m, path.c_str()), TFM_OK) << tfm_last_error();
+  writeBytes(
+      path,
+      safetensors(R"({"w":{"dtype":"F16","shape":[4,1],"data_offsets":[0,8]}})",
+                  std::string(reinterpret_cast<const char *>(f16), 8)));
+  ASSERT_EQ(tfm_model_load_weights(m, path.c_str()), TFM_OK)
+      << tfm_last_error();
   tfm_tensor tok, out;
   int64_t shape[2] = {1, 3};
   tfm_tensor_alloc(&tok, TFM_I32, 2, shape);
@@ -215,8 +224,9 @@ TEST(Model, ConvertsHalfPrecisionWeights) {
   tfm_tensor_free(&out);
   const uint16_t bf16[4] = {0x3F80, 0xC000, 0x3F00, 0x4120};
   writeBytes(path,
-             safetensors(R"({"w":{"dtype":"BF16","shape":[4,1],"data_offsets":[0,8]}})",
-                         std::string(reinterpret_cast<const char *>(bf16), 8)));
+             safetensors(
+                 R"({"w":{"dtype":"BF16","shape":[4,1],"data_offsets":[0,8]}})",
+                 std::string(reinterpret_cast<const char *>(bf16), 8)));
   ASSERT_EQ(tfm_model_load_weights(m, path.c_str()), TFM_OK);
   ASSERT_EQ(tfm_model_run(m, &tok, &out), TFM_OK);
   EXPECT_EQ(static_cast<float *>(out.data)[2], 10.0f);
@@ -247,9 +257,8 @@ extern "C" {
 void *mgpuStreamCreate(void);
 void *mgpuMemAlloc(uint64_t, void *, bool);
 void mgpuMemcpy(void *, void *, size_t, void *);
-void mgpuLaunchKernel(void *, intptr_t, intptr_t, intptr_t, intptr_t,
-                      intptr_t, intptr_t, int32_t, void *, void **, void **,
-                      size_t);
+void mgpuLaunchKernel(void *, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t,
+                      intptr_t, int32_t, void *, void **, void **, size_t);
 void mgpuStreamSynchronize(void *);
 }
 
@@ -292,7 +301,8 @@ TEST(Convert, HalfRoundTripsEveryValue) {
   for (uint32_t h = 0; h < 0x10000; ++h) {
     bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
     if (nan)
-      EXPECT_TRUE(std::isnan(tfm_f16_to_f32(tfm_f32_to_f16(tfm_f16_to_f32(h)))));
+      EXPECT_TRUE(
+          std::isnan(tfm_f16_to_f32(tfm_f32_to_f16(tfm_f16_to_f32(h)))));
     else
       EXPECT_EQ(tfm_f32_to_f16(tfm_f16_to_f32(uint16_t(h))), h) << h;
     bool bnan = (h & 0x7f80) == 0x7f80 && (h & 0x7f);
@@ -310,11 +320,11 @@ TEST(Convert, HalfRoundsToNearestEven) {
   EXPECT_EQ(tfm_f32_to_f16(65519.0f), 0x7bff);
   EXPECT_EQ(tfm_f32_to_f16(65520.0f), 0x7c00); // overflow: infinity
   EXPECT_EQ(tfm_f32_to_f16(-1e6f), 0xfc00);
-  EXPECT_EQ(tfm_f32_to_f16(0x1p-24f), 0x0001);  // smallest subnormal
-  EXPECT_EQ(tfm_f32_to_f16(0x1p-26f), 0x0000);  // rounds to zero
+  EXPECT_EQ(tfm_f32_to_f16(0x1p-24f), 0x0001); // smallest subnormal
+  EXPECT_EQ(tfm_f32_to_f16(0x1p-26f), 0x0000); // rounds to zero
   EXPECT_EQ(tfm_f32_to_f16(-0.0f), 0x8000);
-  EXPECT_EQ(tfm_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);       // tie: even
-  EXPECT_EQ(tfm_f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);   // tie: even
+  EXPECT_EQ(tfm_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);     // tie: even
+  EXPECT_EQ(tfm_f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82); // tie: even
   EXPECT_TRUE(std::isnan(tfm_bf16_to_f32(tfm_f32_to_bf16(NAN))));
 }
 

@@ -59,9 +59,9 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       *this, "toolkit",
       llvm::cl::desc("CUDA toolkit directory (ptxas, fatbinary, libdevice)"),
       llvm::cl::init("/usr/local/cuda")};
-  Option<bool> fuseAttention{
-      *this, "fuse-attention",
-      llvm::cl::desc("Run tfm-fuse-attention"), llvm::cl::init(true)};
+  Option<bool> fuseAttention{*this, "fuse-attention",
+                             llvm::cl::desc("Run tfm-fuse-attention"),
+                             llvm::cl::init(true)};
 };
 
 /// Adds the stages `first` to `last` (inclusive) of the CUDA pipeline.

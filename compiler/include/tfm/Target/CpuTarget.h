@@ -15,8 +15,8 @@ namespace mlir::tfm {
 /// One memref argument of the lowered model function.
 struct AbiArg {
   enum Kind { Input, Output, Param } kind;
-  int64_t index;               ///< input / parameter number
-  std::vector<int64_t> shape;  ///< negative = dynamic
+  int64_t index;              ///< input / parameter number
+  std::vector<int64_t> shape; ///< negative = dynamic
 };
 
 /// Reads the destination-passing signature that tfm-cpu-abi gave `func`.

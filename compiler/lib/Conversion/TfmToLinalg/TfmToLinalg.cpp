@@ -45,8 +45,8 @@ Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
   for (int64_t i = 0; i < type.getRank(); ++i)
     if (type.isDynamicDim(i))
       dyn.push_back(dimOf(b, loc, sources[i].first, sources[i].second));
-  return tensor::EmptyOp::create(b, loc, type.getShape(),
-                                 type.getElementType(), dyn);
+  return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType(),
+                                 dyn);
 }
 
 /// tensor.empty shaped like `like`.
@@ -66,8 +66,8 @@ Value constIdx(OpBuilder &b, Location loc, int64_t v) {
 }
 
 arith::FastMathFlagsAttr reassoc(MLIRContext *ctx) {
-  return arith::FastMathFlagsAttr::get(
-      ctx, arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+  return arith::FastMathFlagsAttr::get(ctx, arith::FastMathFlags::reassoc |
+                                                arith::FastMathFlags::contract);
 }
 
 using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
@@ -97,12 +97,12 @@ Value elementwise(OpBuilder &b, Location loc, ValueRange inputs, BodyFn body) {
 
 /// Reduces `input` over dimension `axis` with `combine`, starting at `init`.
 /// `pre` maps each element before combining (args: element, extra inputs).
-Value reduce(OpBuilder &b, Location loc, Value input, int64_t axis,
-             double initValue, ValueRange extra, ArrayRef<AffineMap> extraMaps,
-             function_ref<Value(OpBuilder &, Location, Value acc,
-                                ValueRange args)>
-                 combine,
-             Type accType = {}) {
+Value reduce(
+    OpBuilder &b, Location loc, Value input, int64_t axis, double initValue,
+    ValueRange extra, ArrayRef<AffineMap> extraMaps,
+    function_ref<Value(OpBuilder &, Location, Value acc, ValueRange args)>
+        combine,
+    Type accType = {}) {
   auto t = tensorType(input);
   if (!accType)
     accType = t.getElementType();
@@ -119,11 +119,10 @@ Value reduce(OpBuilder &b, Location loc, Value input, int64_t axis,
   }
   auto outType = RankedTensorType::get(shape, accType);
   Value empty = emptyTensor(b, loc, outType, src);
-  Value filled =
-      linalg::FillOp::create(b, loc,
-                             ValueRange{constF(b, loc, accType, initValue)},
-                             ValueRange{empty})
-          .getResult(0);
+  Value filled = linalg::FillOp::create(
+                     b, loc, ValueRange{constF(b, loc, accType, initValue)},
+                     ValueRange{empty})
+                     .getResult(0);
   SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank)};
   maps.append(extraMaps.begin(), extraMaps.end());
   maps.push_back(AffineMap::get(rank, 0, outExprs, b.getContext()));
@@ -215,26 +214,21 @@ Value packedWeight(OpBuilder &b, Location loc, Value w) {
                                   wt.getElementType());
   Value init = tensor::EmptyOp::create(b, loc, pt.getShape(),
                                        pt.getElementType(), ValueRange{});
-  return generic(b, loc, ValueRange{}, {}, init,
-                 [&](OpBuilder &nb, Location l, ValueRange) {
-                   Value p = linalg::IndexOp::create(nb, l, 0);
-                   Value kk = linalg::IndexOp::create(nb, l, 1);
-                   Value c = linalg::IndexOp::create(nb, l, 2);
-                   Value row = arith::AddIOp::create(
-                       nb, l, arith::MulIOp::create(nb, l, p,
-                                                    constIdx(nb, l, kPanel)),
-                       c);
-                   Value inside = arith::CmpIOp::create(
-                       nb, l, arith::CmpIPredicate::slt, row,
-                       constIdx(nb, l, n));
-                   Value safe = arith::MinUIOp::create(nb, l, row,
-                                                       constIdx(nb, l, n - 1));
-                   Value v = tensor::ExtractOp::create(nb, l, w,
-                                                       ValueRange{safe, kk});
-                   return arith::SelectOp::create(
-                       nb, l, inside, v,
-                       constF(nb, l, wt.getElementType(), 0.0));
-                 });
+  return generic(
+      b, loc, ValueRange{}, {}, init,
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        Value p = linalg::IndexOp::create(nb, l, 0);
+        Value kk = linalg::IndexOp::create(nb, l, 1);
+        Value c = linalg::IndexOp::create(nb, l, 2);
+        Value row = arith::AddIOp::create(
+            nb, l, arith::MulIOp::create(nb, l, p, constIdx(nb, l, kPanel)), c);
+        Value inside = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
+                                             row, constIdx(nb, l, n));
+        Value safe = arith::MinUIOp::create(nb, l, row, constIdx(nb, l, n - 1));
+        Value v = tensor::ExtractOp::create(nb, l, w, ValueRange{safe, kk});
+        return arith::SelectOp::create(nb, l, inside, v,
+                                       constF(nb, l, wt.getElementType(), 0.0));
+      });
 }
 
 Value transposeTensor(OpBuilder &b, Location loc, Value x,
@@ -310,8 +304,7 @@ struct MulFn {
 
 struct LowerScale : OpRewritePattern<ScaleOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ScaleOp op,
-                                PatternRewriter &b) const override {
+  LogicalResult matchAndRewrite(ScaleOp op, PatternRewriter &b) const override {
     double f = op.getFactor().convertToDouble();
     b.replaceOp(op, elementwise(b, op.getLoc(), ValueRange{op.getInput()},
                                 [&](OpBuilder &nb, Location l, ValueRange a) {
@@ -332,29 +325,27 @@ Value activation(OpBuilder &b, Location l, Activation kind, Value x) {
     return arith::MaximumFOp::create(b, l, x, c(0.0));
   case Activation::gelu:
   case Activation::geglu: {
-    Value e = math::ErfOp::create(
-        b, l, arith::MulFOp::create(b, l, x, c(M_SQRT1_2)));
-    return arith::MulFOp::create(
-        b, l, arith::MulFOp::create(b, l, x, c(0.5)),
-        arith::AddFOp::create(b, l, e, c(1.0)));
+    Value e =
+        math::ErfOp::create(b, l, arith::MulFOp::create(b, l, x, c(M_SQRT1_2)));
+    return arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, c(0.5)),
+                                 arith::AddFOp::create(b, l, e, c(1.0)));
   }
   case Activation::gelu_tanh: {
-    Value x3 = arith::MulFOp::create(
-        b, l, arith::MulFOp::create(b, l, x, x), x);
+    Value x3 =
+        arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, x), x);
     Value inner = arith::MulFOp::create(
         b, l, c(0.7978845608028654),
         arith::AddFOp::create(b, l, x,
                               arith::MulFOp::create(b, l, x3, c(0.044715))));
     Value th = math::TanhOp::create(b, l, inner);
-    return arith::MulFOp::create(
-        b, l, arith::MulFOp::create(b, l, x, c(0.5)),
-        arith::AddFOp::create(b, l, th, c(1.0)));
+    return arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, c(0.5)),
+                                 arith::AddFOp::create(b, l, th, c(1.0)));
   }
   case Activation::silu:
   case Activation::swiglu: {
     Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
-    return arith::DivFOp::create(b, l, x, arith::AddFOp::create(b, l, e,
-                                                                c(1.0)));
+    return arith::DivFOp::create(b, l, x,
+                                 arith::AddFOp::create(b, l, e, c(1.0)));
   }
   }
   return x;
@@ -375,12 +366,12 @@ struct LowerActivation : OpRewritePattern<ActivationOp> {
 
 struct LowerEmbed : OpRewritePattern<EmbedOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(EmbedOp op,
-                                PatternRewriter &b) const override {
+  LogicalResult matchAndRewrite(EmbedOp op, PatternRewriter &b) const override {
     Location loc = op.getLoc();
     Value tokens = op.getTokens(), table = op.getTable();
     auto rt = op.getType();
-    Value init = emptyTensor(b, loc, rt, {{tokens, 0}, {tokens, 1}, {table, 1}});
+    Value init =
+        emptyTensor(b, loc, rt, {{tokens, 0}, {tokens, 1}, {table, 1}});
     double scale = op.getScale() ? std::sqrt(double(rt.getDimSize(2))) : 1.0;
     MLIRContext *ctx = b.getContext();
     AffineMap tokMap = AffineMap::get(
@@ -394,8 +385,8 @@ struct LowerEmbed : OpRewritePattern<EmbedOp> {
                                   nb, l, table, ValueRange{id, d});
                               if (scale != 1.0)
                                 v = arith::MulFOp::create(
-                                    nb, l, v, constF(nb, l, v.getType(),
-                                                     scale));
+                                    nb, l, v,
+                                    constF(nb, l, v.getType(), scale));
                               return v;
                             }));
     return success();
@@ -418,57 +409,54 @@ struct LowerPositions : OpRewritePattern<PositionsOp> {
       SmallVector<OpFoldResult> sizes{OpFoldResult(dimOf(b, loc, x, 1)),
                                       b.getIndexAttr(tt.getDimSize(1))};
       SmallVector<OpFoldResult> strides{b.getIndexAttr(1), b.getIndexAttr(1)};
-      Value slice =
-          tensor::ExtractSliceOp::create(b, loc, table, offsets, sizes, strides);
+      Value slice = tensor::ExtractSliceOp::create(b, loc, table, offsets,
+                                                   sizes, strides);
       AffineMap tmap = AffineMap::get(
           3, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx);
       b.replaceOp(op, generic(b, loc, ValueRange{x, slice},
                               {b.getMultiDimIdentityMap(3), tmap},
                               emptyLike(b, loc, x),
                               [](OpBuilder &nb, Location l, ValueRange a) {
-                                return arith::AddFOp::create(nb, l, a[0],
-                                                             a[1]);
+                                return arith::AddFOp::create(nb, l, a[0], a[1]);
                               }));
       return success();
     }
     // PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(...), in f64.
-    b.replaceOp(op, elementwise(
-                        b, loc, ValueRange{x},
-                        [&](OpBuilder &nb, Location l, ValueRange a) {
-                          Type f64 = nb.getF64Type();
-                          Value p = linalg::IndexOp::create(nb, l, 1);
-                          Value j = linalg::IndexOp::create(nb, l, 2);
-                          Value two = constIdx(nb, l, 2);
-                          Value odd = arith::RemUIOp::create(nb, l, j, two);
-                          Value even = arith::SubIOp::create(nb, l, j, odd);
-                          auto toF = [&](Value i) {
-                            Value i64 = arith::IndexCastOp::create(
-                                nb, l, nb.getI64Type(), i);
-                            return arith::SIToFPOp::create(nb, l, f64, i64);
-                          };
-                          Value expo = arith::MulFOp::create(
-                              nb, l, toF(even),
-                              constF(nb, l, f64, -std::log(10000.0) / d));
-                          Value angle = arith::MulFOp::create(
-                              nb, l, toF(p), math::ExpOp::create(nb, l, expo));
-                          Value s = math::SinOp::create(nb, l, angle);
-                          Value c = math::CosOp::create(nb, l, angle);
-                          Value isOdd = arith::CmpIOp::create(
-                              nb, l, arith::CmpIPredicate::ne, odd,
-                              constIdx(nb, l, 0));
-                          Value pe = arith::SelectOp::create(nb, l, isOdd, c, s);
-                          pe = arith::TruncFOp::create(nb, l, a[0].getType(),
-                                                       pe);
-                          return arith::AddFOp::create(nb, l, a[0], pe);
-                        }));
+    b.replaceOp(
+        op, elementwise(
+                b, loc, ValueRange{x},
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  Type f64 = nb.getF64Type();
+                  Value p = linalg::IndexOp::create(nb, l, 1);
+                  Value j = linalg::IndexOp::create(nb, l, 2);
+                  Value two = constIdx(nb, l, 2);
+                  Value odd = arith::RemUIOp::create(nb, l, j, two);
+                  Value even = arith::SubIOp::create(nb, l, j, odd);
+                  auto toF = [&](Value i) {
+                    Value i64 =
+                        arith::IndexCastOp::create(nb, l, nb.getI64Type(), i);
+                    return arith::SIToFPOp::create(nb, l, f64, i64);
+                  };
+                  Value expo = arith::MulFOp::create(
+                      nb, l, toF(even),
+                      constF(nb, l, f64, -std::log(10000.0) / d));
+                  Value angle = arith::MulFOp::create(
+                      nb, l, toF(p), math::ExpOp::create(nb, l, expo));
+                  Value s = math::SinOp::create(nb, l, angle);
+                  Value c = math::CosOp::create(nb, l, angle);
+                  Value isOdd = arith::CmpIOp::create(
+                      nb, l, arith::CmpIPredicate::ne, odd, constIdx(nb, l, 0));
+                  Value pe = arith::SelectOp::create(nb, l, isOdd, c, s);
+                  pe = arith::TruncFOp::create(nb, l, a[0].getType(), pe);
+                  return arith::AddFOp::create(nb, l, a[0], pe);
+                }));
     return success();
   }
 };
 
 struct LowerNorm : OpRewritePattern<NormOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(NormOp op,
-                                PatternRewriter &b) const override {
+  LogicalResult matchAndRewrite(NormOp op, PatternRewriter &b) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = b.getContext();
     Value x = op.getInput();
@@ -501,10 +489,10 @@ struct LowerNorm : OpRewritePattern<NormOp> {
           if (layer)
             v = arith::SubFOp::create(
                 nb, l, v,
-                arith::MulFOp::create(nb, l, a[1], constF(nb, l, f32, 1.0 / d)));
-          return arith::AddFOp::create(nb, l, acc,
-                                       arith::MulFOp::create(nb, l, v, v, fm),
-                                       fm);
+                arith::MulFOp::create(nb, l, a[1],
+                                      constF(nb, l, f32, 1.0 / d)));
+          return arith::AddFOp::create(
+              nb, l, acc, arith::MulFOp::create(nb, l, v, v, fm), fm);
         },
         f32);
     SmallVector<Value> ins{x, sq, op.getWeight()};
@@ -515,29 +503,28 @@ struct LowerNorm : OpRewritePattern<NormOp> {
       ins.push_back(op.getBias());
       maps.push_back(vecMap);
     }
-    b.replaceOp(op, generic(b, loc, ins, maps, emptyLike(b, loc, x),
-                            [&](OpBuilder &nb, Location l, ValueRange a) {
-                              Value v = toF32(nb, l, a[0]);
-                              if (layer)
-                                v = arith::SubFOp::create(
-                                    nb, l, v,
-                                    arith::MulFOp::create(
-                                        nb, l, a[3],
-                                        constF(nb, l, f32, 1.0 / d)));
-                              Value var = arith::AddFOp::create(
-                                  nb, l,
-                                  arith::MulFOp::create(
-                                      nb, l, a[1], constF(nb, l, f32, 1.0 / d)),
-                                  constF(nb, l, f32, eps));
-                              Value r = math::RsqrtOp::create(nb, l, var);
-                              v = arith::MulFOp::create(
-                                  nb, l, arith::MulFOp::create(nb, l, v, r),
-                                  toF32(nb, l, a[2]));
-                              if (layer)
-                                v = arith::AddFOp::create(nb, l, v,
-                                                          toF32(nb, l, a[4]));
-                              return fromF32(nb, l, v, elt);
-                            }));
+    b.replaceOp(
+        op, generic(b, loc, ins, maps, emptyLike(b, loc, x),
+                    [&](OpBuilder &nb, Location l, ValueRange a) {
+                      Value v = toF32(nb, l, a[0]);
+                      if (layer)
+                        v = arith::SubFOp::create(
+                            nb, l, v,
+                            arith::MulFOp::create(nb, l, a[3],
+                                                  constF(nb, l, f32, 1.0 / d)));
+                      Value var = arith::AddFOp::create(
+                          nb, l,
+                          arith::MulFOp::create(nb, l, a[1],
+                                                constF(nb, l, f32, 1.0 / d)),
+                          constF(nb, l, f32, eps));
+                      Value r = math::RsqrtOp::create(nb, l, var);
+                      v = arith::MulFOp::create(
+                          nb, l, arith::MulFOp::create(nb, l, v, r),
+                          toF32(nb, l, a[2]));
+                      if (layer)
+                        v = arith::AddFOp::create(nb, l, v, toF32(nb, l, a[4]));
+                      return fromF32(nb, l, v, elt);
+                    }));
     return success();
   }
 };
@@ -560,16 +547,16 @@ struct LowerSoftmax : OpRewritePattern<SoftmaxOp> {
                          return arith::MaximumFOp::create(nb, l, acc, a[0]);
                        });
     // e = exp(x - max), or 0 for a row that is all -inf.
-    Value e = generic(
-        b, loc, ValueRange{x, max}, {id, rowMap}, emptyLike(b, loc, x),
-        [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value allMasked = arith::CmpFOp::create(
-              nb, l, arith::CmpFPredicate::OEQ, a[1], ninf);
-          Value ex = math::ExpOp::create(
-              nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
-          return arith::SelectOp::create(nb, l, allMasked,
-                                         constF(nb, l, elt, 0.0), ex);
-        });
+    Value e =
+        generic(b, loc, ValueRange{x, max}, {id, rowMap}, emptyLike(b, loc, x),
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  Value allMasked = arith::CmpFOp::create(
+                      nb, l, arith::CmpFPredicate::OEQ, a[1], ninf);
+                  Value ex = math::ExpOp::create(
+                      nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
+                  return arith::SelectOp::create(nb, l, allMasked,
+                                                 constF(nb, l, elt, 0.0), ex);
+                });
     auto fm = reassoc(ctx);
     Value sum = reduce(
         b, loc, e, axis, 0.0, {}, {},
@@ -577,28 +564,27 @@ struct LowerSoftmax : OpRewritePattern<SoftmaxOp> {
           return arith::AddFOp::create(nb, l, acc, toF32(nb, l, a[0]), fm);
         },
         b.getF32Type());
-    b.replaceOp(op, generic(b, loc, ValueRange{e, sum}, {id, rowMap},
-                            emptyLike(b, loc, x),
-                            [&](OpBuilder &nb, Location l, ValueRange a) {
-                              Value zero = arith::CmpFOp::create(
-                                  nb, l, arith::CmpFPredicate::OEQ, a[1],
-                                  constF(nb, l, a[1].getType(), 0.0));
-                              Value q = fromF32(
-                                  nb, l,
-                                  arith::DivFOp::create(
-                                      nb, l, toF32(nb, l, a[0]), a[1]),
-                                  elt);
-                              return arith::SelectOp::create(
-                                  nb, l, zero, constF(nb, l, elt, 0.0), q);
-                            }));
+    b.replaceOp(
+        op,
+        generic(b, loc, ValueRange{e, sum}, {id, rowMap}, emptyLike(b, loc, x),
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  Value zero = arith::CmpFOp::create(
+                      nb, l, arith::CmpFPredicate::OEQ, a[1],
+                      constF(nb, l, a[1].getType(), 0.0));
+                  Value q = fromF32(
+                      nb, l,
+                      arith::DivFOp::create(nb, l, toF32(nb, l, a[0]), a[1]),
+                      elt);
+                  return arith::SelectOp::create(nb, l, zero,
+                                                 constF(nb, l, elt, 0.0), q);
+                }));
     return success();
   }
 };
 
 struct LowerMask : OpRewritePattern<MaskOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MaskOp op,
-                                PatternRewriter &b) const override {
+  LogicalResult matchAndRewrite(MaskOp op, PatternRewriter &b) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = b.getContext();
     Value x = op.getInput();
@@ -613,42 +599,41 @@ struct LowerMask : OpRewritePattern<MaskOp> {
       ins.push_back(len);
       maps.push_back(AffineMap::get(4, 0, {getAffineDimExpr(0, ctx)}, ctx));
     }
-    b.replaceOp(op, generic(
-                        b, loc, ins, maps, emptyLike(b, loc, x),
-                        [&](OpBuilder &nb, Location l, ValueRange a) {
-                          Value i = linalg::IndexOp::create(nb, l, 2);
-                          Value j = linalg::IndexOp::create(nb, l, 3);
-                          Value pos = arith::AddIOp::create(nb, l, i, offset);
-                          Value masked = arith::ConstantIntOp::create(
-                              nb, l, nb.getI1Type(), 0);
-                          if (kind != MaskKind::none)
-                            masked = arith::CmpIOp::create(
-                                nb, l, arith::CmpIPredicate::sgt, j, pos);
-                          if (kind == MaskKind::sliding) {
-                            // keys j <= pos - window are masked.
-                            Value lo = arith::SubIOp::create(
-                                nb, l, pos, constIdx(nb, l, window));
-                            masked = arith::OrIOp::create(
-                                nb, l, masked,
-                                arith::CmpIOp::create(
-                                    nb, l, arith::CmpIPredicate::sle, j, lo));
-                          }
-                          if (a.size() == 3) {
-                            Value len = arith::IndexCastOp::create(
-                                nb, l, nb.getIndexType(), a[1]);
-                            masked = arith::OrIOp::create(
-                                nb, l, masked,
-                                arith::CmpIOp::create(
-                                    nb, l, arith::CmpIPredicate::sge, j, len));
-                          }
-                          return arith::SelectOp::create(
-                              nb, l, masked, constF(nb, l, elt, -INFINITY),
-                              a[0]);
-                        }));
+    b.replaceOp(
+        op,
+        generic(b, loc, ins, maps, emptyLike(b, loc, x),
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  Value i = linalg::IndexOp::create(nb, l, 2);
+                  Value j = linalg::IndexOp::create(nb, l, 3);
+                  Value pos = arith::AddIOp::create(nb, l, i, offset);
+                  Value masked =
+                      arith::ConstantIntOp::create(nb, l, nb.getI1Type(), 0);
+                  if (kind != MaskKind::none)
+                    masked = arith::CmpIOp::create(
+                        nb, l, arith::CmpIPredicate::sgt, j, pos);
+                  if (kind == MaskKind::sliding) {
+                    // keys j <= pos - window are masked.
+                    Value lo = arith::SubIOp::create(nb, l, pos,
+                                                     constIdx(nb, l, window));
+                    masked = arith::OrIOp::create(
+                        nb, l, masked,
+                        arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle,
+                                              j, lo));
+                  }
+                  if (a.size() == 3) {
+                    Value len = arith::IndexCastOp::create(
+                        nb, l, nb.getIndexType(), a[1]);
+                    masked = arith::OrIOp::create(
+                        nb, l, masked,
+                        arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
+                                              j, len));
+                  }
+                  return arith::SelectOp::create(
+                      nb, l, masked, constF(nb, l, elt, -INFINITY), a[0]);
+                }));
     return success();
   }
 };
-
 
 struct LowerTranspose : OpRewritePattern<TransposeOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -673,20 +658,20 @@ struct LowerUnpackWeight : OpRewritePattern<UnpackWeightOp> {
     Location loc = op.getLoc();
     Value p = op.getPacked();
     int64_t w = op.getPacked().getType().getDimSize(2);
-    Value init = tensor::EmptyOp::create(b, loc, op.getType().getShape(),
-                                         op.getType().getElementType(),
-                                         ValueRange{});
-    b.replaceOp(op, generic(b, loc, ValueRange{}, {}, init,
-                            [&](OpBuilder &nb, Location l, ValueRange) {
-                              Value n = linalg::IndexOp::create(nb, l, 0);
-                              Value k = linalg::IndexOp::create(nb, l, 1);
-                              Value cw = constIdx(nb, l, w);
-                              return tensor::ExtractOp::create(
-                                  nb, l, p,
-                                  ValueRange{
-                                      arith::DivUIOp::create(nb, l, n, cw), k,
-                                      arith::RemUIOp::create(nb, l, n, cw)});
-                            }));
+    Value init =
+        tensor::EmptyOp::create(b, loc, op.getType().getShape(),
+                                op.getType().getElementType(), ValueRange{});
+    b.replaceOp(
+        op, generic(b, loc, ValueRange{}, {}, init,
+                    [&](OpBuilder &nb, Location l, ValueRange) {
+                      Value n = linalg::IndexOp::create(nb, l, 0);
+                      Value k = linalg::IndexOp::create(nb, l, 1);
+                      Value cw = constIdx(nb, l, w);
+                      return tensor::ExtractOp::create(
+                          nb, l, p,
+                          ValueRange{arith::DivUIOp::create(nb, l, n, cw), k,
+                                     arith::RemUIOp::create(nb, l, n, cw)});
+                    }));
     return success();
   }
 };
@@ -707,8 +692,7 @@ struct LowerSplitHeads : OpRewritePattern<SplitHeadsOp> {
                                 : b.getIndexAttr(xt.getDimSize(i));
     };
     Value e = tensor::ExpandShapeOp::create(
-        b, loc, expType, x,
-        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}},
+        b, loc, expType, x, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}},
         SmallVector<OpFoldResult>{ofr(0), ofr(1), b.getIndexAttr(h),
                                   b.getIndexAttr(d)});
     b.replaceOp(op, transposeTensor(b, loc, e, {0, 2, 1, 3}));
@@ -731,72 +715,68 @@ struct LowerMergeHeads : OpRewritePattern<MergeHeadsOp> {
 
 struct LowerRope : OpRewritePattern<RopeOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(RopeOp op,
-                                PatternRewriter &b) const override {
+  LogicalResult matchAndRewrite(RopeOp op, PatternRewriter &b) const override {
     Location loc = op.getLoc();
     Value x = op.getInput();
     int64_t d = op.getType().getDimSize(3);
     double lnTheta = std::log(op.getTheta().convertToDouble());
     bool half = op.getStyle() == RopeStyle::half;
-    b.replaceOp(op, elementwise(
-                        b, loc, ValueRange{x},
-                        [&](OpBuilder &nb, Location l, ValueRange a) {
-                          Type f64 = nb.getF64Type();
-                          Value bi = linalg::IndexOp::create(nb, l, 0);
-                          Value hi = linalg::IndexOp::create(nb, l, 1);
-                          Value t = linalg::IndexOp::create(nb, l, 2);
-                          Value j = linalg::IndexOp::create(nb, l, 3);
-                          Value pair, partner, second;
-                          if (half) {
-                            Value hd = constIdx(nb, l, d / 2);
-                            second = arith::CmpIOp::create(
-                                nb, l, arith::CmpIPredicate::sge, j, hd);
-                            Value lo = arith::SubIOp::create(nb, l, j, hd);
-                            pair = arith::SelectOp::create(nb, l, second, lo, j);
-                            partner = arith::SelectOp::create(
-                                nb, l, second, lo,
-                                arith::AddIOp::create(nb, l, j, hd));
-                          } else {
-                            Value two = constIdx(nb, l, 2);
-                            Value odd = arith::RemUIOp::create(nb, l, j, two);
-                            second = arith::CmpIOp::create(
-                                nb, l, arith::CmpIPredicate::ne, odd,
-                                constIdx(nb, l, 0));
-                            pair = arith::DivUIOp::create(nb, l, j, two);
-                            Value even = arith::SubIOp::create(nb, l, j, odd);
-                            partner = arith::SelectOp::create(
-                                nb, l, second, even,
-                                arith::AddIOp::create(nb, l, j,
-                                                      constIdx(nb, l, 1)));
-                          }
-                          auto toF = [&](Value i) {
-                            return arith::SIToFPOp::create(
-                                nb, l, f64,
-                                arith::IndexCastOp::create(
-                                    nb, l, nb.getI64Type(), i));
-                          };
-                          // angle = t * theta^(-2 pair / d)
-                          Value freq = math::ExpOp::create(
-                              nb, l,
-                              arith::MulFOp::create(
-                                  nb, l, toF(pair),
-                                  constF(nb, l, f64, -2.0 * lnTheta / d)));
-                          Value angle = arith::MulFOp::create(nb, l, toF(t), freq);
-                          Type elt = a[0].getType();
-                          Value c = arith::TruncFOp::create(
-                              nb, l, elt, math::CosOp::create(nb, l, angle));
-                          Value s = arith::TruncFOp::create(
-                              nb, l, elt, math::SinOp::create(nb, l, angle));
-                          Value other = tensor::ExtractOp::create(
-                              nb, l, x, ValueRange{bi, hi, t, partner});
-                          // first of a pair: x c - y s; second: x c + y s.
-                          Value ys = arith::MulFOp::create(nb, l, other, s);
-                          Value sys = arith::SelectOp::create(
-                              nb, l, second, ys,
-                              arith::NegFOp::create(nb, l, ys));
-                          return arith::AddFOp::create(
-                              nb, l, arith::MulFOp::create(nb, l, a[0], c), sys);
-                        }));
+    b.replaceOp(
+        op, elementwise(
+                b, loc, ValueRange{x},
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  Type f64 = nb.getF64Type();
+                  Value bi = linalg::IndexOp::create(nb, l, 0);
+                  Value hi = linalg::IndexOp::create(nb, l, 1);
+                  Value t = linalg::IndexOp::create(nb, l, 2);
+                  Value j = linalg::IndexOp::create(nb, l, 3);
+                  Value pair, partner, second;
+                  if (half) {
+                    Value hd = constIdx(nb, l, d / 2);
+                    second = arith::CmpIOp::create(
+                        nb, l, arith::CmpIPredicate::sge, j, hd);
+                    Value lo = arith::SubIOp::create(nb, l, j, hd);
+                    pair = arith::SelectOp::create(nb, l, second, lo, j);
+                    partner = arith::SelectOp::create(
+                        nb, l, second, lo, arith::AddIOp::create(nb, l, j, hd));
+                  } else {
+                    Value two = constIdx(nb, l, 2);
+                    Value odd = arith::RemUIOp::create(nb, l, j, two);
+                    second =
+                        arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne,
+                                              odd, constIdx(nb, l, 0));
+                    pair = arith::DivUIOp::create(nb, l, j, two);
+                    Value even = arith::SubIOp::create(nb, l, j, odd);
+                    partner = arith::SelectOp::create(
+                        nb, l, second, even,
+                        arith::AddIOp::create(nb, l, j, constIdx(nb, l, 1)));
+                  }
+                  auto toF = [&](Value i) {
+                    return arith::SIToFPOp::create(
+                        nb, l, f64,
+                        arith::IndexCastOp::create(nb, l, nb.getI64Type(), i));
+                  };
+                  // angle = t * theta^(-2 pair / d)
+                  Value freq = math::ExpOp::create(
+                      nb, l,
+                      arith::MulFOp::create(
+                          nb, l, toF(pair),
+                          constF(nb, l, f64, -2.0 * lnTheta / d)));
+                  Value angle = arith::MulFOp::create(nb, l, toF(t), freq);
+                  Type elt = a[0].getType();
+                  Value c = arith::TruncFOp::create(
+                      nb, l, elt, math::CosOp::create(nb, l, angle));
+                  Value s = arith::TruncFOp::create(
+                      nb, l, elt, math::SinOp::create(nb, l, angle));
+                  Value other = tensor::ExtractOp::create(
+                      nb, l, x, ValueRange{bi, hi, t, partner});
+                  // first of a pair: x c - y s; second: x c + y s.
+                  Value ys = arith::MulFOp::create(nb, l, other, s);
+                  Value sys = arith::SelectOp::create(
+                      nb, l, second, ys, arith::NegFOp::create(nb, l, ys));
+                  return arith::AddFOp::create(
+                      nb, l, arith::MulFOp::create(nb, l, a[0], c), sys);
+                }));
     return success();
   }
 };
@@ -810,15 +790,16 @@ struct LowerRepeatKv : OpRewritePattern<RepeatKvOp> {
     int64_t r = op.getRepeatsAttr().getInt();
     auto rt = op.getType();
     Value init = emptyTensor(b, loc, rt, {{x, 0}, {x, 1}, {x, 2}, {x, 3}});
-    b.replaceOp(op, generic(b, loc, ValueRange{}, {}, init,
-                            [&](OpBuilder &nb, Location l, ValueRange) {
-                              SmallVector<Value> idx;
-                              for (int i = 0; i < 4; ++i)
-                                idx.push_back(linalg::IndexOp::create(nb, l, i));
-                              idx[1] = arith::DivUIOp::create(
-                                  nb, l, idx[1], constIdx(nb, l, r));
-                              return tensor::ExtractOp::create(nb, l, x, idx);
-                            }));
+    b.replaceOp(op,
+                generic(b, loc, ValueRange{}, {}, init,
+                        [&](OpBuilder &nb, Location l, ValueRange) {
+                          SmallVector<Value> idx;
+                          for (int i = 0; i < 4; ++i)
+                            idx.push_back(linalg::IndexOp::create(nb, l, i));
+                          idx[1] = arith::DivUIOp::create(nb, l, idx[1],
+                                                          constIdx(nb, l, r));
+                          return tensor::ExtractOp::create(nb, l, x, idx);
+                        }));
     return success();
   }
 };
@@ -864,9 +845,8 @@ struct LowerMatmul : OpRewritePattern<MatmulOp> {
         b, loc, TypeRange{rt}, ValueRange{lhs, rhs}, ValueRange{filled}, maps,
         iters, [&](OpBuilder &bb, Location l, ValueRange a) {
           Value p = arith::MulFOp::create(bb, l, a[0], a[1], fm);
-          linalg::YieldOp::create(bb, l,
-                                  Value(arith::AddFOp::create(bb, l, a[2], p,
-                                                              fm)));
+          linalg::YieldOp::create(
+              bb, l, Value(arith::AddFOp::create(bb, l, a[2], p, fm)));
         });
     b.replaceOp(op, g.getResult(0));
     return success();
@@ -887,7 +867,8 @@ struct LowerPatchEmbed : OpRewritePattern<PatchEmbedOp> {
       return pt.isDynamicDim(0) ? OpFoldResult(dimOf(b, loc, px, 0))
                                 : b.getIndexAttr(pt.getDimSize(0));
     };
-    // [B, C, S, S] -> [B, C, G, P, G, P] -> [B, G, G, C, P, P] -> [B, G*G, C*P*P]
+    // [B, C, S, S] -> [B, C, G, P, G, P] -> [B, G, G, C, P, P] -> [B, G*G,
+    // C*P*P]
     auto expType =
         RankedTensorType::get({pt.getDimSize(0), c, g, p, g, p}, elt);
     Value e = tensor::ExpandShapeOp::create(
@@ -898,8 +879,7 @@ struct LowerPatchEmbed : OpRewritePattern<PatchEmbedOp> {
                                   b.getIndexAttr(p)});
     Value t = transposeTensor(b, loc, e, {0, 2, 4, 1, 3, 5});
     Value flat = tensor::CollapseShapeOp::create(
-        b, loc, t,
-        SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4, 5}});
+        b, loc, t, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4, 5}});
     Value wp = packedWeight(b, loc, op.getWeight());
     int64_t n = tensorType(op.getWeight()).getDimSize(0);
     b.replaceOp(op, emitLinear(b, loc, flat, wp, n, op.getBias()));
@@ -922,33 +902,33 @@ struct LowerPrependToken : OpRewritePattern<PrependTokenOp> {
                                           constIdx(b, loc, 1)));
     Value init = tensor::EmptyOp::create(b, loc, rt.getShape(),
                                          rt.getElementType(), dyn);
-    b.replaceOp(op, generic(b, loc, ValueRange{}, {}, init,
-                            [&](OpBuilder &nb, Location l, ValueRange) {
-                              Value bi = linalg::IndexOp::create(nb, l, 0);
-                              Value t = linalg::IndexOp::create(nb, l, 1);
-                              Value d = linalg::IndexOp::create(nb, l, 2);
-                              Value zero = constIdx(nb, l, 0);
-                              Value first = arith::CmpIOp::create(
-                                  nb, l, arith::CmpIPredicate::eq, t, zero);
-                              Value prev = arith::SubIOp::create(
-                                  nb, l, arith::MaxUIOp::create(
-                                             nb, l, t, constIdx(nb, l, 1)),
-                                  constIdx(nb, l, 1));
-                              Value fromX = tensor::ExtractOp::create(
-                                  nb, l, x, ValueRange{bi, prev, d});
-                              Value fromTok = tensor::ExtractOp::create(
-                                  nb, l, tok, ValueRange{d});
-                              return arith::SelectOp::create(nb, l, first,
-                                                             fromTok, fromX);
-                            }));
+    b.replaceOp(
+        op, generic(b, loc, ValueRange{}, {}, init,
+                    [&](OpBuilder &nb, Location l, ValueRange) {
+                      Value bi = linalg::IndexOp::create(nb, l, 0);
+                      Value t = linalg::IndexOp::create(nb, l, 1);
+                      Value d = linalg::IndexOp::create(nb, l, 2);
+                      Value zero = constIdx(nb, l, 0);
+                      Value first = arith::CmpIOp::create(
+                          nb, l, arith::CmpIPredicate::eq, t, zero);
+                      Value prev = arith::SubIOp::create(
+                          nb, l,
+                          arith::MaxUIOp::create(nb, l, t, constIdx(nb, l, 1)),
+                          constIdx(nb, l, 1));
+                      Value fromX = tensor::ExtractOp::create(
+                          nb, l, x, ValueRange{bi, prev, d});
+                      Value fromTok =
+                          tensor::ExtractOp::create(nb, l, tok, ValueRange{d});
+                      return arith::SelectOp::create(nb, l, first, fromTok,
+                                                     fromX);
+                    }));
     return success();
   }
 };
 
 struct LowerPool : OpRewritePattern<PoolOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(PoolOp op,
-                                PatternRewriter &b) const override {
+  LogicalResult matchAndRewrite(PoolOp op, PatternRewriter &b) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = b.getContext();
     Value x = op.getInput();
@@ -986,8 +966,8 @@ struct LowerPool : OpRewritePattern<PoolOp> {
             Value t = linalg::IndexOp::create(nb, l, 1);
             Value len =
                 arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[1]);
-            Value in = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
-                                             t, len);
+            Value in =
+                arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, t, len);
             v = arith::SelectOp::create(nb, l, in, v, constF(nb, l, f32, 0.0));
           }
           return arith::AddFOp::create(nb, l, acc, v, fm);
@@ -1002,25 +982,24 @@ struct LowerPool : OpRewritePattern<PoolOp> {
     Value init = emptyTensor(
         b, loc, RankedTensorType::get(tensorType(sum).getShape(), elt),
         {{sum, 0}, {sum, 1}});
-    b.replaceOp(op, generic(b, loc, ins, maps, init,
-                            [&](OpBuilder &nb, Location l, ValueRange a) {
-                              Value n;
-                              if (a.size() > 2) {
-                                Value len = arith::MaxSIOp::create(
-                                    nb, l, a[1],
-                                    arith::ConstantIntOp::create(
-                                        nb, l, a[1].getType(), 1));
-                                n = arith::SIToFPOp::create(nb, l, f32, len);
-                              } else {
-                                n = arith::SIToFPOp::create(
-                                    nb, l, f32,
-                                    arith::IndexCastOp::create(
-                                        nb, l, nb.getI64Type(), tlen));
-                              }
-                              return fromF32(
-                                  nb, l, arith::DivFOp::create(nb, l, a[0], n),
-                                  elt);
-                            }));
+    b.replaceOp(
+        op,
+        generic(
+            b, loc, ins, maps, init,
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value n;
+              if (a.size() > 2) {
+                Value len = arith::MaxSIOp::create(
+                    nb, l, a[1],
+                    arith::ConstantIntOp::create(nb, l, a[1].getType(), 1));
+                n = arith::SIToFPOp::create(nb, l, f32, len);
+              } else {
+                n = arith::SIToFPOp::create(
+                    nb, l, f32,
+                    arith::IndexCastOp::create(nb, l, nb.getI64Type(), tlen));
+              }
+              return fromF32(nb, l, arith::DivFOp::create(nb, l, a[0], n), elt);
+            }));
     return success();
   }
 };
@@ -1051,7 +1030,8 @@ void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerLinear, LowerAttention, LowerBinary<AddOp, AddFn>,
                LowerBinary<MulOp, MulFn>, LowerScale, LowerActivation,
                LowerEmbed, LowerPositions, LowerNorm, LowerSoftmax, LowerMask,
-               LowerTranspose, LowerUnpackWeight, LowerSplitHeads, LowerMergeHeads, LowerRope,
-               LowerRepeatKv, LowerMatmul, LowerPatchEmbed, LowerPrependToken,
-               LowerPool>(patterns.getContext());
+               LowerTranspose, LowerUnpackWeight, LowerSplitHeads,
+               LowerMergeHeads, LowerRope, LowerRepeatKv, LowerMatmul,
+               LowerPatchEmbed, LowerPrependToken, LowerPool>(
+      patterns.getContext());
 }

@@ -1,4 +1,5 @@
-//===- AST.h - .tfm abstract syntax tree -------------------------*- C++ -*-===//
+//===- AST.h - .tfm abstract syntax tree -------------------------*- C++
+//-*-===//
 
 #ifndef TFM_FRONTEND_AST_H
 #define TFM_FRONTEND_AST_H
@@ -29,8 +30,8 @@ struct Expr {
   llvm::StringRef spelling; ///< literal text or name
   int64_t intValue = 0;
   double decimalValue = 0.0;
-  char op = 0;              ///< '+', '-', '*', '/' for Binary
-  ExprPtr lhs, rhs;         ///< Binary operands; Negate uses lhs
+  char op = 0;               ///< '+', '-', '*', '/' for Binary
+  ExprPtr lhs, rhs;          ///< Binary operands; Negate uses lhs
   std::vector<CallArg> args; ///< Call arguments
 
   Expr(Kind kind, llvm::SMLoc loc) : kind(kind), loc(loc) {}

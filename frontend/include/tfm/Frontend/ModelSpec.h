@@ -1,4 +1,5 @@
-//===- ModelSpec.h - the resolved model description --------------*- C++ -*-===//
+//===- ModelSpec.h - the resolved model description --------------*- C++
+//-*-===//
 //
 // Semantic analysis turns a `model { ... }` block into a ModelSpec: every
 // default filled in, every expression evaluated, every rule checked. The rest
@@ -78,7 +79,9 @@ struct StackSpec {
 struct InputSpec {
   bool image = false;
   int64_t size = 0, patch = 0, channels = 3;
-  int64_t patches() const { return image ? (size / patch) * (size / patch) : 0; }
+  int64_t patches() const {
+    return image ? (size / patch) * (size / patch) : 0;
+  }
 };
 
 struct OutputSpec {

@@ -1,4 +1,5 @@
-//===- Parser.h - .tfm parser ------------------------------------*- C++ -*-===//
+//===- Parser.h - .tfm parser ------------------------------------*- C++
+//-*-===//
 
 #ifndef TFM_FRONTEND_PARSER_H
 #define TFM_FRONTEND_PARSER_H

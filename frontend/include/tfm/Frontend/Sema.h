@@ -1,4 +1,5 @@
-//===- Sema.h - .tfm semantic analysis ---------------------------*- C++ -*-===//
+//===- Sema.h - .tfm semantic analysis ---------------------------*- C++
+//-*-===//
 
 #ifndef TFM_FRONTEND_SEMA_H
 #define TFM_FRONTEND_SEMA_H
