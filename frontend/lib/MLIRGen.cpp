@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -14,7 +15,7 @@ namespace {
 class Generator {
 public:
   Generator(MLIRContext &ctx, const ModelSpec &spec, Location loc)
-      : b(&ctx), spec(spec), loc(loc) {
+      : b(&ctx), spec(spec), table(spec.params()), loc(loc) {
     switch (spec.dtype) {
     case DType::f32:
       elt = b.getF32Type();
@@ -36,51 +37,74 @@ private:
   RankedTensorType act(int64_t t, int64_t d) {
     return RankedTensorType::get({kDyn, t, d}, elt);
   }
-  Value param(const std::string &name, ArrayRef<int64_t> shape) {
-    return ParamOp::create(b, loc, RankedTensorType::get(shape, elt),
-                           b.getStringAttr(name));
+  /// The parameter `role` of `block` in the current stack and layer, from
+  /// the parameter table; null (with an error) if the table has none.
+  Value param(ParamBlock block, ParamRole role) {
+    ParamKey key{stackIndex, layer, block, role};
+    ParamScope scope = getParamScope(block);
+    if (scope == ParamScope::Model)
+      key.stack = -1;
+    if (scope != ParamScope::Layer)
+      key.layer = -1;
+    const ParamSpec *p = table.find(key);
+    if (!p) {
+      emitError(loc) << "internal error: no '" << stringifyParamBlock(block)
+                     << "." << stringifyParamRole(role)
+                     << "' in the parameter table (stack " << key.stack
+                     << ", layer " << key.layer << ")";
+      failed = true;
+      return {};
+    }
+    used.insert(p->name);
+    return ParamOp::create(b, loc, RankedTensorType::get(p->shape, elt),
+                           b.getStringAttr(p->name));
   }
-  Value norm(Value x, const std::string &name, const NormSpec &n) {
-    int64_t d = spec.dModel;
-    Value w = param(name + ".weight", {d});
-    Value bias =
-        n.kind == NormKind::layernorm ? param(name + ".bias", {d}) : Value();
+  Value norm(Value x, ParamBlock block, const NormSpec &n) {
+    Value w = param(block, ParamRole::Weight);
+    Value bias = n.kind == NormKind::layernorm
+                     ? param(block, ParamRole::Bias)
+                     : Value();
     return NormOp::create(b, loc, x.getType(), x, w, bias,
                           NormKindAttr::get(b.getContext(), n.kind),
                           b.getF64FloatAttr(n.eps));
   }
   Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
-  Value attention(Value q, Value kv, const std::string &name,
+  Value attention(Value q, Value kv, ParamBlock block,
                   const AttentionSpec &a, const EmbeddingSpec *rope,
                   Value lengths);
-  Value ffn(Value x, const std::string &name, const FfnSpec &f);
+  Value ffn(Value x, const FfnSpec &f);
   Value embedTokens(Value tokens, const StackSpec &s);
-  Value stack(Value x, const StackSpec &s, Value lengths, Value memory,
+  Value stack(Value x, int32_t index, Value lengths, Value memory,
               Value memoryLengths);
 
   OpBuilder b;
   const ModelSpec &spec;
+  const ParamTable table;
   Location loc;
   Type elt;
+  /// Where param() looks in the table.
+  int32_t stackIndex = -1;
+  int64_t layer = -1;
+  /// Names of the table entries the IR uses; build() checks it is all.
+  llvm::StringSet<> used;
+  bool failed = false;
 };
 
 } // namespace
 
-Value Generator::attention(Value q, Value kv, const std::string &name,
+Value Generator::attention(Value q, Value kv, ParamBlock block,
                            const AttentionSpec &a, const EmbeddingSpec *rope,
                            Value lengths) {
-  int64_t d = spec.dModel;
-  int64_t qd = a.heads * a.headDim, kvd = a.kvHeads * a.headDim;
-  Value wq = param(name + ".q.weight", {qd, d});
-  Value wk = param(name + ".k.weight", {kvd, d});
-  Value wv = param(name + ".v.weight", {kvd, d});
-  Value wo = param(name + ".o.weight", {d, qd});
+  Value wq = param(block, ParamRole::QWeight);
+  Value wk = param(block, ParamRole::KWeight);
+  Value wv = param(block, ParamRole::VWeight);
+  Value wo = param(block, ParamRole::OWeight);
   SmallVector<Value> biases;
   if (a.bias) {
-    biases.push_back(param(name + ".q.bias", {qd}));
-    biases.push_back(param(name + ".k.bias", {kvd}));
-    biases.push_back(param(name + ".v.bias", {kvd}));
-    biases.push_back(param(name + ".o.bias", {d}));
+    biases.push_back(param(block, ParamRole::QBias));
+    biases.push_back(param(block, ParamRole::KBias));
+    biases.push_back(param(block, ParamRole::VBias));
+    biases.push_back(param(block, ParamRole::OBias));
   }
   MLIRContext *ctx = b.getContext();
   IntegerAttr window = a.mask == MaskKind::sliding
@@ -99,70 +123,80 @@ Value Generator::attention(Value q, Value kv, const std::string &name,
       b.getF64FloatAttr(a.scale), theta, style);
 }
 
-Value Generator::ffn(Value x, const std::string &name, const FfnSpec &f) {
-  int64_t d = spec.dModel;
+Value Generator::ffn(Value x, const FfnSpec &f) {
   bool gated =
       f.activation == Activation::swiglu || f.activation == Activation::geglu;
-  Value up = param(name + ".up.weight", {f.hidden, d});
-  Value gate = gated ? param(name + ".gate.weight", {f.hidden, d}) : Value();
-  Value down = param(name + ".down.weight", {d, f.hidden});
+  Value up = param(ParamBlock::Ffn, ParamRole::UpWeight);
+  Value gate =
+      gated ? param(ParamBlock::Ffn, ParamRole::GateWeight) : Value();
+  Value down = param(ParamBlock::Ffn, ParamRole::DownWeight);
   SmallVector<Value> biases;
   if (f.bias) {
-    biases.push_back(param(name + ".up.bias", {f.hidden}));
+    biases.push_back(param(ParamBlock::Ffn, ParamRole::UpBias));
     if (gated)
-      biases.push_back(param(name + ".gate.bias", {f.hidden}));
-    biases.push_back(param(name + ".down.bias", {d}));
+      biases.push_back(param(ParamBlock::Ffn, ParamRole::GateBias));
+    biases.push_back(param(ParamBlock::Ffn, ParamRole::DownBias));
   }
   return FfnOp::create(b, loc, x.getType(), x, up, gate, down, biases,
                        ActivationAttr::get(b.getContext(), f.activation));
 }
 
 Value Generator::embedTokens(Value tokens, const StackSpec &s) {
-  Value table = param("embed.tokens.weight", {spec.vocab, spec.dModel});
-  auto op = EmbedOp::create(b, loc, act(kDyn, spec.dModel), tokens, table,
+  Value weights = param(ParamBlock::TokenEmbed, ParamRole::Weight);
+  auto op = EmbedOp::create(b, loc, act(kDyn, spec.dModel), tokens, weights,
                             s.embedding.scale);
   return op;
 }
 
-Value Generator::stack(Value x, const StackSpec &s, Value lengths, Value memory,
+Value Generator::stack(Value x, int32_t index, Value lengths, Value memory,
                        Value memoryLengths) {
   MLIRContext *ctx = b.getContext();
+  const StackSpec &s = spec.stacks[index];
+  stackIndex = index;
+  layer = -1;
   if (s.embedding.position == PositionEncoding::learned)
-    x = PositionsOp::create(
-        b, loc, x.getType(), x,
-        param(s.prefix + "embed.positions.weight", {spec.context, spec.dModel}),
-        PositionKindAttr::get(ctx, PositionKind::learned));
+    x = PositionsOp::create(b, loc, x.getType(), x,
+                            param(ParamBlock::PositionEmbed, ParamRole::Weight),
+                            PositionKindAttr::get(ctx, PositionKind::learned));
   else if (s.embedding.position == PositionEncoding::sinusoidal)
     x = PositionsOp::create(
         b, loc, x.getType(), x, Value(),
         PositionKindAttr::get(ctx, PositionKind::sinusoidal));
 
-  for (int64_t i = 0; i < s.layers; ++i) {
-    std::string l = s.prefix + "layers." + std::to_string(i) + ".";
+  Location stackLoc = loc;
+  for (layer = 0; layer < s.layers && !failed; ++layer) {
+    // Every op of a layer carries its name: --mlir-print-debuginfo shows
+    // where an op came from, and tfm-outline-layers groups layers by it.
+    loc = NameLoc::get(
+        b.getStringAttr(s.prefix + "layers." + std::to_string(layer)),
+        stackLoc);
     auto selfAttn = [&](Value h) {
-      return attention(h, h, l + "attn", s.attention, &s.embedding, lengths);
+      return attention(h, h, ParamBlock::Attn, s.attention, &s.embedding,
+                       lengths);
     };
     auto crossAttn = [&](Value h) {
-      return attention(h, memory, l + "cross_attn", s.cross, nullptr,
+      return attention(h, memory, ParamBlock::CrossAttn, s.cross, nullptr,
                        memoryLengths);
     };
     if (spec.parallelResidual) {
-      Value h = norm(x, l + "attn_norm", s.norm);
-      x = add(add(x, selfAttn(h)), ffn(h, l + "ffn", s.ffn));
+      Value h = norm(x, ParamBlock::AttnNorm, s.norm);
+      x = add(add(x, selfAttn(h)), ffn(h, s.ffn));
     } else if (s.norm.pre) {
-      x = add(x, selfAttn(norm(x, l + "attn_norm", s.norm)));
+      x = add(x, selfAttn(norm(x, ParamBlock::AttnNorm, s.norm)));
       if (s.hasCross)
-        x = add(x, crossAttn(norm(x, l + "cross_norm", s.norm)));
-      x = add(x, ffn(norm(x, l + "ffn_norm", s.norm), l + "ffn", s.ffn));
+        x = add(x, crossAttn(norm(x, ParamBlock::CrossNorm, s.norm)));
+      x = add(x, ffn(norm(x, ParamBlock::FfnNorm, s.norm), s.ffn));
     } else {
-      x = norm(add(x, selfAttn(x)), l + "attn_norm", s.norm);
+      x = norm(add(x, selfAttn(x)), ParamBlock::AttnNorm, s.norm);
       if (s.hasCross)
-        x = norm(add(x, crossAttn(x)), l + "cross_norm", s.norm);
-      x = norm(add(x, ffn(x, l + "ffn", s.ffn)), l + "ffn_norm", s.norm);
+        x = norm(add(x, crossAttn(x)), ParamBlock::CrossNorm, s.norm);
+      x = norm(add(x, ffn(x, s.ffn)), ParamBlock::FfnNorm, s.norm);
     }
   }
-  if (s.norm.final)
-    x = norm(x, s.prefix + "final_norm", s.norm);
+  layer = -1;
+  loc = stackLoc;
+  if (s.norm.final && !failed)
+    x = norm(x, ParamBlock::FinalNorm, s.norm);
   return x;
 }
 
@@ -201,28 +235,26 @@ OwningOpRef<ModuleOp> Generator::build() {
         spec.stacks[0].attention.padding ? entry->getArgument(next++) : Value();
     Value tgtLen =
         spec.stacks[1].attention.padding ? entry->getArgument(next++) : Value();
-    Value memory =
-        stack(embedTokens(src, spec.stacks[0]), spec.stacks[0], srcLen, {}, {});
-    x = stack(embedTokens(tgt, spec.stacks[1]), spec.stacks[1], tgtLen, memory,
-              srcLen);
+    Value memory = stack(embedTokens(src, spec.stacks[0]), 0, srcLen, {}, {});
+    x = stack(embedTokens(tgt, spec.stacks[1]), 1, tgtLen, memory, srcLen);
   } else {
     const StackSpec &s = spec.mainStack();
     Value in = entry->getArgument(0);
     Value lengths = s.attention.padding ? entry->getArgument(1) : Value();
     if (spec.input.image) {
-      int64_t p = spec.input.patch, c = spec.input.channels;
-      Value w = param("patch.weight", {spec.dModel, c * p * p});
-      Value bias = param("patch.bias", {spec.dModel});
+      int64_t p = spec.input.patch;
+      Value w = param(ParamBlock::Patch, ParamRole::Weight);
+      Value bias = param(ParamBlock::Patch, ParamRole::Bias);
       x = PatchEmbedOp::create(b, loc, act(spec.input.patches(), spec.dModel),
                                in, w, bias, b.getI64IntegerAttr(p));
       if (s.embedding.clsToken)
         x = PrependTokenOp::create(b, loc,
                                    act(spec.input.patches() + 1, spec.dModel),
-                                   x, param("embed.cls_token", {spec.dModel}));
+                                   x, param(ParamBlock::Embed, ParamRole::ClsToken));
     } else {
       x = embedTokens(in, s);
     }
-    x = stack(x, s, lengths, {}, {});
+    x = stack(x, int32_t(spec.stacks.size()) - 1, lengths, {}, {});
   }
 
   const StackSpec &top = spec.mainStack();
@@ -236,8 +268,8 @@ OwningOpRef<ModuleOp> Generator::build() {
     break;
   case OutputKind::lm_head: {
     Value w = top.embedding.tieOutput
-                  ? param("embed.tokens.weight", {spec.vocab, spec.dModel})
-                  : param("lm_head.weight", {spec.vocab, spec.dModel});
+                  ? param(ParamBlock::TokenEmbed, ParamRole::Weight)
+                  : param(ParamBlock::LmHead, ParamRole::Weight);
     auto xt = cast<RankedTensorType>(x.getType());
     x = LinearOp::create(b, loc, act(xt.getDimSize(1), spec.vocab), x, w,
                          Value());
@@ -246,16 +278,25 @@ OwningOpRef<ModuleOp> Generator::build() {
   case OutputKind::classifier: {
     x = PoolOp::create(b, loc, RankedTensorType::get({kDyn, spec.dModel}, elt),
                        x, lengths, PoolKindAttr::get(ctx, spec.output.pool));
-    Value w = param("classifier.weight", {spec.output.classes, spec.dModel});
-    Value bias = param("classifier.bias", {spec.output.classes});
+    Value w = param(ParamBlock::Classifier, ParamRole::Weight);
+    Value bias = param(ParamBlock::Classifier, ParamRole::Bias);
     x = LinearOp::create(
         b, loc, RankedTensorType::get({kDyn, spec.output.classes}, elt), x, w,
         bias);
     break;
   }
   }
+  if (failed)
+    return nullptr;
   func::ReturnOp::create(b, loc, x);
-  if (failed(verify(*module)))
+  // The IR and the table must agree: every entry is used.
+  for (const ParamSpec &p : table)
+    if (!used.contains(p.name)) {
+      emitError(loc) << "internal error: parameter '" << p.name
+                     << "' of the parameter table is not used by the IR";
+      return nullptr;
+    }
+  if (mlir::failed(verify(*module)))
     return nullptr;
   return module;
 }

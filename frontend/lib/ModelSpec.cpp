@@ -56,6 +56,68 @@ llvm::StringRef mlir::tfm::stringifyOutput(OutputKind o) {
   return "";
 }
 
+llvm::StringRef mlir::tfm::stringifyParamBlock(ParamBlock b) {
+  switch (b) {
+#define TFM_PARAM_BLOCK(Id, Spelling, Scope, IsNorm)                                  \
+  case ParamBlock::Id:                                                         \
+    return Spelling;
+#include "tfm/Frontend/Params.def"
+  }
+  return "";
+}
+
+llvm::StringRef mlir::tfm::stringifyParamRole(ParamRole r) {
+  switch (r) {
+#define TFM_PARAM_ROLE(Id, Spelling, IsBias)                                   \
+  case ParamRole::Id:                                                          \
+    return Spelling;
+#include "tfm/Frontend/Params.def"
+  }
+  return "";
+}
+
+llvm::StringRef mlir::tfm::stringifyParamInit(ParamInit i) {
+  switch (i) {
+  case ParamInit::normal:
+    return "normal";
+  case ParamInit::ones:
+    return "ones";
+  case ParamInit::zeros:
+    return "zeros";
+  }
+  return "";
+}
+
+ParamScope mlir::tfm::getParamScope(ParamBlock b) {
+  switch (b) {
+#define TFM_PARAM_BLOCK(Id, Spelling, Scope, IsNorm)                           \
+  case ParamBlock::Id:                                                         \
+    return ParamScope::Scope;
+#include "tfm/Frontend/Params.def"
+  }
+  return ParamScope::Model;
+}
+
+static bool isNorm(ParamBlock b) {
+  switch (b) {
+#define TFM_PARAM_BLOCK(Id, Spelling, Scope, IsNorm)                                  \
+  case ParamBlock::Id:                                                         \
+    return IsNorm;
+#include "tfm/Frontend/Params.def"
+  }
+  return false;
+}
+
+static bool isBias(ParamRole r) {
+  switch (r) {
+#define TFM_PARAM_ROLE(Id, Spelling, IsBias)                                   \
+  case ParamRole::Id:                                                          \
+    return IsBias;
+#include "tfm/Frontend/Params.def"
+  }
+  return false;
+}
+
 int64_t ParamSpec::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -63,92 +125,154 @@ int64_t ParamSpec::numElements() const {
   return n;
 }
 
+ParamInit ParamSpec::init() const {
+  if (isBias(key.role))
+    return ParamInit::zeros;
+  if (isNorm(key.block))
+    return ParamInit::ones;
+  return ParamInit::normal;
+}
+
+const ParamSpec *ParamTable::find(const ParamKey &key) const {
+  auto it = byKey.find(key);
+  return it == byKey.end() ? nullptr : &entries[it->second];
+}
+
+std::optional<unsigned> ParamTable::indexOf(llvm::StringRef name) const {
+  auto it = byName.find(name);
+  if (it == byName.end())
+    return std::nullopt;
+  return it->second;
+}
+
+int64_t ParamTable::numElements() const {
+  int64_t n = 0;
+  for (const ParamSpec &p : entries)
+    n += p.numElements();
+  return n;
+}
+
+void ParamTable::add(ParamKey key, llvm::StringRef stackPrefix,
+                     std::vector<int64_t> shape, DType dtype) {
+  std::string name = stackPrefix.str();
+  if (key.layer >= 0)
+    name += "layers." + std::to_string(key.layer) + ".";
+  name += (stringifyParamBlock(key.block) + "." + stringifyParamRole(key.role))
+              .str();
+  unsigned index = entries.size();
+  byKey.emplace(key, index);
+  byName.try_emplace(name, index);
+  entries.push_back({key, std::move(name), std::move(shape), dtype});
+}
+
 namespace {
-struct ParamList {
-  std::vector<ParamSpec> params;
-  void add(std::string name, std::vector<int64_t> shape) {
-    params.push_back({std::move(name), std::move(shape)});
+/// Builds the table in canonical order.
+class ParamTableBuilder {
+public:
+  ParamTableBuilder(const ModelSpec &spec) : spec(spec), d(spec.dModel) {}
+  ParamTable build();
+
+private:
+  void add(ParamBlock block, ParamRole role, std::vector<int64_t> shape) {
+    ParamScope scope = getParamScope(block);
+    assert((scope == ParamScope::Model) == (stack < 0) &&
+           (scope == ParamScope::Layer) == (layer >= 0) &&
+           "parameter added outside its scope");
+    (void)scope;
+    const std::string &prefix =
+        stack >= 0 ? spec.stacks[stack].prefix : std::string();
+    table.add({stack, layer, block, role}, prefix, std::move(shape),
+              spec.dtype);
   }
-  void norm(const std::string &name, const NormSpec &n, int64_t d) {
-    add(name + ".weight", {d});
+  void norm(ParamBlock block, const NormSpec &n) {
+    add(block, ParamRole::Weight, {d});
     if (n.kind == NormKind::layernorm)
-      add(name + ".bias", {d});
+      add(block, ParamRole::Bias, {d});
   }
-  void attention(const std::string &name, const AttentionSpec &a, int64_t d) {
+  void attention(ParamBlock block, const AttentionSpec &a) {
     int64_t q = a.heads * a.headDim, kv = a.kvHeads * a.headDim;
-    add(name + ".q.weight", {q, d});
+    add(block, ParamRole::QWeight, {q, d});
     if (a.bias)
-      add(name + ".q.bias", {q});
-    add(name + ".k.weight", {kv, d});
+      add(block, ParamRole::QBias, {q});
+    add(block, ParamRole::KWeight, {kv, d});
     if (a.bias)
-      add(name + ".k.bias", {kv});
-    add(name + ".v.weight", {kv, d});
+      add(block, ParamRole::KBias, {kv});
+    add(block, ParamRole::VWeight, {kv, d});
     if (a.bias)
-      add(name + ".v.bias", {kv});
-    add(name + ".o.weight", {d, q});
+      add(block, ParamRole::VBias, {kv});
+    add(block, ParamRole::OWeight, {d, q});
     if (a.bias)
-      add(name + ".o.bias", {d});
+      add(block, ParamRole::OBias, {d});
   }
-  void ffn(const std::string &name, const FfnSpec &f, int64_t d) {
-    add(name + ".up.weight", {f.hidden, d});
+  void ffn(const FfnSpec &f) {
+    add(ParamBlock::Ffn, ParamRole::UpWeight, {f.hidden, d});
     if (f.bias)
-      add(name + ".up.bias", {f.hidden});
+      add(ParamBlock::Ffn, ParamRole::UpBias, {f.hidden});
     if (f.activation == Activation::swiglu ||
         f.activation == Activation::geglu) {
-      add(name + ".gate.weight", {f.hidden, d});
+      add(ParamBlock::Ffn, ParamRole::GateWeight, {f.hidden, d});
       if (f.bias)
-        add(name + ".gate.bias", {f.hidden});
+        add(ParamBlock::Ffn, ParamRole::GateBias, {f.hidden});
     }
-    add(name + ".down.weight", {d, f.hidden});
+    add(ParamBlock::Ffn, ParamRole::DownWeight, {d, f.hidden});
     if (f.bias)
-      add(name + ".down.bias", {d});
+      add(ParamBlock::Ffn, ParamRole::DownBias, {d});
   }
+
+  const ModelSpec &spec;
+  int64_t d;
+  int32_t stack = -1;
+  int64_t layer = -1;
+  ParamTable table;
 };
 } // namespace
 
-std::vector<ParamSpec> ModelSpec::params() const {
-  ParamList p;
-  int64_t d = dModel;
+ParamTable ParamTableBuilder::build() {
+  const InputSpec &input = spec.input;
   if (input.image) {
-    p.add("patch.weight", {d, input.channels * input.patch * input.patch});
-    p.add("patch.bias", {d});
-    if (mainStack().embedding.clsToken)
-      p.add("embed.cls_token", {d});
+    add(ParamBlock::Patch, ParamRole::Weight,
+        {d, input.channels * input.patch * input.patch});
+    add(ParamBlock::Patch, ParamRole::Bias, {d});
+    if (spec.mainStack().embedding.clsToken)
+      add(ParamBlock::Embed, ParamRole::ClsToken, {d});
   } else {
-    p.add("embed.tokens.weight", {vocab, d});
+    add(ParamBlock::TokenEmbed, ParamRole::Weight, {spec.vocab, d});
   }
-  for (const StackSpec &s : stacks) {
+  for (stack = 0; stack < int32_t(spec.stacks.size()); ++stack) {
+    const StackSpec &s = spec.stacks[stack];
     if (s.embedding.position == PositionEncoding::learned)
-      p.add(s.prefix + "embed.positions.weight", {context, d});
-    for (int64_t i = 0; i < s.layers; ++i) {
-      std::string l = s.prefix + "layers." + std::to_string(i) + ".";
-      p.norm(l + "attn_norm", s.norm, d);
-      p.attention(l + "attn", s.attention, d);
+      add(ParamBlock::PositionEmbed, ParamRole::Weight, {spec.context, d});
+    for (layer = 0; layer < s.layers; ++layer) {
+      norm(ParamBlock::AttnNorm, s.norm);
+      attention(ParamBlock::Attn, s.attention);
       if (s.hasCross) {
-        p.norm(l + "cross_norm", s.norm, d);
-        p.attention(l + "cross_attn", s.cross, d);
+        norm(ParamBlock::CrossNorm, s.norm);
+        attention(ParamBlock::CrossAttn, s.cross);
       }
-      if (!parallelResidual)
-        p.norm(l + "ffn_norm", s.norm, d);
-      p.ffn(l + "ffn", s.ffn, d);
+      if (!spec.parallelResidual)
+        norm(ParamBlock::FfnNorm, s.norm);
+      ffn(s.ffn);
     }
+    layer = -1;
     if (s.norm.final)
-      p.norm(s.prefix + "final_norm", s.norm, d);
+      norm(ParamBlock::FinalNorm, s.norm);
   }
-  if (output.kind == OutputKind::lm_head && !mainStack().embedding.tieOutput)
-    p.add("lm_head.weight", {vocab, d});
+  stack = -1;
+  const OutputSpec &output = spec.output;
+  if (output.kind == OutputKind::lm_head &&
+      !spec.mainStack().embedding.tieOutput)
+    add(ParamBlock::LmHead, ParamRole::Weight, {spec.vocab, d});
   if (output.kind == OutputKind::classifier) {
-    p.add("classifier.weight", {output.classes, d});
-    p.add("classifier.bias", {output.classes});
+    add(ParamBlock::Classifier, ParamRole::Weight, {output.classes, d});
+    add(ParamBlock::Classifier, ParamRole::Bias, {output.classes});
   }
-  return p.params;
+  return std::move(table);
 }
 
+ParamTable ModelSpec::params() const { return ParamTableBuilder(*this).build(); }
+
 int64_t ModelSpec::paramCount() const {
-  int64_t n = 0;
-  for (const ParamSpec &p : params())
-    n += p.numElements();
-  return n;
+  return params().numElements();
 }
 
 static constexpr int64_t kDimB = -1, kDimT = -2, kDimS = -3;
@@ -156,21 +280,25 @@ static constexpr int64_t kDimB = -1, kDimT = -2, kDimS = -3;
 std::vector<TensorSpec> ModelSpec::inputs() const {
   std::vector<TensorSpec> in;
   if (arch == Arch::encoder_decoder) {
-    in.push_back({"src", "int32", {kDimB, kDimS}});
-    in.push_back({"tgt", "int32", {kDimB, kDimT}});
+    in.push_back({"src", "int32", {kDimB, kDimS}, "tokens"});
+    in.push_back({"tgt", "int32", {kDimB, kDimT}, "tokens"});
     if (stacks.front().attention.padding)
-      in.push_back({"src_lengths", "int32", {kDimB}});
+      in.push_back({"src_lengths", "int32", {kDimB}, "lengths", "src"});
     if (stacks.back().attention.padding)
-      in.push_back({"tgt_lengths", "int32", {kDimB}});
+      in.push_back({"tgt_lengths", "int32", {kDimB}, "lengths", "tgt"});
     return in;
   }
   if (input.image)
     in.push_back(
-        {"pixels", "float32", {kDimB, input.channels, input.size, input.size}});
+        {"pixels",
+         "float32",
+         {kDimB, input.channels, input.size, input.size},
+         "pixels"});
   else
-    in.push_back({"tokens", "int32", {kDimB, kDimT}});
+    in.push_back({"tokens", "int32", {kDimB, kDimT}, "tokens"});
   if (mainStack().attention.padding)
-    in.push_back({"lengths", "int32", {kDimB}});
+    in.push_back({"lengths", "int32", {kDimB}, "lengths",
+                  input.image ? "pixels" : "tokens"});
   return in;
 }
 
@@ -178,13 +306,26 @@ std::vector<TensorSpec> ModelSpec::outputs() const {
   int64_t t = input.image ? context : kDimT;
   switch (output.kind) {
   case OutputKind::lm_head:
-    return {{"logits", "float32", {kDimB, t, vocab}}};
+    return {{"logits", "float32", {kDimB, t, vocab}, "logits"}};
   case OutputKind::hidden:
-    return {{"hidden", "float32", {kDimB, t, dModel}}};
+    return {{"hidden", "float32", {kDimB, t, dModel}, "hidden"}};
   case OutputKind::classifier:
-    return {{"logits", "float32", {kDimB, output.classes}}};
+    return {{"logits", "float32", {kDimB, output.classes}, "logits"}};
   }
   return {};
+}
+
+/// The description's spelling of a tensor element type.
+static std::string tensorDType(DType d) {
+  switch (d) {
+  case DType::f32:
+    return "float32";
+  case DType::f16:
+    return "float16";
+  case DType::bf16:
+    return "bfloat16";
+  }
+  return "";
 }
 
 static json::Value shapeJSON(const std::vector<int64_t> &shape) {
@@ -270,9 +411,15 @@ json::Value ModelSpec::toJSON() const {
   root["stacks"] = std::move(stackArr);
   auto tensors = [](const std::vector<TensorSpec> &ts) {
     json::Array a;
-    for (const TensorSpec &t : ts)
-      a.push_back(json::Object{
-          {"name", t.name}, {"dtype", t.dtype}, {"shape", shapeJSON(t.shape)}});
+    for (const TensorSpec &t : ts) {
+      json::Object o{{"name", t.name},
+                     {"dtype", t.dtype},
+                     {"shape", shapeJSON(t.shape)},
+                     {"usage", t.role}};
+      if (!t.of.empty())
+        o["usage_of"] = t.of;
+      a.push_back(std::move(o));
+    }
     return a;
   };
   root["inputs"] = tensors(inputs());
@@ -280,8 +427,19 @@ json::Value ModelSpec::toJSON() const {
   json::Array params;
   int64_t count = 0;
   for (const ParamSpec &p : this->params()) {
-    params.push_back(
-        json::Object{{"name", p.name}, {"shape", shapeJSON(p.shape)}});
+    // Keys sort after "shape" in the printed object: readers of older
+    // descriptions see name and shape first.
+    params.push_back(json::Object{
+        {"name", p.name},
+        {"shape", shapeJSON(p.shape)},
+        {"type", tensorDType(p.dtype)},
+        {"where",
+         json::Object{
+             {"stack", p.key.stack >= 0 ? stacks[p.key.stack].name : ""},
+             {"layer", p.key.layer},
+             {"block", stringifyParamBlock(p.key.block).str()},
+             {"role", stringifyParamRole(p.key.role).str()}}},
+        {"synthetic", stringifyParamInit(p.init()).str()}});
     count += p.numElements();
   }
   root["parameters"] = std::move(params);

@@ -44,7 +44,11 @@ void mlir::tfm::buildTfmCpuPipeline(OpPassManager &pm,
 
 static void buildLoopsStage(OpPassManager &pm,
                             const CpuPipelineOptions &options) {
-  addText(pm, "one-shot-bufferize, buffer-deallocation-pipeline, "
+  // One function per distinct layer: compile time independent of depth.
+  pm.addPass(createTfmOutlineLayers());
+  addText(pm, "one-shot-bufferize{bufferize-function-boundaries "
+              "function-boundary-type-conversion=identity-layout-map}, "
+              "buffer-deallocation-pipeline, convert-bufferization-to-memref, "
               "func.func(convert-linalg-to-parallel-loops)");
   TfmLowerKernelsOptions kernels;
   kernels.vectorWidth = options.vectorWidth;

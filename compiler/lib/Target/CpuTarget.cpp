@@ -2,6 +2,8 @@
 
 #include "tfm/Target/CpuTarget.h"
 
+#include "tfm/runtime.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/IRBuilder.h"
@@ -100,17 +102,38 @@ static std::string serialize(llvm::json::Object root,
   return out;
 }
 
+FailureOr<std::vector<AbiParam>>
+mlir::tfm::resolveAbiParams(const ParamTable &table, ArrayAttr abiParams,
+                            Location loc) {
+  std::vector<AbiParam> out;
+  for (Attribute a : abiParams) {
+    auto d = dyn_cast<DictionaryAttr>(a);
+    auto name = d ? d.getAs<StringAttr>("name") : StringAttr();
+    auto panel = d ? d.getAs<IntegerAttr>("panel") : IntegerAttr();
+    if (!name || !panel)
+      return emitError(loc) << "malformed entry in the entry point's "
+                               "parameter list: "
+                            << a;
+    std::optional<unsigned> index = table.indexOf(name.getValue());
+    if (!index)
+      return emitError(loc)
+             << "the entry point takes parameter '" << name.getValue()
+             << "', which is not in the model's parameter table";
+    out.push_back({*index, panel.getInt()});
+  }
+  return out;
+}
+
 std::string mlir::tfm::modelMetadata(const ModelSpec &spec,
-                                     ArrayAttr paramTable,
+                                     const ParamTable &table,
+                                     ArrayRef<AbiParam> abiParams,
                                      const llvm::json::Object &target) {
   llvm::json::Value v = spec.toJSON();
   llvm::json::Array abi;
-  for (Attribute a : paramTable) {
-    auto d = cast<DictionaryAttr>(a);
-    abi.push_back(llvm::json::Object{
-        {"name", cast<StringAttr>(d.get("name")).getValue().str()},
-        {"panel", cast<IntegerAttr>(d.get("panel")).getInt()}});
-  }
+  for (const AbiParam &a : abiParams)
+    abi.push_back(llvm::json::Object{{"name", table[a.index].name},
+                                     {"index", int64_t(a.index)},
+                                     {"panel", a.panel}});
   v.getAsObject()->insert({"abi_params", std::move(abi)});
   return serialize(std::move(*v.getAsObject()), target);
 }
@@ -140,6 +163,16 @@ std::string mlir::tfm::functionMetadata(StringRef name, ArrayRef<AbiArg> abi,
   return serialize(std::move(root), target);
 }
 
+llvm::StructType *mlir::tfm::getTensorStructType(llvm::LLVMContext &ctx) {
+  // runtime.h: struct tfm_tensor { void *data; int32_t dtype; int32_t rank;
+  //                                int64_t shape[TFM_MAX_RANK]; }
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
+  llvm::Type *ptr = llvm::PointerType::get(ctx, 0);
+  return llvm::StructType::get(
+      ctx, {ptr, i32, i32, llvm::ArrayType::get(i64, TFM_MAX_RANK)});
+}
+
 LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
                                         StringRef metadataJson,
                                         ArrayRef<AbiArg> abi, bool exeAliases,
@@ -154,10 +187,7 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
   llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
   llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
   llvm::Type *ptr = llvm::PointerType::get(ctx, 0);
-  // struct tfm_tensor { void *data; int32_t dtype; int32_t rank;
-  //                     int64_t shape[8]; }
-  llvm::StructType *tensorTy =
-      llvm::StructType::get(ctx, {ptr, i32, i32, llvm::ArrayType::get(i64, 8)});
+  llvm::StructType *tensorTy = getTensorStructType(ctx);
 
   auto *fnTy = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
   auto *fn = llvm::Function::Create(fnTy, llvm::GlobalValue::ExternalLinkage,
@@ -282,7 +312,8 @@ static std::string cIdent(StringRef s) {
 }
 
 std::string mlir::tfm::generateHeader(const ModelSpec &spec,
-                                      ArrayAttr paramTable) {
+                                      const ParamTable &table,
+                                      ArrayRef<AbiParam> abiParams) {
   std::string h;
   llvm::raw_string_ostream os(h);
   std::string guard = "TFM_MODEL_" + cIdent(spec.name) + "_H";
@@ -306,20 +337,16 @@ std::string mlir::tfm::generateHeader(const ModelSpec &spec,
         "that. */\n"
      << "int32_t " << spec.name << "_forward(void *const *params, "
      << "const tfm_tensor *inputs, tfm_tensor *output);\n\n"
-     << "#define " << up << "_NUM_PARAMS " << paramTable.size() << "\n"
+     << "#define " << up << "_NUM_PARAMS " << abiParams.size() << "\n"
      << "#define " << up << "_NUM_INPUTS " << spec.inputs().size() << "\n"
      << "#define " << up << "_PARAMETER_COUNT " << spec.paramCount()
      << "LL\n\n";
   os << "static const tfm_param_info " << spec.name << "_params[] = {\n";
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (const ParamSpec &p : spec.params())
-    shapes[p.name] = p.shape;
-  for (Attribute a : paramTable) {
-    auto d = cast<DictionaryAttr>(a);
-    std::string name = cast<StringAttr>(d.get("name")).getValue().str();
-    int64_t panel = cast<IntegerAttr>(d.get("panel")).getInt();
-    auto shape = shapes[name];
-    os << "  {\"" << name << "\", " << panel << ", " << shape.size() << ", {";
+  for (const AbiParam &a : abiParams) {
+    const ParamSpec &p = table[a.index];
+    const std::vector<int64_t> &shape = p.shape;
+    os << "  {\"" << p.name << "\", " << a.panel << ", " << shape.size()
+       << ", {";
     for (size_t i = 0; i < shape.size(); ++i)
       os << (i ? ", " : "") << shape[i];
     os << "}},\n";

@@ -38,13 +38,31 @@ createTargetMachine(const CpuTarget &target, std::string &error);
 /// `module`; with
 /// `exeAliases`, also the `tfm_model_forward` / `tfm_model_json` aliases the
 /// runtime's main() links against.
+/// The compiler's view of the runtime's `tfm_tensor` (tfm/runtime.h), which
+/// the entry points read inputs and the output through.
+llvm::StructType *getTensorStructType(llvm::LLVMContext &ctx);
+
 LogicalResult addEntryPoints(llvm::Module &module, StringRef name,
                              StringRef metadataJson, ArrayRef<AbiArg> abi,
                              bool exeAliases, std::string &error);
 
 /// The JSON the runtime reads: the description plus "abi_params", plus the
 /// fields of `target` (for a CUDA artifact "target" and "compute_dtype").
-std::string modelMetadata(const ModelSpec &spec, ArrayAttr paramTable,
+/// One parameter of the entry point, in argument order: which entry of the
+/// model's parameter table, and its panel width (0: plain row-major).
+struct AbiParam {
+  unsigned index;
+  int64_t panel;
+};
+
+/// Maps the entry point's `tfm.params` list (written by the ABI pass) onto
+/// the model's parameter table; an entry the table lacks is an error at
+/// `loc`.
+FailureOr<std::vector<AbiParam>>
+resolveAbiParams(const ParamTable &table, ArrayAttr abiParams, Location loc);
+
+std::string modelMetadata(const ModelSpec &spec, const ParamTable &table,
+                          ArrayRef<AbiParam> abiParams,
                           const llvm::json::Object &target = {});
 /// The same for a hand-written function (`tfmc f.mlir`): its name, its
 /// inputs and output, no parameters.
@@ -60,7 +78,8 @@ LogicalResult emitMachineCode(llvm::Module &module, llvm::TargetMachine &tm,
                               std::string &error);
 
 /// The C header for `tfmc -c`.
-std::string generateHeader(const ModelSpec &spec, ArrayAttr paramTable);
+std::string generateHeader(const ModelSpec &spec, const ParamTable &table,
+                           ArrayRef<AbiParam> abiParams);
 
 } // namespace mlir::tfm
 

@@ -49,6 +49,21 @@ def TfmCpuAbi : Pass<"tfm-cpu-abi", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TfmOutlineLayers : Pass<"tfm-outline-layers", "ModuleOp"> {
+  let summary = "Move each layer into a function shared by equal layers";
+  let description = [{
+    Groups the ops of a model function by the layer named in their location
+    (`loc("layers.3"(...))`, set by MLIRGen), moves each layer into a private
+    function (constants and `tensor.empty` cloned, other outside values
+    passed as arguments) and calls it. Layers whose functions are
+    structurally equal share one, so that the code, and the time LLVM spends
+    on it, does not grow with the number of layers. Runs on tensors, before
+    bufferization (which then needs `bufferize-function-boundaries`).
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 def TfmLowerKernels : Pass<"tfm-lower-kernels", "func::FuncOp"> {
   let summary = "Lower tfm kernel ops on buffers to vector loop nests";
   let description = [{

@@ -12,8 +12,12 @@
 #define TFM_FRONTEND_MODELSPEC_H
 
 #include "tfm/Dialect/TfmOps.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
+#include <map>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace mlir::tfm {
@@ -90,10 +94,74 @@ struct OutputSpec {
   PoolKind pool = PoolKind::cls;
 };
 
+/// Which block of a layer (or of the model) a parameter belongs to.
+enum class ParamBlock : uint8_t {
+#define TFM_PARAM_BLOCK(Id, Spelling, Scope, IsNorm) Id,
+#include "tfm/Frontend/Params.def"
+};
+/// What a parameter is within its block.
+enum class ParamRole : uint8_t {
+#define TFM_PARAM_ROLE(Id, Spelling, IsBias) Id,
+#include "tfm/Frontend/Params.def"
+};
+llvm::StringRef stringifyParamBlock(ParamBlock b);
+/// Whether a block is shared by the model, one per stack or one per layer.
+enum class ParamScope { Model, Stack, Layer };
+ParamScope getParamScope(ParamBlock b);
+llvm::StringRef stringifyParamRole(ParamRole r);
+
+/// Where a parameter lives: `stack` indexes ModelSpec::stacks (-1: shared by
+/// the model), `layer` is the layer within that stack (-1: outside layers).
+struct ParamKey {
+  int32_t stack = -1;
+  int64_t layer = -1;
+  ParamBlock block;
+  ParamRole role;
+  bool operator<(const ParamKey &o) const {
+    return std::tie(stack, layer, block, role) <
+           std::tie(o.stack, o.layer, o.block, o.role);
+  }
+};
+
+/// How random weights (`--random-weights`) initialize a parameter.
+enum class ParamInit { normal, ones, zeros };
+llvm::StringRef stringifyParamInit(ParamInit i);
+
 struct ParamSpec {
-  std::string name;
+  ParamKey key;
+  std::string name; ///< canonical name, derived from `key`
   std::vector<int64_t> shape;
+  DType dtype = DType::f32;
   int64_t numElements() const;
+  ParamInit init() const;
+};
+
+/// The model's parameters: the one table that MLIRGen creates `tfm.param`s
+/// from, and that the JSON description, the generated header and the
+/// runtime read. Entries are in a fixed canonical order; an index into the
+/// table is a parameter's identity after lowering.
+class ParamTable {
+public:
+  using const_iterator = std::vector<ParamSpec>::const_iterator;
+  const_iterator begin() const { return entries.begin(); }
+  const_iterator end() const { return entries.end(); }
+  size_t size() const { return entries.size(); }
+  const ParamSpec &operator[](size_t i) const { return entries[i]; }
+
+  /// The entry for `key`, or null when the model has no such parameter.
+  const ParamSpec *find(const ParamKey &key) const;
+  /// The index of the entry named `name`.
+  std::optional<unsigned> indexOf(llvm::StringRef name) const;
+  int64_t numElements() const;
+
+  /// Appends an entry; its name is derived from the key and `stackPrefix`.
+  void add(ParamKey key, llvm::StringRef stackPrefix,
+           std::vector<int64_t> shape, DType dtype);
+
+private:
+  std::vector<ParamSpec> entries;
+  std::map<ParamKey, unsigned> byKey;
+  llvm::StringMap<unsigned> byName;
 };
 
 /// A named input or output of the compiled model: dtype and shape, where a
@@ -102,6 +170,11 @@ struct TensorSpec {
   std::string name;
   std::string dtype;
   std::vector<int64_t> shape;
+  /// What the runtime feeds: "tokens", "pixels", "lengths" or, for
+  /// outputs, "logits" / "hidden".
+  std::string role;
+  /// For "lengths": the name of the input whose valid lengths it holds.
+  std::string of;
 };
 
 struct ModelSpec {
@@ -118,7 +191,7 @@ struct ModelSpec {
 
   const StackSpec &mainStack() const { return stacks.back(); }
   /// Every parameter under its canonical name, in a fixed order.
-  std::vector<ParamSpec> params() const;
+  ParamTable params() const;
   int64_t paramCount() const;
   std::vector<TensorSpec> inputs() const;
   std::vector<TensorSpec> outputs() const;

@@ -1,0 +1,312 @@
+//===- OutlineLayers.cpp - one function per distinct layer ----------------===//
+//
+// MLIRGen gives every op of a layer the location `loc("<prefix>layers.<i>"(..))`.
+// This pass moves the ops of each layer of a model function into a private
+// function and calls it; layers whose functions are structurally equal (the
+// same ops on the same shapes, differing only in which weights they are
+// given) share one. Code size, and with it the LLVM part of compile time, no
+// longer grows with `layers`.
+//
+// Before:                                After:
+//   %a = linalg... {layers.0}              %x1 = call @m_layer0(%x0, %w0...)
+//   %x1 = linalg... {layers.0}             %x2 = call @m_layer0(%x1, %w1...)
+//   %b = linalg... {layers.1}              func private @m_layer0(...)
+//   %x2 = linalg... {layers.1}
+//
+// Constants and tensor.empty are cloned into the function (their operands
+// become arguments); a pure op whose operands come from outside every layer
+// (a shape computation CSE merged into the first layer, say) stays in the
+// caller, so that the first layer looks like the others. A layer whose
+// results are used before its last op (interleaved with other code) is left
+// inline.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Transforms/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "tfm-outline-layers"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_TFMOUTLINELAYERS
+#include "tfm/Transforms/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// The layer name in `loc` ("layers.3", "decoder.layers.3"), or "" if none
+/// or several.
+StringRef layerOf(Location loc) {
+  StringRef found;
+  bool conflict = false;
+  loc->walk([&](Location l) {
+    if (auto name = dyn_cast<NameLoc>(l)) {
+      StringRef n = name.getName().getValue();
+      size_t at = n.rfind("layers.");
+      if (at != StringRef::npos && (at == 0 || n[at - 1] == '.')) {
+        if (!found.empty() && found != n)
+          conflict = true;
+        found = n;
+      }
+    }
+    return WalkResult::advance();
+  });
+  return conflict ? StringRef() : found;
+}
+
+/// Ops cloned into each function rather than passed in.
+bool isRematerialized(Operation *op) {
+  if (op->hasTrait<OpTrait::ConstantLike>() || isa<tensor::EmptyOp>(op))
+    return true;
+  // An accumulator filled with a constant: a destination, not data.
+  auto fill = dyn_cast<linalg::FillOp>(op);
+  return fill && fill.hasPureTensorSemantics() &&
+         fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>() &&
+         matchPattern(fill.getInputs()[0], m_Constant());
+}
+
+struct Layer {
+  std::string name;
+  SmallVector<Operation *> ops; ///< in block order
+};
+
+/// The values a set of ops uses from outside the set, in first-use order,
+/// and the ops outside the set (constants, tensor.empty) to clone with it.
+void collectInputs(ArrayRef<Operation *> ops,
+                   const llvm::SmallPtrSetImpl<Operation *> &inSet,
+                   llvm::SetVector<Value> &inputs,
+                   llvm::SetVector<Operation *> &clones) {
+  std::function<void(Value)> use = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    if (def && inSet.contains(def))
+      return;
+    if (def && isRematerialized(def)) {
+      if (clones.contains(def))
+        return;
+      for (Value operand : def->getOperands())
+        use(operand);
+      clones.insert(def);
+      return;
+    }
+    inputs.insert(v);
+  };
+  for (Operation *op : ops) {
+    for (Value v : op->getOperands())
+      use(v);
+    // Values captured by regions (linalg bodies may read outer scalars).
+    llvm::SetVector<Value> above;
+    for (Region &r : op->getRegions())
+      getUsedValuesDefinedAbove(r, above);
+    for (Value v : above)
+      use(v);
+  }
+}
+
+class Outliner {
+public:
+  Outliner(ModuleOp module, func::FuncOp func)
+      : module(module), func(func), symbols(module) {}
+  void run();
+
+private:
+  /// Outlines `layer` into a new function, or returns an existing one that
+  /// is structurally equal; replaces the layer's ops by a call.
+  void outline(Layer &layer);
+
+  ModuleOp module;
+  func::FuncOp func;
+  SymbolTable symbols;
+  SmallVector<func::FuncOp> prototypes;
+};
+
+/// Ops that are worth recomputing in each layer rather than passing from one
+/// layer to the next: shapes, views, empty and filled destinations.
+bool isCheap(Operation *op) {
+  if (!isPure(op))
+    return false;
+  if (isa<tensor::EmptyOp, linalg::FillOp, tensor::CollapseShapeOp,
+          tensor::ExpandShapeOp, tensor::ExtractSliceOp, tensor::CastOp>(op))
+    return true;
+  // Scalar and index arithmetic (shapes).
+  return op->getNumRegions() == 0 &&
+         llvm::none_of(op->getResultTypes(), llvm::IsaPred<ShapedType>);
+}
+
+void Outliner::run() {
+  Block &body = func.getBody().front();
+  // The layer of each op. Constants are cloned where used; the ABI's
+  // to_tensor views of the entry block's buffers are how weights come in.
+  llvm::DenseMap<Operation *, StringRef> tags;
+  for (Operation &op : body.without_terminator()) {
+    if (op.hasTrait<OpTrait::ConstantLike>() ||
+        isa<bufferization::ToTensorOp>(op))
+      continue;
+    StringRef name = layerOf(op.getLoc());
+    if (name.empty())
+      continue;
+    tags[&op] = name;
+  }
+
+  // CSE merged the cheap ops that every layer computes the same way (the
+  // view of the encoder's output that cross-attention reads, a zero-filled
+  // accumulator) into the first layer that has them. Give each layer its
+  // own copy again, so that the first layer looks like the others.
+  llvm::DenseMap<std::pair<Operation *, const char *>, Operation *> copies;
+  std::function<Value(Value, StringRef, Operation *)> localize =
+      [&](Value v, StringRef layer, Operation *user) -> Value {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return v;
+    auto it = tags.find(def);
+    if (it == tags.end() || it->second == layer || !isCheap(def))
+      return v;
+    Operation *&copy = copies[{def, layer.data()}];
+    if (!copy) {
+      OpBuilder b(user);
+      copy = b.clone(*def);
+      copy->setLoc(user->getLoc());
+      if (!layer.empty())
+        tags[copy] = layer;
+      for (OpOperand &operand : copy->getOpOperands())
+        operand.set(localize(operand.get(), layer, copy));
+    }
+    return copy->getResult(cast<OpResult>(v).getResultNumber());
+  };
+  // Code outside every layer (the final norm) gets its own copies too.
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    StringRef layer = tags.lookup(&op);
+    for (OpOperand &operand : op.getOpOperands())
+      operand.set(localize(operand.get(), layer, &op));
+  }
+
+  llvm::MapVector<StringRef, Layer> layers;
+  for (Operation &op : body.without_terminator()) {
+    auto it = tags.find(&op);
+    if (it == tags.end())
+      continue;
+    Layer &layer = layers[it->second];
+    layer.name = it->second.str();
+    layer.ops.push_back(&op);
+  }
+  for (auto &entry : layers)
+    outline(entry.second);
+}
+
+void Outliner::outline(Layer &layer) {
+  llvm::SmallPtrSet<Operation *, 32> inSet(layer.ops.begin(), layer.ops.end());
+  Operation *last = layer.ops.back();
+  llvm::SetVector<Value> inputs;
+  llvm::SetVector<Operation *> clones;
+  collectInputs(layer.ops, inSet, inputs, clones);
+  SmallVector<Value> outputs;
+  for (Operation *op : layer.ops)
+    for (Value r : op->getResults())
+      for (Operation *user : r.getUsers()) {
+        Operation *top = func.getBody().front().findAncestorOpInBlock(*user);
+        if (inSet.contains(top))
+          continue;
+        // A result used before the call would be.
+        if (top->isBeforeInBlock(last)) {
+          LLVM_DEBUG(llvm::dbgs() << layer.name << " stays inline: used by "
+                                  << *top << " before its end\n");
+          return;
+        }
+        outputs.push_back(r);
+        break;
+      }
+
+  // Build the candidate function.
+  OpBuilder b(module.getContext());
+  b.setInsertionPointAfter(func);
+  SmallVector<Type> argTypes, resultTypes;
+  for (Value v : inputs)
+    argTypes.push_back(v.getType());
+  for (Value v : outputs)
+    resultTypes.push_back(v.getType());
+  Location loc = layer.ops.front()->getLoc();
+  auto fn = func::FuncOp::create(b, loc, (func.getName() + "_layer").str(),
+                                 b.getFunctionType(argTypes, resultTypes));
+  fn.setPrivate();
+  Block *entry = fn.addEntryBlock();
+  IRMapping map;
+  for (auto [v, arg] : llvm::zip(inputs, entry->getArguments()))
+    map.map(v, arg);
+  b.setInsertionPointToStart(entry);
+  // Clones and the layer's ops in block order, so that operands come first.
+  SmallVector<Operation *> ordered(clones.begin(), clones.end());
+  ordered.append(layer.ops.begin(), layer.ops.end());
+  llvm::sort(ordered, [](Operation *x, Operation *y) {
+    return x->isBeforeInBlock(y);
+  });
+  for (Operation *op : ordered)
+    b.clone(*op, map);
+  SmallVector<Value> results;
+  for (Value v : outputs)
+    results.push_back(map.lookup(v));
+  func::ReturnOp::create(b, loc, results);
+
+  // Reuse an equal function.
+  func::FuncOp callee;
+  for (func::FuncOp proto : prototypes) {
+    if (proto.getFunctionType() != fn.getFunctionType())
+      continue;
+    if (OperationEquivalence::isRegionEquivalentTo(
+            &proto.getBody(), &fn.getBody(),
+            OperationEquivalence::IgnoreLocations)) {
+      callee = proto;
+      break;
+    }
+  }
+  if (callee) {
+    fn.erase();
+  } else {
+    callee = fn;
+    symbols.insert(fn); // uniquifies the name
+    fn->setAttr("no_inline", b.getUnitAttr());
+    // Private to the object: LLVM may specialize it, and it does not clash
+    // with another model's layer function at link time.
+    fn->setAttr("llvm.linkage", LLVM::LinkageAttr::get(
+                                    b.getContext(), LLVM::Linkage::Internal));
+    prototypes.push_back(fn);
+  }
+
+  b.setInsertionPointAfter(last);
+  auto call = func::CallOp::create(b, loc, callee, inputs.getArrayRef());
+  Block &body = func.getBody().front();
+  for (unsigned i = 0; i < outputs.size(); ++i)
+    outputs[i].replaceUsesWithIf(call.getResult(i), [&](OpOperand &use) {
+      return !inSet.contains(body.findAncestorOpInBlock(*use.getOwner()));
+    });
+  for (Operation *op : llvm::reverse(layer.ops)) {
+    op->dropAllUses();
+    op->erase();
+  }
+}
+
+struct TfmOutlineLayersPass
+    : mlir::tfm::impl::TfmOutlineLayersBase<TfmOutlineLayersPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() && func.getBody().hasOneBlock())
+        funcs.push_back(func);
+    for (func::FuncOp func : funcs)
+      Outliner(module, func).run();
+  }
+};
+
+} // namespace
