@@ -61,17 +61,15 @@ private:
   }
   Value norm(Value x, ParamBlock block, const NormSpec &n) {
     Value w = param(block, ParamRole::Weight);
-    Value bias = n.kind == NormKind::layernorm
-                     ? param(block, ParamRole::Bias)
-                     : Value();
+    Value bias =
+        n.kind == NormKind::layernorm ? param(block, ParamRole::Bias) : Value();
     return NormOp::create(b, loc, x.getType(), x, w, bias,
                           NormKindAttr::get(b.getContext(), n.kind),
                           b.getF64FloatAttr(n.eps));
   }
   Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
-  Value attention(Value q, Value kv, ParamBlock block,
-                  const AttentionSpec &a, const EmbeddingSpec *rope,
-                  Value lengths);
+  Value attention(Value q, Value kv, ParamBlock block, const AttentionSpec &a,
+                  const EmbeddingSpec *rope, Value lengths);
   Value ffn(Value x, const FfnSpec &f);
   Value embedTokens(Value tokens, const StackSpec &s);
   Value stack(Value x, int32_t index, Value lengths, Value memory,
@@ -127,8 +125,7 @@ Value Generator::ffn(Value x, const FfnSpec &f) {
   bool gated =
       f.activation == Activation::swiglu || f.activation == Activation::geglu;
   Value up = param(ParamBlock::Ffn, ParamRole::UpWeight);
-  Value gate =
-      gated ? param(ParamBlock::Ffn, ParamRole::GateWeight) : Value();
+  Value gate = gated ? param(ParamBlock::Ffn, ParamRole::GateWeight) : Value();
   Value down = param(ParamBlock::Ffn, ParamRole::DownWeight);
   SmallVector<Value> biases;
   if (f.bias) {
@@ -248,9 +245,9 @@ OwningOpRef<ModuleOp> Generator::build() {
       x = PatchEmbedOp::create(b, loc, act(spec.input.patches(), spec.dModel),
                                in, w, bias, b.getI64IntegerAttr(p));
       if (s.embedding.clsToken)
-        x = PrependTokenOp::create(b, loc,
-                                   act(spec.input.patches() + 1, spec.dModel),
-                                   x, param(ParamBlock::Embed, ParamRole::ClsToken));
+        x = PrependTokenOp::create(
+            b, loc, act(spec.input.patches() + 1, spec.dModel), x,
+            param(ParamBlock::Embed, ParamRole::ClsToken));
     } else {
       x = embedTokens(in, s);
     }

@@ -58,7 +58,7 @@ llvm::StringRef mlir::tfm::stringifyOutput(OutputKind o) {
 
 llvm::StringRef mlir::tfm::stringifyParamBlock(ParamBlock b) {
   switch (b) {
-#define TFM_PARAM_BLOCK(Id, Spelling, Scope, IsNorm)                                  \
+#define TFM_PARAM_BLOCK(Id, Spelling, Scope, IsNorm)                           \
   case ParamBlock::Id:                                                         \
     return Spelling;
 #include "tfm/Frontend/Params.def"
@@ -100,7 +100,7 @@ ParamScope mlir::tfm::getParamScope(ParamBlock b) {
 
 static bool isNorm(ParamBlock b) {
   switch (b) {
-#define TFM_PARAM_BLOCK(Id, Spelling, Scope, IsNorm)                                  \
+#define TFM_PARAM_BLOCK(Id, Spelling, Scope, IsNorm)                           \
   case ParamBlock::Id:                                                         \
     return IsNorm;
 #include "tfm/Frontend/Params.def"
@@ -269,11 +269,11 @@ ParamTable ParamTableBuilder::build() {
   return std::move(table);
 }
 
-ParamTable ModelSpec::params() const { return ParamTableBuilder(*this).build(); }
-
-int64_t ModelSpec::paramCount() const {
-  return params().numElements();
+ParamTable ModelSpec::params() const {
+  return ParamTableBuilder(*this).build();
 }
+
+int64_t ModelSpec::paramCount() const { return params().numElements(); }
 
 static constexpr int64_t kDimB = -1, kDimT = -2, kDimS = -3;
 
@@ -289,15 +289,17 @@ std::vector<TensorSpec> ModelSpec::inputs() const {
     return in;
   }
   if (input.image)
-    in.push_back(
-        {"pixels",
-         "float32",
-         {kDimB, input.channels, input.size, input.size},
-         "pixels"});
+    in.push_back({"pixels",
+                  "float32",
+                  {kDimB, input.channels, input.size, input.size},
+                  "pixels"});
   else
     in.push_back({"tokens", "int32", {kDimB, kDimT}, "tokens"});
   if (mainStack().attention.padding)
-    in.push_back({"lengths", "int32", {kDimB}, "lengths",
+    in.push_back({"lengths",
+                  "int32",
+                  {kDimB},
+                  "lengths",
                   input.image ? "pixels" : "tokens"});
   return in;
 }

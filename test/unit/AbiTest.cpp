@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tfm/Target/CpuTarget.h"
+#include "tfm/Target/HostTarget.h"
 #include "tfm/runtime.h"
 
 #include "llvm/IR/DataLayout.h"
@@ -22,7 +22,7 @@ using namespace mlir::tfm;
 
 TEST(Abi, TensorStructMatchesRuntime) {
   std::string error;
-  FailureOr<CpuTarget> cpu = resolveCpu("x86-64-v3", error);
+  FailureOr<HostCpu> cpu = resolveHostCpu("x86-64-v3", error);
   ASSERT_TRUE(succeeded(cpu)) << error;
   std::unique_ptr<llvm::TargetMachine> tm = createTargetMachine(*cpu, error);
   ASSERT_TRUE(tm) << error;

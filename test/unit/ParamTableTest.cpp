@@ -48,8 +48,7 @@ std::vector<ModelSpec> analyze(llvm::StringRef text, llvm::StringRef file) {
 /// Checks that the tfm.params of the model's IR are exactly the table.
 void expectIRMatchesTable(const ModelSpec &spec) {
   MLIRContext ctx;
-  OwningOpRef<ModuleOp> module =
-      buildModule(ctx, spec, UnknownLoc::get(&ctx));
+  OwningOpRef<ModuleOp> module = buildModule(ctx, spec, UnknownLoc::get(&ctx));
   ASSERT_TRUE(module) << spec.name;
   std::map<std::string, RankedTensorType> inIR;
   module->walk([&](ParamOp p) {
@@ -92,8 +91,7 @@ TEST(ParamTable, ModelsDirectory) {
       continue;
     auto buf = llvm::MemoryBuffer::getFile(it->path());
     ASSERT_TRUE(bool(buf)) << it->path();
-    for (const ModelSpec &spec :
-         analyze((*buf)->getBuffer(), it->path()))
+    for (const ModelSpec &spec : analyze((*buf)->getBuffer(), it->path()))
       expectIRMatchesTable(spec);
     ++files;
   }

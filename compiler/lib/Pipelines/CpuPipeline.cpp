@@ -1,49 +1,38 @@
-//===- CpuPipeline.cpp - the tfm CPU lowering pipeline --------------------===//
-
-#include "tfm/Pipelines/Pipelines.h"
+//===- CpuPipeline.cpp - the CPU stages of the tfm pipeline ---------------===//
+//
+//   tfm-cpu-abi{panel-width=2*lanes}, convert-tfm-to-linalg     --emit=linalg
+//   tfm-outline-layers, one-shot-bufferize, deallocation,
+//   tfm-lower-kernels, tfm-parallelize-outer                    --emit=loops
+//   OpenMP, vector, math and memref to LLVM                 --emit=llvm-mlir
+//
+//===----------------------------------------------------------------------===//
 
 #include "PipelineUtils.h"
 
 #include "tfm/Conversion/Passes.h"
 #include "tfm/Transforms/Passes.h"
 
-#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
+using namespace mlir::tfm::pipelines;
 
-using pipelines::addText;
-
-static void buildLoopsStage(OpPassManager &pm,
-                            const CpuPipelineOptions &options);
-static void buildLLVMStage(OpPassManager &pm);
-
-void mlir::tfm::buildTfmCpuPipeline(OpPassManager &pm,
-                                    const CpuPipelineOptions &options,
-                                    CpuStage first, CpuStage last) {
-  auto want = [&](CpuStage s) { return first <= s && s <= last; };
-  pipelines::addModelStages(pm, want(CpuStage::Primitive),
-                            want(CpuStage::Fused), options.fuseAttention);
-  if (want(CpuStage::Linalg)) {
-    TfmCpuAbiOptions abi;
-    abi.panelWidth = 2 * options.vectorWidth;
-    pm.addPass(createTfmCpuAbi(abi));
-    pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
-    // arith on tensors (hand-written or imported graphs) becomes linalg too.
-    addText(pm, "func.func(convert-elementwise-to-linalg)");
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-  }
-  if (want(CpuStage::Loops))
-    buildLoopsStage(pm, options);
-  if (want(CpuStage::LLVM))
-    buildLLVMStage(pm);
+void pipelines::buildCpuLinalgStage(OpPassManager &pm,
+                                    const PipelineConfig &config) {
+  TfmCpuAbiOptions abi;
+  abi.panelWidth = 2 * config.vectorWidth;
+  pm.addPass(createTfmCpuAbi(abi));
+  pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
+  // arith on tensors (hand-written or imported graphs) becomes linalg too.
+  addText(pm, "func.func(convert-elementwise-to-linalg)");
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
 }
 
-static void buildLoopsStage(OpPassManager &pm,
-                            const CpuPipelineOptions &options) {
+void pipelines::buildCpuLoopsStage(OpPassManager &pm,
+                                   const PipelineConfig &config) {
   // One function per distinct layer: compile time independent of depth.
   pm.addPass(createTfmOutlineLayers());
   addText(pm, "one-shot-bufferize{bufferize-function-boundaries "
@@ -51,14 +40,14 @@ static void buildLoopsStage(OpPassManager &pm,
               "buffer-deallocation-pipeline, convert-bufferization-to-memref, "
               "func.func(convert-linalg-to-parallel-loops)");
   TfmLowerKernelsOptions kernels;
-  kernels.vectorWidth = options.vectorWidth;
+  kernels.vectorWidth = config.vectorWidth;
   pm.addNestedPass<func::FuncOp>(createTfmLowerKernels(kernels));
   pm.addNestedPass<func::FuncOp>(createTfmParallelizeOuter());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
 
-static void buildLLVMStage(OpPassManager &pm) {
+void pipelines::buildCpuLLVMStage(OpPassManager &pm, const PipelineConfig &) {
   addText(pm, "convert-scf-to-openmp, "
               "func.func(tfm-expand-math, tfm-expand-shape-to-cast), "
               "expand-strided-metadata, lower-affine, convert-scf-to-cf, "
@@ -68,24 +57,4 @@ static void buildLLVMStage(OpPassManager &pm) {
               "convert-cf-to-llvm, convert-openmp-to-llvm, "
               "convert-func-to-llvm, convert-ub-to-llvm, "
               "reconcile-unrealized-casts, canonicalize, cse");
-}
-
-void mlir::tfm::registerTfmPipelines() {
-  registerTfmPasses();
-  registerTfmConversionPasses();
-  PassPipelineRegistration<CpuPipelineOptions>(
-      "tfm-cpu-pipeline",
-      "Lower model-level tfm IR to the LLVM dialect for x86-64: decompose, "
-      "fuse attention, linalg, bufferize, vector kernels, OpenMP, LLVM",
-      [](OpPassManager &pm, const CpuPipelineOptions &options) {
-        buildTfmCpuPipeline(pm, options);
-      });
-  PassPipelineRegistration<CudaPipelineOptions>(
-      "tfm-cuda-pipeline",
-      "Lower model-level tfm IR for NVIDIA GPUs: decompose, fuse attention, "
-      "linalg, bufferize, tensor-core attention and GEMM kernels, "
-      "elementwise kernels, NVVM, host code calling the CUDA runtime shim",
-      [](OpPassManager &pm, const CudaPipelineOptions &options) {
-        buildTfmCudaPipeline(pm, options);
-      });
 }

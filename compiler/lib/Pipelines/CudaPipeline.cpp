@@ -22,6 +22,7 @@
 #include "tfm/Conversion/Passes.h"
 #include "tfm/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -30,52 +31,50 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-using pipelines::addText;
+using namespace mlir::tfm::pipelines;
 
-void mlir::tfm::buildTfmCudaPipeline(OpPassManager &pm,
-                                     const CudaPipelineOptions &options,
-                                     GpuStage first, GpuStage last) {
-  auto want = [&](GpuStage s) { return first <= s && s <= last; };
-  pipelines::addModelStages(pm, want(GpuStage::Primitive),
-                            want(GpuStage::Fused), options.fuseAttention);
-  if (want(GpuStage::Linalg)) {
-    TfmCpuAbiOptions abi;
-    abi.panelWidth = 64;
-    pm.addPass(createTfmCpuAbi(abi));
-    pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
-    addText(pm, "func.func(convert-elementwise-to-linalg, "
-                "linalg-fuse-elementwise-ops), canonicalize, cse");
-  }
-  if (want(GpuStage::Gpu)) {
-    addText(pm, "one-shot-bufferize, buffer-deallocation-pipeline, "
-                "func.func(tfm-gpu-lower-kernels, "
-                "convert-linalg-to-parallel-loops, tfm-gpu-map-loops), "
-                "func.func(gpu-launch-sink-index-computations), "
-                "gpu-kernel-outlining, canonicalize, tfm-gpu-merge-modules, "
-                "cse");
-  }
-  if (want(GpuStage::NVVM)) {
-    addText(pm,
-            llvm::formatv("convert-nvgpu-to-nvvm, convert-vector-to-scf, "
-                          "convert-scf-to-cf, "
-                          "nvvm-attach-target{{chip={0} features=+ptx80 O=3}, "
-                          "gpu.module(convert-gpu-to-nvvm, canonicalize, cse, "
-                          "reconcile-unrealized-casts)",
-                          options.chip.getValue())
-                .str());
-  }
-  if (want(GpuStage::LLVM)) {
-    addText(pm, llvm::formatv(
-                    "func.func(gpu-async-region, tfm-expand-shape-to-cast), "
-                    "expand-strided-metadata, lower-affine, "
-                    "convert-scf-to-cf, convert-func-to-llvm, "
-                    "gpu-to-llvm, "
-                    "gpu-module-to-binary{{format={0} toolkit={1}}, "
-                    "finalize-memref-to-llvm, convert-math-to-llvm, "
-                    "convert-arith-to-llvm, convert-index-to-llvm, "
-                    "convert-cf-to-llvm, convert-ub-to-llvm, "
-                    "reconcile-unrealized-casts, canonicalize, cse",
-                    options.format.getValue(), options.toolkit.getValue())
-                    .str());
-  }
+void pipelines::buildCudaLinalgStage(OpPassManager &pm,
+                                     const PipelineConfig &) {
+  TfmCpuAbiOptions abi;
+  abi.panelWidth = 64;
+  pm.addPass(createTfmCpuAbi(abi));
+  pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
+  addText(pm, "func.func(convert-elementwise-to-linalg, "
+              "linalg-fuse-elementwise-ops), canonicalize, cse");
+}
+
+void pipelines::buildCudaGpuStage(OpPassManager &pm, const PipelineConfig &) {
+  addText(pm, "one-shot-bufferize, buffer-deallocation-pipeline, "
+              "func.func(tfm-gpu-lower-kernels, "
+              "convert-linalg-to-parallel-loops, tfm-gpu-map-loops), "
+              "func.func(gpu-launch-sink-index-computations), "
+              "gpu-kernel-outlining, canonicalize, tfm-gpu-merge-modules, "
+              "cse");
+}
+
+void pipelines::buildCudaNVVMStage(OpPassManager &pm,
+                                   const PipelineConfig &config) {
+  addText(pm, llvm::formatv("convert-nvgpu-to-nvvm, convert-vector-to-scf, "
+                            "convert-scf-to-cf, "
+                            "nvvm-attach-target{{chip={0} features=+ptx80 "
+                            "O=3}, gpu.module(convert-gpu-to-nvvm, "
+                            "canonicalize, cse, reconcile-unrealized-casts)",
+                            config.chip)
+                  .str());
+}
+
+void pipelines::buildCudaLLVMStage(OpPassManager &pm,
+                                   const PipelineConfig &config) {
+  addText(pm, llvm::formatv(
+                  "func.func(gpu-async-region, tfm-expand-shape-to-cast), "
+                  "expand-strided-metadata, lower-affine, "
+                  "convert-scf-to-cf, convert-func-to-llvm, "
+                  "gpu-to-llvm, "
+                  "gpu-module-to-binary{{format={0} toolkit={1}}, "
+                  "finalize-memref-to-llvm, convert-math-to-llvm, "
+                  "convert-arith-to-llvm, convert-index-to-llvm, "
+                  "convert-cf-to-llvm, convert-ub-to-llvm, "
+                  "reconcile-unrealized-casts, canonicalize, cse",
+                  config.format, config.toolkit)
+                  .str());
 }

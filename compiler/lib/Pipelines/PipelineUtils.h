@@ -1,13 +1,16 @@
-//===- PipelineUtils.h - helpers shared by the tfm pipelines ----*- C++ -*-===//
+//===- PipelineUtils.h - the stages of the tfm pipelines --------*- C++ -*-===//
+//
+// Each function adds the passes of one stage for one target; Pipelines.cpp
+// orders them in one table.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef TFM_LIB_PIPELINES_PIPELINEUTILS_H
 #define TFM_LIB_PIPELINES_PIPELINEUTILS_H
 
-#include "tfm/Transforms/Passes.h"
+#include "tfm/Pipelines/Pipelines.h"
 
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/ErrorHandling.h"
 
 namespace mlir::tfm::pipelines {
@@ -18,19 +21,20 @@ inline void addText(OpPassManager &pm, StringRef text) {
     llvm::report_fatal_error("tfm: bad pass pipeline: " + text);
 }
 
-/// The target-independent stages: decompose (`primitive`) and fuse
-/// attention (`fused`).
-inline void addModelStages(OpPassManager &pm, bool primitive, bool fused,
-                           bool fuseAttention) {
-  if (primitive)
-    pm.addNestedPass<func::FuncOp>(createTfmDecompose());
-  if (fused) {
-    if (fuseAttention)
-      pm.addNestedPass<func::FuncOp>(createTfmFuseAttention());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-  }
-}
+// Target-independent stages (Pipelines.cpp).
+void buildPrimitiveStage(OpPassManager &pm, const PipelineConfig &config);
+void buildFusedStage(OpPassManager &pm, const PipelineConfig &config);
+
+// CPU stages (CpuPipeline.cpp).
+void buildCpuLinalgStage(OpPassManager &pm, const PipelineConfig &config);
+void buildCpuLoopsStage(OpPassManager &pm, const PipelineConfig &config);
+void buildCpuLLVMStage(OpPassManager &pm, const PipelineConfig &config);
+
+// CUDA stages (CudaPipeline.cpp).
+void buildCudaLinalgStage(OpPassManager &pm, const PipelineConfig &config);
+void buildCudaGpuStage(OpPassManager &pm, const PipelineConfig &config);
+void buildCudaNVVMStage(OpPassManager &pm, const PipelineConfig &config);
+void buildCudaLLVMStage(OpPassManager &pm, const PipelineConfig &config);
 
 } // namespace mlir::tfm::pipelines
 

@@ -1,11 +1,11 @@
 //===- OutlineLayers.cpp - one function per distinct layer ----------------===//
 //
-// MLIRGen gives every op of a layer the location `loc("<prefix>layers.<i>"(..))`.
-// This pass moves the ops of each layer of a model function into a private
-// function and calls it; layers whose functions are structurally equal (the
-// same ops on the same shapes, differing only in which weights they are
-// given) share one. Code size, and with it the LLVM part of compile time, no
-// longer grows with `layers`.
+// MLIRGen gives every op of a layer the location
+// `loc("<prefix>layers.<i>"(..))`. This pass moves the ops of each layer of a
+// model function into a private function and calls it; layers whose functions
+// are structurally equal (the same ops on the same shapes, differing only in
+// which weights they are given) share one. Code size, and with it the LLVM part
+// of compile time, no longer grows with `layers`.
 //
 // Before:                                After:
 //   %a = linalg... {layers.0}              %x1 = call @m_layer0(%x0, %w0...)
@@ -248,9 +248,8 @@ void Outliner::outline(Layer &layer) {
   // Clones and the layer's ops in block order, so that operands come first.
   SmallVector<Operation *> ordered(clones.begin(), clones.end());
   ordered.append(layer.ops.begin(), layer.ops.end());
-  llvm::sort(ordered, [](Operation *x, Operation *y) {
-    return x->isBeforeInBlock(y);
-  });
+  llvm::sort(ordered,
+             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
   for (Operation *op : ordered)
     b.clone(*op, map);
   SmallVector<Value> results;

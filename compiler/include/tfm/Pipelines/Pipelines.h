@@ -1,4 +1,11 @@
 //===- Pipelines.h - tfm lowering pipelines ---------------------*- C++ -*-===//
+//
+// One ordered list of stages serves every target: `Stage` names each cut
+// point of the compiler, from the token stream to the linked executable;
+// the pipelines build the MLIR part of it (`Primitive` to `LLVMDialect`)
+// from one table in which each stage says which targets it runs on.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef TFM_PIPELINES_PIPELINES_H
 #define TFM_PIPELINES_PIPELINES_H
@@ -8,15 +15,51 @@
 
 namespace mlir::tfm {
 
-/// The stages of the CPU pipeline, in order; each is a cut point of
-/// `tfmc --emit=`.
-enum class CpuStage {
-  Primitive, ///< tfm-decompose: primitive tfm ops
-  Fused,     ///< tfm-fuse-attention: tfm.attention
-  Linalg,    ///< tfm-cpu-abi + convert-tfm-to-linalg: linalg on tensors
-  Loops,     ///< bufferization, kernels, loops and vectors on buffers
-  LLVM,      ///< the LLVM dialect
+enum class TargetKind { CPU, CUDA };
+
+/// Every cut point of `tfmc --emit=`, in pipeline order.
+enum class Stage {
+  Tokens,      ///< the token stream
+  AST,         ///< the syntax tree
+  JSON,        ///< the resolved description
+  Tfm,         ///< model-level tfm IR (MLIRGen)
+  Primitive,   ///< tfm-decompose: primitive tfm ops
+  Fused,       ///< tfm-fuse-attention: tfm.attention
+  Linalg,      ///< tfm-cpu-abi + convert-tfm-to-linalg: linalg on tensors
+  Loops,       ///< CPU: bufferized loops, vector kernels, parallel loops
+  Gpu,         ///< CUDA: bufferized, kernels outlined into gpu.func
+  NVVM,        ///< CUDA: kernels in the NVVM dialect
+  LLVMDialect, ///< host code in the LLVM dialect (CUDA: kernels serialized)
+  PTX,         ///< CUDA: the kernels' PTX
+  LLVMIR,      ///< LLVM IR after O3
+  Asm,         ///< assembly
+  Obj,         ///< an object file
+  Exe,         ///< a linked executable
 };
+
+/// Whether `stage` exists for `target` (`Loops` is CPU only, `Gpu`, `NVVM`
+/// and `PTX` CUDA only).
+bool stageRunsOn(Stage stage, TargetKind target);
+
+/// Everything the MLIR pipelines need to know about the target.
+struct PipelineConfig {
+  TargetKind target = TargetKind::CPU;
+  /// CPU: f32 lanes per vector register (16: AVX-512, 8: AVX2).
+  int64_t vectorWidth = 16;
+  /// CUDA: the architecture, the kernel binary format (isa: PTX, fatbin:
+  /// cubin + PTX) and the toolkit that assembles it.
+  std::string chip = "sm_90";
+  std::string format = "isa";
+  std::string toolkit = "/usr/local/cuda";
+  /// Off: attention runs as the primitive matmul / mask / softmax ops.
+  bool fuseAttention = true;
+};
+
+/// Adds the stages `first` to `last` (inclusive, both in `Primitive` ..
+/// `LLVMDialect`) that run on `config.target`.
+void buildTfmPipeline(OpPassManager &pm, const PipelineConfig &config,
+                      Stage first = Stage::Primitive,
+                      Stage last = Stage::LLVMDialect);
 
 struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
   Option<int64_t> vectorWidth{
@@ -28,22 +71,6 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("Run tfm-fuse-attention (off: attention runs as the "
                      "primitive matmul / mask / softmax ops)"),
       llvm::cl::init(true)};
-};
-
-/// Adds the stages `first` to `last` (inclusive) of the CPU pipeline.
-void buildTfmCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options,
-                         CpuStage first = CpuStage::Primitive,
-                         CpuStage last = CpuStage::LLVM);
-
-/// The stages of the CUDA pipeline after the shared Primitive / Fused /
-/// Linalg ones; each is a cut point of `tfmc --target=cuda --emit=`.
-enum class GpuStage {
-  Primitive, ///< tfm-decompose
-  Fused,     ///< tfm-fuse-attention
-  Linalg,    ///< tfm-cpu-abi (64-column panels) + convert-tfm-to-linalg
-  Gpu,       ///< bufferized, kernels outlined into gpu.module / gpu.func
-  NVVM,      ///< kernels in the NVVM and LLVM dialects, host still high level
-  LLVM,      ///< host in the LLVM dialect, kernels serialized in gpu.binary
 };
 
 struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
@@ -64,12 +91,8 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                              llvm::cl::init(true)};
 };
 
-/// Adds the stages `first` to `last` (inclusive) of the CUDA pipeline.
-void buildTfmCudaPipeline(OpPassManager &pm, const CudaPipelineOptions &options,
-                          GpuStage first = GpuStage::Primitive,
-                          GpuStage last = GpuStage::LLVM);
-
-/// Registers `tfm-cpu-pipeline` (and the tfm passes) for tfm-opt.
+/// Registers `tfm-cpu-pipeline` and `tfm-cuda-pipeline` (and the tfm
+/// passes) for tfm-opt.
 void registerTfmPipelines();
 
 } // namespace mlir::tfm

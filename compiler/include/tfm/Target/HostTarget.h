@@ -1,4 +1,5 @@
-//===- CpuTarget.h - x86-64 object emission and linking ---------*- C++ -*-===//
+//===- HostTarget.h - x86-64 object emission and linking ---------*- C++
+//-*-===//
 
 #ifndef TFM_TARGET_CPUTARGET_H
 #define TFM_TARGET_CPUTARGET_H
@@ -17,21 +18,22 @@ struct AbiArg {
   enum Kind { Input, Output, Param } kind;
   int64_t index;              ///< input / parameter number
   std::vector<int64_t> shape; ///< negative = dynamic
+  std::string dtype;          ///< numpy-style: float32, int32, ...
 };
 
 /// Reads the destination-passing signature that tfm-cpu-abi gave `func`.
 FailureOr<std::vector<AbiArg>> readAbi(ModuleOp module, StringRef funcName);
 
 /// The host or named x86-64 CPU.
-struct CpuTarget {
+struct HostCpu {
   std::string cpu;
   std::string features;
   int64_t vectorWidth = 16;
 };
-FailureOr<CpuTarget> resolveCpu(StringRef name, std::string &error);
+FailureOr<HostCpu> resolveHostCpu(StringRef name, std::string &error);
 
-std::unique_ptr<llvm::TargetMachine>
-createTargetMachine(const CpuTarget &target, std::string &error);
+std::unique_ptr<llvm::TargetMachine> createTargetMachine(const HostCpu &target,
+                                                         std::string &error);
 
 /// Adds `<name>_forward` (the C entry point over tfm_tensor structs and a
 /// parameter pointer table) and `<name>_model_json` (`metadataJson`) to

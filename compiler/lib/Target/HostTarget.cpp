@@ -1,6 +1,7 @@
-//===- CpuTarget.cpp - x86-64 object emission -----------------------------===//
+//===- HostTarget.cpp - x86-64 object emission
+//-----------------------------===//
 
-#include "tfm/Target/CpuTarget.h"
+#include "tfm/Target/HostTarget.h"
 
 #include "tfm/runtime.h"
 
@@ -42,13 +43,22 @@ FailureOr<std::vector<AbiArg>> mlir::tfm::readAbi(ModuleOp module,
     }
     for (int64_t d : mt.getShape())
       a.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
+    Type elt = mt.getElementType();
+    if (auto fp = dyn_cast<FloatType>(elt))
+      a.dtype =
+          fp.isBF16() ? "bfloat16" : "float" + std::to_string(fp.getWidth());
+    else if (auto it = dyn_cast<IntegerType>(elt))
+      a.dtype = "int" + std::to_string(it.getWidth());
+    else
+      a.dtype = "int64"; // index
     abi.push_back(a);
   }
   return abi;
 }
 
-FailureOr<CpuTarget> mlir::tfm::resolveCpu(StringRef name, std::string &error) {
-  CpuTarget t;
+FailureOr<HostCpu> mlir::tfm::resolveHostCpu(StringRef name,
+                                             std::string &error) {
+  HostCpu t;
   if (name == "native") {
     t.cpu = llvm::sys::getHostCPUName().str();
     llvm::StringMap<bool> feats = llvm::sys::getHostCPUFeatures();
@@ -75,7 +85,7 @@ FailureOr<CpuTarget> mlir::tfm::resolveCpu(StringRef name, std::string &error) {
 }
 
 std::unique_ptr<llvm::TargetMachine>
-mlir::tfm::createTargetMachine(const CpuTarget &target, std::string &error) {
+mlir::tfm::createTargetMachine(const HostCpu &target, std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
@@ -150,8 +160,12 @@ std::string mlir::tfm::functionMetadata(StringRef name, ArrayRef<AbiArg> abi,
     llvm::json::Object t{{"name", a.kind == AbiArg::Output
                                       ? std::string("output")
                                       : "input" + std::to_string(a.index)},
-                         {"dtype", "float32"},
+                         {"dtype", a.dtype},
                          {"shape", std::move(shape)}};
+    // Hand-written IR takes plain feature tensors: no vocabulary, no
+    // lengths.
+    if (a.kind == AbiArg::Input)
+      t["usage"] = "features";
     (a.kind == AbiArg::Output ? outputs : inputs).push_back(std::move(t));
   }
   llvm::json::Object root{{"name", name.str()},

@@ -1,0 +1,104 @@
+//===- Driver.h - compile a model description to an artifact ----*- C++ -*-===//
+//
+// The library behind `tfmc`: runs the front end, the MLIR pipeline of the
+// chosen target and the host back end (LLVM O3, object, header, link) up
+// to one stage, and writes it. Every error goes through MLIR diagnostics;
+// `DriverDiagnosticHandler` prints them clang-style (file:line:col with the
+// source line and a caret, or `tfmc: error:` for errors without a place in
+// the input).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_DRIVER_DRIVER_H
+#define TFM_DRIVER_DRIVER_H
+
+#include "tfm/Frontend/ModelSpec.h"
+#include "tfm/Pipelines/Pipelines.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <optional>
+
+namespace mlir::tfm {
+
+/// What a binary compile writes.
+enum class ArtifactKind {
+  Executable, ///< MODEL, linked with the runtime's main()
+  Object,     ///< `-c`: MODEL.o and the C header MODEL.h
+  Shared,     ///< `--shared`: libMODEL.so
+};
+
+/// The stages `--emit` can name, in order: the spelling, the help text, and
+/// for a stage that only one target has, the error for the other.
+struct StageInfo {
+  Stage stage;
+  StringRef flag;
+  StringRef help;
+  StringRef otherTargetError;
+};
+ArrayRef<StageInfo> getStageTable();
+
+/// The x86-64 CPUs `--cpu` accepts.
+enum class CpuModel { Native, X86_64_V3, X86_64_V4 };
+StringRef getCpuName(CpuModel cpu);
+
+enum class GpuArch { SM80, SM90 };
+StringRef getGpuArchName(GpuArch arch);
+
+struct CompileOptions {
+  /// The input's name ("-" for stdin); a `.mlir` input is hand-written IR.
+  std::string inputFilename = "-";
+  /// Where a binary goes ("-": derived from the model's name).
+  std::string outputFilename = "-";
+  Stage emit = Stage::Exe;
+  /// For `emit == Stage::Exe`: executable, object + header, or shared.
+  ArtifactKind artifact = ArtifactKind::Executable;
+  TargetKind target = TargetKind::CPU;
+  CpuModel cpu = CpuModel::Native;
+  GpuArch gpuArch = GpuArch::SM90;
+  /// The GPU's compute precision when it overrides the model's dtype.
+  std::optional<DType> gpuDType;
+  bool fuseAttention = true;
+  /// Which model of a file with several.
+  std::string modelName;
+  /// Progress lines on stderr: always, never, or (unset) when stderr is a
+  /// terminal and the compile has run for more than a second.
+  std::optional<bool> progress;
+};
+
+/// Checks option combinations that no single option can (`--dtype` without
+/// `--target=cuda`, `-c` with `--emit`); reports through `ctx`.
+LogicalResult verifyOptions(MLIRContext &ctx, const CompileOptions &options);
+
+/// Compiles the main buffer of `sourceMgr` as `options` say. Text stages are
+/// written to `os`; binaries to files named after the model or
+/// `options.outputFilename`. Errors are reported through `ctx`'s
+/// diagnostics. Stage times nest under `timing` (`--mlir-timing`).
+LogicalResult compile(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,
+                      const CompileOptions &options, llvm::raw_ostream &os,
+                      TimingScope &timing);
+
+/// The dialects, interfaces and translations the pipelines need.
+void registerDriverDialects(DialectRegistry &registry);
+
+/// Prints diagnostics clang-style with the source line and a caret, except
+/// for lines longer than a terminal could show (a 100k-character line would
+/// otherwise be printed under every diagnostic); a diagnostic without a
+/// place in the input is printed as `<tool>: error: message`.
+class DriverDiagnosticHandler : public SourceMgrDiagnosticHandler {
+public:
+  DriverDiagnosticHandler(llvm::SourceMgr &sourceMgr, MLIRContext *ctx,
+                          StringRef tool);
+
+private:
+  void show(Location loc, const std::string &message,
+            DiagnosticSeverity severity);
+  std::string tool;
+};
+
+} // namespace mlir::tfm
+
+#endif // TFM_DRIVER_DRIVER_H

@@ -1,0 +1,248 @@
+//===- Artifacts.cpp - LLVM IR, objects, headers and linked binaries ------===//
+
+#include "Artifacts.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <fmt/format.h>
+
+using namespace mlir;
+using namespace mlir::tfm;
+using namespace mlir::tfm::driver;
+
+//===----------------------------------------------------------------------===//
+// Progress
+//===----------------------------------------------------------------------===//
+
+Progress::Progress(std::optional<bool> mode)
+    : mode(mode), terminal(llvm::sys::Process::StandardErrIsDisplayed()),
+      start(std::chrono::steady_clock::now()) {}
+
+void Progress::step(StringRef model, StringRef what) {
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  bool show = mode ? *mode : terminal && seconds > 1.0;
+  if (!show)
+    return;
+  std::string line = fmt::format("tfmc: {:6.2f} s  {}: {}\n", seconds,
+                                 model.str(), what.str());
+  llvm::errs() << line;
+  llvm::errs().flush();
+}
+
+//===----------------------------------------------------------------------===//
+// The interface
+//===----------------------------------------------------------------------===//
+
+FailureOr<HostInterface>
+driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
+                      const llvm::json::Object &target) {
+  FailureOr<std::vector<AbiArg>> abi = readAbi(module, name);
+  auto func = module.lookupSymbol<func::FuncOp>(name);
+  if (failed(abi) || !func)
+    return emitError(module.getLoc(), "internal: no lowered model function");
+  HostInterface iface;
+  iface.abi = std::move(*abi);
+  if (!spec) {
+    iface.metadata = functionMetadata(name, iface.abi, target);
+    return iface;
+  }
+  iface.table = spec->params();
+  auto paramsAttr = func->getAttrOfType<ArrayAttr>("tfm.params");
+  if (!paramsAttr)
+    return emitError(func.getLoc(), "internal: no tfm.params on the model");
+  auto params = resolveAbiParams(iface.table, paramsAttr, func.getLoc());
+  if (failed(params))
+    return failure();
+  iface.params = std::move(*params);
+  iface.metadata = modelMetadata(*spec, iface.table, iface.params, target);
+  return iface;
+}
+
+std::string driver::findCudaToolkit() {
+  auto ptxas = llvm::sys::findProgramByName("ptxas", {"/usr/local/cuda/bin"});
+  if (!ptxas)
+    ptxas = llvm::sys::findProgramByName("ptxas");
+  if (!ptxas)
+    return "";
+  return llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas))
+      .str();
+}
+
+//===----------------------------------------------------------------------===//
+// Host emission
+//===----------------------------------------------------------------------===//
+
+std::string HostEmitter::outputPath(StringRef name) const {
+  if (options.outputFilename != "-")
+    return options.outputFilename;
+  if (options.emit == Stage::Obj || options.artifact == ArtifactKind::Object)
+    return (name + ".o").str();
+  if (options.artifact == ArtifactKind::Shared)
+    return ("lib" + name + ".so").str();
+  return name.str();
+}
+
+LogicalResult HostEmitter::emit(const ModelSpec *spec, StringRef name,
+                                ModuleOp module, const HostCpu &cpu,
+                                const HostInterface &iface,
+                                llvm::raw_ostream &os) {
+  std::string message;
+  llvm::LLVMContext llvmCtx;
+  TimingScope translate = timing.nest("translate to LLVM IR");
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmCtx, name);
+  if (!llvmModule)
+    return error() << "translation to LLVM IR failed";
+  bool exe = options.emit == Stage::Exe &&
+             options.artifact == ArtifactKind::Executable;
+  if (failed(addEntryPoints(*llvmModule, name, iface.metadata, iface.abi, exe,
+                            message)))
+    return error() << message;
+  translate.stop();
+  auto tm = createTargetMachine(cpu, message);
+  if (!tm)
+    return error() << message;
+  progress.step(name, "optimizing LLVM IR (O3)");
+  {
+    TimingScope o3 = timing.nest("LLVM O3");
+    optimizeModule(*llvmModule, *tm);
+  }
+  if (options.emit == Stage::LLVMIR) {
+    llvmModule->print(os, nullptr);
+    return success();
+  }
+  progress.step(name, "generating machine code");
+  if (options.emit == Stage::Asm) {
+    TimingScope codegen = timing.nest("machine code");
+    SmallString<0> text;
+    llvm::raw_svector_ostream ss(text);
+    if (failed(emitMachineCode(*llvmModule, *tm, true, ss, message)))
+      return error() << message;
+    os << text;
+    return success();
+  }
+  // An object, then the header (-c) or a link (executable, shared library).
+  std::string out = outputPath(name);
+  bool objectOnly =
+      options.emit == Stage::Obj || options.artifact == ArtifactKind::Object;
+  std::string objectPath = out;
+  if (!objectOnly) {
+    SmallString<128> tmp;
+    if (llvm::sys::fs::createTemporaryFile("tfm-" + name, "o", tmp))
+      return error() << "cannot create a temporary file";
+    objectPath = tmp.str().str();
+  }
+  if (failed(writeObject(*llvmModule, *tm, objectPath)))
+    return failure();
+  if (options.artifact == ArtifactKind::Object)
+    return writeHeader(spec, name, iface, out);
+  if (objectOnly)
+    return success();
+  progress.step(name, "linking " + out);
+  LogicalResult linked = link(objectPath, out);
+  llvm::sys::fs::remove(objectPath);
+  return linked;
+}
+
+LogicalResult HostEmitter::writeObject(llvm::Module &module,
+                                       llvm::TargetMachine &tm,
+                                       StringRef path) {
+  TimingScope codegen = timing.nest("machine code");
+  std::error_code ec;
+  llvm::raw_fd_ostream f(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return error() << "cannot write '" << path << "': " << ec.message();
+  std::string message;
+  if (failed(emitMachineCode(module, tm, false, f, message)))
+    return error() << message;
+  return success();
+}
+
+LogicalResult HostEmitter::writeHeader(const ModelSpec *spec, StringRef name,
+                                       const HostInterface &iface,
+                                       StringRef objectPath) {
+  SmallString<256> header(objectPath);
+  llvm::sys::path::replace_extension(header, "h");
+  std::error_code ec;
+  llvm::raw_fd_ostream h(header, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return error() << "cannot write '" << header << "': " << ec.message();
+  if (spec) {
+    h << generateHeader(*spec, iface.table, iface.params);
+    return success();
+  }
+  h << "/* " << name << ": generated by tfmc from hand-written IR. */\n"
+    << "#include \"tfm/runtime.h\"\n"
+    << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
+    << "extern const char " << name << "_model_json[];\n"
+    << "int32_t " << name << "_forward(void *const *params, "
+    << "const tfm_tensor *inputs, tfm_tensor *output);\n"
+    << "#ifdef __cplusplus\n}\n#endif\n";
+  return success();
+}
+
+static std::string findTool(ArrayRef<StringRef> names) {
+  for (StringRef n : names)
+    if (auto p = llvm::sys::findProgramByName(n))
+      return *p;
+  return "";
+}
+
+LogicalResult HostEmitter::link(StringRef object, StringRef output) {
+  TimingScope linkTimer = timing.nest("link");
+  std::string driver = findTool({"clang-22", "clang", "cc", "gcc"});
+  if (driver.empty())
+    return error() << "no C compiler driver (clang-22, cc) found to link the "
+                      "executable";
+  // The runtime sits in ../lib next to bin/tfmc.
+  std::string exe = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  SmallString<256> libDir(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
+  llvm::sys::path::append(libDir, "lib");
+  SmallString<256> runtime(libDir), mainObj(libDir);
+  llvm::sys::path::append(runtime, "libtfm_runtime.a");
+  llvm::sys::path::append(mainObj, "tfm_main.o");
+  if (!llvm::sys::fs::exists(runtime))
+    return error() << "the runtime library is missing: " << runtime;
+  bool shared = options.artifact == ArtifactKind::Shared;
+  std::vector<std::string> args{driver};
+  if (shared)
+    args.push_back("-shared");
+  args.push_back(object.str());
+  if (shared) {
+    args.push_back("-Wl,--whole-archive");
+    args.push_back(runtime.str().str());
+    args.push_back("-Wl,--no-whole-archive");
+  } else {
+    args.push_back(mainObj.str().str());
+    args.push_back(runtime.str().str());
+  }
+  // Executables take the static jansson (nothing extra at run time);
+  // Debian's libjansson.a is not position independent, so a shared library
+  // links libjansson.so.4 instead.
+  args.push_back(shared ? "-ljansson" : TFM_JANSSON_STATIC);
+  for (const char *a :
+       {"-L" TFM_OMP_DIR, "-lomp", "-Wl,-rpath," TFM_OMP_DIR, "-lm", "-o"})
+    args.push_back(a);
+  args.push_back(output.str());
+  SmallVector<StringRef> refs(args.begin(), args.end());
+  std::string message;
+  int rc =
+      llvm::sys::ExecuteAndWait(driver, refs, std::nullopt, {}, 0, 0, &message);
+  if (rc != 0) {
+    InFlightDiagnostic diag = error() << "linking " << output << " failed";
+    if (!message.empty())
+      diag << ": " << message;
+    return diag;
+  }
+  return success();
+}

@@ -1,0 +1,80 @@
+//===- Artifacts.h - the driver's host back end -----------------*- C++ -*-===//
+//
+// Internal to the driver: the model's interface read off the lowered
+// module, the host back end that turns the LLVM dialect into LLVM IR, an
+// object, a header or a linked binary, and the progress lines.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_LIB_DRIVER_ARTIFACTS_H
+#define TFM_LIB_DRIVER_ARTIFACTS_H
+
+#include "tfm/Driver/Driver.h"
+#include "tfm/Target/HostTarget.h"
+
+#include <chrono>
+
+namespace mlir::tfm::driver {
+
+/// Progress lines on stderr (`tfmc: 1.3 s gpt2_small: optimizing`): always,
+/// never, or when stderr is a terminal and the compile has already run for
+/// more than a second.
+class Progress {
+public:
+  explicit Progress(std::optional<bool> mode);
+  void step(StringRef model, StringRef what);
+
+private:
+  std::optional<bool> mode;
+  bool terminal;
+  std::chrono::steady_clock::time_point start;
+};
+
+/// What the entry points need from the model function once it is lowered to
+/// buffers (before the LLVM dialect erases its signature).
+struct HostInterface {
+  std::vector<AbiArg> abi;
+  ParamTable table;
+  std::vector<AbiParam> params;
+  std::string metadata; ///< the description embedded in the artifact
+};
+
+/// Reads the interface of `name`; `spec` is null for hand-written IR.
+/// `target` holds the description's target fields.
+FailureOr<HostInterface> readInterface(ModuleOp module, const ModelSpec *spec,
+                                       StringRef name,
+                                       const llvm::json::Object &target);
+
+/// The directory holding ptxas and fatbinary, or "" when there is none.
+std::string findCudaToolkit();
+
+/// Translates a module in the LLVM dialect to LLVM IR, adds the entry
+/// points and writes the requested artifact.
+class HostEmitter {
+public:
+  HostEmitter(MLIRContext &ctx, const CompileOptions &options,
+              TimingScope &timing, Progress &progress)
+      : ctx(ctx), options(options), timing(timing), progress(progress) {}
+
+  LogicalResult emit(const ModelSpec *spec, StringRef name, ModuleOp module,
+                     const HostCpu &cpu, const HostInterface &iface,
+                     llvm::raw_ostream &os);
+
+private:
+  LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &tm,
+                            StringRef path);
+  LogicalResult writeHeader(const ModelSpec *spec, StringRef name,
+                            const HostInterface &iface, StringRef objectPath);
+  LogicalResult link(StringRef object, StringRef output);
+  std::string outputPath(StringRef name) const;
+  InFlightDiagnostic error() { return emitError(UnknownLoc::get(&ctx)); }
+
+  MLIRContext &ctx;
+  const CompileOptions &options;
+  TimingScope &timing;
+  Progress &progress;
+};
+
+} // namespace mlir::tfm::driver
+
+#endif // TFM_LIB_DRIVER_ARTIFACTS_H

@@ -1,0 +1,405 @@
+//===- Driver.cpp - from a .tfm file to the requested stage ---------------===//
+//
+// compile() runs the front end (tokens, syntax tree, description, model IR),
+// then the target's MLIR pipeline up to the requested stage. Binaries stop
+// the pipeline once the model function is on buffers, read its interface
+// (the ABI and the parameter table, which the LLVM dialect would erase),
+// finish the pipeline and hand the module to the host back end
+// (Artifacts.cpp). The CPU and CUDA targets differ only in the rows of the
+// pipeline's stage table and in the description's target fields.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Driver/Driver.h"
+
+#include "Artifacts.h"
+
+#include "tfm/Dialect/TfmOps.h"
+#include "tfm/Frontend/AST.h"
+#include "tfm/Frontend/Lexer.h"
+#include "tfm/Frontend/MLIRGen.h"
+#include "tfm/Frontend/Parser.h"
+#include "tfm/Frontend/Sema.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+using namespace mlir::tfm::driver;
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+ArrayRef<StageInfo> mlir::tfm::getStageTable() {
+  static constexpr StringLiteral kNeedCuda =
+      "--emit=gpu, nvvm and ptx need --target=cuda";
+  static const StageInfo table[] = {
+      {Stage::Tokens, "tokens", "the token stream", ""},
+      {Stage::AST, "ast", "the syntax tree", ""},
+      {Stage::JSON, "json",
+       "the resolved description with every default, parameters and "
+       "parameter count",
+       ""},
+      {Stage::Tfm, "tfm", "model-level tfm dialect IR", ""},
+      {Stage::Primitive, "tfm-primitive",
+       "after tfm-decompose: the textbook primitive ops", ""},
+      {Stage::Fused, "tfm-fused",
+       "after tfm-fuse-attention: one tfm.attention per block", ""},
+      {Stage::Linalg, "linalg",
+       "linalg on tensors with the C ABI and kernel ops", ""},
+      {Stage::Loops, "loops",
+       "bufferized loops, vector kernels, parallel loops (cpu)",
+       "--emit=loops is a CPU stage; with --target=cuda use --emit=gpu"},
+      {Stage::Gpu, "gpu",
+       "the gpu dialect: host code and outlined kernels (cuda)", kNeedCuda},
+      {Stage::NVVM, "nvvm", "kernels in the NVVM dialect (cuda)", kNeedCuda},
+      {Stage::PTX, "ptx", "the kernels' PTX (cuda)", kNeedCuda},
+      {Stage::LLVMDialect, "llvm-mlir", "the LLVM dialect", ""},
+      {Stage::LLVMIR, "llvm", "LLVM IR after O3", ""},
+      {Stage::Asm, "asm", "x86-64 assembly", ""},
+      {Stage::Obj, "obj", "an object file (as -c, no header)", ""},
+      {Stage::Exe, "exe", "an executable (the default)", ""},
+  };
+  return table;
+}
+
+static const StageInfo &getStageInfo(Stage stage) {
+  for (const StageInfo &info : getStageTable())
+    if (info.stage == stage)
+      return info;
+  llvm_unreachable("every stage has a row");
+}
+
+StringRef mlir::tfm::getCpuName(CpuModel cpu) {
+  switch (cpu) {
+  case CpuModel::Native:
+    return "native";
+  case CpuModel::X86_64_V3:
+    return "x86-64-v3";
+  case CpuModel::X86_64_V4:
+    return "x86-64-v4";
+  }
+  llvm_unreachable("unknown CpuModel");
+}
+
+StringRef mlir::tfm::getGpuArchName(GpuArch arch) {
+  return arch == GpuArch::SM80 ? "sm_80" : "sm_90";
+}
+
+LogicalResult mlir::tfm::verifyOptions(MLIRContext &ctx,
+                                       const CompileOptions &options) {
+  Location loc = UnknownLoc::get(&ctx);
+  if (options.gpuDType && options.target != TargetKind::CUDA)
+    return emitError(loc, "--dtype selects the GPU precision and needs "
+                          "--target=cuda (the CPU computes in f32)");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Diagnostics
+//===----------------------------------------------------------------------===//
+
+DriverDiagnosticHandler::DriverDiagnosticHandler(llvm::SourceMgr &sourceMgr,
+                                                 MLIRContext *ctx,
+                                                 StringRef tool)
+    : SourceMgrDiagnosticHandler(sourceMgr, ctx), tool(tool) {
+  setHandler([this](Diagnostic &diag) {
+    show(diag.getLocation(), diag.str(), diag.getSeverity());
+    for (Diagnostic &note : diag.getNotes())
+      show(note.getLocation(), note.str(), note.getSeverity());
+  });
+}
+
+void DriverDiagnosticHandler::show(Location loc, const std::string &message,
+                                   DiagnosticSeverity severity) {
+  static constexpr size_t kMaxShownLine = 1000;
+  auto fileLoc = loc->findInstanceOf<FileLineColLoc>();
+  if (!fileLoc) {
+    // Not about a place in the input: an option, a file, the toolchain.
+    llvm::raw_ostream &os = llvm::errs();
+    if (severity == DiagnosticSeverity::Error)
+      llvm::WithColor::error(os, tool);
+    else if (severity == DiagnosticSeverity::Warning)
+      llvm::WithColor::warning(os, tool);
+    else
+      llvm::WithColor::note(os, tool);
+    os << message << "\n";
+    return;
+  }
+  bool display = true;
+  if (mgr.getNumBuffers() != 0) {
+    unsigned mainID = mgr.getMainFileID();
+    const llvm::MemoryBuffer *buf = mgr.getMemoryBuffer(mainID);
+    llvm::SMLoc start =
+        mgr.FindLocForLineAndColumn(mainID, fileLoc.getLine(), 1);
+    if (start.isValid()) {
+      StringRef rest(start.getPointer(),
+                     buf->getBufferEnd() - start.getPointer());
+      size_t eol = rest.find('\n');
+      display = eol == StringRef::npos ? rest.size() <= kMaxShownLine
+                                       : eol <= kMaxShownLine;
+    }
+  }
+  emitDiagnostic(loc, message, severity, display);
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+void mlir::tfm::registerDriverDialects(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registry.insert<TfmDialect>();
+  registerBufferizableOpInterfaceExternalModels(registry);
+}
+
+//===----------------------------------------------------------------------===//
+// The pipeline
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// One compile: the options, the diagnostics, the timers and the progress
+/// lines.
+class Compilation {
+public:
+  Compilation(MLIRContext &ctx, const CompileOptions &options,
+              llvm::raw_ostream &os, TimingScope &timing)
+      : ctx(ctx), options(options), os(os), timing(timing),
+        progress(options.progress) {}
+
+  LogicalResult compileSource(llvm::SourceMgr &sourceMgr);
+
+private:
+  LogicalResult compileMLIR(llvm::SourceMgr &sourceMgr);
+  LogicalResult compileTfm(llvm::SourceMgr &sourceMgr);
+  /// Runs the pipeline on `module` (built from `spec`, or hand-written
+  /// when it is null) and writes the requested stage.
+  LogicalResult lower(const ModelSpec *spec, StringRef name, DType dtype,
+                      ModuleOp module);
+  LogicalResult runPipeline(ModuleOp module, const PipelineConfig &config,
+                            Stage first, Stage last);
+  InFlightDiagnostic error() { return emitError(UnknownLoc::get(&ctx)); }
+
+  MLIRContext &ctx;
+  const CompileOptions &options;
+  llvm::raw_ostream &os;
+  TimingScope &timing;
+  Progress progress;
+};
+
+} // namespace
+
+/// Prints the token stream, one token per line with its position.
+static void printTokens(llvm::SourceMgr &sourceMgr, DiagEmitter &diags,
+                        llvm::raw_ostream &os) {
+  StringRef buf =
+      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
+  Lexer lexer(buf, diags);
+  // Track line and column incrementally: a lookup per token would be
+  // quadratic on long lines.
+  const char *pos = buf.begin();
+  unsigned line = 1, col = 1;
+  while (true) {
+    Token tok = lexer.lex();
+    for (; pos < tok.spelling.data(); ++pos) {
+      if (*pos == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    os << line << ":" << col << " " << kindName(tok.kind);
+    if (!tok.is(TokenKind::newline) && !tok.is(TokenKind::eof))
+      os << " '" << tok.spelling << "'";
+    os << "\n";
+    if (tok.is(TokenKind::eof))
+      break;
+  }
+}
+
+LogicalResult Compilation::compileSource(llvm::SourceMgr &sourceMgr) {
+  if (StringRef(options.inputFilename).ends_with(".mlir"))
+    return compileMLIR(sourceMgr);
+  return compileTfm(sourceMgr);
+}
+
+LogicalResult Compilation::compileMLIR(llvm::SourceMgr &sourceMgr) {
+  // Hand-written tfm IR: one public function with tensor arguments and one
+  // tensor result, compiled like a model without parameters.
+  if (options.emit <= Stage::JSON)
+    return error() << "--emit=tokens, ast and json need a .tfm input";
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  if (!module)
+    return failure();
+  SmallVector<func::FuncOp> funcs;
+  for (auto f : module->getOps<func::FuncOp>())
+    if (!f.isExternal())
+      funcs.push_back(f);
+  if (funcs.size() != 1)
+    return emitError(module->getLoc(),
+                     "an .mlir input must define exactly one function, found ")
+           << funcs.size();
+  if (options.emit == Stage::Tfm) {
+    module->print(os);
+    return success();
+  }
+  std::string name = funcs[0].getName().str();
+  return lower(nullptr, name, DType::f32, *module);
+}
+
+LogicalResult Compilation::compileTfm(llvm::SourceMgr &sourceMgr) {
+  DiagEmitter diags(sourceMgr, &ctx);
+  if (options.emit == Stage::Tokens) {
+    printTokens(sourceMgr, diags, os);
+    return success(diags.errorCount() == 0);
+  }
+  TimingScope frontEnd = timing.nest("front end");
+  StringRef buf =
+      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
+  FileAST ast = parseFile(buf, diags);
+  if (options.emit == Stage::AST) {
+    printAST(ast, os);
+    return success(diags.errorCount() == 0);
+  }
+  // Check every model of the file (all errors in one run), then pick one.
+  std::vector<ModelSpec> specs = analyzeFile(ast, diags);
+  if (diags.errorCount() != 0)
+    return failure();
+  const ModelDecl *decl = selectModel(ast, options.modelName, diags);
+  if (!decl)
+    return failure();
+  const ModelSpec *spec = nullptr;
+  for (const ModelSpec &s : specs)
+    if (s.name == decl->name)
+      spec = &s;
+  if (!spec)
+    return failure();
+  if (options.emit == Stage::JSON) {
+    os << llvm::formatv("{0:2}", spec->toJSON()) << "\n";
+    return success();
+  }
+  // The CPU computes in f32 whatever the model's dtype: weights are
+  // converted when they are loaded. The GPU computes in the model's dtype
+  // (or --dtype).
+  ModelSpec lowered = *spec;
+  if (options.target == TargetKind::CUDA) {
+    if (options.gpuDType)
+      lowered.dtype = *options.gpuDType;
+  } else if (options.emit != Stage::Tfm) {
+    lowered.dtype = DType::f32;
+  }
+  OwningOpRef<ModuleOp> module =
+      buildModule(ctx, lowered, diags.loc(decl->loc));
+  if (!module)
+    return failure();
+  frontEnd.stop();
+  if (options.emit == Stage::Tfm) {
+    module->print(os);
+    return success();
+  }
+  return lower(spec, spec->name, lowered.dtype, *module);
+}
+
+LogicalResult Compilation::runPipeline(ModuleOp module,
+                                       const PipelineConfig &config,
+                                       Stage first, Stage last) {
+  PassManager pm(&ctx);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  TimingScope scope = timing.nest(
+      llvm::formatv("MLIR pipeline to {0}", getStageInfo(last).flag).str());
+  pm.enableTiming(scope);
+  buildTfmPipeline(pm, config, first, last);
+  return pm.run(module);
+}
+
+LogicalResult Compilation::lower(const ModelSpec *spec, StringRef name,
+                                 DType dtype, ModuleOp module) {
+  const StageInfo &info = getStageInfo(options.emit);
+  if (!stageRunsOn(options.emit, options.target))
+    return error() << info.otherTargetError;
+  std::string message;
+  FailureOr<HostCpu> host = resolveHostCpu(getCpuName(options.cpu), message);
+  if (failed(host))
+    return error() << message;
+
+  PipelineConfig config;
+  config.target = options.target;
+  config.vectorWidth = host->vectorWidth;
+  config.fuseAttention = options.fuseAttention;
+  llvm::json::Object targetFields;
+  bool cuda = options.target == TargetKind::CUDA;
+  if (cuda) {
+    config.chip = getGpuArchName(options.gpuArch).str();
+    // With ptxas the kernels are embedded as a fatbin (cubin + PTX); without
+    // it as PTX that the driver compiles when the module is loaded.
+    std::string toolkit = findCudaToolkit();
+    config.format =
+        toolkit.empty() || options.emit == Stage::PTX ? "isa" : "fatbin";
+    if (!toolkit.empty())
+      config.toolkit = toolkit;
+    // The runtime reads the target to upload weights and run on the GPU.
+    targetFields["target"] = "cuda";
+    targetFields["compute_dtype"] = stringifyDType(dtype).str();
+  }
+
+  progress.step(name, "lowering");
+  if (options.emit <= Stage::LLVMDialect) {
+    if (failed(runPipeline(module, config, Stage::Primitive, options.emit)))
+      return failure();
+    module.print(os);
+    return success();
+  }
+  if (options.emit == Stage::PTX) {
+    if (failed(
+            runPipeline(module, config, Stage::Primitive, Stage::LLVMDialect)))
+      return failure();
+    for (auto bin : module.getOps<gpu::BinaryOp>())
+      for (Attribute o : bin.getObjects())
+        os << cast<gpu::ObjectAttr>(o).getObject().getValue();
+    return success();
+  }
+  // The model function's interface is read on buffers, the stage before the
+  // LLVM dialect on every target.
+  Stage onBuffers = cuda ? Stage::NVVM : Stage::Loops;
+  if (failed(runPipeline(module, config, Stage::Primitive, onBuffers)))
+    return failure();
+  FailureOr<HostInterface> iface =
+      readInterface(module, spec, name, targetFields);
+  if (failed(iface) || failed(runPipeline(module, config, Stage::LLVMDialect,
+                                          Stage::LLVMDialect)))
+    return failure();
+  HostEmitter emitter(ctx, options, timing, progress);
+  return emitter.emit(spec, name, module, *host, *iface, os);
+}
+
+LogicalResult mlir::tfm::compile(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,
+                                 const CompileOptions &options,
+                                 llvm::raw_ostream &os, TimingScope &timing) {
+  Compilation compilation(ctx, options, os, timing);
+  return compilation.compileSource(sourceMgr);
+}

@@ -1,0 +1,113 @@
+//===- Pipelines.cpp - the stage table of the tfm pipelines ---------------===//
+//
+// The CPU and CUDA pipelines are one ordered table of stages; a stage that
+// differs between targets has one row per target.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Pipelines/Pipelines.h"
+
+#include "PipelineUtils.h"
+
+#include "tfm/Conversion/Passes.h"
+#include "tfm/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+using namespace mlir::tfm::pipelines;
+
+namespace {
+enum TargetMask : unsigned { kCPU = 1, kCUDA = 2, kAll = kCPU | kCUDA };
+
+unsigned maskOf(TargetKind target) {
+  return target == TargetKind::CPU ? kCPU : kCUDA;
+}
+
+struct StageRow {
+  Stage stage;
+  unsigned targets;
+  void (*build)(OpPassManager &, const PipelineConfig &);
+};
+
+/// In pipeline order.
+constexpr StageRow kStages[] = {
+    {Stage::Primitive, kAll, buildPrimitiveStage},
+    {Stage::Fused, kAll, buildFusedStage},
+    {Stage::Linalg, kCPU, buildCpuLinalgStage},
+    {Stage::Linalg, kCUDA, buildCudaLinalgStage},
+    {Stage::Loops, kCPU, buildCpuLoopsStage},
+    {Stage::Gpu, kCUDA, buildCudaGpuStage},
+    {Stage::NVVM, kCUDA, buildCudaNVVMStage},
+    {Stage::LLVMDialect, kCPU, buildCpuLLVMStage},
+    {Stage::LLVMDialect, kCUDA, buildCudaLLVMStage},
+};
+} // namespace
+
+void pipelines::buildPrimitiveStage(OpPassManager &pm, const PipelineConfig &) {
+  pm.addNestedPass<func::FuncOp>(createTfmDecompose());
+}
+
+void pipelines::buildFusedStage(OpPassManager &pm,
+                                const PipelineConfig &config) {
+  if (config.fuseAttention)
+    pm.addNestedPass<func::FuncOp>(createTfmFuseAttention());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+bool mlir::tfm::stageRunsOn(Stage stage, TargetKind target) {
+  switch (stage) {
+  case Stage::Loops:
+    return target == TargetKind::CPU;
+  case Stage::Gpu:
+  case Stage::NVVM:
+  case Stage::PTX:
+    return target == TargetKind::CUDA;
+  default:
+    return true;
+  }
+}
+
+void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
+                                 const PipelineConfig &config, Stage first,
+                                 Stage last) {
+  assert(first >= Stage::Primitive && last <= Stage::LLVMDialect &&
+         "the MLIR pipelines cover Primitive .. LLVMDialect");
+  for (const StageRow &row : kStages)
+    if (first <= row.stage && row.stage <= last &&
+        (row.targets & maskOf(config.target)))
+      row.build(pm, config);
+}
+
+void mlir::tfm::registerTfmPipelines() {
+  registerTfmPasses();
+  registerTfmConversionPasses();
+  PassPipelineRegistration<CpuPipelineOptions>(
+      "tfm-cpu-pipeline",
+      "Lower model-level tfm IR to the LLVM dialect for x86-64: decompose, "
+      "fuse attention, linalg, bufferize, vector kernels, OpenMP, LLVM",
+      [](OpPassManager &pm, const CpuPipelineOptions &options) {
+        PipelineConfig config;
+        config.target = TargetKind::CPU;
+        config.vectorWidth = options.vectorWidth;
+        config.fuseAttention = options.fuseAttention;
+        buildTfmPipeline(pm, config);
+      });
+  PassPipelineRegistration<CudaPipelineOptions>(
+      "tfm-cuda-pipeline",
+      "Lower model-level tfm IR for NVIDIA GPUs: decompose, fuse attention, "
+      "linalg, bufferize, tensor-core attention and GEMM kernels, "
+      "elementwise kernels, NVVM, host code calling the CUDA runtime shim",
+      [](OpPassManager &pm, const CudaPipelineOptions &options) {
+        PipelineConfig config;
+        config.target = TargetKind::CUDA;
+        config.chip = options.chip;
+        config.format = options.format;
+        config.toolkit = options.toolkit;
+        config.fuseAttention = options.fuseAttention;
+        buildTfmPipeline(pm, config);
+      });
+}
