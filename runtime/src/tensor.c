@@ -31,6 +31,28 @@ void tfm_error_append(const char *fmt, ...) {
   va_end(ap);
 }
 
+const char *tfm_status_string(tfm_status s) {
+  switch (s) {
+  case TFM_OK:
+    return "success";
+  case TFM_ERR_IO:
+    return "a file could not be read or written";
+  case TFM_ERR_FORMAT:
+    return "a file or the model description is malformed";
+  case TFM_ERR_MISMATCH:
+    return "weights or inputs do not fit the model";
+  case TFM_ERR_ARGUMENT:
+    return "a bad argument";
+  case TFM_ERR_MEMORY:
+    return "out of memory";
+  case TFM_ERR_CUDA:
+    return "a CUDA driver failure";
+  case TFM_ERR_FORWARD:
+    return "the compiled forward pass failed";
+  }
+  return "unknown status";
+}
+
 const char *tfm_dtype_name(int32_t d) {
   switch (d) {
   case TFM_F32:
