@@ -39,14 +39,14 @@ static const char *json_type_name(const json_t *v) {
  * which must have type `type` ("a string", ...) as `ok` tells. Missing:
  * NULL with *status TFM_OK if `optional`, else an error. */
 static json_t *field(json_t *obj, const char *what, const char *key,
-                     int (*ok)(const json_t *), const char *type,
-                     int optional, tfm_status *status) {
+                     int (*ok)(const json_t *), const char *type, int optional,
+                     tfm_status *status) {
   json_t *v = json_object_get(obj, key);
   *status = TFM_OK;
   if (!v) {
     if (!optional)
-      *status = tfm_fail(TFM_ERR_FORMAT, PREFIX "%s lacks the field '%s'",
-                         what, key);
+      *status =
+          tfm_fail(TFM_ERR_FORMAT, PREFIX "%s lacks the field '%s'", what, key);
     return NULL;
   }
   if (!ok(v)) {
@@ -295,8 +295,8 @@ static tfm_status parse_input(json_t *j, size_t i, tfm_io_desc *t) {
                     what, usage);
   }
   if (t->dtype != want)
-    return tfm_fail(TFM_ERR_FORMAT, PREFIX "%s holds %s but has dtype %s",
-                    what, usage, tfm_dtype_name(t->dtype));
+    return tfm_fail(TFM_ERR_FORMAT, PREFIX "%s holds %s but has dtype %s", what,
+                    usage, tfm_dtype_name(t->dtype));
   return TFM_OK;
 }
 
@@ -382,8 +382,7 @@ static tfm_status parse_target(json_t *root, tfm_description *d) {
     d->compute_dtype = TFM_BF16;
   else
     return tfm_fail(TFM_ERR_FORMAT,
-                    PREFIX "compute_dtype '%s'; expected f32, f16 or bf16",
-                    dt);
+                    PREFIX "compute_dtype '%s'; expected f32, f16 or bf16", dt);
   d->cuda = 1;
   return TFM_OK;
 }
@@ -395,8 +394,8 @@ static tfm_status parse_root(json_t *root, tfm_description *d) {
   if ((s = dup_string(root, what, "name", &d->name)) != TFM_OK ||
       (s = get_integer(root, what, "vocab", 1, 1, INT32_MAX, &d->vocab)) !=
           TFM_OK ||
-      (s = get_integer(root, what, "context", 1, 1, INT32_MAX,
-                       &d->context)) != TFM_OK ||
+      (s = get_integer(root, what, "context", 1, 1, INT32_MAX, &d->context)) !=
+          TFM_OK ||
       (s = get_integer(root, what, "parameter_count", 0, 0, INT64_MAX,
                        &d->param_count)) != TFM_OK ||
       (s = get_array(root, what, "parameters", &ps)) != TFM_OK ||
