@@ -143,7 +143,6 @@ int tfm_main(int argc, char **argv, const char *model_json,
   tfm_model *m;
   if (tfm_model_create(model_json, forward, &m) != TFM_OK)
     return fail(prog, tfm_last_error());
-  int rc = 1;
   if (info) {
     tfm_model_print_info(m, stdout);
     if (!weights && seed < 0) {
@@ -151,6 +150,7 @@ int tfm_main(int argc, char **argv, const char *model_json,
       return 0;
     }
   }
+  int rc = 1;
   size_t n_in = tfm_model_num_inputs(m);
   tfm_tensor inputs[TFM_MAX_INPUTS];
   memset(inputs, 0, sizeof inputs);

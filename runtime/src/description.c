@@ -13,6 +13,8 @@
 #include <string.h>
 
 #define PREFIX "model description: "
+/* Room for what an error is about: "parameter 'NAME'" and the like. */
+#define WHAT_SIZE 256
 
 static const char *json_type_name(const json_t *v) {
   switch (json_typeof(v)) {
@@ -119,12 +121,12 @@ static tfm_status get_entry(json_t *arr, size_t i, const char *table,
 }
 
 static tfm_status parse_param(json_t *j, size_t i, tfm_param_desc *p) {
-  char what[64];
+  char what[WHAT_SIZE];
   snprintf(what, sizeof what, "parameter %zu", i);
   tfm_status s = dup_string(j, what, "name", &p->name);
   if (s != TFM_OK)
     return s;
-  char named[256];
+  char named[WHAT_SIZE];
   snprintf(named, sizeof named, "parameter '%s'", p->name);
   json_t *shape;
   if ((s = get_array(j, named, "shape", &shape)) != TFM_OK)
@@ -166,7 +168,7 @@ static tfm_status parse_param(json_t *j, size_t i, tfm_param_desc *p) {
 
 static tfm_status parse_abi(json_t *j, size_t i, const tfm_description *d,
                             tfm_abi_desc *a) {
-  char what[64];
+  char what[WHAT_SIZE];
   snprintf(what, sizeof what, "entry %zu of 'abi_params'", i);
   const char *name;
   int64_t index = 0, panel = 0;
@@ -264,7 +266,7 @@ static tfm_status parse_tensor(json_t *j, const char *kind, size_t i,
 /* An input's "usage", which decides how tfm_model_run checks it; a lengths
  * input's "usage_of" is resolved by parse_lengths once all are read. */
 static tfm_status parse_input(json_t *j, size_t i, tfm_io_desc *t) {
-  char what[256];
+  char what[WHAT_SIZE];
   tfm_status s = parse_tensor(j, "input", i, t, what, sizeof what);
   if (s != TFM_OK)
     return s;
@@ -306,7 +308,7 @@ static tfm_status parse_lengths(json_t *ins, tfm_description *d) {
     tfm_io_desc *t = &d->inputs[i];
     if (t->usage != TFM_USAGE_LENGTHS)
       continue;
-    char what[256];
+    char what[WHAT_SIZE];
     snprintf(what, sizeof what, "input '%s'", t->name);
     const char *of;
     tfm_status s = get_string(json_array_get(ins, i), what, "usage_of", &of);
@@ -441,7 +443,7 @@ static tfm_status parse_root(json_t *root, tfm_description *d) {
     return tfm_fail(TFM_ERR_FORMAT,
                     PREFIX "the model has %zu outputs; the runtime takes one",
                     json_array_size(outs));
-  char out_what[256];
+  char out_what[WHAT_SIZE];
   if ((s = get_entry(outs, 0, "outputs", &j)) != TFM_OK ||
       (s = parse_tensor(j, "output", 0, &d->output, out_what,
                         sizeof out_what)) != TFM_OK)
