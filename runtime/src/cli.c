@@ -1,5 +1,4 @@
-/*===- main.c - the command line of tfm executables -----------------------===*/
-#define _DEFAULT_SOURCE
+/*===- cli.c - the command line of tfm executables ------------------------===*/
 #include "internal.h"
 
 #include <stdlib.h>
@@ -73,7 +72,11 @@ int tfm_main(int argc, char **argv, const char *model_json,
              tfm_forward_fn forward) {
   const char *prog = argc > 0 ? argv[0] : "model";
   const char *weights = NULL, *output = NULL;
-  const char *input_names[8] = {0}, *input_files[8] = {0};
+  /* --input NAME=FILE: the name is the `input_name_len` bytes at
+   * `input_names` (NULL: none given). */
+  const char *input_names[TFM_MAX_INPUTS] = {0};
+  const char *input_files[TFM_MAX_INPUTS] = {0};
+  size_t input_name_len[TFM_MAX_INPUTS] = {0};
   int num_inputs = 0, info = 0;
   long long seed = -1, threads = 0, bench = 0, rb = 0, rt = 0;
   for (int i = 1; i < argc; ++i) {
@@ -125,10 +128,11 @@ int tfm_main(int argc, char **argv, const char *model_json,
           !parse_int(comma + 1, 1, 1 << 24, &rt))
         return fail(prog, "--random-input expects B,T with positive sizes");
     } else if (!strcmp(a, "--input")) {
-      if (num_inputs == 8)
+      if (num_inputs == TFM_MAX_INPUTS)
         return fail(prog, "too many --input flags");
       const char *eq = strchr(v, '=');
-      input_names[num_inputs] = eq ? strndup(v, (size_t)(eq - v)) : NULL;
+      input_names[num_inputs] = eq ? v : NULL;
+      input_name_len[num_inputs] = eq ? (size_t)(eq - v) : 0;
       input_files[num_inputs] = eq ? eq + 1 : v;
       ++num_inputs;
     } else {
@@ -148,7 +152,7 @@ int tfm_main(int argc, char **argv, const char *model_json,
   }
   int rc = 1;
   size_t n_in = tfm_model_num_inputs(m);
-  tfm_tensor inputs[8];
+  tfm_tensor inputs[TFM_MAX_INPUTS];
   memset(inputs, 0, sizeof inputs);
   tfm_tensor out = {0};
   if (threads)
@@ -169,17 +173,18 @@ int tfm_main(int argc, char **argv, const char *model_json,
     }
     uint64_t s = 12345;
     for (size_t i = 0; i < n_in; ++i) {
-      const char *name = tfm_model_input_name(m, i);
-      int64_t shape[4] = {rb, rt};
+      const tfm_io_desc *in = &m->desc.inputs[i];
+      int64_t shape[TFM_MAX_RANK] = {rb, rt};
       int32_t rank = 2;
       tfm_dtype dt = TFM_I32;
-      if (!strcmp(name, "pixels")) {
-        /* [B, C, S, S] comes from the description: ask the model. */
-        fail(prog, "--random-input is for token models; give --input "
-                   "pixels=FILE.npy");
+      if (in->usage != TFM_USAGE_TOKENS && in->usage != TFM_USAGE_LENGTHS) {
+        fprintf(stderr,
+                "%s: error: --random-input is for token models; give "
+                "--input %s=FILE.npy\n",
+                prog, in->name);
         goto done;
       }
-      if (strstr(name, "lengths"))
+      if (in->usage == TFM_USAGE_LENGTHS)
         rank = 1;
       if (tfm_tensor_alloc(&inputs[i], dt, rank, shape) != TFM_OK) {
         fail(prog, tfm_last_error());
@@ -205,15 +210,20 @@ int tfm_main(int argc, char **argv, const char *model_json,
       size_t slot = n_in;
       if (!input_names[k] && n_in == 1)
         slot = 0;
-      for (size_t i = 0; i < n_in && input_names[k]; ++i)
-        if (!strcmp(input_names[k], tfm_model_input_name(m, i)))
+      for (size_t i = 0; i < n_in && input_names[k]; ++i) {
+        const char *name = tfm_model_input_name(m, i);
+        if (strlen(name) == input_name_len[k] &&
+            !strncmp(input_names[k], name, input_name_len[k]))
           slot = i;
+      }
       if (slot == n_in) {
+        const char *given = input_names[k] ? input_names[k] : "(none given)";
+        int given_len =
+            input_names[k] ? (int)input_name_len[k] : (int)strlen(given);
         fprintf(stderr,
-                "%s: error: model '%s' has no input named '%s'; its "
+                "%s: error: model '%s' has no input named '%.*s'; its "
                 "inputs:",
-                prog, tfm_model_name(m),
-                input_names[k] ? input_names[k] : "(none given)");
+                prog, tfm_model_name(m), given_len, given);
         for (size_t i = 0; i < n_in; ++i)
           fprintf(stderr, " %s", tfm_model_input_name(m, i));
         fprintf(stderr, "\n");
@@ -237,7 +247,7 @@ int tfm_main(int argc, char **argv, const char *model_json,
     goto done;
   }
   double first = tfm_now_seconds() - t0;
-  char shape[128];
+  char shape[TFM_SHAPE_STR_SIZE];
   tfm_shape_str(out.rank, out.shape, shape, sizeof shape);
   printf("%s: output %s %s in %.2f ms (%d threads)\n", tfm_model_name(m),
          tfm_dtype_name(out.dtype), shape, first * 1e3, tfm_get_threads());
@@ -254,11 +264,19 @@ int tfm_main(int argc, char **argv, const char *model_json,
   printf("  mean %.6g; argmax of the last row: %lld (%.6g)\n",
          n ? sum / (double)n : 0.0, (long long)best, o[n - last + best]);
   if (bench) {
-    double *times = malloc(sizeof(double) * (size_t)bench);
+    double *times = tfm_malloc(sizeof(double) * (size_t)bench);
+    if (!times) {
+      fail(prog, "out of memory");
+      goto done;
+    }
     for (long long r = 0; r < bench; ++r) {
       tfm_tensor_free(&out);
       double s0 = tfm_now_seconds();
-      tfm_model_run(m, inputs, &out);
+      if (tfm_model_run(m, inputs, &out) != TFM_OK) {
+        free(times);
+        fail(prog, tfm_last_error());
+        goto done;
+      }
       times[r] = tfm_now_seconds() - s0;
     }
     qsort(times, (size_t)bench, sizeof(double), cmp_double);
@@ -274,7 +292,7 @@ int tfm_main(int argc, char **argv, const char *model_json,
   rc = 0;
 done:
   tfm_tensor_free(&out);
-  for (size_t i = 0; i < 8; ++i)
+  for (size_t i = 0; i < TFM_MAX_INPUTS; ++i)
     tfm_tensor_free(&inputs[i]);
   tfm_model_destroy(m);
   return rc;

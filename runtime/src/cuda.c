@@ -7,6 +7,10 @@
  * and the driver's own message and reported through tfm_cuda_status();
  * after a failure the remaining calls do nothing.
  *
+ * Below them, what a CUDA artifact's model does on the device: upload the
+ * weights in the compute dtype and run forward passes through device
+ * buffers.
+ *
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include "internal.h"
@@ -15,6 +19,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef int CUresult;
@@ -90,6 +95,17 @@ static int check(CUresult r, const char *api) {
   return 0;
 }
 
+/* Stores symbol `name` of `lib` in the function pointer at `slot`; 0 if
+ * there is none. ISO C has no conversion from dlsym's object pointer to a
+ * function pointer; POSIX gives both the same representation. */
+static int load_symbol(void *lib, const char *name, void *slot, size_t size) {
+  void *sym = dlsym(lib, name);
+  if (!sym || size != sizeof sym)
+    return 0;
+  memcpy(slot, &sym, sizeof sym);
+  return 1;
+}
+
 static int load_driver(void) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
@@ -97,17 +113,16 @@ static int load_driver(void) {
     return 0;
   }
 #define LOAD(name, args)                                                       \
-  cu.name = (CUresult(*) args)dlsym(lib, #name);                               \
-  if (!cu.name) {                                                              \
+  if (!load_symbol(lib, #name, &cu.name, sizeof cu.name)) {                    \
     record("the CUDA driver (libcuda.so.1) lacks %s%s%s", #name, "", "");      \
     return 0;                                                                  \
   }
   CU_FUNCTIONS(LOAD)
 #undef LOAD
-  cu.cuMemAllocAsync = (CUresult (*)(CUdeviceptr *, size_t, CUstream))dlsym(
-      lib, "cuMemAllocAsync");
-  cu.cuMemFreeAsync =
-      (CUresult (*)(CUdeviceptr, CUstream))dlsym(lib, "cuMemFreeAsync");
+  load_symbol(lib, "cuMemAllocAsync", &cu.cuMemAllocAsync,
+              sizeof cu.cuMemAllocAsync);
+  load_symbol(lib, "cuMemFreeAsync", &cu.cuMemFreeAsync,
+              sizeof cu.cuMemFreeAsync);
   CUdevice dev;
   CUcontext ctx;
   return check(cu.cuInit(0), "cuInit") &&
@@ -312,4 +327,127 @@ tfm_status tfm_cuda_copy(void *dst, const void *src, size_t bytes) {
 void tfm_cuda_free(void *dev) {
   if (dev)
     mgpuMemFree(dev, NULL);
+}
+
+/*===- CUDA artifacts: weights and forward passes on the device -----------===*/
+
+/* `n` f32 values as `dtype` (f16 or bf16) in a new buffer. */
+static uint16_t *to_half(const float *src, int64_t n, int32_t dtype) {
+  uint16_t *d = tfm_malloc((size_t)n * sizeof(uint16_t));
+  if (d)
+    for (int64_t i = 0; i < n; ++i)
+      d[i] =
+          dtype == TFM_F16 ? tfm_f32_to_f16(src[i]) : tfm_f32_to_bf16(src[i]);
+  return d;
+}
+
+tfm_status tfm_cuda_upload_weights(tfm_weights *w, const tfm_description *d) {
+  size_t esize = tfm_dtype_size(d->compute_dtype);
+  for (size_t i = 0; i < w->count; ++i) {
+    int64_t n = tfm_weights_numel(d, i);
+    uint16_t *half = NULL; /* f32 weights go up as they are */
+    if (d->compute_dtype != TFM_F32 &&
+        !(half = to_half(w->host[i], n, d->compute_dtype))) {
+      tfm_weights_clear(w);
+      return tfm_fail(TFM_ERR_MEMORY, "out of memory converting weights");
+    }
+    const void *host = half ? (const void *)half : w->host[i];
+    tfm_status s = tfm_cuda_alloc(&w->dev[i], (size_t)n * esize);
+    if (s == TFM_OK)
+      s = tfm_cuda_copy(w->dev[i], host, (size_t)n * esize);
+    free(half);
+    free(w->host[i]);
+    w->host[i] = NULL;
+    if (s != TFM_OK) {
+      tfm_weights_clear(w);
+      return s;
+    }
+    w->table[i] = w->dev[i];
+  }
+  return TFM_OK;
+}
+
+/* Device buffer `i` of the inputs and output with at least `bytes`. */
+static tfm_status io_buffer(tfm_model *m, size_t i, size_t bytes) {
+  if (m->io_dev[i] && m->io_bytes[i] >= bytes)
+    return TFM_OK;
+  tfm_cuda_free(m->io_dev[i]);
+  m->io_dev[i] = NULL;
+  m->io_bytes[i] = 0;
+  tfm_status s = tfm_cuda_alloc(&m->io_dev[i], bytes);
+  if (s == TFM_OK)
+    m->io_bytes[i] = bytes;
+  return s;
+}
+
+void tfm_cuda_free_io(tfm_model *m) {
+  for (size_t i = 0; i < TFM_MAX_INPUTS + 1; ++i) {
+    tfm_cuda_free(m->io_dev[i]);
+    m->io_dev[i] = NULL;
+    m->io_bytes[i] = 0;
+  }
+}
+
+/* Copies the device output `dev` (in the compute dtype) into `output`. */
+static tfm_status download(const tfm_model *m, const void *dev,
+                           tfm_tensor *output) {
+  int64_t n = tfm_tensor_numel(output);
+  int32_t dtype = m->desc.compute_dtype;
+  if (dtype == TFM_F32)
+    return tfm_cuda_copy(output->data, dev, (size_t)n * sizeof(float));
+  uint16_t *h = tfm_malloc((size_t)n * sizeof(uint16_t));
+  if (!h)
+    return tfm_fail(TFM_ERR_MEMORY, "out of memory for the output");
+  tfm_status s = tfm_cuda_copy(h, dev, (size_t)n * sizeof(uint16_t));
+  float *o = output->data;
+  for (int64_t k = 0; s == TFM_OK && k < n; ++k)
+    o[k] = dtype == TFM_F16 ? tfm_f16_to_f32(h[k]) : tfm_bf16_to_f32(h[k]);
+  free(h);
+  return s;
+}
+
+/* Inputs go to device buffers (float inputs in the compute dtype), the
+ * generated host code launches the kernels, and the output comes back as
+ * f32. Every driver error is returned. */
+tfm_status tfm_cuda_forward(tfm_model *m, const tfm_tensor *inputs,
+                            tfm_tensor *output) {
+  tfm_tensor dev_in[TFM_MAX_INPUTS];
+  tfm_tensor dev_out = *output;
+  int32_t dtype = m->desc.compute_dtype;
+  size_t fsize = tfm_dtype_size(dtype), nin = m->desc.num_inputs;
+  tfm_status s = TFM_OK;
+  for (size_t i = 0; i < nin && s == TFM_OK; ++i) {
+    dev_in[i] = inputs[i];
+    int64_t n = tfm_tensor_numel(&inputs[i]);
+    int is_float = inputs[i].dtype == TFM_F32;
+    size_t bytes = (size_t)n * (is_float ? fsize : sizeof(int32_t));
+    const void *host = inputs[i].data;
+    uint16_t *conv = NULL;
+    if (is_float && dtype != TFM_F32) {
+      host = conv = to_half(inputs[i].data, n, dtype);
+      if (!conv)
+        s = tfm_fail(TFM_ERR_MEMORY, "out of memory converting inputs");
+    }
+    if (s == TFM_OK)
+      s = io_buffer(m, i, bytes);
+    if (s == TFM_OK)
+      s = tfm_cuda_copy(m->io_dev[i], host, bytes);
+    free(conv);
+    dev_in[i].data = m->io_dev[i];
+    if (is_float)
+      dev_in[i].dtype = dtype;
+  }
+  if (s == TFM_OK)
+    s = io_buffer(m, nin, (size_t)tfm_tensor_numel(output) * fsize);
+  if (s != TFM_OK)
+    return s;
+  dev_out.data = m->io_dev[nin];
+  dev_out.dtype = dtype;
+  int32_t rc = m->forward((void *const *)m->weights.table, dev_in, &dev_out);
+  s = tfm_cuda_status();
+  if (s == TFM_OK && rc != 0)
+    s = tfm_fail(TFM_ERR_FORWARD,
+                 "model '%s': the forward pass failed (it returned %d)",
+                 m->desc.name, (int)rc);
+  return s == TFM_OK ? download(m, dev_out.data, output) : s;
 }

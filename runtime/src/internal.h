@@ -1,8 +1,21 @@
-/*===- internal.h - runtime internals -----------------------------*- C -*-===*/
+/*===- internal.h - runtime internals -----------------------------*- C -*-===*
+ *
+ * What the runtime's files share: errors, allocation, conversions, the
+ * model description (description.c), weights (weights.c), input checks
+ * (inputs.c), the model itself (model.c) and the CUDA parts (cuda.c).
+ *===----------------------------------------------------------------------===*/
 #ifndef TFM_RUNTIME_INTERNAL_H
 #define TFM_RUNTIME_INTERNAL_H
 
 #include "tfm/runtime.h"
+
+/*===- Errors -------------------------------------------------------------===*/
+
+/* Size of the buffer holding a thread's last error. */
+#define TFM_ERROR_SIZE 8192
+/* A buffer that holds any shape as tfm_shape_str writes it:
+ * "[d0, d1, ...]" with up to TFM_MAX_RANK 20-character dimensions. */
+#define TFM_SHAPE_STR_SIZE (TFM_MAX_RANK * 22 + 3)
 
 /* Records a formatted message as this thread's last error; returns status. */
 tfm_status tfm_fail(tfm_status status, const char *fmt, ...)
@@ -11,10 +24,28 @@ tfm_status tfm_fail(tfm_status status, const char *fmt, ...)
 void tfm_error_append(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 void tfm_error_clear(void);
+void tfm_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t n);
 
-/* The view of tensor `name` in `st`, or NULL; sets no error. */
-const tfm_tensor *tfm_safetensors_find(const tfm_safetensors *st,
-                                       const char *name);
+/*===- Allocation ---------------------------------------------------------===*
+ * Every allocation of the runtime goes through these (release with free()),
+ * so that a unit test can make any one of them fail. A request for zero
+ * bytes returns a valid pointer; NULL always means out of memory. */
+
+/* Alignment of tensors and weights, in bytes. */
+#define TFM_ALIGNMENT 64
+
+void *tfm_malloc(size_t bytes);
+void *tfm_calloc(size_t count, size_t size);
+/* TFM_ALIGNMENT-aligned, with room for one more alignment unit past `bytes`
+ * rounded up (vector loads may read a little past the end). */
+void *tfm_aligned_alloc(size_t bytes);
+char *tfm_strdup(const char *s);
+char *tfm_strndup(const char *s, size_t n);
+/* For tests: the allocation after `n` more successful ones fails (0: the
+ * next one), on this thread only; a negative `n` turns this off. */
+void tfm_fail_allocation_after(long n);
+
+/*===- Conversions --------------------------------------------------------===*/
 
 float tfm_f16_to_f32(uint16_t h);
 float tfm_bf16_to_f32(uint16_t h);
@@ -22,11 +53,152 @@ float tfm_bf16_to_f32(uint16_t h);
 uint16_t tfm_f32_to_f16(float f);
 uint16_t tfm_f32_to_bf16(float f);
 
-/* Device memory for CUDA artifacts (synchronous; errors as tfm_cuda_status). */
+/*===- safetensors --------------------------------------------------------===*/
+
+/* Sanity limits on the dimensions and element counts of files. */
+#define TFM_MAX_DIM (INT64_C(1) << 40)
+#define TFM_MAX_NUMEL (UINT64_C(1) << 44)
+
+/* The view of tensor `name` in `st`, or NULL; sets no error. */
+const tfm_tensor *tfm_safetensors_find(const tfm_safetensors *st,
+                                       const char *name);
+
+/*===- The model description (description.c) ------------------------------===*
+ * The JSON that tfmc embeds in every artifact: the spec's resolved
+ * description (tfmc --emit=json) plus "abi_params", and for a CUDA artifact
+ * "target" and "compute_dtype". Parsed once into these structs; every field
+ * the runtime uses is checked, and a missing or malformed one is a
+ * TFM_ERR_FORMAT naming it. */
+
+/* What an input holds (its "usage"), which decides how it is checked. */
+typedef enum tfm_usage {
+  TFM_USAGE_OTHER = 0, /* no value checks beyond the dtype's (outputs, and
+                          float inputs of descriptions without "usage") */
+  TFM_USAGE_TOKENS,    /* int32 token ids, within the vocabulary */
+  TFM_USAGE_LENGTHS,   /* int32 valid lengths of another input's sequences */
+  TFM_USAGE_PIXELS,    /* float32 images */
+  TFM_USAGE_FEATURES,  /* float32 anything else */
+} tfm_usage;
+
+/* How tfm_model_random_weights fills a parameter ("synthetic"). */
+typedef enum tfm_synthetic {
+  TFM_SYNTHETIC_NORMAL = 0, /* small random values */
+  TFM_SYNTHETIC_ONES,       /* norm scales */
+  TFM_SYNTHETIC_ZEROS,      /* biases */
+} tfm_synthetic;
+
+/* An entry of "parameters": a tensor of the weights file. */
+typedef struct tfm_param_desc {
+  char *name;
+  int32_t rank;
+  int64_t shape[TFM_MAX_PARAM_RANK]; /* canonical shape */
+  tfm_synthetic synthetic;
+} tfm_param_desc;
+
+/* An entry of "abi_params": argument i of the forward pass's table. */
+typedef struct tfm_abi_desc {
+  size_t index;  /* into the parameters; one may be passed more than once */
+  int32_t panel; /* 0: as stored; else packed [ceil(N/panel), K, panel] */
+} tfm_abi_desc;
+
+/* An entry of "inputs" or "outputs". */
+typedef struct tfm_io_desc {
+  char *name;
+  int32_t dtype; /* TFM_I32 or TFM_F32 */
+  int32_t rank;
+  int64_t shape[TFM_MAX_RANK]; /* TFM_DIM_B, _T, _S or a size */
+  tfm_usage usage;
+  /* TFM_USAGE_LENGTHS: the input whose lengths these are ("usage_of"), and
+   * the symbol of its sequence dimension (TFM_DIM_T or _S; 0 if it has
+   * none, and the lengths are bounded by the context). */
+  size_t lengths_of;
+  int64_t lengths_dim;
+} tfm_io_desc;
+
+typedef struct tfm_description {
+  char *name;
+  int64_t vocab;   /* 0: no vocabulary (no token input) */
+  int64_t context; /* 0: not given (no sequence dimension) */
+  int64_t param_count;
+  tfm_param_desc *params;
+  size_t num_params;
+  tfm_abi_desc *abi;
+  size_t num_abi;
+  tfm_io_desc inputs[TFM_MAX_INPUTS];
+  size_t num_inputs;
+  tfm_io_desc output;
+  int cuda;              /* "target": "cuda" */
+  int32_t compute_dtype; /* CUDA: TFM_F32, TFM_F16 or TFM_BF16 */
+} tfm_description;
+
+/* Parses `json` into `out`, which is all zeros on failure. */
+tfm_status tfm_description_parse(const char *json, tfm_description *out);
+/* Frees what parsing allocated; `d` may be all zeros. */
+void tfm_description_free(tfm_description *d);
+
+/*===- Weights (weights.c) ------------------------------------------------===*/
+
+/* One buffer per entry of the ABI parameter list. */
+typedef struct tfm_weights {
+  size_t count;
+  float **host; /* f32 host copies, packed where the entry has a panel */
+  void **dev;   /* CUDA artifacts: device copies in the compute dtype */
+  void **table; /* the forward pass's pointer table: host[i] or dev[i] */
+} tfm_weights;
+
+/* Allocates the (empty) table of `count` entries. */
+tfm_status tfm_weights_init(tfm_weights *w, size_t count);
+/* Frees every buffer; the table stays, empty. */
+void tfm_weights_clear(tfm_weights *w);
+/* Frees the buffers and the table. */
+void tfm_weights_destroy(tfm_weights *w);
+/* Reads, checks and converts the safetensors file at `path`. Every
+ * missing, unexpected or mis-shaped tensor is reported by name. */
+tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
+                            const char *path);
+/* Deterministic values after the parameters' "synthetic" kinds. */
+tfm_status tfm_weights_synthesize(tfm_weights *w, const tfm_description *d,
+                                  uint64_t seed);
+/* Elements of ABI parameter `i` as passed (a packed panel is padded). */
+int64_t tfm_weights_numel(const tfm_description *d, size_t i);
+
+/*===- Inputs (inputs.c) --------------------------------------------------===*/
+
+/* Checks inputs given in the description's order: dtypes, ranks, sizes,
+ * sequence lengths against the context, token ids against the vocabulary,
+ * lengths against their sequences, floats for NaN and infinity. On success
+ * `out_shape` holds the output's shape. */
+tfm_status tfm_inputs_check(const tfm_description *d, const tfm_tensor *inputs,
+                            int64_t out_shape[TFM_MAX_RANK]);
+
+/*===- The model (model.c) ------------------------------------------------===*/
+
+struct tfm_model {
+  tfm_description desc;
+  tfm_forward_fn forward;
+  tfm_weights weights;
+  int loaded;
+  /* CUDA artifacts: device buffers of the inputs and the output, kept
+   * between runs and grown when needed. */
+  void *io_dev[TFM_MAX_INPUTS + 1];
+  size_t io_bytes[TFM_MAX_INPUTS + 1];
+};
+
+/*===- CUDA (cuda.c) ------------------------------------------------------===*/
+
+/* Device memory (synchronous; errors as tfm_cuda_status). */
 tfm_status tfm_cuda_alloc(void **dev, size_t bytes);
 /* Either direction: the driver tells host from device addresses. */
 tfm_status tfm_cuda_copy(void *dst, const void *src, size_t bytes);
 void tfm_cuda_free(void *dev);
-void tfm_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t n);
+/* Converts the host weights to the compute dtype and uploads them once; the
+ * table then holds device addresses and the host copies are freed. */
+tfm_status tfm_cuda_upload_weights(tfm_weights *w, const tfm_description *d);
+/* A forward pass on the GPU over checked inputs into the allocated f32
+ * `output`. Returns TFM_ERR_FORWARD if the forward pass reports a failure. */
+tfm_status tfm_cuda_forward(tfm_model *m, const tfm_tensor *inputs,
+                            tfm_tensor *output);
+/* Frees the model's input and output buffers. */
+void tfm_cuda_free_io(tfm_model *m);
 
 #endif

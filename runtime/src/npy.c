@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Longest header read, in bytes. */
+#define NPY_MAX_HEADER (1u << 20)
+
 static const char *skip_ws(const char *p, const char *end) {
   while (p < end && isspace((unsigned char)*p))
     ++p;
@@ -59,13 +62,17 @@ tfm_status tfm_npy_read(const char *path, tfm_tensor *out) {
                   magic[6]);
     goto done;
   }
-  if (hlen > (1u << 20)) {
+  if (hlen > NPY_MAX_HEADER) {
     st = tfm_fail(TFM_ERR_FORMAT, "%s: npy header too long (%u bytes)", path,
                   hlen);
     goto done;
   }
-  header = malloc(hlen + 1);
-  if (!header || fread(header, 1, hlen, f) != hlen) {
+  header = tfm_malloc(hlen + 1);
+  if (!header) {
+    st = tfm_fail(TFM_ERR_MEMORY, "%s: out of memory", path);
+    goto done;
+  }
+  if (fread(header, 1, hlen, f) != hlen) {
     st = tfm_fail(TFM_ERR_FORMAT, "%s: truncated npy header", path);
     goto done;
   }
@@ -122,7 +129,7 @@ tfm_status tfm_npy_read(const char *path, tfm_tensor *out) {
     }
     char *e;
     long long v = strtoll(p, &e, 10);
-    if (v < 0 || v > (1LL << 40)) {
+    if (v < 0 || v > TFM_MAX_DIM) {
       st = tfm_fail(TFM_ERR_FORMAT, "%s: npy dimension out of range", path);
       goto done;
     }

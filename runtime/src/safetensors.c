@@ -64,7 +64,11 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
   close(fd);
   if (map == MAP_FAILED)
     return tfm_fail(TFM_ERR_IO, "%s: cannot map the file", path);
-  tfm_safetensors *st = calloc(1, sizeof *st);
+  tfm_safetensors *st = tfm_calloc(1, sizeof *st);
+  if (!st) {
+    munmap(map, size);
+    return tfm_fail(TFM_ERR_MEMORY, "%s: out of memory", path);
+  }
   st->map = map;
   st->size = size;
   const unsigned char *bytes = map;
@@ -88,7 +92,11 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
     goto fail;
   }
   size_t dataStart = 8 + (size_t)hlen, dataSize = size - dataStart;
-  st->entries = calloc(json_object_size(root) + 1, sizeof(entry));
+  st->entries = tfm_calloc(json_object_size(root), sizeof(entry));
+  if (!st->entries) {
+    status = tfm_fail(TFM_ERR_MEMORY, "%s: out of memory", path);
+    goto fail;
+  }
   const char *key;
   json_t *val;
   json_object_foreach(root, key, val) {
@@ -123,14 +131,14 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
     for (size_t i = 0; i < json_array_size(shape); ++i) {
       json_t *d = json_array_get(shape, i);
       if (!json_is_integer(d) || json_integer_value(d) < 0 ||
-          json_integer_value(d) > (1LL << 40)) {
+          json_integer_value(d) > TFM_MAX_DIM) {
         status = tfm_fail(TFM_ERR_FORMAT,
                           "%s: tensor '%s' has an invalid shape", path, key);
         goto fail;
       }
       e->view.shape[i] = json_integer_value(d);
       numel *= (uint64_t)e->view.shape[i];
-      if (numel > (1ULL << 44)) {
+      if (numel > TFM_MAX_NUMEL) {
         status =
             tfm_fail(TFM_ERR_FORMAT, "%s: tensor '%s' is too large", path, key);
         goto fail;
@@ -150,7 +158,7 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
     uint64_t nbytes =
         (uint64_t)(json_integer_value(b1) - json_integer_value(b0));
     if (nbytes != numel * tfm_dtype_size(e->view.dtype)) {
-      char s[128];
+      char s[TFM_SHAPE_STR_SIZE];
       tfm_shape_str(e->view.rank, e->view.shape, s, sizeof s);
       status =
           tfm_fail(TFM_ERR_FORMAT,
@@ -163,7 +171,11 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
     }
     e->view.data =
         (void *)(uintptr_t)(bytes + dataStart + json_integer_value(b0));
-    e->name = strdup(key);
+    e->name = tfm_strdup(key);
+    if (!e->name) {
+      status = tfm_fail(TFM_ERR_MEMORY, "%s: out of memory", path);
+      goto fail;
+    }
     st->count++;
   }
   json_decref(root);

@@ -1,4 +1,4 @@
-/*===- tensor.c - errors, tensors, conversions, threads, time -------------===*/
+/*===- tensor.c - errors, allocation, tensors, conversions, threads, time -===*/
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-static _Thread_local char last_error[8192];
+static _Thread_local char last_error[TFM_ERROR_SIZE];
 
 const char *tfm_last_error(void) { return last_error; }
 void tfm_error_clear(void) { last_error[0] = 0; }
@@ -29,6 +29,70 @@ void tfm_error_append(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(last_error + len, sizeof last_error - len, fmt, ap);
   va_end(ap);
+}
+
+/* Allocations left before one fails (tfm_fail_allocation_after). */
+static _Thread_local long alloc_countdown = -1;
+
+void tfm_fail_allocation_after(long n) { alloc_countdown = n < 0 ? -1 : n; }
+
+static int allocation_fails(void) {
+  if (alloc_countdown < 0)
+    return 0;
+  return alloc_countdown-- == 0;
+}
+
+void *tfm_malloc(size_t bytes) {
+  return allocation_fails() ? NULL : malloc(bytes ? bytes : 1);
+}
+
+void *tfm_calloc(size_t count, size_t size) {
+  if (allocation_fails())
+    return NULL;
+  return count && size ? calloc(count, size) : calloc(1, 1);
+}
+
+void *tfm_aligned_alloc(size_t bytes) {
+  if (bytes > SIZE_MAX - 2 * TFM_ALIGNMENT || allocation_fails())
+    return NULL;
+  size_t rounded = (bytes + TFM_ALIGNMENT - 1) / TFM_ALIGNMENT * TFM_ALIGNMENT;
+  return aligned_alloc(TFM_ALIGNMENT, rounded + TFM_ALIGNMENT);
+}
+
+char *tfm_strndup(const char *s, size_t n) {
+  size_t len = 0;
+  while (len < n && s[len])
+    ++len;
+  char *d = tfm_malloc(len + 1);
+  if (d) {
+    memcpy(d, s, len);
+    d[len] = 0;
+  }
+  return d;
+}
+
+char *tfm_strdup(const char *s) { return tfm_strndup(s, SIZE_MAX); }
+
+const char *tfm_status_string(tfm_status s) {
+  switch (s) {
+  case TFM_OK:
+    return "success";
+  case TFM_ERR_IO:
+    return "a file could not be read or written";
+  case TFM_ERR_FORMAT:
+    return "a file or the model description is malformed";
+  case TFM_ERR_MISMATCH:
+    return "weights or inputs do not fit the model";
+  case TFM_ERR_ARGUMENT:
+    return "a bad argument";
+  case TFM_ERR_MEMORY:
+    return "out of memory";
+  case TFM_ERR_CUDA:
+    return "a CUDA driver failure";
+  case TFM_ERR_FORWARD:
+    return "the compiled forward pass failed";
+  }
+  return "unknown status";
 }
 
 const char *tfm_dtype_name(int32_t d) {
@@ -85,7 +149,7 @@ tfm_status tfm_tensor_alloc(tfm_tensor *t, tfm_dtype dtype, int32_t rank,
     n *= shape[i];
   }
   size_t bytes = (size_t)n * tfm_dtype_size(dtype);
-  t->data = aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64);
+  t->data = tfm_aligned_alloc(bytes);
   if (!t->data)
     return tfm_fail(TFM_ERR_MEMORY, "out of memory allocating %zu bytes",
                     bytes);

@@ -12,6 +12,8 @@
 #ifndef TFM_RUNTIME_H
 #define TFM_RUNTIME_H
 
+#include "tfm/abi.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +30,7 @@ typedef enum tfm_status {
   TFM_ERR_ARGUMENT = 4, /* a bad argument or command-line flag */
   TFM_ERR_MEMORY = 5,   /* out of memory */
   TFM_ERR_CUDA = 6,     /* no CUDA driver, or a driver call failed */
+  TFM_ERR_FORWARD = 7,  /* the compiled forward pass reported a failure */
 } tfm_status;
 
 typedef enum tfm_dtype {
@@ -37,8 +40,6 @@ typedef enum tfm_dtype {
   TFM_I32 = 3,
   TFM_I64 = 4,
 } tfm_dtype;
-
-#define TFM_MAX_RANK 8
 
 /* A dense row-major tensor. `data` is owned by whoever allocated it. */
 typedef struct tfm_tensor {
@@ -53,14 +54,14 @@ typedef struct tfm_param_info {
   const char *name;
   int32_t panel; /* > 0: passed packed in panels of this many rows */
   int32_t rank;
-  int64_t shape[4]; /* canonical shape */
+  int64_t shape[TFM_MAX_PARAM_RANK]; /* canonical shape */
 } tfm_param_info;
 
 typedef struct tfm_io_info {
   const char *name;
   const char *dtype;
   int32_t rank;
-  int64_t shape[TFM_MAX_RANK]; /* -1: B, -2: T, -3: S */
+  int64_t shape[TFM_MAX_RANK]; /* TFM_DIM_B, _T, _S or a size */
 } tfm_io_info;
 
 typedef int32_t (*tfm_forward_fn)(void *const *params, const tfm_tensor *inputs,
@@ -68,6 +69,8 @@ typedef int32_t (*tfm_forward_fn)(void *const *params, const tfm_tensor *inputs,
 
 /* The message of the last failure on this thread ("" if none). */
 const char *tfm_last_error(void);
+/* What a status means, in a few words ("out of memory"). */
+const char *tfm_status_string(tfm_status s);
 const char *tfm_dtype_name(int32_t dtype);
 size_t tfm_dtype_size(int32_t dtype);
 

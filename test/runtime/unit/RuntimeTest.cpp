@@ -161,9 +161,10 @@ int32_t fakeForward(void *const *params, const tfm_tensor *inputs,
 
 const char *kToyJson =
     R"({"name":"toy","vocab":4,"context":3,"parameter_count":4,)"
-    R"("parameters":[{"name":"w","shape":[4,1]}],)"
-    R"("abi_params":[{"name":"w","panel":0}],)"
-    R"("inputs":[{"name":"tokens","dtype":"int32","shape":["B","T"]}],)"
+    R"("parameters":[{"name":"w","shape":[4,1],"synthetic":"normal"}],)"
+    R"("abi_params":[{"name":"w","index":0,"panel":0}],)"
+    R"("inputs":[{"name":"tokens","dtype":"int32","shape":["B","T"],)"
+    R"("usage":"tokens"}],)"
     R"("outputs":[{"name":"out","dtype":"float32","shape":["B","T",1]}]})";
 
 TEST(Model, ValidatesInputsAndRuns) {

@@ -1,0 +1,32 @@
+/*===- abi.h - limits and codes of the tfm C ABI ------------------*- C -*-===*
+ *
+ * The numbers the compiler and the runtime must agree on: the sizes of the
+ * fixed arrays in tfm_tensor, tfm_param_info and tfm_io_info, how many
+ * inputs a model may take, and how symbolic dimensions are spelled in those
+ * arrays. The compiler lays out tfm_tensor with TFM_MAX_RANK
+ * (getTensorStructType) and writes the tables of generated headers with
+ * these codes. Included by tfm/runtime.h.
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_ABI_H
+#define TFM_ABI_H
+
+/* Dimensions of a tfm_tensor (inputs and output of a forward pass). */
+#define TFM_MAX_RANK 8
+
+/* Dimensions of a model parameter (tfm_param_info.shape). */
+#define TFM_MAX_PARAM_RANK 4
+
+/* Inputs of one model (tokens, pixels, lengths, ...). */
+#define TFM_MAX_INPUTS 8
+
+/* Symbolic dimensions in the shapes of inputs and outputs (tfm_io_info):
+ * the batch B, the sequence T and the source sequence S of an
+ * encoder-decoder; every other dimension is its size (>= 0). */
+#define TFM_DIM_B (-1)
+#define TFM_DIM_T (-2)
+#define TFM_DIM_S (-3)
+/* How many symbols there are: -TFM_DIM_S. */
+#define TFM_NUM_DIM_SYMBOLS 3
+
+#endif /* TFM_ABI_H */

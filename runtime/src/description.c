@@ -1,0 +1,488 @@
+/*===- description.c - the model description embedded in an artifact ------===*
+ *
+ * Reads the JSON tfmc embeds (see internal.h) into a tfm_description. Every
+ * field the runtime uses is checked for presence, type and range, and the
+ * error names the field and the entry it belongs to; nothing is guessed
+ * from names. Fields the runtime does not use ("arch", "stacks", a
+ * parameter's "type" and "where", ...) are not looked at.
+ *===----------------------------------------------------------------------===*/
+#include "internal.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PREFIX "model description: "
+/* Room for what an error is about: "parameter 'NAME'" and the like. */
+#define WHAT_SIZE 256
+
+static const char *json_type_name(const json_t *v) {
+  switch (json_typeof(v)) {
+  case JSON_OBJECT:
+    return "an object";
+  case JSON_ARRAY:
+    return "an array";
+  case JSON_STRING:
+    return "a string";
+  case JSON_INTEGER:
+    return "an integer";
+  case JSON_REAL:
+    return "a number";
+  case JSON_TRUE:
+  case JSON_FALSE:
+    return "a boolean";
+  case JSON_NULL:
+    return "null";
+  }
+  return "a JSON value";
+}
+
+/* The field `key` of `obj` (described as `what`, e.g. "input 'tokens'"),
+ * which must have type `type` ("a string", ...) as `ok` tells. Missing:
+ * NULL with *status TFM_OK if `optional`, else an error. */
+static json_t *field(json_t *obj, const char *what, const char *key,
+                     int (*ok)(const json_t *), const char *type, int optional,
+                     tfm_status *status) {
+  json_t *v = json_object_get(obj, key);
+  *status = TFM_OK;
+  if (!v) {
+    if (!optional)
+      *status =
+          tfm_fail(TFM_ERR_FORMAT, PREFIX "%s lacks the field '%s'", what, key);
+    return NULL;
+  }
+  if (!ok(v)) {
+    *status = tfm_fail(TFM_ERR_FORMAT, PREFIX "'%s' of %s must be %s, not %s",
+                       key, what, type, json_type_name(v));
+    return NULL;
+  }
+  return v;
+}
+
+static int is_string(const json_t *v) { return json_is_string(v); }
+static int is_integer(const json_t *v) { return json_is_integer(v); }
+static int is_array(const json_t *v) { return json_is_array(v); }
+static int is_object(const json_t *v) { return json_is_object(v); }
+
+static tfm_status get_string(json_t *obj, const char *what, const char *key,
+                             const char **out) {
+  tfm_status s;
+  json_t *v = field(obj, what, key, is_string, "a string", 0, &s);
+  *out = v ? json_string_value(v) : NULL;
+  return s;
+}
+
+/* An integer in [lo, hi]; if `optional` and missing, *out is left alone. */
+static tfm_status get_integer(json_t *obj, const char *what, const char *key,
+                              int optional, json_int_t lo, json_int_t hi,
+                              int64_t *out) {
+  tfm_status s;
+  json_t *v = field(obj, what, key, is_integer, "an integer", optional, &s);
+  if (!v)
+    return s;
+  json_int_t i = json_integer_value(v);
+  if (i < lo || i > hi)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "'%s' of %s is %lld, outside [%lld, %lld]", key,
+                    what, (long long)i, (long long)lo, (long long)hi);
+  *out = (int64_t)i;
+  return TFM_OK;
+}
+
+static tfm_status get_array(json_t *obj, const char *what, const char *key,
+                            json_t **out) {
+  tfm_status s;
+  *out = field(obj, what, key, is_array, "an array", 0, &s);
+  return s;
+}
+
+/* A copy of a string field, or an error (missing, wrong type, memory). */
+static tfm_status dup_string(json_t *obj, const char *what, const char *key,
+                             char **out) {
+  const char *v;
+  tfm_status s = get_string(obj, what, key, &v);
+  if (s != TFM_OK)
+    return s;
+  *out = tfm_strdup(v);
+  if (!*out)
+    return tfm_fail(TFM_ERR_MEMORY, PREFIX "out of memory");
+  return TFM_OK;
+}
+
+/* The entries of `arr` must be objects; `what` names the table. */
+static tfm_status get_entry(json_t *arr, size_t i, const char *table,
+                            json_t **out) {
+  *out = json_array_get(arr, i);
+  if (!json_is_object(*out))
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "entry %zu of '%s' must be an object, not %s", i,
+                    table, json_type_name(*out));
+  return TFM_OK;
+}
+
+static tfm_status parse_param(json_t *j, size_t i, tfm_param_desc *p) {
+  char what[WHAT_SIZE];
+  snprintf(what, sizeof what, "parameter %zu", i);
+  tfm_status s = dup_string(j, what, "name", &p->name);
+  if (s != TFM_OK)
+    return s;
+  char named[WHAT_SIZE];
+  snprintf(named, sizeof named, "parameter '%s'", p->name);
+  json_t *shape;
+  if ((s = get_array(j, named, "shape", &shape)) != TFM_OK)
+    return s;
+  if (json_array_size(shape) > TFM_MAX_PARAM_RANK)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s has rank %zu, above the runtime's limit of %d "
+                           "(TFM_MAX_PARAM_RANK)",
+                    named, json_array_size(shape), TFM_MAX_PARAM_RANK);
+  p->rank = (int32_t)json_array_size(shape);
+  for (size_t d = 0; d < json_array_size(shape); ++d) {
+    json_t *v = json_array_get(shape, d);
+    if (!json_is_integer(v))
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "dimension %zu of %s must be an integer, not %s",
+                      d, named, json_type_name(v));
+    if (json_integer_value(v) < 0 || json_integer_value(v) > TFM_MAX_DIM)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "dimension %zu of %s is %lld, not a size", d,
+                      named, (long long)json_integer_value(v));
+    p->shape[d] = json_integer_value(v);
+  }
+  const char *synthetic;
+  if ((s = get_string(j, named, "synthetic", &synthetic)) != TFM_OK)
+    return s;
+  if (!strcmp(synthetic, "normal"))
+    p->synthetic = TFM_SYNTHETIC_NORMAL;
+  else if (!strcmp(synthetic, "ones"))
+    p->synthetic = TFM_SYNTHETIC_ONES;
+  else if (!strcmp(synthetic, "zeros"))
+    p->synthetic = TFM_SYNTHETIC_ZEROS;
+  else
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "'synthetic' of %s is '%s'; expected normal, ones "
+                           "or zeros",
+                    named, synthetic);
+  return TFM_OK;
+}
+
+static tfm_status parse_abi(json_t *j, size_t i, const tfm_description *d,
+                            tfm_abi_desc *a) {
+  char what[WHAT_SIZE];
+  snprintf(what, sizeof what, "entry %zu of 'abi_params'", i);
+  const char *name;
+  int64_t index = 0, panel = 0;
+  tfm_status s = get_string(j, what, "name", &name);
+  if (s == TFM_OK)
+    s = get_integer(j, what, "index", 0, 0, (json_int_t)d->num_params - 1,
+                    &index);
+  if (s == TFM_OK)
+    s = get_integer(j, what, "panel", 0, 0, INT32_MAX, &panel);
+  if (s != TFM_OK)
+    return s;
+  if (strcmp(d->params[index].name, name))
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s names '%s' but parameter %lld is '%s'", what,
+                    name, (long long)index, d->params[index].name);
+  if (panel > 0 && d->params[index].rank != 2)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s packs '%s' in panels, but it is not a matrix",
+                    what, name);
+  a->index = (size_t)index;
+  a->panel = (int32_t)panel;
+  return TFM_OK;
+}
+
+/* One dimension of an input or output: a size, "B", "T" or "S" (or their
+ * codes TFM_DIM_B/_T/_S, as descriptions of hand-written functions give
+ * dynamic dimensions). */
+static tfm_status parse_dim(json_t *v, size_t d, const char *what,
+                            int64_t *out) {
+  if (json_is_integer(v) && json_integer_value(v) >= TFM_DIM_S &&
+      json_integer_value(v) <= TFM_MAX_DIM) {
+    *out = json_integer_value(v);
+    return TFM_OK;
+  }
+  if (json_is_integer(v))
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "dimension %zu of %s is %lld; expected a size, B, "
+                           "T or S",
+                    d, what, (long long)json_integer_value(v));
+  const char *s = json_string_value(v);
+  if (s && !strcmp(s, "B"))
+    *out = TFM_DIM_B;
+  else if (s && !strcmp(s, "T"))
+    *out = TFM_DIM_T;
+  else if (s && !strcmp(s, "S"))
+    *out = TFM_DIM_S;
+  else if (s)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "dimension %zu of %s is '%s'; expected a size, B, "
+                           "T or S",
+                    d, what, s);
+  else
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "dimension %zu of %s must be a size, B, T or S, "
+                           "not %s",
+                    d, what, json_type_name(v));
+  return TFM_OK;
+}
+
+/* The name, dtype and shape of an input or output (`kind`). */
+static tfm_status parse_tensor(json_t *j, const char *kind, size_t i,
+                               tfm_io_desc *t, char *what, size_t what_size) {
+  snprintf(what, what_size, "%s %zu", kind, i);
+  tfm_status s = dup_string(j, what, "name", &t->name);
+  if (s != TFM_OK)
+    return s;
+  snprintf(what, what_size, "%s '%s'", kind, t->name);
+  const char *dtype;
+  json_t *shape;
+  if ((s = get_string(j, what, "dtype", &dtype)) != TFM_OK ||
+      (s = get_array(j, what, "shape", &shape)) != TFM_OK)
+    return s;
+  if (!strcmp(dtype, "int32"))
+    t->dtype = TFM_I32;
+  else if (!strcmp(dtype, "float32"))
+    t->dtype = TFM_F32;
+  else
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s has dtype '%s'; the runtime takes int32 and "
+                           "float32",
+                    what, dtype);
+  if (json_array_size(shape) > TFM_MAX_RANK)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s has rank %zu, above the runtime's limit of %d "
+                           "(TFM_MAX_RANK)",
+                    what, json_array_size(shape), TFM_MAX_RANK);
+  t->rank = (int32_t)json_array_size(shape);
+  for (size_t d = 0; d < json_array_size(shape); ++d)
+    if ((s = parse_dim(json_array_get(shape, d), d, what, &t->shape[d])) !=
+        TFM_OK)
+      return s;
+  return TFM_OK;
+}
+
+/* An input's "usage", which decides how tfm_model_run checks it; a lengths
+ * input's "usage_of" is resolved by parse_lengths once all are read. */
+static tfm_status parse_input(json_t *j, size_t i, tfm_io_desc *t) {
+  char what[WHAT_SIZE];
+  tfm_status s = parse_tensor(j, "input", i, t, what, sizeof what);
+  if (s != TFM_OK)
+    return s;
+  const char *usage = NULL;
+  /* Float inputs are checked the same whatever they hold: descriptions of
+   * hand-written functions give them no usage. */
+  if (t->dtype == TFM_F32 && !json_object_get(j, "usage")) {
+    t->usage = TFM_USAGE_OTHER;
+    return TFM_OK;
+  }
+  if ((s = get_string(j, what, "usage", &usage)) != TFM_OK)
+    return s;
+  int32_t want = TFM_F32;
+  if (!strcmp(usage, "tokens")) {
+    t->usage = TFM_USAGE_TOKENS;
+    want = TFM_I32;
+  } else if (!strcmp(usage, "lengths")) {
+    t->usage = TFM_USAGE_LENGTHS;
+    want = TFM_I32;
+  } else if (!strcmp(usage, "pixels")) {
+    t->usage = TFM_USAGE_PIXELS;
+  } else if (!strcmp(usage, "features")) {
+    t->usage = TFM_USAGE_FEATURES;
+  } else {
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s has usage '%s'; the runtime knows tokens, "
+                           "lengths, pixels and features",
+                    what, usage);
+  }
+  if (t->dtype != want)
+    return tfm_fail(TFM_ERR_FORMAT, PREFIX "%s holds %s but has dtype %s", what,
+                    usage, tfm_dtype_name(t->dtype));
+  return TFM_OK;
+}
+
+/* Resolves "usage_of" of the lengths inputs once every name is known. */
+static tfm_status parse_lengths(json_t *ins, tfm_description *d) {
+  for (size_t i = 0; i < d->num_inputs; ++i) {
+    tfm_io_desc *t = &d->inputs[i];
+    if (t->usage != TFM_USAGE_LENGTHS)
+      continue;
+    char what[WHAT_SIZE];
+    snprintf(what, sizeof what, "input '%s'", t->name);
+    const char *of;
+    tfm_status s = get_string(json_array_get(ins, i), what, "usage_of", &of);
+    if (s != TFM_OK)
+      return s;
+    size_t j = 0;
+    while (j < d->num_inputs && (j == i || strcmp(d->inputs[j].name, of)))
+      ++j;
+    if (j == d->num_inputs)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "%s holds the lengths of '%s', which is not "
+                             "another input of the model",
+                      what, of);
+    t->lengths_of = j;
+    t->lengths_dim = 0;
+    for (int32_t k = 0; k < d->inputs[j].rank && !t->lengths_dim; ++k)
+      if (d->inputs[j].shape[k] == TFM_DIM_T ||
+          d->inputs[j].shape[k] == TFM_DIM_S)
+        t->lengths_dim = d->inputs[j].shape[k];
+  }
+  return TFM_OK;
+}
+
+/* What the inputs need of the model: a vocabulary for token ids, a context
+ * for sequences; and every symbol of the output's shape given by them. */
+static tfm_status check_consistency(const tfm_description *d) {
+  int seen[TFM_NUM_DIM_SYMBOLS + 1] = {0};
+  for (size_t i = 0; i < d->num_inputs; ++i) {
+    const tfm_io_desc *t = &d->inputs[i];
+    if (t->usage == TFM_USAGE_TOKENS && d->vocab < 1)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "input '%s' holds token ids but the model has "
+                             "no 'vocab'",
+                      t->name);
+    for (int32_t k = 0; k < t->rank; ++k) {
+      if (t->shape[k] >= 0)
+        continue;
+      seen[-t->shape[k]] = 1;
+      if (t->shape[k] != TFM_DIM_B && d->context < 1)
+        return tfm_fail(TFM_ERR_FORMAT,
+                        PREFIX "input '%s' has a sequence dimension but the "
+                               "model has no 'context'",
+                        t->name);
+    }
+  }
+  for (int32_t k = 0; k < d->output.rank; ++k)
+    if (d->output.shape[k] < 0 && !seen[-d->output.shape[k]])
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "dimension %d of output '%s' is symbolic but no "
+                             "input has that dimension",
+                      (int)k, d->output.name);
+  return TFM_OK;
+}
+
+static tfm_status parse_target(json_t *root, tfm_description *d) {
+  tfm_status s;
+  json_t *target =
+      field(root, "the model", "target", is_string, "a string", 1, &s);
+  if (!target)
+    return s;
+  if (strcmp(json_string_value(target), "cuda"))
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "target '%s' is not one the runtime knows (cuda)",
+                    json_string_value(target));
+  const char *dt;
+  if ((s = get_string(root, "the CUDA model", "compute_dtype", &dt)) != TFM_OK)
+    return s;
+  if (!strcmp(dt, "f32"))
+    d->compute_dtype = TFM_F32;
+  else if (!strcmp(dt, "f16"))
+    d->compute_dtype = TFM_F16;
+  else if (!strcmp(dt, "bf16"))
+    d->compute_dtype = TFM_BF16;
+  else
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "compute_dtype '%s'; expected f32, f16 or bf16", dt);
+  d->cuda = 1;
+  return TFM_OK;
+}
+
+static tfm_status parse_root(json_t *root, tfm_description *d) {
+  const char *what = "the model";
+  json_t *ps, *abi, *ins, *outs;
+  tfm_status s;
+  if ((s = dup_string(root, what, "name", &d->name)) != TFM_OK ||
+      (s = get_integer(root, what, "vocab", 1, 1, INT32_MAX, &d->vocab)) !=
+          TFM_OK ||
+      (s = get_integer(root, what, "context", 1, 1, INT32_MAX, &d->context)) !=
+          TFM_OK ||
+      (s = get_integer(root, what, "parameter_count", 0, 0, INT64_MAX,
+                       &d->param_count)) != TFM_OK ||
+      (s = get_array(root, what, "parameters", &ps)) != TFM_OK ||
+      (s = get_array(root, what, "abi_params", &abi)) != TFM_OK ||
+      (s = get_array(root, what, "inputs", &ins)) != TFM_OK ||
+      (s = get_array(root, what, "outputs", &outs)) != TFM_OK ||
+      (s = parse_target(root, d)) != TFM_OK)
+    return s;
+
+  d->params = tfm_calloc(json_array_size(ps), sizeof *d->params);
+  d->abi = tfm_calloc(json_array_size(abi), sizeof *d->abi);
+  if (!d->params || !d->abi)
+    return tfm_fail(TFM_ERR_MEMORY, PREFIX "out of memory");
+  json_t *j;
+  for (size_t i = 0; i < json_array_size(ps); ++i) {
+    ++d->num_params; /* from here on its name is freed with `d` */
+    if ((s = get_entry(ps, i, "parameters", &j)) != TFM_OK ||
+        (s = parse_param(j, i, &d->params[i])) != TFM_OK)
+      return s;
+  }
+  for (size_t i = 0; i < json_array_size(abi); ++i) {
+    ++d->num_abi;
+    if ((s = get_entry(abi, i, "abi_params", &j)) != TFM_OK ||
+        (s = parse_abi(j, i, d, &d->abi[i])) != TFM_OK)
+      return s;
+  }
+
+  if (json_array_size(ins) > TFM_MAX_INPUTS)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "the model has %zu inputs, above the runtime's "
+                           "limit of %d (TFM_MAX_INPUTS)",
+                    json_array_size(ins), TFM_MAX_INPUTS);
+  for (size_t i = 0; i < json_array_size(ins); ++i) {
+    ++d->num_inputs;
+    if ((s = get_entry(ins, i, "inputs", &j)) != TFM_OK ||
+        (s = parse_input(j, i, &d->inputs[i])) != TFM_OK)
+      return s;
+  }
+  if ((s = parse_lengths(ins, d)) != TFM_OK)
+    return s;
+
+  if (json_array_size(outs) != 1)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "the model has %zu outputs; the runtime takes one",
+                    json_array_size(outs));
+  char out_what[WHAT_SIZE];
+  if ((s = get_entry(outs, 0, "outputs", &j)) != TFM_OK ||
+      (s = parse_tensor(j, "output", 0, &d->output, out_what,
+                        sizeof out_what)) != TFM_OK)
+    return s;
+  if (d->output.dtype != TFM_F32)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s has dtype %s; the runtime returns float32",
+                    out_what, tfm_dtype_name(d->output.dtype));
+  return check_consistency(d);
+}
+
+tfm_status tfm_description_parse(const char *json, tfm_description *out) {
+  memset(out, 0, sizeof *out);
+  if (!json)
+    return tfm_fail(TFM_ERR_ARGUMENT, PREFIX "none given (NULL)");
+  json_error_t err;
+  json_t *root = json_loads(json, 0, &err);
+  if (!root)
+    return tfm_fail(TFM_ERR_FORMAT, PREFIX "%s", err.text);
+  tfm_status s;
+  if (!is_object(root))
+    s = tfm_fail(TFM_ERR_FORMAT, PREFIX "must be a JSON object, not %s",
+                 json_type_name(root));
+  else
+    s = parse_root(root, out);
+  json_decref(root);
+  if (s != TFM_OK)
+    tfm_description_free(out);
+  return s;
+}
+
+void tfm_description_free(tfm_description *d) {
+  free(d->name);
+  for (size_t i = 0; i < d->num_params; ++i)
+    free(d->params[i].name);
+  free(d->params);
+  free(d->abi);
+  for (size_t i = 0; i < d->num_inputs; ++i)
+    free(d->inputs[i].name);
+  free(d->output.name);
+  memset(d, 0, sizeof *d);
+}
