@@ -82,32 +82,42 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
       row.build(pm, config);
 }
 
+PipelineConfig CpuPipelineOptions::getConfig() const {
+  PipelineConfig config;
+  config.target = TargetKind::CPU;
+  config.vectorWidth = vectorWidth;
+  config.fuseAttention = fuseAttention;
+  return config;
+}
+
+PipelineConfig CudaPipelineOptions::getConfig() const {
+  PipelineConfig config;
+  config.target = TargetKind::CUDA;
+  config.chip = chip;
+  config.format = format;
+  config.toolkit = toolkit;
+  config.fuseAttention = fuseAttention;
+  return config;
+}
+
+template <typename Options>
+static void registerPipeline(StringRef name, StringRef description) {
+  PassPipelineRegistration<Options>(
+      name, description, [](OpPassManager &pm, const Options &options) {
+        buildTfmPipeline(pm, options.getConfig());
+      });
+}
+
 void mlir::tfm::registerTfmPipelines() {
   registerTfmPasses();
   registerTfmConversionPasses();
-  PassPipelineRegistration<CpuPipelineOptions>(
+  registerPipeline<CpuPipelineOptions>(
       "tfm-cpu-pipeline",
       "Lower model-level tfm IR to the LLVM dialect for x86-64: decompose, "
-      "fuse attention, linalg, bufferize, vector kernels, OpenMP, LLVM",
-      [](OpPassManager &pm, const CpuPipelineOptions &options) {
-        PipelineConfig config;
-        config.target = TargetKind::CPU;
-        config.vectorWidth = options.vectorWidth;
-        config.fuseAttention = options.fuseAttention;
-        buildTfmPipeline(pm, config);
-      });
-  PassPipelineRegistration<CudaPipelineOptions>(
+      "fuse attention, linalg, bufferize, vector kernels, OpenMP, LLVM");
+  registerPipeline<CudaPipelineOptions>(
       "tfm-cuda-pipeline",
       "Lower model-level tfm IR for NVIDIA GPUs: decompose, fuse attention, "
       "linalg, bufferize, tensor-core attention and GEMM kernels, "
-      "elementwise kernels, NVVM, host code calling the CUDA runtime shim",
-      [](OpPassManager &pm, const CudaPipelineOptions &options) {
-        PipelineConfig config;
-        config.target = TargetKind::CUDA;
-        config.chip = options.chip;
-        config.format = options.format;
-        config.toolkit = options.toolkit;
-        config.fuseAttention = options.fuseAttention;
-        buildTfmPipeline(pm, config);
-      });
+      "elementwise kernels, NVVM, host code calling the CUDA runtime shim");
 }

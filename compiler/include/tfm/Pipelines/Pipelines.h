@@ -71,6 +71,7 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("Run tfm-fuse-attention (off: attention runs as the "
                      "primitive matmul / mask / softmax ops)"),
       llvm::cl::init(true)};
+  PipelineConfig getConfig() const;
 };
 
 struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
@@ -89,6 +90,7 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
   Option<bool> fuseAttention{*this, "fuse-attention",
                              llvm::cl::desc("Run tfm-fuse-attention"),
                              llvm::cl::init(true)};
+  PipelineConfig getConfig() const;
 };
 
 /// Registers `tfm-cpu-pipeline` and `tfm-cuda-pipeline` (and the tfm
