@@ -11,21 +11,10 @@
 
 #include "tfm/Transforms/Passes.h"
 
-#include "mlir/IR/IRMapping.h"
-
 namespace mlir::tfm {
 #define GEN_PASS_DEF_TFMPARALLELIZEOUTER
 #include "tfm/Transforms/Passes.h.inc"
-#define GEN_PASS_DEF_TFMEXPANDMATH
-#include "tfm/Transforms/Passes.h.inc"
-#define GEN_PASS_DEF_TFMEXPANDSHAPETOCAST
-#include "tfm/Transforms/Passes.h.inc"
 } // namespace mlir::tfm
-
-#include "mlir/Dialect/Arith/Utils/Utils.h"
-#include "mlir/Dialect/Math/Transforms/Passes.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -86,80 +75,6 @@ struct TfmParallelizeOuterPass
       else
         splitParallel(op, n - 1);
     }
-  }
-};
-
-struct TfmExpandMathPass
-    : mlir::tfm::impl::TfmExpandMathBase<TfmExpandMathPass> {
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
-      return name == "math.exp" || name == "math.tanh" || name == "math.erf";
-    });
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
-  }
-};
-
-struct ExpandShapeToCast : OpRewritePattern<memref::ExpandShapeOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(memref::ExpandShapeOp op,
-                                PatternRewriter &b) const override {
-    MemRefType src = op.getSrcType(), dst = op.getResultType();
-    if (!src.getLayout().isIdentity() || !dst.getLayout().isIdentity())
-      return b.notifyMatchFailure(op, "not a contiguous buffer");
-    Location loc = op.getLoc();
-    SmallVector<OpFoldResult> sizes = op.getMixedOutputShape();
-    SmallVector<OpFoldResult> strides(sizes.size());
-    OpFoldResult stride = b.getIndexAttr(1);
-    for (int64_t i = int64_t(sizes.size()) - 1; i >= 0; --i) {
-      strides[i] = stride;
-      std::optional<int64_t> cs = getConstantIntValue(stride);
-      std::optional<int64_t> cz = getConstantIntValue(sizes[i]);
-      if (cs && cz)
-        stride = b.getIndexAttr(*cs * *cz);
-      else
-        stride = arith::MulIOp::create(
-                     b, loc, getValueOrCreateConstantIndexOp(b, loc, stride),
-                     getValueOrCreateConstantIndexOp(b, loc, sizes[i]))
-                     .getResult();
-    }
-    b.replaceOpWithNewOp<memref::ReinterpretCastOp>(
-        op, dst, op.getSrc(), b.getIndexAttr(0), sizes, strides);
-    return success();
-  }
-};
-
-/// convert-scf-to-openmp wraps each loop body in memref.alloca_scope, which
-/// must stay single-block; one without allocas is inlined before scf-to-cf.
-struct InlineAllocaFreeScope : OpRewritePattern<memref::AllocaScopeOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(memref::AllocaScopeOp op,
-                                PatternRewriter &b) const override {
-    if (op.getNumResults() != 0)
-      return failure();
-    bool hasAlloca = false;
-    op.getBodyRegion().walk([&](memref::AllocaOp alloca) {
-      if (alloca->getParentOfType<memref::AllocaScopeOp>() == op)
-        hasAlloca = true;
-    });
-    if (hasAlloca)
-      return b.notifyMatchFailure(op, "scope holds allocas");
-    Block &body = op.getBodyRegion().front();
-    b.eraseOp(body.getTerminator());
-    b.inlineBlockBefore(&body, op);
-    b.eraseOp(op);
-    return success();
-  }
-};
-
-struct TfmExpandShapeToCastPass
-    : mlir::tfm::impl::TfmExpandShapeToCastBase<TfmExpandShapeToCastPass> {
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    patterns.add<ExpandShapeToCast, InlineAllocaFreeScope>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
   }
 };
 
