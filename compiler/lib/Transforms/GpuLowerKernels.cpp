@@ -14,6 +14,7 @@
 #include "GpuKernelBuilders.h"
 
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::tfm {
@@ -110,19 +111,20 @@ struct TfmGpuLowerKernelsPass
     });
     if (bad.wasInterrupted())
       return signalPassFailure();
-    RewritePatternSet patterns(&getContext());
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<
+        arith::ArithDialect, gpu::GPUDialect, linalg::LinalgDialect,
+        LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
+        NVVM::NVVMDialect, scf::SCFDialect, vector::VectorDialect>();
+    target.addIllegalOp<LinearKernelOp, AttentionKernelOp, memref::CopyOp>();
+    RewritePatternSet patterns(ctx);
     populateGpuLowerKernelPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
       return signalPassFailure();
-    WalkResult left = getOperation().walk([](Operation *op) {
-      if (isa<AttentionKernelOp, LinearKernelOp>(op)) {
-        op->emitOpError("was not lowered to a GPU kernel");
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (left.wasInterrupted())
-      signalPassFailure();
+    // Fold the kernels' index arithmetic and share their constants.
+    (void)applyPatternsGreedily(getOperation(), FrozenRewritePatternSet());
   }
 };
 

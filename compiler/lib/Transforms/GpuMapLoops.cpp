@@ -10,6 +10,7 @@
 
 #include "GpuKernelBuilders.h"
 
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/IR/IRMapping.h"
 
 namespace mlir::tfm {
@@ -23,32 +24,18 @@ using namespace mlir::tfm::kernels;
 
 namespace {
 
-void sequentialize(scf::ParallelOp par) {
-  OpBuilder b(par);
-  IRMapping map;
-  Location loc = par.getLoc();
-  SmallVector<Value> ivs;
-  for (auto [lb, ub, st] :
-       llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
-    auto f = scf::ForOp::create(b, loc, lb, ub, st);
-    ivs.push_back(f.getInductionVar());
-    b.setInsertionPointToStart(f.getBody());
-  }
-  for (auto [iv, arg] : llvm::zip(ivs, par.getInductionVars()))
-    map.map(arg, iv);
-  for (Operation &op : par.getBody()->without_terminator())
-    b.clone(op, map);
-  par.erase();
-}
-
+/// Replaces `par` (and the parallel loops nested in it) by a gpu.launch of
+/// 256-thread blocks over its linearized iteration space.
 LogicalResult mapToLaunch(scf::ParallelOp par) {
   if (par.getNumResults() != 0)
     return par.emitOpError("with reductions cannot run on the GPU yet");
   // Inner parallel loops run sequentially within a thread.
   SmallVector<scf::ParallelOp> nested;
   par.getBody()->walk([&](scf::ParallelOp p) { nested.push_back(p); });
-  for (scf::ParallelOp p : llvm::reverse(nested))
-    sequentialize(p);
+  IRRewriter rewriter(par.getContext());
+  for (scf::ParallelOp p : nested)
+    if (failed(scf::parallelForToNestedFors(rewriter, p)))
+      return p.emitOpError("with reductions cannot run on the GPU yet");
 
   ImplicitLocOpBuilder b(par.getLoc(), par);
   KB k{b};

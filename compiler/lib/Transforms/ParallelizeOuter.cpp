@@ -11,6 +11,9 @@
 
 #include "tfm/Transforms/Passes.h"
 
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+
 namespace mlir::tfm {
 #define GEN_PASS_DEF_TFMPARALLELIZEOUTER
 #include "tfm/Transforms/Passes.h.inc"
@@ -21,42 +24,23 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// Replaces `op` by an scf.parallel over its first `numParallel` dimensions
-/// (none: no parallel loop) around scf.for loops over the others.
-void splitParallel(scf::ParallelOp op, unsigned numParallel) {
-  OpBuilder b(op);
+/// Replaces the multi-dimensional `op` by an scf.parallel over all but its
+/// innermost dimension around an scf.for over that one.
+void serializeInnermost(RewriterBase &rw, scf::ParallelOp op) {
   Location loc = op.getLoc();
-  unsigned n = op.getNumLoops();
-  SmallVector<Value> ivs(n);
-  Block *body = nullptr;
-  OpBuilder inner(op.getContext());
-  if (numParallel > 0) {
-    auto par = scf::ParallelOp::create(
-        b, loc, op.getLowerBound().take_front(numParallel),
-        op.getUpperBound().take_front(numParallel),
-        op.getStep().take_front(numParallel));
-    for (unsigned i = 0; i < numParallel; ++i)
-      ivs[i] = par.getInductionVars()[i];
-    body = par.getBody();
-    inner.setInsertionPoint(body->getTerminator());
-  } else {
-    inner.setInsertionPoint(op);
-  }
-  for (unsigned i = numParallel; i < n; ++i) {
-    auto loop = scf::ForOp::create(inner, loc, op.getLowerBound()[i],
-                                   op.getUpperBound()[i], op.getStep()[i]);
-    ivs[i] = loop.getInductionVar();
-    inner.setInsertionPoint(loop.getBody()->getTerminator());
-  }
-  // Move the body (without its scf.reduce terminator).
-  Block *old = op.getBody();
-  Operation *insertBefore = &*inner.getInsertionPoint();
-  for (unsigned i = 0; i < n; ++i)
-    old->getArgument(i).replaceAllUsesWith(ivs[i]);
-  auto &ops = old->getOperations();
-  insertBefore->getBlock()->getOperations().splice(
-      insertBefore->getIterator(), ops, ops.begin(), std::prev(ops.end()));
-  op.erase();
+  rw.setInsertionPoint(op);
+  auto outer = scf::ParallelOp::create(rw, loc, op.getLowerBound().drop_back(),
+                                       op.getUpperBound().drop_back(),
+                                       op.getStep().drop_back());
+  rw.setInsertionPoint(outer.getBody()->getTerminator());
+  auto inner =
+      scf::ForOp::create(rw, loc, op.getLowerBound().back(),
+                         op.getUpperBound().back(), op.getStep().back());
+  SmallVector<Value> ivs(outer.getInductionVars());
+  ivs.push_back(inner.getInductionVar());
+  rw.eraseOp(op.getBody()->getTerminator());
+  rw.inlineBlockBefore(op.getBody(), inner.getBody()->getTerminator(), ivs);
+  rw.eraseOp(op);
 }
 
 struct TfmParallelizeOuterPass
@@ -64,16 +48,17 @@ struct TfmParallelizeOuterPass
   void runOnOperation() override {
     SmallVector<scf::ParallelOp> loops;
     getOperation().walk([&](scf::ParallelOp op) { loops.push_back(op); });
-    // Outer loops first (walk is post-order): process in reverse.
+    IRRewriter rewriter(&getContext());
+    // Outer loops first (walk is post-order): process in reverse. The bodies
+    // move, so the inner loops stay valid (and are then nested).
     for (scf::ParallelOp op : llvm::reverse(loops)) {
       if (op.getNumResults() != 0 || op->hasAttr("tfm.keep_parallel"))
         continue;
       bool nested = op->getParentOfType<scf::ParallelOp>() != nullptr;
-      unsigned n = op.getNumLoops();
-      if (nested || n == 1)
-        splitParallel(op, 0);
+      if (nested || op.getNumLoops() == 1)
+        (void)scf::parallelForToNestedFors(rewriter, op);
       else
-        splitParallel(op, n - 1);
+        serializeInnermost(rewriter, op);
     }
   }
 };
