@@ -10,7 +10,7 @@ func.func @undecomposed(%x: tensor<?x?x16xf32>, %wu: tensor<64x16xf32>, %wd: ten
 
 // -----
 
-// So is a parameter that tfm-cpu-abi has not turned into an argument.
+// So is a parameter that tfm-model-abi has not turned into an argument.
 func.func @param() -> tensor<8x16xf32> {
   // expected-error @below {{failed to legalize operation 'tfm.param'}}
   %w = tfm.param "w" : tensor<8x16xf32>

@@ -27,9 +27,9 @@ void mlir::tfm::buildTfmCpuPipeline(OpPassManager &pm,
   pipelines::addModelStages(pm, want(CpuStage::Primitive),
                             want(CpuStage::Fused), options.fuseAttention);
   if (want(CpuStage::Linalg)) {
-    TfmCpuAbiOptions abi;
+    TfmModelAbiOptions abi;
     abi.panelWidth = 2 * options.vectorWidth;
-    pm.addPass(createTfmCpuAbi(abi));
+    pm.addPass(createTfmModelAbi(abi));
     pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
     // arith on tensors (hand-written or imported graphs) becomes linalg too.
     addText(pm, "func.func(convert-elementwise-to-linalg)");

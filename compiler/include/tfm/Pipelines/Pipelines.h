@@ -13,7 +13,7 @@ namespace mlir::tfm {
 enum class CpuStage {
   Primitive, ///< tfm-decompose: primitive tfm ops
   Fused,     ///< tfm-fuse-attention: tfm.attention
-  Linalg,    ///< tfm-cpu-abi + convert-tfm-to-linalg: linalg on tensors
+  Linalg,    ///< tfm-model-abi + convert-tfm-to-linalg: linalg on tensors
   Loops,     ///< bufferization, kernels, loops and vectors on buffers
   LLVM,      ///< the LLVM dialect
 };
@@ -40,7 +40,7 @@ void buildTfmCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options,
 enum class GpuStage {
   Primitive, ///< tfm-decompose
   Fused,     ///< tfm-fuse-attention
-  Linalg,    ///< tfm-cpu-abi (64-column panels) + convert-tfm-to-linalg
+  Linalg,    ///< tfm-model-abi (64-column panels) + convert-tfm-to-linalg
   Gpu,       ///< bufferized, kernels outlined into gpu.module / gpu.func
   NVVM,      ///< kernels in the NVVM and LLVM dialects, host still high level
   LLVM,      ///< host in the LLVM dialect, kernels serialized in gpu.binary

@@ -61,12 +61,12 @@ Value emitLinear(OpBuilder &b, Location loc, Value x, Value weightP, int64_t n,
 }
 
 /// Panel width of weights packed here (a weight that does not come packed
-/// from tfm-cpu-abi, as in hand-written IR).
+/// from tfm-model-abi, as in hand-written IR).
 constexpr int64_t kPanel = 32;
 
 /// The packed [P, K, W] form of the [N, K] weight operand `w` (`converted`:
 /// its value after conversion): the packed parameter when the weight is
-/// tfm.unpack_weight of one (tfm-cpu-abi), else packed here.
+/// tfm.unpack_weight of one (tfm-model-abi), else packed here.
 Value packedWeight(OpBuilder &b, Location loc, Value w, Value converted) {
   if (auto up = w.getDefiningOp<UnpackWeightOp>())
     return up.getPacked();
