@@ -54,3 +54,32 @@ func.func @rmsnorm(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf32> {
   %y = tfm.norm %x, %w {kind = #tfm.norm<rmsnorm>, eps = 1.0e-6 : f64} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// A packed weight also read by something other than a linear is unpacked
+// for that reader; the linear still takes the packed parameter.
+// CHECK-LABEL: func.func @unpack_shared
+// CHECK-SAME: (%[[X:.*]]: tensor<4x16xf32>, %[[P:.*]]: tensor<3x16x32xf32>, %[[Y:.*]]: tensor<70x16xf32>)
+// CHECK: %[[W:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<70x16xf32>)
+// CHECK: arith.divui
+// CHECK: arith.remui
+// CHECK: tensor.extract %[[P]]
+// CHECK: tfm.linear_kernel ins(%[[X]], %[[P]] : tensor<4x16xf32>, tensor<3x16x32xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[W]], %[[Y]] :
+// CHECK: arith.addf
+// CHECK-NOT: tfm.unpack_weight
+// CHECK-NOT: tfm.add
+func.func @unpack_shared(%x: tensor<4x16xf32>, %p: tensor<3x16x32xf32>, %y: tensor<70x16xf32>) -> (tensor<4x70xf32>, tensor<70x16xf32>) {
+  %w = tfm.unpack_weight %p : tensor<3x16x32xf32> -> tensor<70x16xf32>
+  %a = tfm.linear %x, %w : (tensor<4x16xf32>, tensor<70x16xf32>) -> tensor<4x70xf32>
+  %s = tfm.add %w, %y : tensor<70x16xf32>
+  return %a, %s : tensor<4x70xf32>, tensor<70x16xf32>
+}
+
+// Kernel ops are already the target form: left alone.
+// CHECK-LABEL: func.func @kernel
+// CHECK-NEXT: %[[R:.*]] = tfm.linear_kernel ins(%{{.*}}, %{{.*}} : tensor<4x16xf32>, tensor<1x16x32xf32>) outs(%{{.*}} : tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @kernel(%x: tensor<4x16xf32>, %p: tensor<1x16x32xf32>, %o: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %r = tfm.linear_kernel ins(%x, %p : tensor<4x16xf32>, tensor<1x16x32xf32>) outs(%o : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}

@@ -1,6 +1,6 @@
 //===- CpuPipeline.cpp - the CPU stages of the tfm pipeline ---------------===//
 //
-//   tfm-cpu-abi{panel-width=2*lanes}, convert-tfm-to-linalg     --emit=linalg
+//   tfm-model-abi{panel-width=2*lanes}, convert-tfm-to-linalg     --emit=linalg
 //   tfm-outline-layers, one-shot-bufferize, deallocation,
 //   tfm-lower-kernels, tfm-parallelize-outer                    --emit=loops
 //   OpenMP, vector, math and memref to LLVM                 --emit=llvm-mlir
@@ -21,9 +21,9 @@ using namespace mlir::tfm::pipelines;
 
 void pipelines::buildCpuLinalgStage(OpPassManager &pm,
                                     const PipelineConfig &config) {
-  TfmCpuAbiOptions abi;
+  TfmModelAbiOptions abi;
   abi.panelWidth = 2 * config.vectorWidth;
-  pm.addPass(createTfmCpuAbi(abi));
+  pm.addPass(createTfmModelAbi(abi));
   pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
   // arith on tensors (hand-written or imported graphs) becomes linalg too.
   addText(pm, "func.func(convert-elementwise-to-linalg)");

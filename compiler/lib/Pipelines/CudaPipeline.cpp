@@ -4,7 +4,7 @@
 // serialized (PTX, or a fatbin with cubin and PTX) in a gpu.binary:
 //
 //   decompose, fuse attention          (shared with the CPU pipeline)
-//   tfm-cpu-abi{panel-width=64}, convert-tfm-to-linalg, elementwise fusion
+//   tfm-model-abi{panel-width=64}, convert-tfm-to-linalg, elementwise fusion
 //   one-shot-bufferize, deallocation
 //   tfm-gpu-lower-kernels               attention / GEMM kernels (gpu.launch)
 //   convert-linalg-to-parallel-loops, tfm-gpu-map-loops
@@ -35,9 +35,9 @@ using namespace mlir::tfm::pipelines;
 
 void pipelines::buildCudaLinalgStage(OpPassManager &pm,
                                      const PipelineConfig &) {
-  TfmCpuAbiOptions abi;
+  TfmModelAbiOptions abi;
   abi.panelWidth = 64;
-  pm.addPass(createTfmCpuAbi(abi));
+  pm.addPass(createTfmModelAbi(abi));
   pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
   addText(pm, "func.func(convert-elementwise-to-linalg, "
               "linalg-fuse-elementwise-ops), canonicalize, cse");

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Transforms/Passes.h"
+#include "tfm/Transforms/Transforms.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"

@@ -23,8 +23,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Transforms/Passes.h"
+#include "tfm/Transforms/Transforms.h"
 
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include <cmath>
 
@@ -403,19 +405,19 @@ struct TfmLowerKernelsPass
     : mlir::tfm::impl::TfmLowerKernelsBase<TfmLowerKernelsPass> {
   using TfmLowerKernelsBase::TfmLowerKernelsBase;
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<arith::ArithDialect, math::MathDialect,
+                           memref::MemRefDialect, scf::SCFDialect,
+                           vector::VectorDialect>();
+    target.addIllegalOp<LinearKernelOp, AttentionKernelOp>();
+    RewritePatternSet patterns(ctx);
     populateLowerKernelPatterns(patterns, vectorWidth);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
       return signalPassFailure();
-    WalkResult r = getOperation().walk([](Operation *op) {
-      if (isa<LinearKernelOp, AttentionKernelOp>(op)) {
-        op->emitError("tfm-lower-kernels could not lower this kernel");
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (r.wasInterrupted())
-      signalPassFailure();
+    // Fold the kernels' index arithmetic and share their constants.
+    (void)applyPatternsGreedily(getOperation(), FrozenRewritePatternSet());
   }
 };
 

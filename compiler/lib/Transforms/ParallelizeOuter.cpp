@@ -11,63 +11,36 @@
 
 #include "tfm/Transforms/Passes.h"
 
-#include "mlir/IR/IRMapping.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_TFMPARALLELIZEOUTER
 #include "tfm/Transforms/Passes.h.inc"
-#define GEN_PASS_DEF_TFMEXPANDMATH
-#include "tfm/Transforms/Passes.h.inc"
-#define GEN_PASS_DEF_TFMEXPANDSHAPETOCAST
-#include "tfm/Transforms/Passes.h.inc"
 } // namespace mlir::tfm
-
-#include "mlir/Dialect/Arith/Utils/Utils.h"
-#include "mlir/Dialect/Math/Transforms/Passes.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
 
 namespace {
 
-/// Replaces `op` by an scf.parallel over its first `numParallel` dimensions
-/// (none: no parallel loop) around scf.for loops over the others.
-void splitParallel(scf::ParallelOp op, unsigned numParallel) {
-  OpBuilder b(op);
+/// Replaces the multi-dimensional `op` by an scf.parallel over all but its
+/// innermost dimension around an scf.for over that one.
+void serializeInnermost(RewriterBase &rw, scf::ParallelOp op) {
   Location loc = op.getLoc();
-  unsigned n = op.getNumLoops();
-  SmallVector<Value> ivs(n);
-  Block *body = nullptr;
-  OpBuilder inner(op.getContext());
-  if (numParallel > 0) {
-    auto par = scf::ParallelOp::create(
-        b, loc, op.getLowerBound().take_front(numParallel),
-        op.getUpperBound().take_front(numParallel),
-        op.getStep().take_front(numParallel));
-    for (unsigned i = 0; i < numParallel; ++i)
-      ivs[i] = par.getInductionVars()[i];
-    body = par.getBody();
-    inner.setInsertionPoint(body->getTerminator());
-  } else {
-    inner.setInsertionPoint(op);
-  }
-  for (unsigned i = numParallel; i < n; ++i) {
-    auto loop = scf::ForOp::create(inner, loc, op.getLowerBound()[i],
-                                   op.getUpperBound()[i], op.getStep()[i]);
-    ivs[i] = loop.getInductionVar();
-    inner.setInsertionPoint(loop.getBody()->getTerminator());
-  }
-  // Move the body (without its scf.reduce terminator).
-  Block *old = op.getBody();
-  Operation *insertBefore = &*inner.getInsertionPoint();
-  for (unsigned i = 0; i < n; ++i)
-    old->getArgument(i).replaceAllUsesWith(ivs[i]);
-  auto &ops = old->getOperations();
-  insertBefore->getBlock()->getOperations().splice(
-      insertBefore->getIterator(), ops, ops.begin(), std::prev(ops.end()));
-  op.erase();
+  rw.setInsertionPoint(op);
+  auto outer = scf::ParallelOp::create(rw, loc, op.getLowerBound().drop_back(),
+                                       op.getUpperBound().drop_back(),
+                                       op.getStep().drop_back());
+  rw.setInsertionPoint(outer.getBody()->getTerminator());
+  auto inner =
+      scf::ForOp::create(rw, loc, op.getLowerBound().back(),
+                         op.getUpperBound().back(), op.getStep().back());
+  SmallVector<Value> ivs(outer.getInductionVars());
+  ivs.push_back(inner.getInductionVar());
+  rw.eraseOp(op.getBody()->getTerminator());
+  rw.inlineBlockBefore(op.getBody(), inner.getBody()->getTerminator(), ivs);
+  rw.eraseOp(op);
 }
 
 struct TfmParallelizeOuterPass
@@ -75,91 +48,18 @@ struct TfmParallelizeOuterPass
   void runOnOperation() override {
     SmallVector<scf::ParallelOp> loops;
     getOperation().walk([&](scf::ParallelOp op) { loops.push_back(op); });
-    // Outer loops first (walk is post-order): process in reverse.
+    IRRewriter rewriter(&getContext());
+    // Outer loops first (walk is post-order): process in reverse. The bodies
+    // move, so the inner loops stay valid (and are then nested).
     for (scf::ParallelOp op : llvm::reverse(loops)) {
       if (op.getNumResults() != 0 || op->hasAttr("tfm.keep_parallel"))
         continue;
       bool nested = op->getParentOfType<scf::ParallelOp>() != nullptr;
-      unsigned n = op.getNumLoops();
-      if (nested || n == 1)
-        splitParallel(op, 0);
+      if (nested || op.getNumLoops() == 1)
+        (void)scf::parallelForToNestedFors(rewriter, op);
       else
-        splitParallel(op, n - 1);
+        serializeInnermost(rewriter, op);
     }
-  }
-};
-
-struct TfmExpandMathPass
-    : mlir::tfm::impl::TfmExpandMathBase<TfmExpandMathPass> {
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
-      return name == "math.exp" || name == "math.tanh" || name == "math.erf";
-    });
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
-  }
-};
-
-struct ExpandShapeToCast : OpRewritePattern<memref::ExpandShapeOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(memref::ExpandShapeOp op,
-                                PatternRewriter &b) const override {
-    MemRefType src = op.getSrcType(), dst = op.getResultType();
-    if (!src.getLayout().isIdentity() || !dst.getLayout().isIdentity())
-      return b.notifyMatchFailure(op, "not a contiguous buffer");
-    Location loc = op.getLoc();
-    SmallVector<OpFoldResult> sizes = op.getMixedOutputShape();
-    SmallVector<OpFoldResult> strides(sizes.size());
-    OpFoldResult stride = b.getIndexAttr(1);
-    for (int64_t i = int64_t(sizes.size()) - 1; i >= 0; --i) {
-      strides[i] = stride;
-      std::optional<int64_t> cs = getConstantIntValue(stride);
-      std::optional<int64_t> cz = getConstantIntValue(sizes[i]);
-      if (cs && cz)
-        stride = b.getIndexAttr(*cs * *cz);
-      else
-        stride = arith::MulIOp::create(
-                     b, loc, getValueOrCreateConstantIndexOp(b, loc, stride),
-                     getValueOrCreateConstantIndexOp(b, loc, sizes[i]))
-                     .getResult();
-    }
-    b.replaceOpWithNewOp<memref::ReinterpretCastOp>(
-        op, dst, op.getSrc(), b.getIndexAttr(0), sizes, strides);
-    return success();
-  }
-};
-
-/// convert-scf-to-openmp wraps each loop body in memref.alloca_scope, which
-/// must stay single-block; one without allocas is inlined before scf-to-cf.
-struct InlineAllocaFreeScope : OpRewritePattern<memref::AllocaScopeOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(memref::AllocaScopeOp op,
-                                PatternRewriter &b) const override {
-    if (op.getNumResults() != 0)
-      return failure();
-    bool hasAlloca = false;
-    op.getBodyRegion().walk([&](memref::AllocaOp alloca) {
-      if (alloca->getParentOfType<memref::AllocaScopeOp>() == op)
-        hasAlloca = true;
-    });
-    if (hasAlloca)
-      return b.notifyMatchFailure(op, "scope holds allocas");
-    Block &body = op.getBodyRegion().front();
-    b.eraseOp(body.getTerminator());
-    b.inlineBlockBefore(&body, op);
-    b.eraseOp(op);
-    return success();
-  }
-};
-
-struct TfmExpandShapeToCastPass
-    : mlir::tfm::impl::TfmExpandShapeToCastBase<TfmExpandShapeToCastPass> {
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    patterns.add<ExpandShapeToCast, InlineAllocaFreeScope>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
   }
 };
 

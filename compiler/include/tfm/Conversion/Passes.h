@@ -11,6 +11,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
+#include "tfm/Conversion/TfmToLinalg/TfmToLinalg.h"
 #include "tfm/Dialect/TfmOps.h"
 
 namespace mlir::tfm {
@@ -20,9 +21,6 @@ namespace mlir::tfm {
 
 #define GEN_PASS_REGISTRATION
 #include "tfm/Conversion/Passes.h.inc"
-
-/// Patterns lowering tfm ops on tensors to linalg/tensor ops and kernel ops.
-void populateTfmToLinalgPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::tfm
 

@@ -10,7 +10,7 @@ def ConvertTfmToLinalg : Pass<"convert-tfm-to-linalg", "func::FuncOp"> {
   let description = [{
     Elementwise ops, norms, softmax, masks, embeddings, RoPE and head
     reshapes become linalg/tensor ops on tensors; `tfm.linear` (with a
-    transposed weight from tfm-cpu-abi) and `tfm.attention` become the
+    transposed weight from tfm-model-abi) and `tfm.attention` become the
     destination-style kernel ops `tfm.linear_kernel` and
     `tfm.attention_kernel`.
   }];

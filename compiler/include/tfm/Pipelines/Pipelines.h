@@ -25,7 +25,7 @@ enum class Stage {
   Tfm,         ///< model-level tfm IR (MLIRGen)
   Primitive,   ///< tfm-decompose: primitive tfm ops
   Fused,       ///< tfm-fuse-attention: tfm.attention
-  Linalg,      ///< tfm-cpu-abi + convert-tfm-to-linalg: linalg on tensors
+  Linalg,      ///< tfm-model-abi + convert-tfm-to-linalg: linalg on tensors
   Loops,       ///< CPU: bufferized loops, vector kernels, parallel loops
   Gpu,         ///< CUDA: bufferized, kernels outlined into gpu.func
   NVVM,        ///< CUDA: kernels in the NVVM dialect

@@ -21,7 +21,7 @@ struct AbiArg {
   std::string dtype;          ///< numpy-style: float32, int32, ...
 };
 
-/// Reads the destination-passing signature that tfm-cpu-abi gave `func`.
+/// Reads the destination-passing signature that tfm-model-abi gave `func`.
 FailureOr<std::vector<AbiArg>> readAbi(ModuleOp module, StringRef funcName);
 
 /// The host or named x86-64 CPU.

@@ -26,14 +26,6 @@ namespace mlir::tfm {
 #define GEN_PASS_REGISTRATION
 #include "tfm/Transforms/Passes.h.inc"
 
-/// Model-level attention and FFN to primitive ops.
-void populateDecomposePatterns(RewritePatternSet &patterns);
-/// softmax(Q K^T s + M) V spellings to tfm.attention.
-void populateFuseAttentionPatterns(RewritePatternSet &patterns);
-/// Buffer-level kernel ops to vector loop nests.
-void populateLowerKernelPatterns(RewritePatternSet &patterns,
-                                 int64_t vectorWidth);
-
 } // namespace mlir::tfm
 
 #endif // TFM_TRANSFORMS_PASSES_H

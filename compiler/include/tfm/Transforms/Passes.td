@@ -29,7 +29,7 @@ def TfmFuseAttention : Pass<"tfm-fuse-attention", "func::FuncOp"> {
   let dependentDialects = ["::mlir::tfm::TfmDialect"];
 }
 
-def TfmCpuAbi : Pass<"tfm-cpu-abi", "ModuleOp"> {
+def TfmModelAbi : Pass<"tfm-model-abi", "ModuleOp"> {
   let summary = "Give the model function its destination-passing C ABI";
   let description = [{
     Rewrites each model function so that its inputs, its output and every
@@ -132,7 +132,7 @@ def TfmGpuLowerKernels : Pass<"tfm-gpu-lower-kernels", "func::FuncOp"> {
     tfm.linear_kernel becomes a tiled GEMM: 64x64 output tiles, K in steps
     of 32 staged in shared memory, tensor-core mma.sync for f16/bf16 and an
     8x4 register block per thread for f32. The weight must come packed in
-    64-column panels (tfm-cpu-abi panel-width=64).
+    64-column panels (tfm-model-abi panel-width=64).
 
     memref.copy becomes linalg.copy, so that it runs as a kernel too.
   }];

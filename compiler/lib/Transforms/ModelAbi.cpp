@@ -1,4 +1,4 @@
-//===- CpuAbi.cpp - destination-passing ABI for model functions -----------===//
+//===- ModelAbi.cpp - destination-passing ABI for model functions ---------===//
 //
 // Before:  func @m(%tokens: tensor<?x?xi32>) -> tensor<?x?x50xf32>
 //            %w = tfm.param "x" ...
@@ -20,7 +20,7 @@
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir::tfm {
-#define GEN_PASS_DEF_TFMCPUABI
+#define GEN_PASS_DEF_TFMMODELABI
 #include "tfm/Transforms/Passes.h.inc"
 } // namespace mlir::tfm
 
@@ -48,14 +48,14 @@ bool wantsPacked(OpOperand &use) {
 LogicalResult rewriteFunction(func::FuncOp func, int64_t panel) {
   FunctionType type = func.getFunctionType();
   if (type.getNumResults() != 1)
-    return func.emitError("tfm-cpu-abi expects a model function with one "
+    return func.emitError("tfm-model-abi expects a model function with one "
                           "result");
   for (Type t : type.getInputs())
     if (!isa<RankedTensorType>(t))
-      return func.emitError("tfm-cpu-abi expects ranked tensor inputs");
+      return func.emitError("tfm-model-abi expects ranked tensor inputs");
   auto resultType = dyn_cast<RankedTensorType>(type.getResult(0));
   if (!resultType)
-    return func.emitError("tfm-cpu-abi expects a ranked tensor result");
+    return func.emitError("tfm-model-abi expects a ranked tensor result");
 
   MLIRContext *ctx = func.getContext();
   Block &entry = func.front();
@@ -137,8 +137,8 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel) {
   return success();
 }
 
-struct TfmCpuAbiPass : mlir::tfm::impl::TfmCpuAbiBase<TfmCpuAbiPass> {
-  using TfmCpuAbiBase::TfmCpuAbiBase;
+struct TfmModelAbiPass : mlir::tfm::impl::TfmModelAbiBase<TfmModelAbiPass> {
+  using TfmModelAbiBase::TfmModelAbiBase;
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || func->hasAttr("tfm.params"))

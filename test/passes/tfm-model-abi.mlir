@@ -1,4 +1,4 @@
-// RUN: tfm-opt %s --tfm-cpu-abi=panel-width=32 | FileCheck %s
+// RUN: tfm-opt %s --tfm-model-abi=panel-width=32 | FileCheck %s
 
 // Inputs, then the output, then the parameters in first-use order; the
 // linear weight is packed in panels of 32 columns ([ceil(70/32), 16, 32])

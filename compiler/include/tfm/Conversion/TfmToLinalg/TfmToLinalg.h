@@ -1,0 +1,41 @@
+//===- TfmToLinalg.h - tfm ops to linalg on tensors -------------*- C++ -*-===//
+//
+// Patterns lowering primitive and fused tfm ops on tensors to linalg, tensor
+// and the destination-style kernel ops (tfm.linear_kernel,
+// tfm.attention_kernel), split like upstream's TosaToLinalg: elementwise
+// ops and reductions, data movement, and the compute-heavy ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_CONVERSION_TFMTOLINALG_TFMTOLINALG_H
+#define TFM_CONVERSION_TFMTOLINALG_TFMTOLINALG_H
+
+namespace mlir {
+class ConversionTarget;
+class RewritePatternSet;
+} // namespace mlir
+
+namespace mlir::tfm {
+
+/// Arithmetic, activations, positions, RoPE, masks, norms, softmax, pooling.
+void populateTfmElementwiseToLinalgPatterns(RewritePatternSet &patterns);
+
+/// Embeddings, transposes, head reshapes, repeated K/V heads, prepended
+/// tokens, unpacked weights.
+void populateTfmDataMovementToLinalgPatterns(RewritePatternSet &patterns);
+
+/// tfm.linear / tfm.patch_embed / tfm.attention to kernel ops, tfm.matmul
+/// to a linalg contraction.
+void populateTfmKernelOpsToLinalgPatterns(RewritePatternSet &patterns);
+
+/// All of the above.
+void populateTfmToLinalgConversionPatterns(RewritePatternSet &patterns);
+
+/// Marks the tfm dialect illegal except the kernel ops (lowered later, on
+/// buffers) and the tfm.unpack_weight ops that only those kernels read, and
+/// the dialects the patterns produce legal.
+void populateTfmToLinalgConversionTarget(ConversionTarget &target);
+
+} // namespace mlir::tfm
+
+#endif // TFM_CONVERSION_TFMTOLINALG_TFMTOLINALG_H

@@ -1,0 +1,217 @@
+//===- TfmToLinalgKernels.cpp - tfm compute ops to kernel ops -------------===//
+//
+// The two compute-heavy ops, tfm.linear (and tfm.patch_embed, a linear over
+// image patches) and tfm.attention, become the destination-style kernel ops
+// tfm.linear_kernel and tfm.attention_kernel, which One-Shot Bufferize turns
+// into their buffer form (BufferizableOpInterface) and tfm-lower-kernels /
+// tfm-gpu-lower-kernels into hand-blocked code. tfm.matmul (unfused
+// attention) becomes a batched linalg.generic contraction.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Conversion/TfmToLinalg/TfmToLinalg.h"
+
+#include "TfmToLinalgUtils.h"
+
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+using namespace mlir::tfm::linalg_lowering;
+using utils::IteratorType;
+
+namespace {
+
+/// Emits x[..., K] times the weight (packed as [P, K, W] in `weightP`, with
+/// `n` real columns) plus bias, through tfm.linear_kernel.
+Value emitLinear(OpBuilder &b, Location loc, Value x, Value weightP, int64_t n,
+                 Value bias) {
+  auto xt = tensorType(x);
+  int64_t rank = xt.getRank();
+  Type elt = xt.getElementType();
+  Value x2 = x;
+  if (rank != 2) {
+    SmallVector<ReassociationIndices> re(2);
+    for (int64_t i = 0; i < rank - 1; ++i)
+      re[0].push_back(i);
+    re[1].push_back(rank - 1);
+    x2 = tensor::CollapseShapeOp::create(b, loc, x, re);
+  }
+  auto x2t = tensorType(x2);
+  auto outType = RankedTensorType::get({x2t.getDimSize(0), n}, elt);
+  Value init = emptyTensor(b, loc, outType, {{x2, 0}, {x2, 1}});
+  Value res = LinearKernelOp::create(b, loc, TypeRange{outType}, x2, weightP,
+                                     bias, init)
+                  .getResult()[0];
+  if (rank == 2)
+    return res;
+  SmallVector<int64_t> shape(xt.getShape());
+  shape.back() = n;
+  SmallVector<OpFoldResult> outShape;
+  for (int64_t i = 0; i < rank - 1; ++i)
+    outShape.push_back(xt.isDynamicDim(i) ? OpFoldResult(dimOf(b, loc, x, i))
+                                          : b.getIndexAttr(xt.getDimSize(i)));
+  outShape.push_back(b.getIndexAttr(n));
+  SmallVector<ReassociationIndices> re(2);
+  for (int64_t i = 0; i < rank - 1; ++i)
+    re[0].push_back(i);
+  re[1].push_back(rank - 1);
+  return tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(shape, elt), res, re, outShape);
+}
+
+/// Panel width of weights packed here (a weight that does not come packed
+/// from tfm-model-abi, as in hand-written IR).
+constexpr int64_t kPanel = 32;
+
+/// The packed [P, K, W] form of the [N, K] weight operand `w` (`converted`:
+/// its value after conversion): the packed parameter when the weight is
+/// tfm.unpack_weight of one (tfm-model-abi), else packed here.
+Value packedWeight(OpBuilder &b, Location loc, Value w, Value converted) {
+  if (auto up = w.getDefiningOp<UnpackWeightOp>())
+    return up.getPacked();
+  w = converted;
+  auto wt = tensorType(w);
+  int64_t n = wt.getDimSize(0), k = wt.getDimSize(1);
+  auto pt = RankedTensorType::get({(n + kPanel - 1) / kPanel, k, kPanel},
+                                  wt.getElementType());
+  Value init = tensor::EmptyOp::create(b, loc, pt.getShape(),
+                                       pt.getElementType(), ValueRange{});
+  return generic(
+      b, loc, ValueRange{}, {}, init,
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        Value p = linalg::IndexOp::create(nb, l, 0);
+        Value kk = linalg::IndexOp::create(nb, l, 1);
+        Value c = linalg::IndexOp::create(nb, l, 2);
+        Value row = arith::AddIOp::create(
+            nb, l, arith::MulIOp::create(nb, l, p, constIdx(nb, l, kPanel)), c);
+        Value inside = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
+                                             row, constIdx(nb, l, n));
+        Value safe = arith::MinUIOp::create(nb, l, row, constIdx(nb, l, n - 1));
+        Value v = tensor::ExtractOp::create(nb, l, w, ValueRange{safe, kk});
+        return arith::SelectOp::create(nb, l, inside, v,
+                                       constF(nb, l, wt.getElementType(), 0.0));
+      });
+}
+
+struct LowerLinear : OpConversionPattern<LinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value wp = packedWeight(b, loc, op.getWeight(), adaptor.getWeight());
+    int64_t n = tensorType(adaptor.getWeight()).getDimSize(0);
+    b.replaceOp(
+        op, emitLinear(b, loc, adaptor.getInput(), wp, n, adaptor.getBias()));
+    return success();
+  }
+};
+
+struct LowerAttention : OpConversionPattern<AttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    auto rt = op.getType();
+    Value q = adaptor.getQuery(), v = adaptor.getValue();
+    Value init = emptyTensor(b, loc, rt, {{q, 0}, {q, 1}, {q, 2}, {v, 3}});
+    // The kernel streams K^T ([B, KV, D, S]): one transposed copy of K.
+    Value kt = transposeTensor(b, loc, adaptor.getKey(), {0, 1, 3, 2});
+    auto kernel = AttentionKernelOp::create(
+        b, loc, TypeRange{rt}, q, kt, v, adaptor.getLengths(), init,
+        op.getMaskAttr(), op.getWindowAttr(), op.getScaleAttr());
+    b.replaceOp(op, kernel.getResult()[0]);
+    return success();
+  }
+};
+
+struct LowerMatmul : OpConversionPattern<MatmulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    auto rt = op.getType();
+    int64_t rank = rt.getRank(), nb = rank - 2;
+    bool tl = op.getTransposeLhs(), tr = op.getTransposeRhs();
+    SmallVector<std::pair<Value, int64_t>> src;
+    for (int64_t i = 0; i < nb; ++i)
+      src.push_back({lhs, i});
+    src.push_back({lhs, tl ? rank - 1 : rank - 2});
+    src.push_back({rhs, tr ? rank - 2 : rank - 1});
+    Value init = emptyTensor(b, loc, rt, src);
+    Value zero = constF(b, loc, rt.getElementType(), 0.0);
+    Value filled =
+        linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{init})
+            .getResult(0);
+    // Loops: batch..., m, n, k.
+    auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> batch;
+    for (int64_t i = 0; i < nb; ++i)
+      batch.push_back(dim(i));
+    AffineExpr m = dim(nb), n = dim(nb + 1), k = dim(nb + 2);
+    auto mk = [&](AffineExpr a, AffineExpr c) {
+      SmallVector<AffineExpr> e(batch);
+      e.push_back(a);
+      e.push_back(c);
+      return AffineMap::get(rank + 1, 0, e, ctx);
+    };
+    SmallVector<AffineMap> maps{tl ? mk(k, m) : mk(m, k),
+                                tr ? mk(n, k) : mk(k, n), mk(m, n)};
+    SmallVector<IteratorType> iters(rank + 1, IteratorType::parallel);
+    iters.back() = IteratorType::reduction;
+    auto fm = reassoc(ctx);
+    auto g = linalg::GenericOp::create(
+        b, loc, TypeRange{rt}, ValueRange{lhs, rhs}, ValueRange{filled}, maps,
+        iters, [&](OpBuilder &bb, Location l, ValueRange a) {
+          Value p = arith::MulFOp::create(bb, l, a[0], a[1], fm);
+          linalg::YieldOp::create(
+              bb, l, Value(arith::AddFOp::create(bb, l, a[2], p, fm)));
+        });
+    b.replaceOp(op, g.getResult(0));
+    return success();
+  }
+};
+
+struct LowerPatchEmbed : OpConversionPattern<PatchEmbedOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(PatchEmbedOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value px = adaptor.getPixels();
+    auto pt = tensorType(px);
+    int64_t c = pt.getDimSize(1), s = pt.getDimSize(2),
+            p = op.getPatchAttr().getInt(), g = s / p;
+    Type elt = pt.getElementType();
+    auto bdim = [&]() -> OpFoldResult {
+      return pt.isDynamicDim(0) ? OpFoldResult(dimOf(b, loc, px, 0))
+                                : b.getIndexAttr(pt.getDimSize(0));
+    };
+    // [B, C, S, S] -> [B, C, G, P, G, P] -> [B, G, G, C, P, P] -> [B, G*G,
+    // C*P*P]
+    auto expType =
+        RankedTensorType::get({pt.getDimSize(0), c, g, p, g, p}, elt);
+    Value e = tensor::ExpandShapeOp::create(
+        b, loc, expType, px,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}, {4, 5}},
+        SmallVector<OpFoldResult>{bdim(), b.getIndexAttr(c), b.getIndexAttr(g),
+                                  b.getIndexAttr(p), b.getIndexAttr(g),
+                                  b.getIndexAttr(p)});
+    Value t = transposeTensor(b, loc, e, {0, 2, 4, 1, 3, 5});
+    Value flat = tensor::CollapseShapeOp::create(
+        b, loc, t, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4, 5}});
+    Value wp = packedWeight(b, loc, op.getWeight(), adaptor.getWeight());
+    int64_t n = tensorType(adaptor.getWeight()).getDimSize(0);
+    b.replaceOp(op, emitLinear(b, loc, flat, wp, n, adaptor.getBias()));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tfm::populateTfmKernelOpsToLinalgPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<LowerLinear, LowerAttention, LowerMatmul, LowerPatchEmbed>(
+      patterns.getContext());
+}

@@ -1,0 +1,154 @@
+//===- TfmToLinalgUtils.cpp - tfm-to-linalg helpers -----------------------===//
+
+#include "TfmToLinalgUtils.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+using namespace mlir::tfm::linalg_lowering;
+using utils::IteratorType;
+
+RankedTensorType linalg_lowering::tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+Value linalg_lowering::dimOf(OpBuilder &b, Location loc, Value v, int64_t i) {
+  return tensor::DimOp::create(b, loc, v, i);
+}
+
+Value linalg_lowering::emptyTensor(
+    OpBuilder &b, Location loc, RankedTensorType type,
+    ArrayRef<std::pair<Value, int64_t>> sources) {
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dyn.push_back(dimOf(b, loc, sources[i].first, sources[i].second));
+  return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType(),
+                                 dyn);
+}
+
+Value linalg_lowering::emptyLike(OpBuilder &b, Location loc, Value like) {
+  auto t = tensorType(like);
+  SmallVector<std::pair<Value, int64_t>> src;
+  for (int64_t i = 0; i < t.getRank(); ++i)
+    src.push_back({like, i});
+  return emptyTensor(b, loc, t, src);
+}
+
+Value linalg_lowering::constF(OpBuilder &b, Location loc, Type t, double v) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(t, v));
+}
+Value linalg_lowering::constIdx(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+arith::FastMathFlagsAttr linalg_lowering::reassoc(MLIRContext *ctx) {
+  return arith::FastMathFlagsAttr::get(ctx, arith::FastMathFlags::reassoc |
+                                                arith::FastMathFlags::contract);
+}
+
+Value linalg_lowering::generic(OpBuilder &b, Location loc, ValueRange inputs,
+                               ArrayRef<AffineMap> inputMaps, Value init,
+                               BodyFn body) {
+  int64_t rank = tensorType(init).getRank();
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps, iters,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc, body(nb, nloc, args));
+      });
+  return op.getResult(0);
+}
+
+Value linalg_lowering::elementwise(OpBuilder &b, Location loc,
+                                   ValueRange inputs, BodyFn body) {
+  int64_t rank = tensorType(inputs[0]).getRank();
+  SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(rank));
+  return generic(b, loc, inputs, maps, emptyLike(b, loc, inputs[0]), body);
+}
+
+Value linalg_lowering::reduce(
+    OpBuilder &b, Location loc, Value input, int64_t axis, double initValue,
+    ValueRange extra, ArrayRef<AffineMap> extraMaps,
+    function_ref<Value(OpBuilder &, Location, Value acc, ValueRange args)>
+        combine,
+    Type accType) {
+  auto t = tensorType(input);
+  if (!accType)
+    accType = t.getElementType();
+  int64_t rank = t.getRank();
+  SmallVector<int64_t> shape;
+  SmallVector<std::pair<Value, int64_t>> src;
+  SmallVector<AffineExpr> outExprs;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i == axis)
+      continue;
+    shape.push_back(t.getDimSize(i));
+    src.push_back({input, i});
+    outExprs.push_back(b.getAffineDimExpr(i));
+  }
+  auto outType = RankedTensorType::get(shape, accType);
+  Value empty = emptyTensor(b, loc, outType, src);
+  Value filled = linalg::FillOp::create(
+                     b, loc, ValueRange{constF(b, loc, accType, initValue)},
+                     ValueRange{empty})
+                     .getResult(0);
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank)};
+  maps.append(extraMaps.begin(), extraMaps.end());
+  maps.push_back(AffineMap::get(rank, 0, outExprs, b.getContext()));
+  SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+  iters[axis] = IteratorType::reduction;
+  SmallVector<Value> ins{input};
+  ins.append(extra.begin(), extra.end());
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{outType}, ins, ValueRange{filled}, maps, iters,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(
+            nb, nloc, combine(nb, nloc, args.back(), args.drop_back()));
+      });
+  return op.getResult(0);
+}
+
+Value linalg_lowering::toF32(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isF32())
+    return v;
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+}
+Value linalg_lowering::fromF32(OpBuilder &b, Location loc, Value v, Type elt) {
+  if (elt.isF32())
+    return v;
+  return arith::TruncFOp::create(b, loc, elt, v);
+}
+
+AffineMap linalg_lowering::dropDimMap(OpBuilder &b, int64_t rank,
+                                      int64_t axis) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != axis)
+      exprs.push_back(b.getAffineDimExpr(i));
+  return AffineMap::get(rank, 0, exprs, b.getContext());
+}
+
+Value linalg_lowering::transposeTensor(OpBuilder &b, Location loc, Value x,
+                                       ArrayRef<int64_t> perm) {
+  auto t = tensorType(x);
+  SmallVector<int64_t> shape;
+  SmallVector<std::pair<Value, int64_t>> src;
+  for (int64_t p : perm) {
+    shape.push_back(t.getDimSize(p));
+    src.push_back({x, p});
+  }
+  Value init = emptyTensor(
+      b, loc, RankedTensorType::get(shape, t.getElementType()), src);
+  return linalg::TransposeOp::create(b, loc, x, init, perm).getResult()[0];
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+
+bool linalg_lowering::isFoldedIntoKernel(UnpackWeightOp op) {
+  return llvm::all_of(op->getUsers(), [](Operation *u) {
+    return isa<LinearOp, PatchEmbedOp>(u);
+  });
+}
