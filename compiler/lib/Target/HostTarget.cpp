@@ -1,5 +1,4 @@
-//===- HostTarget.cpp - x86-64 object emission
-//-----------------------------===//
+//===- HostTarget.cpp - entry points, description, header, x86-64 code ----===//
 
 #include "tfm/Target/HostTarget.h"
 

@@ -1,8 +1,14 @@
-//===- HostTarget.h - x86-64 object emission and linking ---------*- C++
-//-*-===//
+//===- HostTarget.h - the host side of every artifact -----------*- C++ -*-===//
+//
+// Whatever the target, an artifact's host code is x86-64: the C entry point
+// over tfm_tensor structs and the parameter table, the embedded description
+// the runtime reads, the C header of `tfmc -c`, and the machine code. The
+// CPU target runs the model there; the CUDA target launches kernels from it.
+//
+//===----------------------------------------------------------------------===//
 
-#ifndef TFM_TARGET_CPUTARGET_H
-#define TFM_TARGET_CPUTARGET_H
+#ifndef TFM_TARGET_HOSTTARGET_H
+#define TFM_TARGET_HOSTTARGET_H
 
 #include "tfm/Frontend/ModelSpec.h"
 
@@ -85,4 +91,4 @@ std::string generateHeader(const ModelSpec &spec, const ParamTable &table,
 
 } // namespace mlir::tfm
 
-#endif // TFM_TARGET_CPUTARGET_H
+#endif // TFM_TARGET_HOSTTARGET_H
