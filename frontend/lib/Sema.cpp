@@ -978,7 +978,9 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
                       .str());
   }
 
-  if (diags.errorCount() != errorsBefore)
+  // Past the error limit errors are no longer counted: the model may have
+  // some that went unshown.
+  if (diags.errorCount() != errorsBefore || diags.tooManyErrors())
     return std::nullopt;
 
   // Every parameter tensor and the total must stay addressable.
