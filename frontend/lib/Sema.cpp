@@ -1,20 +1,18 @@
 //===- Sema.cpp - .tfm semantic analysis ----------------------------------===//
 //
-// Scopes, expression evaluation, defaults and the rules of the language
-// (shared/DSL.md). Each section of the source becomes a scope of bindings
-// (key -> expression). A stack of an encoder_decoder model sees, for each
-// section kind, the shared section's bindings overridden by its own; the
-// decoder's cross-attention starts from its attention bindings. Expressions
-// are evaluated lazily in the scope that uses them, so an expression in a
-// shared section sees the stack's overrides, and cycles are detected. Which
-// sections and keys exist, and the kind of each value, come from Keys.def.
+// Defaults and the rules of the language (shared/DSL.md). Each section of the
+// source becomes a scope of bindings (Eval.h). A stack of an encoder_decoder
+// model sees, for each section kind, the shared section's bindings overridden
+// by its own; the decoder's cross-attention starts from its attention
+// bindings. Which sections and keys exist, and the kind of each value, come
+// from Keys.def.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Frontend/Sema.h"
+#include "tfm/Frontend/Eval.h"
 #include "tfm/Frontend/Keys.h"
 
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -35,59 +33,6 @@ StringRef homeOfKey(StringRef key) {
   return home ? stringifySection(*home) : StringRef();
 }
 
-//===----------------------------------------------------------------------===//
-// Scopes and values
-//===----------------------------------------------------------------------===//
-
-struct Num {
-  bool isInt = true;
-  int64_t i = 0;
-  double d = 0.0;
-  double asDouble() const { return isInt ? static_cast<double>(i) : d; }
-};
-
-struct Scope;
-
-struct Binding {
-  const Stmt *stmt = nullptr;
-  Scope *scope = nullptr; ///< where the expression is evaluated
-  enum State { Fresh, Busy, Done, Failed } state = Fresh;
-  Num value;
-};
-
-struct Scope {
-  std::string name; ///< for messages: "attention", "decoder.attention"
-  SectionId section = SectionId::Model; ///< whose keys it holds
-  SMLoc loc;
-  Scope *parent = nullptr;
-  llvm::MapVector<StringRef, Binding> keys;
-  llvm::MapVector<StringRef, const Section *> sections;
-
-  Binding *lookup(StringRef key) {
-    for (Scope *s = this; s; s = s->parent) {
-      auto it = s->keys.find(key);
-      if (it != s->keys.end())
-        return &it->second;
-    }
-    return nullptr;
-  }
-  Binding *local(StringRef key) {
-    auto it = keys.find(key);
-    return it == keys.end() ? nullptr : &it->second;
-  }
-  Binding *local(KeyId key) { return local(stringifyKey(key)); }
-  /// The location of the statement that sets `key` (of the scope if none).
-  SMLoc keyLoc(KeyId key) {
-    Binding *b = local(key);
-    return b ? b->stmt->loc : loc;
-  }
-  /// The location of the expression of `key` (for value errors).
-  SMLoc valueLoc(KeyId key) {
-    Binding *b = local(key);
-    return b ? b->stmt->value->loc : loc;
-  }
-};
-
 /// The resolved value of a multiple-choice key.
 struct ChoiceValue {
   StringRef name;
@@ -99,28 +44,12 @@ enum class Got { Unset, Ok, Bad };
 
 class Sema {
 public:
-  Sema(DiagEmitter &diags) : diags(diags) {}
+  Sema(DiagEmitter &diags) : diags(diags), ev(diags) {}
   std::optional<ModelSpec> analyze(const ModelDecl &decl);
 
 private:
   // Scope construction.
-  Scope *newScope(StringRef name, SectionId section, SMLoc loc, Scope *parent) {
-    scopes.push_back(std::make_unique<Scope>());
-    Scope *s = scopes.back().get();
-    s->name = name.str();
-    s->section = section;
-    s->loc = loc;
-    s->parent = parent;
-    return s;
-  }
   void collect(const Section &section, Scope &scope);
-  Scope *merged(StringRef name, SectionId section, SMLoc loc, Scope *parent,
-                llvm::ArrayRef<Scope *> layers);
-
-  // Evaluation.
-  std::optional<Num> eval(const Expr &e, Scope &scope);
-  std::optional<Num> evalBinding(Binding &b, SMLoc refLoc);
-  bool isNumeric(const Expr &e, Scope &scope);
 
   // Typed accessors for the keys of a scope, checked against Keys.def.
   Got getInt(Scope &s, KeyId key, int64_t &out);
@@ -137,7 +66,7 @@ private:
   void resolveNorm(Scope &s, NormSpec &out);
 
   DiagEmitter &diags;
-  std::vector<std::unique_ptr<Scope>> scopes;
+  Evaluator ev;
 };
 
 } // namespace
@@ -214,186 +143,9 @@ void Sema::collect(const Section &section, Scope &scope) {
   }
 }
 
-Scope *Sema::merged(StringRef name, SectionId section, SMLoc loc, Scope *parent,
-                    llvm::ArrayRef<Scope *> layers) {
-  Scope *s = newScope(name, section, loc, parent);
-  for (Scope *layer : layers) {
-    if (!layer)
-      continue;
-    for (auto &[key, b] : layer->keys) {
-      // cross_attention takes the keys of attention it accepts.
-      if (!findKeySchema(section, key))
-        continue;
-      Binding copy;
-      copy.stmt = b.stmt;
-      copy.scope = s;
-      s->keys[key] = copy;
-    }
-    if (layer->loc.isValid())
-      s->loc = layer->loc;
-  }
-  return s;
-}
-
-//===----------------------------------------------------------------------===//
-// Expressions
-//===----------------------------------------------------------------------===//
-
-bool Sema::isNumeric(const Expr &e, Scope &scope) {
-  if (e.kind == Expr::Kind::Call)
-    return false;
-  if (e.kind == Expr::Kind::Name)
-    return scope.lookup(e.spelling) != nullptr;
-  return true;
-}
-
-std::optional<Num> Sema::evalBinding(Binding &b, SMLoc refLoc) {
-  switch (b.state) {
-  case Binding::Done:
-    return b.value;
-  case Binding::Failed:
-    return std::nullopt;
-  case Binding::Busy:
-    diags.error(refLoc,
-                "'" + b.stmt->name + "' depends on itself (a cycle of keys)");
-    return std::nullopt;
-  case Binding::Fresh:
-    break;
-  }
-  if (!isNumeric(*b.stmt->value, *b.scope)) {
-    diags.error(refLoc, "'" + b.stmt->name +
-                            "' is not a number and "
-                            "cannot be used in an expression");
-    return std::nullopt;
-  }
-  b.state = Binding::Busy;
-  std::optional<Num> v = eval(*b.stmt->value, *b.scope);
-  b.state = v ? Binding::Done : Binding::Failed;
-  if (v)
-    b.value = *v;
-  return v;
-}
-
-std::optional<Num> Sema::eval(const Expr &e, Scope &scope) {
-  switch (e.kind) {
-  case Expr::Kind::Integer:
-    return Num{true, e.intValue, 0.0};
-  case Expr::Kind::Decimal:
-    return Num{false, 0, e.decimalValue};
-  case Expr::Kind::Call:
-    diags.error(e.loc, "'" + e.spelling + "(...)' is not a number");
-    return std::nullopt;
-  case Expr::Kind::Name: {
-    if (Binding *b = scope.lookup(e.spelling))
-      return evalBinding(*b, e.loc);
-    std::vector<StringRef> visible;
-    for (Scope *s = &scope; s; s = s->parent)
-      for (auto &kv : s->keys)
-        visible.push_back(kv.first);
-    std::string msg = ("unknown name '" + e.spelling + "'").str();
-    StringRef near = closestMatch(e.spelling, visible);
-    if (!near.empty())
-      msg += ("; did you mean '" + near + "'?").str();
-    else if (!homeOfKey(e.spelling).empty())
-      msg += ("; '" + e.spelling +
-              "' is not set in this section or an enclosing one")
-                 .str();
-    diags.error(e.loc, msg);
-    return std::nullopt;
-  }
-  case Expr::Kind::Negate: {
-    std::optional<Num> v = eval(*e.lhs, scope);
-    if (!v)
-      return std::nullopt;
-    if (!v->isInt)
-      return Num{false, 0, -v->d};
-    if (v->i == INT64_MIN) {
-      diags.error(e.loc, "integer overflow in negation");
-      return std::nullopt;
-    }
-    return Num{true, -v->i, 0.0};
-  }
-  case Expr::Kind::Binary: {
-    std::optional<Num> l = eval(*e.lhs, scope);
-    std::optional<Num> r = eval(*e.rhs, scope);
-    if (!l || !r)
-      return std::nullopt;
-    if (l->isInt && r->isInt) {
-      int64_t out = 0;
-      bool overflow = false;
-      switch (e.op) {
-      case '+':
-        overflow = __builtin_add_overflow(l->i, r->i, &out);
-        break;
-      case '-':
-        overflow = __builtin_sub_overflow(l->i, r->i, &out);
-        break;
-      case '*':
-        overflow = __builtin_mul_overflow(l->i, r->i, &out);
-        break;
-      case '/':
-        if (r->i == 0) {
-          diags.error(e.loc, "division by zero");
-          return std::nullopt;
-        }
-        if (l->i == INT64_MIN && r->i == -1) {
-          overflow = true;
-          break;
-        }
-        if (l->i % r->i != 0) {
-          diags.error(e.loc, llvm::formatv("division {0} / {1} is not exact",
-                                           l->i, r->i)
-                                 .str());
-          return std::nullopt;
-        }
-        out = l->i / r->i;
-        break;
-      }
-      if (overflow) {
-        diags.error(e.loc, "integer overflow: the result does not fit in "
-                           "int64");
-        return std::nullopt;
-      }
-      return Num{true, out, 0.0};
-    }
-    double a = l->asDouble(), b = r->asDouble(), out = 0;
-    switch (e.op) {
-    case '+':
-      out = a + b;
-      break;
-    case '-':
-      out = a - b;
-      break;
-    case '*':
-      out = a * b;
-      break;
-    case '/':
-      if (b == 0.0) {
-        diags.error(e.loc, "division by zero");
-        return std::nullopt;
-      }
-      out = a / b;
-      break;
-    }
-    if (!std::isfinite(out)) {
-      diags.error(e.loc, "the result is out of range");
-      return std::nullopt;
-    }
-    return Num{false, 0, out};
-  }
-  }
-  return std::nullopt;
-}
-
 //===----------------------------------------------------------------------===//
 // Typed keys
 //===----------------------------------------------------------------------===//
-
-static std::string numStr(const Num &v) {
-  if (v.isInt)
-    return std::to_string(v.i);
-  return llvm::formatv("{0}", v.d).str();
-}
 
 /// Sizes above this are rejected: no real model comes near, and generated
 /// code indexes dimensions with 32-bit-safe arithmetic.
@@ -415,11 +167,12 @@ bool Sema::checkPositive(Scope &s, KeyId id, const Num &v, int64_t &out) {
   StringRef key = stringifyKey(id);
   if (!v.isInt) {
     diags.error(s.valueLoc(id),
-                "'" + key + "' must be an integer, got " + numStr(v));
+                "'" + key + "' must be an integer, got " + formatNum(v));
     return false;
   }
   if (v.i <= 0) {
-    diags.error(s.valueLoc(id), "'" + key + "' must be > 0, got " + numStr(v));
+    diags.error(s.valueLoc(id),
+                "'" + key + "' must be > 0, got " + formatNum(v));
     return false;
   }
   int64_t limit = id == KeyId::Layers ? kMaxLayers : kMaxSize;
@@ -440,12 +193,12 @@ Got Sema::getInt(Scope &s, KeyId id, int64_t &out) {
   if (!b)
     return Got::Unset;
   const Expr &e = *b->stmt->value;
-  if (!isNumeric(e, s)) {
+  if (!Evaluator::isNumeric(e, s)) {
     diags.error(e.loc,
                 "'" + key + "' must be an integer, got '" + e.spelling + "'");
     return Got::Bad;
   }
-  std::optional<Num> v = evalBinding(*b, e.loc);
+  std::optional<Num> v = ev.evalBinding(*b, e.loc);
   if (!v)
     return Got::Bad;
   return checkPositive(s, id, *v, out) ? Got::Ok : Got::Bad;
@@ -457,12 +210,12 @@ Got Sema::getNumber(Scope &s, KeyId id, double &out) {
   if (!b)
     return Got::Unset;
   const Expr &e = *b->stmt->value;
-  if (!isNumeric(e, s)) {
+  if (!Evaluator::isNumeric(e, s)) {
     diags.error(e.loc,
                 "'" + key + "' must be a number, got '" + e.spelling + "'");
     return Got::Bad;
   }
-  std::optional<Num> v = evalBinding(*b, e.loc);
+  std::optional<Num> v = ev.evalBinding(*b, e.loc);
   if (!v)
     return Got::Bad;
   out = v->asDouble();
@@ -597,7 +350,7 @@ Got Sema::getChoice(Scope &s, KeyId id, ChoiceValue &out) {
       out.words[arg.name] = v.spelling;
       continue;
     }
-    std::optional<Num> n = eval(v, s);
+    std::optional<Num> n = ev.eval(v, s);
     if (!n) {
       ok = false;
       continue;
@@ -605,13 +358,13 @@ Got Sema::getChoice(Scope &s, KeyId id, ChoiceValue &out) {
     if (spec->kind == ValueKind::Int) {
       if (!n->isInt) {
         diags.error(v.loc, "'" + arg.name + "' of '" + name +
-                               "' must be an integer, got " + numStr(*n));
+                               "' must be an integer, got " + formatNum(*n));
         ok = false;
         continue;
       }
       if (n->i <= 0) {
         diags.error(v.loc, "'" + arg.name + "' of '" + name +
-                               "' must be > 0, got " + numStr(*n));
+                               "' must be > 0, got " + formatNum(*n));
         ok = false;
         continue;
       }
@@ -625,7 +378,7 @@ Got Sema::getChoice(Scope &s, KeyId id, ChoiceValue &out) {
       }
     } else if (!(n->asDouble() > 0.0)) {
       diags.error(v.loc, "'" + arg.name + "' of '" + name +
-                             "' must be > 0, got " + numStr(*n));
+                             "' must be > 0, got " + formatNum(*n));
       ok = false;
       continue;
     }
@@ -720,10 +473,10 @@ void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
     const Expr &e = *b->stmt->value;
     if (e.kind == Expr::Kind::Name && e.spelling == "default") {
       out.scaleIsDefault = true;
-    } else if (!isNumeric(e, s)) {
+    } else if (!Evaluator::isNumeric(e, s)) {
       diags.error(e.loc, "'scale' must be 'default' or a number, got '" +
                              e.spelling + "'");
-    } else if (std::optional<Num> v = evalBinding(*b, e.loc)) {
+    } else if (std::optional<Num> v = ev.evalBinding(*b, e.loc)) {
       if (v->asDouble() == 0.0)
         diags.error(e.loc, "'scale' must be nonzero");
       out.scaleIsDefault = false;
@@ -764,8 +517,8 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
   ModelSpec spec;
   spec.name = decl.name.str();
 
-  Scope *top =
-      newScope("model " + decl.name.str(), SectionId::Model, decl.loc, nullptr);
+  Scope *top = ev.newScope("model " + decl.name.str(), SectionId::Model,
+                           decl.loc, nullptr);
   collect(decl.body, *top);
 
   // Raw scopes of the sections at the top level and inside the stacks.
@@ -776,7 +529,7 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     if (it == parent->sections.end())
       return nullptr;
     std::string name = (prefix + stringifySection(section)).str();
-    Scope *s = newScope(name, section, it->second->loc, parent);
+    Scope *s = ev.newScope(name, section, it->second->loc, parent);
     collect(*it->second, *s);
     raw[name] = s;
     return s;
@@ -914,11 +667,11 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
       StringRef section = stringifySection(id);
       Scope *shared = raw.lookup(section);
       Scope *own = encDec ? raw.lookup(pre + section.str()) : nullptr;
-      Scope *s = merged(pre + section.str(), id,
-                        own      ? own->loc
-                        : shared ? shared->loc
-                                 : ss.stack->loc,
-                        ss.stack, {shared, own});
+      Scope *s = ev.merged(pre + section.str(), id,
+                           own      ? own->loc
+                           : shared ? shared->loc
+                                    : ss.stack->loc,
+                           ss.stack, {shared, own});
       return s;
     };
     Scope *emb = view(SectionId::Embedding);
@@ -949,15 +702,15 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     if (encDec && decoder) {
       stack.hasCross = true;
       Scope *cross =
-          merged("decoder.cross_attention", SectionId::CrossAttention,
-                 raw.lookup("decoder.cross_attention")
-                     ? raw.lookup("decoder.cross_attention")->loc
-                     : (raw.lookup("cross_attention")
-                            ? raw.lookup("cross_attention")->loc
-                            : attn->loc),
-                 ss.stack,
-                 {attn, raw.lookup("cross_attention"),
-                  raw.lookup("decoder.cross_attention")});
+          ev.merged("decoder.cross_attention", SectionId::CrossAttention,
+                    raw.lookup("decoder.cross_attention")
+                        ? raw.lookup("decoder.cross_attention")->loc
+                        : (raw.lookup("cross_attention")
+                               ? raw.lookup("cross_attention")->loc
+                               : attn->loc),
+                    ss.stack,
+                    {attn, raw.lookup("cross_attention"),
+                     raw.lookup("decoder.cross_attention")});
       resolveAttention(*cross, spec.dModel, decoder, /*cross=*/true,
                        stack.cross);
     }
