@@ -178,19 +178,30 @@ Value Generator::stack(Value x, int32_t index, Value lengths, Value memory,
       return attention(h, memory, ParamBlock::CrossAttn, s.cross, nullptr,
                        memoryLengths);
     };
-    if (spec.parallelResidual) {
+    if (spec.residual == Residual::Parallel) {
       Value h = norm(x, ParamBlock::AttnNorm, s.norm);
       x = add(add(x, selfAttn(h)), ffn(h, s.ffn));
-    } else if (s.norm.pre) {
+      continue;
+    }
+    switch (s.norm.placement) {
+    case NormPlacement::Pre:
       x = add(x, selfAttn(norm(x, ParamBlock::AttnNorm, s.norm)));
       if (s.hasCross)
         x = add(x, crossAttn(norm(x, ParamBlock::CrossNorm, s.norm)));
       x = add(x, ffn(norm(x, ParamBlock::FfnNorm, s.norm), s.ffn));
-    } else {
+      break;
+    case NormPlacement::Post:
       x = norm(add(x, selfAttn(x)), ParamBlock::AttnNorm, s.norm);
       if (s.hasCross)
         x = norm(add(x, crossAttn(x)), ParamBlock::CrossNorm, s.norm);
       x = norm(add(x, ffn(x, s.ffn)), ParamBlock::FfnNorm, s.norm);
+      break;
+    case NormPlacement::Sandwich:
+      // Needs the post-norm parameters of DSL v2; Sema does not accept it.
+      emitError(loc) << "internal error: norm placement = sandwich is not "
+                        "supported yet";
+      failed = true;
+      break;
     }
   }
   layer = -1;

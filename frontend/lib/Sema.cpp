@@ -501,10 +501,10 @@ void Sema::resolveNorm(Scope &s, NormSpec &out) {
   if (getChoice(s, KeyId::Kind, kind) == Got::Ok)
     out.kind = *symbolizeNormKind(kind.name);
   if (getChoice(s, KeyId::Placement, placement) == Got::Ok)
-    out.pre = placement.name == "pre";
+    out.placement = *symbolizeNormPlacement(placement.name);
   if (getNumber(s, KeyId::Eps, out.eps) == Got::Ok && !(out.eps > 0.0))
     diags.error(s.valueLoc(KeyId::Eps), "'eps' must be > 0");
-  out.final = out.pre;
+  out.final = out.placement != NormPlacement::Post;
   getBool(s, KeyId::Final, out.final);
 }
 
@@ -602,7 +602,7 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     }
   }
   if (getChoice(*top, KeyId::Residual, residual) == Got::Ok)
-    spec.parallelResidual = residual.name == "parallel";
+    spec.residual = *symbolizeResidual(residual.name);
   Got gotVocab = getInt(*top, KeyId::Vocab, spec.vocab);
   Got gotContext = getInt(*top, KeyId::Context, spec.context);
   if (getInt(*top, KeyId::DModel, spec.dModel) == Got::Unset)
@@ -693,7 +693,8 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     if (stack.embedding.clsToken && !imageInput)
       diags.error(emb->keyLoc(KeyId::ClsToken),
                   "cls_token needs image input (input = image(...))");
-    if (spec.parallelResidual && !stack.norm.pre)
+    if (spec.residual == Residual::Parallel &&
+        stack.norm.placement != NormPlacement::Pre)
       diags.error(top->keyLoc(KeyId::Residual),
                   "residual = parallel needs norm placement = pre");
     if (stack.embedding.tieOutput && spec.output.kind != OutputKind::lm_head)

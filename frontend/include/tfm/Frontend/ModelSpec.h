@@ -27,10 +27,30 @@ enum class DType { f32, f16, bf16 };
 enum class PositionEncoding { learned, sinusoidal, rope, none };
 enum class OutputKind { lm_head, hidden, classifier };
 
+/// Where the norms of a layer sit (`norm { placement = ... }`).
+enum class NormPlacement {
+  Pre,      ///< x + f(norm(x))
+  Post,     ///< norm(x + f(x))
+  Sandwich, ///< x + post_norm(f(pre_norm(x))); DSL v2, not in Keys.def yet
+};
+
+/// How a layer adds its attention and ffn to the residual stream
+/// (`residual = ...`).
+enum class Residual {
+  Sequential, ///< x + attn(n1(x)), then x + ffn(n2(x))
+  Parallel,   ///< x + attn(n(x)) + ffn(n(x))
+};
+
 llvm::StringRef stringifyArch(Arch a);
 llvm::StringRef stringifyDType(DType d);
 llvm::StringRef stringifyPosition(PositionEncoding p);
 llvm::StringRef stringifyOutput(OutputKind o);
+/// The DSL spelling of a placement or a residual ("pre", "parallel") and
+/// back.
+llvm::StringRef stringifyNormPlacement(NormPlacement p);
+std::optional<NormPlacement> symbolizeNormPlacement(llvm::StringRef s);
+llvm::StringRef stringifyResidual(Residual r);
+std::optional<Residual> symbolizeResidual(llvm::StringRef s);
 
 struct EmbeddingSpec {
   PositionEncoding position = PositionEncoding::learned;
@@ -61,7 +81,7 @@ struct FfnSpec {
 
 struct NormSpec {
   NormKind kind = NormKind::layernorm;
-  bool pre = true;
+  NormPlacement placement = NormPlacement::Pre;
   double eps = 1e-5;
   bool final = true;
 };
@@ -186,7 +206,7 @@ struct ModelSpec {
   DType dtype = DType::f32;
   InputSpec input;
   OutputSpec output;
-  bool parallelResidual = false;
+  Residual residual = Residual::Sequential;
   std::vector<StackSpec> stacks; ///< 1, or 2 (encoder, decoder)
 
   const StackSpec &mainStack() const { return stacks.back(); }
