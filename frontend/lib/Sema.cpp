@@ -58,6 +58,9 @@ private:
   Got getChoice(Scope &s, KeyId key, ChoiceValue &out);
   bool checkPositive(Scope &s, KeyId key, const Num &v, int64_t &out);
 
+  /// The file, line and column of `loc`, for the spec.
+  SourceLoc sourceLoc(SMLoc loc) const;
+
   // Sections.
   void resolveEmbedding(Scope &s, EmbeddingSpec &out);
   void resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
@@ -406,7 +409,15 @@ Got Sema::getChoice(Scope &s, KeyId id, ChoiceValue &out) {
 // Sections
 //===----------------------------------------------------------------------===//
 
+SourceLoc Sema::sourceLoc(SMLoc loc) const {
+  auto fileLoc = dyn_cast<FileLineColLoc>(diags.loc(loc));
+  if (!fileLoc)
+    return {};
+  return {fileLoc.getFilename().str(), fileLoc.getLine(), fileLoc.getColumn()};
+}
+
 void Sema::resolveEmbedding(Scope &s, EmbeddingSpec &out) {
+  out.loc = sourceLoc(s.loc);
   ChoiceValue pos;
   if (getChoice(s, KeyId::Position, pos) == Got::Ok) {
     if (pos.name == "learned")
@@ -430,6 +441,7 @@ void Sema::resolveEmbedding(Scope &s, EmbeddingSpec &out) {
 
 void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
                             AttentionSpec &out) {
+  out.loc = sourceLoc(s.loc);
   Got heads = getInt(s, KeyId::Heads, out.heads);
   if (heads == Got::Unset)
     diags.error(s.loc, "'" + s.name + "' needs 'heads'");
@@ -488,6 +500,7 @@ void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
 }
 
 void Sema::resolveFfn(Scope &s, int64_t dModel, FfnSpec &out) {
+  out.loc = sourceLoc(s.loc);
   out.hidden = 4 * dModel;
   getInt(s, KeyId::Hidden, out.hidden);
   ChoiceValue act;
@@ -497,6 +510,7 @@ void Sema::resolveFfn(Scope &s, int64_t dModel, FfnSpec &out) {
 }
 
 void Sema::resolveNorm(Scope &s, NormSpec &out) {
+  out.loc = sourceLoc(s.loc);
   ChoiceValue kind, placement;
   if (getChoice(s, KeyId::Kind, kind) == Got::Ok)
     out.kind = *symbolizeNormKind(kind.name);
@@ -516,6 +530,7 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
   unsigned errorsBefore = diags.errorCount();
   ModelSpec spec;
   spec.name = decl.name.str();
+  spec.loc = sourceLoc(decl.loc);
 
   Scope *top = ev.newScope("model " + decl.name.str(), SectionId::Model,
                            decl.loc, nullptr);
@@ -587,6 +602,7 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     spec.dtype = dtype.name == "f32"   ? DType::f32
                  : dtype.name == "f16" ? DType::f16
                                        : DType::bf16;
+  spec.input.loc = sourceLoc(top->keyLoc(KeyId::Input));
   if (getChoice(*top, KeyId::Input, input) == Got::Ok &&
       input.name == "image") {
     spec.input.image = true;
@@ -619,6 +635,7 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
                 "image input is only supported with arch = encoder or "
                 "decoder");
 
+  spec.output.loc = sourceLoc(top->keyLoc(KeyId::Output));
   spec.output.kind =
       spec.arch == Arch::encoder ? OutputKind::hidden : OutputKind::lm_head;
   if (getChoice(*top, KeyId::Output, output) == Got::Ok) {
@@ -655,6 +672,7 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
   for (StackScopes &ss : stackScopes) {
     StackSpec stack;
     stack.name = ss.name.str();
+    stack.loc = sourceLoc(ss.stack->keyLoc(KeyId::Layers));
     stack.prefix = encDec ? (ss.name + ".").str() : "";
     bool decoder = ss.name == "decoder";
     std::string pre = encDec ? (ss.name + ".").str() : "";

@@ -52,6 +52,20 @@ std::optional<NormPlacement> symbolizeNormPlacement(llvm::StringRef s);
 llvm::StringRef stringifyResidual(Residual r);
 std::optional<Residual> symbolizeResidual(llvm::StringRef s);
 
+/// Where a statement of the .tfm source is, so that MLIRGen can give the
+/// ops it creates from it that location. Line and column count from 1; line
+/// 0 means unknown (a spec built in code).
+struct SourceLoc {
+  std::string file;
+  unsigned line = 0;
+  unsigned column = 0;
+  bool isValid() const { return line != 0; }
+};
+
+// Each part of the spec records the statement it came from: the section
+// (`attention { ... }`) or key (`input = image(...)`) that sets it, the
+// enclosing section or the model when the source leaves it to defaults.
+
 struct EmbeddingSpec {
   PositionEncoding position = PositionEncoding::learned;
   double ropeTheta = 10000.0;
@@ -59,6 +73,7 @@ struct EmbeddingSpec {
   bool tieOutput = false;
   bool scale = false;
   bool clsToken = false;
+  SourceLoc loc; ///< the embedding section
 };
 
 struct AttentionSpec {
@@ -71,12 +86,14 @@ struct AttentionSpec {
   bool bias = true;
   bool scaleIsDefault = true;
   double scale = 0.0; ///< resolved: 1/sqrt(head_dim) when default
+  SourceLoc loc;      ///< the attention or cross_attention section
 };
 
 struct FfnSpec {
   int64_t hidden = 0;
   Activation activation = Activation::gelu;
   bool bias = true;
+  SourceLoc loc; ///< the ffn section
 };
 
 struct NormSpec {
@@ -84,6 +101,7 @@ struct NormSpec {
   NormPlacement placement = NormPlacement::Pre;
   double eps = 1e-5;
   bool final = true;
+  SourceLoc loc; ///< the norm section
 };
 
 /// One stack of layers: the only stack of an encoder or decoder model, or
@@ -98,6 +116,7 @@ struct StackSpec {
   AttentionSpec cross;
   FfnSpec ffn;
   NormSpec norm;
+  SourceLoc loc; ///< the `layers = N` statement of the stack
 };
 
 struct InputSpec {
@@ -106,12 +125,14 @@ struct InputSpec {
   int64_t patches() const {
     return image ? (size / patch) * (size / patch) : 0;
   }
+  SourceLoc loc; ///< the `input = ...` statement
 };
 
 struct OutputSpec {
   OutputKind kind = OutputKind::lm_head;
   int64_t classes = 0;
   PoolKind pool = PoolKind::cls;
+  SourceLoc loc; ///< the `output = ...` statement
 };
 
 /// Which block of a layer (or of the model) a parameter belongs to.
@@ -199,6 +220,7 @@ struct TensorSpec {
 
 struct ModelSpec {
   std::string name;
+  SourceLoc loc; ///< the model's name in `model NAME { ... }`
   Arch arch = Arch::decoder;
   int64_t vocab = 0; ///< 0 when the model has no token input nor LM head
   int64_t context = 0;
