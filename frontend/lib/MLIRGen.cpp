@@ -1,4 +1,13 @@
 //===- MLIRGen.cpp - ModelSpec to model-level tfm IR ----------------------===//
+//
+// Every op carries the location of the .tfm statement it comes from (the
+// `attention { ... }` section, the `ffn` section, `input = image(...)`),
+// and every op of a layer is also named after the layer:
+// loc("decoder.layers.3"("model.tfm":12:3)). --mlir-print-debuginfo and
+// verifier errors point at the statement; tfm-outline-layers groups the ops
+// of a layer by the name.
+//
+//===----------------------------------------------------------------------===//
 
 #include "tfm/Frontend/MLIRGen.h"
 
@@ -14,8 +23,8 @@ namespace {
 
 class Generator {
 public:
-  Generator(MLIRContext &ctx, const ModelSpec &spec, Location loc)
-      : b(&ctx), spec(spec), table(spec.params()), loc(loc) {
+  Generator(MLIRContext &ctx, const ModelSpec &spec, Location modelLoc)
+      : b(&ctx), spec(spec), table(spec.params()), modelLoc(modelLoc) {
     switch (spec.dtype) {
     case DType::f32:
       elt = b.getF32Type();
@@ -37,9 +46,22 @@ private:
   RankedTensorType act(int64_t t, int64_t d) {
     return RankedTensorType::get({kDyn, t, d}, elt);
   }
+  /// The location of the ops made from the statement at `at` (the model's
+  /// when unknown), inside a layer named after the layer.
+  Location locOf(const SourceLoc &at) {
+    Location file = modelLoc;
+    if (at.isValid())
+      file = FileLineColLoc::get(b.getContext(), at.file, at.line, at.column);
+    if (layer < 0)
+      return file;
+    // tfm-outline-layers reads the layer from this name: keep its format.
+    const StackSpec &s = spec.stacks[stackIndex];
+    return NameLoc::get(
+        b.getStringAttr(s.prefix + "layers." + std::to_string(layer)), file);
+  }
   /// The parameter `role` of `block` in the current stack and layer, from
   /// the parameter table; null (with an error) if the table has none.
-  Value param(ParamBlock block, ParamRole role) {
+  Value param(ParamBlock block, ParamRole role, Location loc) {
     ParamKey key{stackIndex, layer, block, role};
     ParamScope scope = getParamScope(block);
     if (scope == ParamScope::Model)
@@ -60,14 +82,19 @@ private:
                            b.getStringAttr(p->name));
   }
   Value norm(Value x, ParamBlock block, const NormSpec &n) {
-    Value w = param(block, ParamRole::Weight);
-    Value bias =
-        n.kind == NormKind::layernorm ? param(block, ParamRole::Bias) : Value();
+    Location loc = locOf(n.loc);
+    Value w = param(block, ParamRole::Weight, loc);
+    Value bias = n.kind == NormKind::layernorm
+                     ? param(block, ParamRole::Bias, loc)
+                     : Value();
     return NormOp::create(b, loc, x.getType(), x, w, bias,
                           NormKindAttr::get(b.getContext(), n.kind),
                           b.getF64FloatAttr(n.eps));
   }
-  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  /// A residual add of the current layer.
+  Value add(Value x, Value y) {
+    return AddOp::create(b, locOf(spec.stacks[stackIndex].loc), x, y);
+  }
   Value attention(Value q, Value kv, ParamBlock block, const AttentionSpec &a,
                   const EmbeddingSpec *rope, Value lengths);
   Value ffn(Value x, const FfnSpec &f);
@@ -78,7 +105,9 @@ private:
   OpBuilder b;
   const ModelSpec &spec;
   const ParamTable table;
-  Location loc;
+  /// The model's name in the source: the module, the function, and ops
+  /// whose statement is unknown.
+  Location modelLoc;
   Type elt;
   /// Where param() looks in the table.
   int32_t stackIndex = -1;
@@ -93,16 +122,17 @@ private:
 Value Generator::attention(Value q, Value kv, ParamBlock block,
                            const AttentionSpec &a, const EmbeddingSpec *rope,
                            Value lengths) {
-  Value wq = param(block, ParamRole::QWeight);
-  Value wk = param(block, ParamRole::KWeight);
-  Value wv = param(block, ParamRole::VWeight);
-  Value wo = param(block, ParamRole::OWeight);
+  Location loc = locOf(a.loc);
+  Value wq = param(block, ParamRole::QWeight, loc);
+  Value wk = param(block, ParamRole::KWeight, loc);
+  Value wv = param(block, ParamRole::VWeight, loc);
+  Value wo = param(block, ParamRole::OWeight, loc);
   SmallVector<Value> biases;
   if (a.bias) {
-    biases.push_back(param(block, ParamRole::QBias));
-    biases.push_back(param(block, ParamRole::KBias));
-    biases.push_back(param(block, ParamRole::VBias));
-    biases.push_back(param(block, ParamRole::OBias));
+    biases.push_back(param(block, ParamRole::QBias, loc));
+    biases.push_back(param(block, ParamRole::KBias, loc));
+    biases.push_back(param(block, ParamRole::VBias, loc));
+    biases.push_back(param(block, ParamRole::OBias, loc));
   }
   MLIRContext *ctx = b.getContext();
   IntegerAttr window = a.mask == MaskKind::sliding
@@ -122,24 +152,27 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
 }
 
 Value Generator::ffn(Value x, const FfnSpec &f) {
+  Location loc = locOf(f.loc);
   bool gated =
       f.activation == Activation::swiglu || f.activation == Activation::geglu;
-  Value up = param(ParamBlock::Ffn, ParamRole::UpWeight);
-  Value gate = gated ? param(ParamBlock::Ffn, ParamRole::GateWeight) : Value();
-  Value down = param(ParamBlock::Ffn, ParamRole::DownWeight);
+  Value up = param(ParamBlock::Ffn, ParamRole::UpWeight, loc);
+  Value gate =
+      gated ? param(ParamBlock::Ffn, ParamRole::GateWeight, loc) : Value();
+  Value down = param(ParamBlock::Ffn, ParamRole::DownWeight, loc);
   SmallVector<Value> biases;
   if (f.bias) {
-    biases.push_back(param(ParamBlock::Ffn, ParamRole::UpBias));
+    biases.push_back(param(ParamBlock::Ffn, ParamRole::UpBias, loc));
     if (gated)
-      biases.push_back(param(ParamBlock::Ffn, ParamRole::GateBias));
-    biases.push_back(param(ParamBlock::Ffn, ParamRole::DownBias));
+      biases.push_back(param(ParamBlock::Ffn, ParamRole::GateBias, loc));
+    biases.push_back(param(ParamBlock::Ffn, ParamRole::DownBias, loc));
   }
   return FfnOp::create(b, loc, x.getType(), x, up, gate, down, biases,
                        ActivationAttr::get(b.getContext(), f.activation));
 }
 
 Value Generator::embedTokens(Value tokens, const StackSpec &s) {
-  Value weights = param(ParamBlock::TokenEmbed, ParamRole::Weight);
+  Location loc = locOf(s.embedding.loc);
+  Value weights = param(ParamBlock::TokenEmbed, ParamRole::Weight, loc);
   auto op = EmbedOp::create(b, loc, act(kDyn, spec.dModel), tokens, weights,
                             s.embedding.scale);
   return op;
@@ -151,22 +184,19 @@ Value Generator::stack(Value x, int32_t index, Value lengths, Value memory,
   const StackSpec &s = spec.stacks[index];
   stackIndex = index;
   layer = -1;
+  Location embLoc = locOf(s.embedding.loc);
   if (s.embedding.position == PositionEncoding::learned)
-    x = PositionsOp::create(b, loc, x.getType(), x,
-                            param(ParamBlock::PositionEmbed, ParamRole::Weight),
-                            PositionKindAttr::get(ctx, PositionKind::learned));
+    x = PositionsOp::create(
+        b, embLoc, x.getType(), x,
+        param(ParamBlock::PositionEmbed, ParamRole::Weight, embLoc),
+        PositionKindAttr::get(ctx, PositionKind::learned));
   else if (s.embedding.position == PositionEncoding::sinusoidal)
     x = PositionsOp::create(
-        b, loc, x.getType(), x, Value(),
+        b, embLoc, x.getType(), x, Value(),
         PositionKindAttr::get(ctx, PositionKind::sinusoidal));
 
-  Location stackLoc = loc;
+  // Every op of a layer carries the layer's name (locOf).
   for (layer = 0; layer < s.layers && !failed; ++layer) {
-    // Every op of a layer carries its name: --mlir-print-debuginfo shows
-    // where an op came from, and tfm-outline-layers groups layers by it.
-    loc = NameLoc::get(
-        b.getStringAttr(s.prefix + "layers." + std::to_string(layer)),
-        stackLoc);
     auto selfAttn = [&](Value h) {
       return attention(h, h, ParamBlock::Attn, s.attention, &s.embedding,
                        lengths);
@@ -175,23 +205,33 @@ Value Generator::stack(Value x, int32_t index, Value lengths, Value memory,
       return attention(h, memory, ParamBlock::CrossAttn, s.cross, nullptr,
                        memoryLengths);
     };
-    if (spec.parallelResidual) {
+    if (spec.residual == Residual::Parallel) {
       Value h = norm(x, ParamBlock::AttnNorm, s.norm);
       x = add(add(x, selfAttn(h)), ffn(h, s.ffn));
-    } else if (s.norm.pre) {
+      continue;
+    }
+    switch (s.norm.placement) {
+    case NormPlacement::Pre:
       x = add(x, selfAttn(norm(x, ParamBlock::AttnNorm, s.norm)));
       if (s.hasCross)
         x = add(x, crossAttn(norm(x, ParamBlock::CrossNorm, s.norm)));
       x = add(x, ffn(norm(x, ParamBlock::FfnNorm, s.norm), s.ffn));
-    } else {
+      break;
+    case NormPlacement::Post:
       x = norm(add(x, selfAttn(x)), ParamBlock::AttnNorm, s.norm);
       if (s.hasCross)
         x = norm(add(x, crossAttn(x)), ParamBlock::CrossNorm, s.norm);
       x = norm(add(x, ffn(x, s.ffn)), ParamBlock::FfnNorm, s.norm);
+      break;
+    case NormPlacement::Sandwich:
+      // Needs the post-norm parameters of DSL v2; Sema does not accept it.
+      emitError(locOf(s.norm.loc))
+          << "internal error: norm placement = sandwich is not supported yet";
+      failed = true;
+      break;
     }
   }
   layer = -1;
-  loc = stackLoc;
   if (s.norm.final && !failed)
     x = norm(x, ParamBlock::FinalNorm, s.norm);
   return x;
@@ -199,7 +239,7 @@ Value Generator::stack(Value x, int32_t index, Value lengths, Value memory,
 
 OwningOpRef<ModuleOp> Generator::build() {
   MLIRContext *ctx = b.getContext();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(modelLoc);
   module->setName(spec.name);
   b.setInsertionPointToEnd(module->getBody());
 
@@ -219,7 +259,7 @@ OwningOpRef<ModuleOp> Generator::build() {
       shape.push_back(d < 0 ? kDyn : d);
     resultTypes.push_back(RankedTensorType::get(shape, elt));
   }
-  auto func = func::FuncOp::create(b, loc, spec.name,
+  auto func = func::FuncOp::create(b, modelLoc, spec.name,
                                    b.getFunctionType(inputTypes, resultTypes));
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -240,14 +280,17 @@ OwningOpRef<ModuleOp> Generator::build() {
     Value lengths = s.attention.padding ? entry->getArgument(1) : Value();
     if (spec.input.image) {
       int64_t p = spec.input.patch;
-      Value w = param(ParamBlock::Patch, ParamRole::Weight);
-      Value bias = param(ParamBlock::Patch, ParamRole::Bias);
+      Location loc = locOf(spec.input.loc);
+      Value w = param(ParamBlock::Patch, ParamRole::Weight, loc);
+      Value bias = param(ParamBlock::Patch, ParamRole::Bias, loc);
       x = PatchEmbedOp::create(b, loc, act(spec.input.patches(), spec.dModel),
                                in, w, bias, b.getI64IntegerAttr(p));
-      if (s.embedding.clsToken)
+      if (s.embedding.clsToken) {
+        Location embLoc = locOf(s.embedding.loc);
         x = PrependTokenOp::create(
-            b, loc, act(spec.input.patches() + 1, spec.dModel), x,
-            param(ParamBlock::Embed, ParamRole::ClsToken));
+            b, embLoc, act(spec.input.patches() + 1, spec.dModel), x,
+            param(ParamBlock::Embed, ParamRole::ClsToken, embLoc));
+      }
     } else {
       x = embedTokens(in, s);
     }
@@ -260,37 +303,39 @@ OwningOpRef<ModuleOp> Generator::build() {
     lengths = entry->getArgument(1);
   else if (spec.arch == Arch::encoder_decoder && top.attention.padding)
     lengths = entry->getArguments().back();
+  Location outLoc = locOf(spec.output.loc);
   switch (spec.output.kind) {
   case OutputKind::hidden:
     break;
   case OutputKind::lm_head: {
     Value w = top.embedding.tieOutput
-                  ? param(ParamBlock::TokenEmbed, ParamRole::Weight)
-                  : param(ParamBlock::LmHead, ParamRole::Weight);
+                  ? param(ParamBlock::TokenEmbed, ParamRole::Weight, outLoc)
+                  : param(ParamBlock::LmHead, ParamRole::Weight, outLoc);
     auto xt = cast<RankedTensorType>(x.getType());
-    x = LinearOp::create(b, loc, act(xt.getDimSize(1), spec.vocab), x, w,
+    x = LinearOp::create(b, outLoc, act(xt.getDimSize(1), spec.vocab), x, w,
                          Value());
     break;
   }
   case OutputKind::classifier: {
-    x = PoolOp::create(b, loc, RankedTensorType::get({kDyn, spec.dModel}, elt),
-                       x, lengths, PoolKindAttr::get(ctx, spec.output.pool));
-    Value w = param(ParamBlock::Classifier, ParamRole::Weight);
-    Value bias = param(ParamBlock::Classifier, ParamRole::Bias);
+    x = PoolOp::create(b, outLoc,
+                       RankedTensorType::get({kDyn, spec.dModel}, elt), x,
+                       lengths, PoolKindAttr::get(ctx, spec.output.pool));
+    Value w = param(ParamBlock::Classifier, ParamRole::Weight, outLoc);
+    Value bias = param(ParamBlock::Classifier, ParamRole::Bias, outLoc);
     x = LinearOp::create(
-        b, loc, RankedTensorType::get({kDyn, spec.output.classes}, elt), x, w,
-        bias);
+        b, outLoc, RankedTensorType::get({kDyn, spec.output.classes}, elt), x,
+        w, bias);
     break;
   }
   }
   if (failed)
     return nullptr;
-  func::ReturnOp::create(b, loc, x);
+  func::ReturnOp::create(b, modelLoc, x);
   // The IR and the table must agree: every entry is used.
   for (const ParamSpec &p : table)
     if (!used.contains(p.name)) {
-      emitError(loc) << "internal error: parameter '" << p.name
-                     << "' of the parameter table is not used by the IR";
+      emitError(modelLoc) << "internal error: parameter '" << p.name
+                          << "' of the parameter table is not used by the IR";
       return nullptr;
     }
   if (mlir::failed(verify(*module)))

@@ -2,6 +2,8 @@
 
 #include "tfm/Frontend/ModelSpec.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 using namespace mlir;
 using namespace mlir::tfm;
 namespace json = llvm::json;
@@ -54,6 +56,44 @@ llvm::StringRef mlir::tfm::stringifyOutput(OutputKind o) {
     return "classifier";
   }
   return "";
+}
+
+llvm::StringRef mlir::tfm::stringifyNormPlacement(NormPlacement p) {
+  switch (p) {
+  case NormPlacement::Pre:
+    return "pre";
+  case NormPlacement::Post:
+    return "post";
+  case NormPlacement::Sandwich:
+    return "sandwich";
+  }
+  return "";
+}
+
+std::optional<NormPlacement>
+mlir::tfm::symbolizeNormPlacement(llvm::StringRef s) {
+  return llvm::StringSwitch<std::optional<NormPlacement>>(s)
+      .Case("pre", NormPlacement::Pre)
+      .Case("post", NormPlacement::Post)
+      .Case("sandwich", NormPlacement::Sandwich)
+      .Default(std::nullopt);
+}
+
+llvm::StringRef mlir::tfm::stringifyResidual(Residual r) {
+  switch (r) {
+  case Residual::Sequential:
+    return "sequential";
+  case Residual::Parallel:
+    return "parallel";
+  }
+  return "";
+}
+
+std::optional<Residual> mlir::tfm::symbolizeResidual(llvm::StringRef s) {
+  return llvm::StringSwitch<std::optional<Residual>>(s)
+      .Case("sequential", Residual::Sequential)
+      .Case("parallel", Residual::Parallel)
+      .Default(std::nullopt);
 }
 
 llvm::StringRef mlir::tfm::stringifyParamBlock(ParamBlock b) {
@@ -249,7 +289,8 @@ ParamTable ParamTableBuilder::build() {
         norm(ParamBlock::CrossNorm, s.norm);
         attention(ParamBlock::CrossAttn, s.cross);
       }
-      if (!spec.parallelResidual)
+      // A parallel residual has one norm for attention and ffn.
+      if (spec.residual != Residual::Parallel)
         norm(ParamBlock::FfnNorm, s.norm);
       ffn(s.ffn);
     }
@@ -381,7 +422,7 @@ json::Value ModelSpec::toJSON() const {
     out["pool"] = stringifyPoolKind(output.pool).str();
   }
   root["output"] = std::move(out);
-  root["residual"] = parallelResidual ? "parallel" : "sequential";
+  root["residual"] = stringifyResidual(residual).str();
   json::Array stackArr;
   for (const StackSpec &s : stacks) {
     json::Object e{{"position", stringifyPosition(s.embedding.position).str()},
@@ -403,7 +444,8 @@ json::Value ModelSpec::toJSON() const {
                               stringifyActivation(s.ffn.activation).str()},
                              {"bias", s.ffn.bias}}},
         {"norm", json::Object{{"kind", stringifyNormKind(s.norm.kind).str()},
-                              {"placement", s.norm.pre ? "pre" : "post"},
+                              {"placement",
+                               stringifyNormPlacement(s.norm.placement).str()},
                               {"eps", s.norm.eps},
                               {"final", s.norm.final}}}};
     if (s.hasCross)

@@ -1,18 +1,18 @@
 //===- Sema.cpp - .tfm semantic analysis ----------------------------------===//
 //
-// Scopes, expression evaluation, defaults and the rules of the language
-// (shared/DSL.md). Each section of the source becomes a scope of bindings
-// (key -> expression). A stack of an encoder_decoder model sees, for each
-// section kind, the shared section's bindings overridden by its own; the
-// decoder's cross-attention starts from its attention bindings. Expressions
-// are evaluated lazily in the scope that uses them, so an expression in a
-// shared section sees the stack's overrides, and cycles are detected.
+// Defaults and the rules of the language (shared/DSL.md). Each section of the
+// source becomes a scope of bindings (Eval.h). A stack of an encoder_decoder
+// model sees, for each section kind, the shared section's bindings overridden
+// by its own; the decoder's cross-attention starts from its attention
+// bindings. Which sections and keys exist, and the kind of each value, come
+// from Keys.def.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Frontend/Sema.h"
+#include "tfm/Frontend/Eval.h"
+#include "tfm/Frontend/Keys.h"
 
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -26,154 +26,12 @@ using llvm::Twine;
 
 namespace {
 
-//===----------------------------------------------------------------------===//
-// Schema
-//===----------------------------------------------------------------------===//
-
-struct SectionSchema {
-  StringRef name;
-  llvm::ArrayRef<StringRef> keys;
-  llvm::ArrayRef<StringRef> sections;
-};
-
-const StringRef kTopKeys[] = {"arch",  "vocab", "context", "d_model", "layers",
-                              "dtype", "input", "output",  "residual"};
-const StringRef kTopSections[] = {"embedding",      "attention", "ffn",
-                                  "norm",           "encoder",   "decoder",
-                                  "cross_attention"};
-const StringRef kStackKeys[] = {"layers"};
-const StringRef kEncoderSections[] = {"embedding", "attention", "ffn", "norm"};
-const StringRef kDecoderSections[] = {"embedding", "attention", "ffn", "norm",
-                                      "cross_attention"};
-const StringRef kEmbeddingKeys[] = {"position", "tie_output", "scale",
-                                    "cls_token"};
-const StringRef kAttentionKeys[] = {"heads",   "kv_heads", "head_dim", "mask",
-                                    "padding", "bias",     "scale"};
-const StringRef kCrossKeys[] = {"heads", "kv_heads", "head_dim", "bias",
-                                "scale"};
-const StringRef kFfnKeys[] = {"hidden", "activation", "bias"};
-const StringRef kNormKeys[] = {"kind", "placement", "eps", "final"};
-
-SectionSchema schemaFor(StringRef section) {
-  if (section == "embedding")
-    return {section, kEmbeddingKeys, {}};
-  if (section == "attention")
-    return {section, kAttentionKeys, {}};
-  if (section == "cross_attention")
-    return {section, kCrossKeys, {}};
-  if (section == "ffn")
-    return {section, kFfnKeys, {}};
-  if (section == "norm")
-    return {section, kNormKeys, {}};
-  if (section == "encoder")
-    return {section, kStackKeys, kEncoderSections};
-  if (section == "decoder")
-    return {section, kStackKeys, kDecoderSections};
-  return {section, kTopKeys, kTopSections};
-}
-
-/// The section a key belongs to, for hints on misplaced keys.
+/// The section a key belongs to, for hints on misplaced keys: a section
+/// name, "model" for the top level, or "" for no section.
 StringRef homeOfKey(StringRef key) {
-  for (StringRef s : {"embedding", "attention", "ffn", "norm"}) {
-    SectionSchema schema = schemaFor(s);
-    if (llvm::is_contained(schema.keys, key))
-      return s;
-  }
-  if (llvm::is_contained(kTopKeys, key))
-    return "model";
-  return {};
+  std::optional<SectionId> home = getHomeSection(key);
+  return home ? stringifySection(*home) : StringRef();
 }
-
-/// A value of a multiple-choice key: `causal`, `sliding(window = 4096)`.
-struct ArgSpec {
-  StringRef name;
-  enum Kind { Int, Number, Word } kind;
-  bool required;
-  double defaultValue;
-  llvm::ArrayRef<StringRef> words; ///< for Word arguments
-};
-struct Choice {
-  StringRef name;
-  llvm::ArrayRef<ArgSpec> args;
-};
-
-const StringRef kRopeStyles[] = {"half", "interleaved"};
-const StringRef kPools[] = {"cls", "mean"};
-const ArgSpec kRopeArgs[] = {{"theta", ArgSpec::Number, false, 10000.0, {}},
-                             {"style", ArgSpec::Word, false, 0, kRopeStyles}};
-const ArgSpec kSlidingArgs[] = {{"window", ArgSpec::Int, true, 0, {}}};
-const ArgSpec kImageArgs[] = {{"size", ArgSpec::Int, true, 0, {}},
-                              {"patch", ArgSpec::Int, true, 0, {}},
-                              {"channels", ArgSpec::Int, false, 3, {}}};
-const ArgSpec kClassifierArgs[] = {{"classes", ArgSpec::Int, true, 0, {}},
-                                   {"pool", ArgSpec::Word, false, 0, kPools}};
-
-const Choice kArchChoices[] = {
-    {"encoder", {}}, {"decoder", {}}, {"encoder_decoder", {}}};
-const Choice kDTypeChoices[] = {{"f32", {}}, {"f16", {}}, {"bf16", {}}};
-const Choice kInputChoices[] = {{"tokens", {}}, {"image", kImageArgs}};
-const Choice kOutputChoices[] = {
-    {"lm_head", {}}, {"hidden", {}}, {"classifier", kClassifierArgs}};
-const Choice kResidualChoices[] = {{"sequential", {}}, {"parallel", {}}};
-const Choice kPositionChoices[] = {
-    {"learned", {}}, {"sinusoidal", {}}, {"rope", kRopeArgs}, {"none", {}}};
-const Choice kMaskChoices[] = {
-    {"none", {}}, {"causal", {}}, {"sliding", kSlidingArgs}};
-const Choice kActivationChoices[] = {{"relu", {}},      {"gelu", {}},
-                                     {"gelu_tanh", {}}, {"silu", {}},
-                                     {"swiglu", {}},    {"geglu", {}}};
-const Choice kNormKindChoices[] = {{"layernorm", {}}, {"rmsnorm", {}}};
-const Choice kPlacementChoices[] = {{"pre", {}}, {"post", {}}};
-
-//===----------------------------------------------------------------------===//
-// Scopes and values
-//===----------------------------------------------------------------------===//
-
-struct Num {
-  bool isInt = true;
-  int64_t i = 0;
-  double d = 0.0;
-  double asDouble() const { return isInt ? static_cast<double>(i) : d; }
-};
-
-struct Scope;
-
-struct Binding {
-  const Stmt *stmt = nullptr;
-  Scope *scope = nullptr; ///< where the expression is evaluated
-  enum State { Fresh, Busy, Done, Failed } state = Fresh;
-  Num value;
-};
-
-struct Scope {
-  std::string name; ///< for messages: "attention", "decoder.attention"
-  SMLoc loc;
-  Scope *parent = nullptr;
-  llvm::MapVector<StringRef, Binding> keys;
-  llvm::MapVector<StringRef, const Section *> sections;
-
-  Binding *lookup(StringRef key) {
-    for (Scope *s = this; s; s = s->parent) {
-      auto it = s->keys.find(key);
-      if (it != s->keys.end())
-        return &it->second;
-    }
-    return nullptr;
-  }
-  Binding *local(StringRef key) {
-    auto it = keys.find(key);
-    return it == keys.end() ? nullptr : &it->second;
-  }
-  SMLoc keyLoc(StringRef key) {
-    Binding *b = local(key);
-    return b ? b->stmt->loc : loc;
-  }
-  /// The location of the expression of `key` (for value errors).
-  SMLoc valueLoc(StringRef key) {
-    Binding *b = local(key);
-    return b ? b->stmt->value->loc : loc;
-  }
-};
 
 /// The resolved value of a multiple-choice key.
 struct ChoiceValue {
@@ -186,37 +44,22 @@ enum class Got { Unset, Ok, Bad };
 
 class Sema {
 public:
-  Sema(DiagEmitter &diags) : diags(diags) {}
+  Sema(DiagEmitter &diags) : diags(diags), ev(diags) {}
   std::optional<ModelSpec> analyze(const ModelDecl &decl);
 
 private:
   // Scope construction.
-  Scope *newScope(StringRef name, SMLoc loc, Scope *parent) {
-    scopes.push_back(std::make_unique<Scope>());
-    Scope *s = scopes.back().get();
-    s->name = name.str();
-    s->loc = loc;
-    s->parent = parent;
-    return s;
-  }
-  void collect(const Section &section, const SectionSchema &schema,
-               Scope &scope);
-  Scope *merged(StringRef name, SMLoc loc, Scope *parent,
-                llvm::ArrayRef<Scope *> layers,
-                llvm::ArrayRef<StringRef> skip = {});
+  void collect(const Section &section, Scope &scope);
 
-  // Evaluation.
-  std::optional<Num> eval(const Expr &e, Scope &scope);
-  std::optional<Num> evalBinding(Binding &b, SMLoc refLoc);
-  bool isNumeric(const Expr &e, Scope &scope);
+  // Typed accessors for the keys of a scope, checked against Keys.def.
+  Got getInt(Scope &s, KeyId key, int64_t &out);
+  Got getNumber(Scope &s, KeyId key, double &out);
+  Got getBool(Scope &s, KeyId key, bool &out);
+  Got getChoice(Scope &s, KeyId key, ChoiceValue &out);
+  bool checkPositive(Scope &s, KeyId key, const Num &v, int64_t &out);
 
-  // Typed accessors for the keys of a scope.
-  Got getInt(Scope &s, StringRef key, int64_t &out);
-  Got getNumber(Scope &s, StringRef key, double &out);
-  Got getBool(Scope &s, StringRef key, bool &out);
-  Got getChoice(Scope &s, StringRef key, llvm::ArrayRef<Choice> choices,
-                ChoiceValue &out);
-  bool checkPositive(Scope &s, StringRef key, const Num &v, int64_t &out);
+  /// The file, line and column of `loc`, for the spec.
+  SourceLoc sourceLoc(SMLoc loc) const;
 
   // Sections.
   void resolveEmbedding(Scope &s, EmbeddingSpec &out);
@@ -226,7 +69,7 @@ private:
   void resolveNorm(Scope &s, NormSpec &out);
 
   DiagEmitter &diags;
-  std::vector<std::unique_ptr<Scope>> scopes;
+  Evaluator ev;
 };
 
 } // namespace
@@ -235,23 +78,23 @@ private:
 // Scope construction
 //===----------------------------------------------------------------------===//
 
-void Sema::collect(const Section &section, const SectionSchema &schema,
-                   Scope &scope) {
+void Sema::collect(const Section &section, Scope &scope) {
+  const SectionSchema &schema = getSectionSchema(scope.section);
   for (const Stmt &stmt : section.stmts) {
     if (!stmt.isSection()) {
-      if (!llvm::is_contained(schema.keys, stmt.name)) {
-        if (llvm::is_contained(schema.sections, stmt.name)) {
+      if (!findKeySchema(schema.id, stmt.name)) {
+        if (llvm::is_contained(schema.childNames, stmt.name)) {
           diags.error(stmt.loc, "'" + stmt.name + "' is a section: write " +
                                     stmt.name + " { ... }");
           continue;
         }
         std::string msg =
             ("unknown key '" + stmt.name + "' in '" + scope.name + "'").str();
-        StringRef near = closestMatch(stmt.name, schema.keys);
+        StringRef near = closestMatch(stmt.name, schema.keyNames);
         StringRef home = homeOfKey(stmt.name);
         if (!near.empty())
           msg += ("; did you mean '" + near + "'?").str();
-        else if (!home.empty() && home != schema.name)
+        else if (!home.empty() && home != schema.spelling)
           msg += ("; '" + stmt.name + "' belongs in " +
                   (home == "model" ? std::string("the model's top level")
                                    : (home + " { ... }").str()))
@@ -272,18 +115,19 @@ void Sema::collect(const Section &section, const SectionSchema &schema,
       scope.keys.insert({stmt.name, b});
       continue;
     }
-    if (!llvm::is_contained(schema.sections, stmt.name)) {
-      if (llvm::is_contained(schema.keys, stmt.name)) {
+    if (!llvm::is_contained(schema.childNames, stmt.name)) {
+      if (findKeySchema(schema.id, stmt.name)) {
         diags.error(stmt.loc, "'" + stmt.name + "' is a key: write " +
                                   stmt.name + " = value");
         continue;
       }
       std::string msg =
           ("unknown section '" + stmt.name + "' in '" + scope.name + "'").str();
-      StringRef near = closestMatch(stmt.name, schema.sections);
+      StringRef near = closestMatch(stmt.name, schema.childNames);
+      std::optional<SectionId> known = symbolizeSection(stmt.name);
       if (!near.empty())
         msg += ("; did you mean '" + near + "'?").str();
-      else if (llvm::is_contained(kTopSections, stmt.name))
+      else if (known && isNestedIn(*known, SectionId::Model))
         msg +=
             ("; '" + stmt.name + "' is not valid inside '" + scope.name + "'")
                 .str();
@@ -302,186 +146,9 @@ void Sema::collect(const Section &section, const SectionSchema &schema,
   }
 }
 
-Scope *Sema::merged(StringRef name, SMLoc loc, Scope *parent,
-                    llvm::ArrayRef<Scope *> layers,
-                    llvm::ArrayRef<StringRef> skip) {
-  Scope *s = newScope(name, loc, parent);
-  for (Scope *layer : layers) {
-    if (!layer)
-      continue;
-    for (auto &[key, b] : layer->keys) {
-      if (llvm::is_contained(skip, key))
-        continue;
-      Binding copy;
-      copy.stmt = b.stmt;
-      copy.scope = s;
-      s->keys[key] = copy;
-    }
-    if (layer->loc.isValid())
-      s->loc = layer->loc;
-  }
-  return s;
-}
-
-//===----------------------------------------------------------------------===//
-// Expressions
-//===----------------------------------------------------------------------===//
-
-bool Sema::isNumeric(const Expr &e, Scope &scope) {
-  if (e.kind == Expr::Kind::Call)
-    return false;
-  if (e.kind == Expr::Kind::Name)
-    return scope.lookup(e.spelling) != nullptr;
-  return true;
-}
-
-std::optional<Num> Sema::evalBinding(Binding &b, SMLoc refLoc) {
-  switch (b.state) {
-  case Binding::Done:
-    return b.value;
-  case Binding::Failed:
-    return std::nullopt;
-  case Binding::Busy:
-    diags.error(refLoc,
-                "'" + b.stmt->name + "' depends on itself (a cycle of keys)");
-    return std::nullopt;
-  case Binding::Fresh:
-    break;
-  }
-  if (!isNumeric(*b.stmt->value, *b.scope)) {
-    diags.error(refLoc, "'" + b.stmt->name +
-                            "' is not a number and "
-                            "cannot be used in an expression");
-    return std::nullopt;
-  }
-  b.state = Binding::Busy;
-  std::optional<Num> v = eval(*b.stmt->value, *b.scope);
-  b.state = v ? Binding::Done : Binding::Failed;
-  if (v)
-    b.value = *v;
-  return v;
-}
-
-std::optional<Num> Sema::eval(const Expr &e, Scope &scope) {
-  switch (e.kind) {
-  case Expr::Kind::Integer:
-    return Num{true, e.intValue, 0.0};
-  case Expr::Kind::Decimal:
-    return Num{false, 0, e.decimalValue};
-  case Expr::Kind::Call:
-    diags.error(e.loc, "'" + e.spelling + "(...)' is not a number");
-    return std::nullopt;
-  case Expr::Kind::Name: {
-    if (Binding *b = scope.lookup(e.spelling))
-      return evalBinding(*b, e.loc);
-    std::vector<StringRef> visible;
-    for (Scope *s = &scope; s; s = s->parent)
-      for (auto &kv : s->keys)
-        visible.push_back(kv.first);
-    std::string msg = ("unknown name '" + e.spelling + "'").str();
-    StringRef near = closestMatch(e.spelling, visible);
-    if (!near.empty())
-      msg += ("; did you mean '" + near + "'?").str();
-    else if (!homeOfKey(e.spelling).empty())
-      msg += ("; '" + e.spelling +
-              "' is not set in this section or an enclosing one")
-                 .str();
-    diags.error(e.loc, msg);
-    return std::nullopt;
-  }
-  case Expr::Kind::Negate: {
-    std::optional<Num> v = eval(*e.lhs, scope);
-    if (!v)
-      return std::nullopt;
-    if (!v->isInt)
-      return Num{false, 0, -v->d};
-    if (v->i == INT64_MIN) {
-      diags.error(e.loc, "integer overflow in negation");
-      return std::nullopt;
-    }
-    return Num{true, -v->i, 0.0};
-  }
-  case Expr::Kind::Binary: {
-    std::optional<Num> l = eval(*e.lhs, scope);
-    std::optional<Num> r = eval(*e.rhs, scope);
-    if (!l || !r)
-      return std::nullopt;
-    if (l->isInt && r->isInt) {
-      int64_t out = 0;
-      bool overflow = false;
-      switch (e.op) {
-      case '+':
-        overflow = __builtin_add_overflow(l->i, r->i, &out);
-        break;
-      case '-':
-        overflow = __builtin_sub_overflow(l->i, r->i, &out);
-        break;
-      case '*':
-        overflow = __builtin_mul_overflow(l->i, r->i, &out);
-        break;
-      case '/':
-        if (r->i == 0) {
-          diags.error(e.loc, "division by zero");
-          return std::nullopt;
-        }
-        if (l->i == INT64_MIN && r->i == -1) {
-          overflow = true;
-          break;
-        }
-        if (l->i % r->i != 0) {
-          diags.error(e.loc, llvm::formatv("division {0} / {1} is not exact",
-                                           l->i, r->i)
-                                 .str());
-          return std::nullopt;
-        }
-        out = l->i / r->i;
-        break;
-      }
-      if (overflow) {
-        diags.error(e.loc, "integer overflow: the result does not fit in "
-                           "int64");
-        return std::nullopt;
-      }
-      return Num{true, out, 0.0};
-    }
-    double a = l->asDouble(), b = r->asDouble(), out = 0;
-    switch (e.op) {
-    case '+':
-      out = a + b;
-      break;
-    case '-':
-      out = a - b;
-      break;
-    case '*':
-      out = a * b;
-      break;
-    case '/':
-      if (b == 0.0) {
-        diags.error(e.loc, "division by zero");
-        return std::nullopt;
-      }
-      out = a / b;
-      break;
-    }
-    if (!std::isfinite(out)) {
-      diags.error(e.loc, "the result is out of range");
-      return std::nullopt;
-    }
-    return Num{false, 0, out};
-  }
-  }
-  return std::nullopt;
-}
-
 //===----------------------------------------------------------------------===//
 // Typed keys
 //===----------------------------------------------------------------------===//
-
-static std::string numStr(const Num &v) {
-  if (v.isInt)
-    return std::to_string(v.i);
-  return llvm::formatv("{0}", v.d).str();
-}
 
 /// Sizes above this are rejected: no real model comes near, and generated
 /// code indexes dimensions with 32-bit-safe arithmetic.
@@ -489,62 +156,77 @@ constexpr int64_t kMaxSize = 2147483647;
 /// More layers than this would only make the IR huge, never a real model.
 constexpr int64_t kMaxLayers = 1024;
 
-bool Sema::checkPositive(Scope &s, StringRef key, const Num &v, int64_t &out) {
+/// The schema of `id` in the section of `s`, which must accept it with a
+/// value of `kind`.
+static const KeySchema &keySchema(const Scope &s, KeyId id, ValueKind kind) {
+  const KeySchema *k = findKeySchema(s.section, id);
+  assert(k && "Sema reads a key that Keys.def does not give the section");
+  assert(k->kind == kind && "Sema reads a key as another kind than Keys.def");
+  (void)kind;
+  return *k;
+}
+
+bool Sema::checkPositive(Scope &s, KeyId id, const Num &v, int64_t &out) {
+  StringRef key = stringifyKey(id);
   if (!v.isInt) {
-    diags.error(s.valueLoc(key),
-                "'" + key + "' must be an integer, got " + numStr(v));
+    diags.error(s.valueLoc(id),
+                "'" + key + "' must be an integer, got " + formatNum(v));
     return false;
   }
   if (v.i <= 0) {
-    diags.error(s.valueLoc(key), "'" + key + "' must be > 0, got " + numStr(v));
+    diags.error(s.valueLoc(id),
+                "'" + key + "' must be > 0, got " + formatNum(v));
     return false;
   }
-  int64_t limit = key == "layers" ? kMaxLayers : kMaxSize;
+  int64_t limit = id == KeyId::Layers ? kMaxLayers : kMaxSize;
   if (v.i > limit) {
-    diags.error(s.valueLoc(key), llvm::formatv("'{0}' ({1}) is larger than "
-                                               "the limit of {2}",
-                                               key, v.i, limit)
-                                     .str());
+    diags.error(s.valueLoc(id), llvm::formatv("'{0}' ({1}) is larger than "
+                                              "the limit of {2}",
+                                              key, v.i, limit)
+                                    .str());
     return false;
   }
   out = v.i;
   return true;
 }
 
-Got Sema::getInt(Scope &s, StringRef key, int64_t &out) {
+Got Sema::getInt(Scope &s, KeyId id, int64_t &out) {
+  StringRef key = keySchema(s, id, ValueKind::Int).spelling;
   Binding *b = s.local(key);
   if (!b)
     return Got::Unset;
   const Expr &e = *b->stmt->value;
-  if (!isNumeric(e, s)) {
+  if (!Evaluator::isNumeric(e, s)) {
     diags.error(e.loc,
                 "'" + key + "' must be an integer, got '" + e.spelling + "'");
     return Got::Bad;
   }
-  std::optional<Num> v = evalBinding(*b, e.loc);
+  std::optional<Num> v = ev.evalBinding(*b, e.loc);
   if (!v)
     return Got::Bad;
-  return checkPositive(s, key, *v, out) ? Got::Ok : Got::Bad;
+  return checkPositive(s, id, *v, out) ? Got::Ok : Got::Bad;
 }
 
-Got Sema::getNumber(Scope &s, StringRef key, double &out) {
+Got Sema::getNumber(Scope &s, KeyId id, double &out) {
+  StringRef key = keySchema(s, id, ValueKind::Float).spelling;
   Binding *b = s.local(key);
   if (!b)
     return Got::Unset;
   const Expr &e = *b->stmt->value;
-  if (!isNumeric(e, s)) {
+  if (!Evaluator::isNumeric(e, s)) {
     diags.error(e.loc,
                 "'" + key + "' must be a number, got '" + e.spelling + "'");
     return Got::Bad;
   }
-  std::optional<Num> v = evalBinding(*b, e.loc);
+  std::optional<Num> v = ev.evalBinding(*b, e.loc);
   if (!v)
     return Got::Bad;
   out = v->asDouble();
   return Got::Ok;
 }
 
-Got Sema::getBool(Scope &s, StringRef key, bool &out) {
+Got Sema::getBool(Scope &s, KeyId id, bool &out) {
+  StringRef key = keySchema(s, id, ValueKind::Bool).spelling;
   Binding *b = s.local(key);
   if (!b)
     return Got::Unset;
@@ -568,24 +250,31 @@ Got Sema::getBool(Scope &s, StringRef key, bool &out) {
   return Got::Bad;
 }
 
-static std::string listChoices(llvm::ArrayRef<Choice> choices) {
-  std::string out;
-  for (auto [i, c] : llvm::enumerate(choices)) {
-    if (i)
-      out += i + 1 == choices.size() ? " or " : ", ";
-    out += c.name.str();
-    if (!c.args.empty()) {
-      out += "(";
-      for (auto [j, a] : llvm::enumerate(c.args))
-        out += (j ? ", " : "") + a.name.str() + " = ...";
-      out += ")";
-    }
+static std::string listChoice(const ValueSchema &c) {
+  std::string out = c.spelling.str();
+  if (!c.args.empty()) {
+    out += "(";
+    for (auto [j, a] : llvm::enumerate(c.args))
+      out += (j ? ", " : "") + a.spelling.str() + " = ...";
+    out += ")";
   }
   return out;
 }
 
-Got Sema::getChoice(Scope &s, StringRef key, llvm::ArrayRef<Choice> choices,
-                    ChoiceValue &out) {
+static std::string listChoices(llvm::ArrayRef<ValueSchema> choices) {
+  std::string out;
+  for (auto [i, c] : llvm::enumerate(choices)) {
+    if (i)
+      out += i + 1 == choices.size() ? " or " : ", ";
+    out += listChoice(c);
+  }
+  return out;
+}
+
+Got Sema::getChoice(Scope &s, KeyId id, ChoiceValue &out) {
+  const KeySchema &schema = keySchema(s, id, ValueKind::Enum);
+  StringRef key = schema.spelling;
+  llvm::ArrayRef<ValueSchema> choices = schema.values;
   Binding *b = s.local(key);
   if (!b)
     return Got::Unset;
@@ -594,14 +283,11 @@ Got Sema::getChoice(Scope &s, StringRef key, llvm::ArrayRef<Choice> choices,
     diags.error(e.loc, "'" + key + "' must be one of " + listChoices(choices));
     return Got::Bad;
   }
-  const Choice *choice = nullptr;
-  for (const Choice &c : choices)
-    if (c.name == e.spelling)
-      choice = &c;
+  const ValueSchema *choice = findValueSchema(schema, e.spelling);
   if (!choice) {
     std::vector<StringRef> names;
-    for (const Choice &c : choices)
-      names.push_back(c.name);
+    for (const ValueSchema &c : choices)
+      names.push_back(c.spelling);
     std::string msg = ("unknown " + key + " '" + e.spelling + "'").str();
     StringRef near = closestMatch(e.spelling, names);
     if (!near.empty())
@@ -611,48 +297,48 @@ Got Sema::getChoice(Scope &s, StringRef key, llvm::ArrayRef<Choice> choices,
     diags.error(e.loc, msg);
     return Got::Bad;
   }
-  out.name = choice->name;
+  StringRef name = choice->spelling;
+  out.name = name;
   if (e.kind == Expr::Kind::Call && choice->args.empty() && !e.args.empty()) {
-    diags.error(e.loc, "'" + choice->name + "' takes no arguments");
+    diags.error(e.loc, "'" + name + "' takes no arguments");
     return Got::Bad;
   }
   bool ok = true;
   llvm::StringMap<SMLoc> given;
   for (const CallArg &arg : e.args) {
-    const ArgSpec *spec = nullptr;
-    for (const ArgSpec &a : choice->args)
-      if (a.name == arg.name)
+    const ArgSchema *spec = nullptr;
+    for (const ArgSchema &a : choice->args)
+      if (a.spelling == arg.name)
         spec = &a;
     if (!spec) {
       std::vector<StringRef> names;
-      for (const ArgSpec &a : choice->args)
-        names.push_back(a.name);
+      for (const ArgSchema &a : choice->args)
+        names.push_back(a.spelling);
       std::string msg =
-          ("unknown argument '" + arg.name + "' of '" + choice->name + "'")
-              .str();
+          ("unknown argument '" + arg.name + "' of '" + name + "'").str();
       StringRef near = closestMatch(arg.name, names);
       if (!near.empty())
         msg += ("; did you mean '" + near + "'?").str();
       else
-        msg += "; expected " + listChoices(*choice);
+        msg += "; expected " + listChoice(*choice);
       diags.error(arg.loc, msg);
       ok = false;
       continue;
     }
     if (!given.insert({arg.name, arg.loc}).second) {
       auto diag = diags.error(arg.loc, "duplicate argument '" + arg.name +
-                                           "' of '" + choice->name + "'");
+                                           "' of '" + name + "'");
       if (diag)
         diag.attachNote(diags.loc(given[arg.name])) << "first given here";
       ok = false;
       continue;
     }
     const Expr &v = *arg.value;
-    if (spec->kind == ArgSpec::Word) {
+    if (spec->kind == ValueKind::Enum) {
       if (v.kind != Expr::Kind::Name ||
           !llvm::is_contained(spec->words, v.spelling)) {
         std::string msg =
-            ("'" + arg.name + "' of '" + choice->name + "' must be ").str();
+            ("'" + arg.name + "' of '" + name + "' must be ").str();
         for (auto [i, w] : llvm::enumerate(spec->words))
           msg += (i ? " or " : "") + w.str();
         if (v.kind == Expr::Kind::Name) {
@@ -667,52 +353,52 @@ Got Sema::getChoice(Scope &s, StringRef key, llvm::ArrayRef<Choice> choices,
       out.words[arg.name] = v.spelling;
       continue;
     }
-    std::optional<Num> n = eval(v, s);
+    std::optional<Num> n = ev.eval(v, s);
     if (!n) {
       ok = false;
       continue;
     }
-    if (spec->kind == ArgSpec::Int) {
+    if (spec->kind == ValueKind::Int) {
       if (!n->isInt) {
-        diags.error(v.loc, "'" + arg.name + "' of '" + choice->name +
-                               "' must be an integer, got " + numStr(*n));
+        diags.error(v.loc, "'" + arg.name + "' of '" + name +
+                               "' must be an integer, got " + formatNum(*n));
         ok = false;
         continue;
       }
       if (n->i <= 0) {
-        diags.error(v.loc, "'" + arg.name + "' of '" + choice->name +
-                               "' must be > 0, got " + numStr(*n));
+        diags.error(v.loc, "'" + arg.name + "' of '" + name +
+                               "' must be > 0, got " + formatNum(*n));
         ok = false;
         continue;
       }
       if (n->i > kMaxSize) {
         diags.error(v.loc, llvm::formatv("'{0}' of '{1}' ({2}) is larger "
                                          "than the limit of {3}",
-                                         arg.name, choice->name, n->i, kMaxSize)
+                                         arg.name, name, n->i, kMaxSize)
                                .str());
         ok = false;
         continue;
       }
     } else if (!(n->asDouble() > 0.0)) {
-      diags.error(v.loc, "'" + arg.name + "' of '" + choice->name +
-                             "' must be > 0, got " + numStr(*n));
+      diags.error(v.loc, "'" + arg.name + "' of '" + name +
+                             "' must be > 0, got " + formatNum(*n));
       ok = false;
       continue;
     }
     out.nums[arg.name] = *n;
   }
-  for (const ArgSpec &a : choice->args) {
-    if (given.count(a.name))
+  for (const ArgSchema &a : choice->args) {
+    if (given.count(a.spelling))
       continue;
-    if (a.required) {
-      diags.error(e.loc, "'" + choice->name + "' needs the argument '" +
-                             a.name + "': write " + listChoices(*choice));
+    if (a.need == KeyNeed::Required) {
+      diags.error(e.loc, "'" + name + "' needs the argument '" + a.spelling +
+                             "': write " + listChoice(*choice));
       ok = false;
-    } else if (a.kind == ArgSpec::Word) {
-      out.words[a.name] = a.words.front();
+    } else if (a.kind == ValueKind::Enum) {
+      out.words[a.spelling] = a.words.front();
     } else {
-      out.nums[a.name] =
-          Num{a.kind == ArgSpec::Int, static_cast<int64_t>(a.defaultValue),
+      out.nums[a.spelling] =
+          Num{a.kind == ValueKind::Int, static_cast<int64_t>(a.defaultValue),
               a.defaultValue};
     }
   }
@@ -723,9 +409,17 @@ Got Sema::getChoice(Scope &s, StringRef key, llvm::ArrayRef<Choice> choices,
 // Sections
 //===----------------------------------------------------------------------===//
 
+SourceLoc Sema::sourceLoc(SMLoc loc) const {
+  auto fileLoc = dyn_cast<FileLineColLoc>(diags.loc(loc));
+  if (!fileLoc)
+    return {};
+  return {fileLoc.getFilename().str(), fileLoc.getLine(), fileLoc.getColumn()};
+}
+
 void Sema::resolveEmbedding(Scope &s, EmbeddingSpec &out) {
+  out.loc = sourceLoc(s.loc);
   ChoiceValue pos;
-  if (getChoice(s, "position", kPositionChoices, pos) == Got::Ok) {
+  if (getChoice(s, KeyId::Position, pos) == Got::Ok) {
     if (pos.name == "learned")
       out.position = PositionEncoding::learned;
     else if (pos.name == "sinusoidal")
@@ -740,29 +434,30 @@ void Sema::resolveEmbedding(Scope &s, EmbeddingSpec &out) {
                           : RopeStyle::half;
     }
   }
-  getBool(s, "tie_output", out.tieOutput);
-  getBool(s, "scale", out.scale);
-  getBool(s, "cls_token", out.clsToken);
+  getBool(s, KeyId::TieOutput, out.tieOutput);
+  getBool(s, KeyId::Scale, out.scale);
+  getBool(s, KeyId::ClsToken, out.clsToken);
 }
 
 void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
                             AttentionSpec &out) {
-  Got heads = getInt(s, "heads", out.heads);
+  out.loc = sourceLoc(s.loc);
+  Got heads = getInt(s, KeyId::Heads, out.heads);
   if (heads == Got::Unset)
     diags.error(s.loc, "'" + s.name + "' needs 'heads'");
-  Got kv = getInt(s, "kv_heads", out.kvHeads);
-  Got hd = getInt(s, "head_dim", out.headDim);
+  Got kv = getInt(s, KeyId::KvHeads, out.kvHeads);
+  Got hd = getInt(s, KeyId::HeadDim, out.headDim);
   if (heads == Got::Ok) {
     if (kv == Got::Unset)
       out.kvHeads = out.heads;
     else if (kv == Got::Ok && out.heads % out.kvHeads != 0)
-      diags.error(s.valueLoc("kv_heads"),
+      diags.error(s.valueLoc(KeyId::KvHeads),
                   llvm::formatv("kv_heads ({0}) must divide heads ({1})",
                                 out.kvHeads, out.heads)
                       .str());
     if (hd == Got::Unset && dModel > 0) {
       if (dModel % out.heads != 0)
-        diags.error(s.valueLoc("heads"),
+        diags.error(s.valueLoc(KeyId::Heads),
                     llvm::formatv("head_dim defaults to d_model / heads, but "
                                   "d_model ({0}) is not divisible by heads "
                                   "({1}); set head_dim",
@@ -775,23 +470,25 @@ void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
   if (!cross) {
     out.mask = decoder ? MaskKind::causal : MaskKind::none;
     ChoiceValue mask;
-    if (getChoice(s, "mask", kMaskChoices, mask) == Got::Ok) {
+    if (getChoice(s, KeyId::Mask, mask) == Got::Ok) {
       out.mask = *symbolizeMaskKind(mask.name);
       if (out.mask == MaskKind::sliding)
         out.window = mask.nums["window"].i;
     }
-    getBool(s, "padding", out.padding);
+    getBool(s, KeyId::Padding, out.padding);
   }
-  getBool(s, "bias", out.bias);
+  getBool(s, KeyId::Bias, out.bias);
   // scale = default | number
-  if (Binding *b = s.local("scale")) {
+  StringRef scaleKey =
+      keySchema(s, KeyId::Scale, ValueKind::FloatOrDefault).spelling;
+  if (Binding *b = s.local(scaleKey)) {
     const Expr &e = *b->stmt->value;
     if (e.kind == Expr::Kind::Name && e.spelling == "default") {
       out.scaleIsDefault = true;
-    } else if (!isNumeric(e, s)) {
+    } else if (!Evaluator::isNumeric(e, s)) {
       diags.error(e.loc, "'scale' must be 'default' or a number, got '" +
                              e.spelling + "'");
-    } else if (std::optional<Num> v = evalBinding(*b, e.loc)) {
+    } else if (std::optional<Num> v = ev.evalBinding(*b, e.loc)) {
       if (v->asDouble() == 0.0)
         diags.error(e.loc, "'scale' must be nonzero");
       out.scaleIsDefault = false;
@@ -803,24 +500,26 @@ void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
 }
 
 void Sema::resolveFfn(Scope &s, int64_t dModel, FfnSpec &out) {
+  out.loc = sourceLoc(s.loc);
   out.hidden = 4 * dModel;
-  getInt(s, "hidden", out.hidden);
+  getInt(s, KeyId::Hidden, out.hidden);
   ChoiceValue act;
-  if (getChoice(s, "activation", kActivationChoices, act) == Got::Ok)
+  if (getChoice(s, KeyId::Activation, act) == Got::Ok)
     out.activation = *symbolizeActivation(act.name);
-  getBool(s, "bias", out.bias);
+  getBool(s, KeyId::Bias, out.bias);
 }
 
 void Sema::resolveNorm(Scope &s, NormSpec &out) {
+  out.loc = sourceLoc(s.loc);
   ChoiceValue kind, placement;
-  if (getChoice(s, "kind", kNormKindChoices, kind) == Got::Ok)
+  if (getChoice(s, KeyId::Kind, kind) == Got::Ok)
     out.kind = *symbolizeNormKind(kind.name);
-  if (getChoice(s, "placement", kPlacementChoices, placement) == Got::Ok)
-    out.pre = placement.name == "pre";
-  if (getNumber(s, "eps", out.eps) == Got::Ok && !(out.eps > 0.0))
-    diags.error(s.valueLoc("eps"), "'eps' must be > 0");
-  out.final = out.pre;
-  getBool(s, "final", out.final);
+  if (getChoice(s, KeyId::Placement, placement) == Got::Ok)
+    out.placement = *symbolizeNormPlacement(placement.name);
+  if (getNumber(s, KeyId::Eps, out.eps) == Got::Ok && !(out.eps > 0.0))
+    diags.error(s.valueLoc(KeyId::Eps), "'eps' must be > 0");
+  out.final = out.placement != NormPlacement::Post;
+  getBool(s, KeyId::Final, out.final);
 }
 
 //===----------------------------------------------------------------------===//
@@ -831,38 +530,43 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
   unsigned errorsBefore = diags.errorCount();
   ModelSpec spec;
   spec.name = decl.name.str();
+  spec.loc = sourceLoc(decl.loc);
 
-  Scope *top = newScope("model " + decl.name.str(), decl.loc, nullptr);
-  collect(decl.body, schemaFor("model"), *top);
+  Scope *top = ev.newScope("model " + decl.name.str(), SectionId::Model,
+                           decl.loc, nullptr);
+  collect(decl.body, *top);
 
   // Raw scopes of the sections at the top level and inside the stacks.
   llvm::StringMap<Scope *> raw;
   auto rawScope = [&](Scope *parent, StringRef prefix,
-                      StringRef section) -> Scope * {
-    auto it = parent->sections.find(section);
+                      SectionId section) -> Scope * {
+    auto it = parent->sections.find(stringifySection(section));
     if (it == parent->sections.end())
       return nullptr;
-    std::string name = (prefix + section).str();
-    Scope *s = newScope(name, it->second->loc, parent);
-    collect(*it->second, schemaFor(section), *s);
+    std::string name = (prefix + stringifySection(section)).str();
+    Scope *s = ev.newScope(name, section, it->second->loc, parent);
+    collect(*it->second, *s);
     raw[name] = s;
     return s;
   };
-  for (StringRef sec :
-       {"embedding", "attention", "ffn", "norm", "cross_attention"})
-    rawScope(top, "", sec);
-  Scope *encScope = rawScope(top, "", "encoder");
-  Scope *decScope = rawScope(top, "", "decoder");
-  if (encScope)
-    for (StringRef sec : kEncoderSections)
-      rawScope(encScope, "encoder.", sec);
-  if (decScope)
-    for (StringRef sec : kDecoderSections)
-      rawScope(decScope, "decoder.", sec);
+  // The shared sections, then the stacks, then the sections of each stack.
+  auto isStack = [](SectionId id) {
+    return getSectionSchema(id).role == SectionRole::Stack;
+  };
+  const SectionSchema &model = getSectionSchema(SectionId::Model);
+  for (SectionId sec : model.children)
+    if (!isStack(sec))
+      rawScope(top, "", sec);
+  Scope *encScope = rawScope(top, "", SectionId::Encoder);
+  Scope *decScope = rawScope(top, "", SectionId::Decoder);
+  for (Scope *stack : {encScope, decScope})
+    if (stack)
+      for (SectionId sec : getSectionSchema(stack->section).children)
+        rawScope(stack, stack->name + ".", sec);
 
   // arch comes first: it decides which sections are valid.
   ChoiceValue arch;
-  Got gotArch = getChoice(*top, "arch", kArchChoices, arch);
+  Got gotArch = getChoice(*top, KeyId::Arch, arch);
   if (gotArch == Got::Unset)
     diags.error(decl.loc, "model '" + decl.name +
                               "' needs 'arch' (encoder, decoder or "
@@ -880,7 +584,7 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
                                          "' is only valid with arch = "
                                          "encoder_decoder");
   } else {
-    if (Binding *b = top->local("layers"))
+    if (Binding *b = top->local(KeyId::Layers))
       diags.error(b->stmt->loc, "'layers' is set per stack in an "
                                 "encoder_decoder model: move it into "
                                 "encoder { } and decoder { }");
@@ -894,29 +598,30 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
 
   // Top-level keys.
   ChoiceValue dtype, input, output, residual;
-  if (getChoice(*top, "dtype", kDTypeChoices, dtype) == Got::Ok)
+  if (getChoice(*top, KeyId::DType, dtype) == Got::Ok)
     spec.dtype = dtype.name == "f32"   ? DType::f32
                  : dtype.name == "f16" ? DType::f16
                                        : DType::bf16;
-  if (getChoice(*top, "input", kInputChoices, input) == Got::Ok &&
+  spec.input.loc = sourceLoc(top->keyLoc(KeyId::Input));
+  if (getChoice(*top, KeyId::Input, input) == Got::Ok &&
       input.name == "image") {
     spec.input.image = true;
     spec.input.size = input.nums["size"].i;
     spec.input.patch = input.nums["patch"].i;
     spec.input.channels = input.nums["channels"].i;
     if (spec.input.size % spec.input.patch != 0) {
-      diags.error(top->valueLoc("input"),
+      diags.error(top->valueLoc(KeyId::Input),
                   llvm::formatv("patch ({0}) must divide size ({1})",
                                 spec.input.patch, spec.input.size)
                       .str());
       spec.input.image = false;
     }
   }
-  if (getChoice(*top, "residual", kResidualChoices, residual) == Got::Ok)
-    spec.parallelResidual = residual.name == "parallel";
-  Got gotVocab = getInt(*top, "vocab", spec.vocab);
-  Got gotContext = getInt(*top, "context", spec.context);
-  if (getInt(*top, "d_model", spec.dModel) == Got::Unset)
+  if (getChoice(*top, KeyId::Residual, residual) == Got::Ok)
+    spec.residual = *symbolizeResidual(residual.name);
+  Got gotVocab = getInt(*top, KeyId::Vocab, spec.vocab);
+  Got gotContext = getInt(*top, KeyId::Context, spec.context);
+  if (getInt(*top, KeyId::DModel, spec.dModel) == Got::Unset)
     diags.error(decl.loc, "model '" + decl.name + "' needs 'd_model'");
   bool imageInput = input.name == "image";
   if (gotVocab == Got::Unset && !imageInput)
@@ -926,13 +631,14 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     diags.error(decl.loc, "model '" + decl.name +
                               "' needs 'context' (the longest sequence)");
   if (imageInput && encDec)
-    diags.error(top->valueLoc("input"),
+    diags.error(top->valueLoc(KeyId::Input),
                 "image input is only supported with arch = encoder or "
                 "decoder");
 
+  spec.output.loc = sourceLoc(top->keyLoc(KeyId::Output));
   spec.output.kind =
       spec.arch == Arch::encoder ? OutputKind::hidden : OutputKind::lm_head;
-  if (getChoice(*top, "output", kOutputChoices, output) == Got::Ok) {
+  if (getChoice(*top, KeyId::Output, output) == Got::Ok) {
     if (output.name == "lm_head")
       spec.output.kind = OutputKind::lm_head;
     else if (output.name == "hidden")
@@ -946,7 +652,7 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
   }
   if (spec.output.kind == OutputKind::lm_head && gotVocab == Got::Unset &&
       imageInput)
-    diags.error(top->keyLoc("output"), "output = lm_head needs 'vocab'");
+    diags.error(top->keyLoc(KeyId::Output), "output = lm_head needs 'vocab'");
 
   // Stacks.
   struct StackScopes {
@@ -966,28 +672,30 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
   for (StackScopes &ss : stackScopes) {
     StackSpec stack;
     stack.name = ss.name.str();
+    stack.loc = sourceLoc(ss.stack->keyLoc(KeyId::Layers));
     stack.prefix = encDec ? (ss.name + ".").str() : "";
     bool decoder = ss.name == "decoder";
     std::string pre = encDec ? (ss.name + ".").str() : "";
-    if (getInt(*ss.stack, "layers", stack.layers) == Got::Unset &&
+    if (getInt(*ss.stack, KeyId::Layers, stack.layers) == Got::Unset &&
         !(encDec && ss.stack == top))
       diags.error(encDec ? ss.stack->loc : decl.loc,
                   encDec ? "'" + ss.name + "' needs 'layers'"
                          : "model '" + decl.name + "' needs 'layers'");
-    auto view = [&](StringRef section) {
+    auto view = [&](SectionId id) {
+      StringRef section = stringifySection(id);
       Scope *shared = raw.lookup(section);
       Scope *own = encDec ? raw.lookup(pre + section.str()) : nullptr;
-      Scope *s = merged(pre + section.str(),
-                        own      ? own->loc
-                        : shared ? shared->loc
-                                 : ss.stack->loc,
-                        ss.stack, {shared, own});
+      Scope *s = ev.merged(pre + section.str(), id,
+                           own      ? own->loc
+                           : shared ? shared->loc
+                                    : ss.stack->loc,
+                           ss.stack, {shared, own});
       return s;
     };
-    Scope *emb = view("embedding");
-    Scope *attn = view("attention");
-    Scope *ffn = view("ffn");
-    Scope *norm = view("norm");
+    Scope *emb = view(SectionId::Embedding);
+    Scope *attn = view(SectionId::Attention);
+    Scope *ffn = view(SectionId::Ffn);
+    Scope *norm = view(SectionId::Norm);
     resolveEmbedding(*emb, stack.embedding);
     resolveAttention(*attn, spec.dModel, decoder, /*cross=*/false,
                      stack.attention);
@@ -995,32 +703,33 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     resolveNorm(*norm, stack.norm);
     if (stack.embedding.position == PositionEncoding::rope &&
         stack.attention.headDim % 2 != 0)
-      diags.error(emb->valueLoc("position"),
+      diags.error(emb->valueLoc(KeyId::Position),
                   llvm::formatv("position = rope needs an even head_dim, "
                                 "got {0}",
                                 stack.attention.headDim)
                       .str());
     if (stack.embedding.clsToken && !imageInput)
-      diags.error(emb->keyLoc("cls_token"),
+      diags.error(emb->keyLoc(KeyId::ClsToken),
                   "cls_token needs image input (input = image(...))");
-    if (spec.parallelResidual && !stack.norm.pre)
-      diags.error(top->keyLoc("residual"),
+    if (spec.residual == Residual::Parallel &&
+        stack.norm.placement != NormPlacement::Pre)
+      diags.error(top->keyLoc(KeyId::Residual),
                   "residual = parallel needs norm placement = pre");
     if (stack.embedding.tieOutput && spec.output.kind != OutputKind::lm_head)
-      diags.warning(emb->keyLoc("tie_output"),
+      diags.warning(emb->keyLoc(KeyId::TieOutput),
                     "tie_output has no effect without output = lm_head");
     if (encDec && decoder) {
       stack.hasCross = true;
-      Scope *cross = merged("decoder.cross_attention",
-                            raw.lookup("decoder.cross_attention")
-                                ? raw.lookup("decoder.cross_attention")->loc
-                                : (raw.lookup("cross_attention")
-                                       ? raw.lookup("cross_attention")->loc
-                                       : attn->loc),
-                            ss.stack,
-                            {attn, raw.lookup("cross_attention"),
-                             raw.lookup("decoder.cross_attention")},
-                            {"mask", "padding"});
+      Scope *cross =
+          ev.merged("decoder.cross_attention", SectionId::CrossAttention,
+                    raw.lookup("decoder.cross_attention")
+                        ? raw.lookup("decoder.cross_attention")->loc
+                        : (raw.lookup("cross_attention")
+                               ? raw.lookup("cross_attention")->loc
+                               : attn->loc),
+                    ss.stack,
+                    {attn, raw.lookup("cross_attention"),
+                     raw.lookup("decoder.cross_attention")});
       resolveAttention(*cross, spec.dModel, decoder, /*cross=*/true,
                        stack.cross);
     }
@@ -1034,14 +743,16 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     if (gotContext == Got::Unset)
       spec.context = positions;
     else if (gotContext == Got::Ok && spec.context < positions)
-      diags.error(top->valueLoc("context"),
+      diags.error(top->valueLoc(KeyId::Context),
                   llvm::formatv("context ({0}) is smaller than the {1} "
                                 "positions of the image input",
                                 spec.context, positions)
                       .str());
   }
 
-  if (diags.errorCount() != errorsBefore)
+  // Past the error limit errors are no longer counted: the model may have
+  // some that went unshown.
+  if (diags.errorCount() != errorsBefore || diags.tooManyErrors())
     return std::nullopt;
 
   // Every parameter tensor and the total must stay addressable.

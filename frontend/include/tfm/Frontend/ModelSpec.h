@@ -27,10 +27,44 @@ enum class DType { f32, f16, bf16 };
 enum class PositionEncoding { learned, sinusoidal, rope, none };
 enum class OutputKind { lm_head, hidden, classifier };
 
+/// Where the norms of a layer sit (`norm { placement = ... }`).
+enum class NormPlacement {
+  Pre,      ///< x + f(norm(x))
+  Post,     ///< norm(x + f(x))
+  Sandwich, ///< x + post_norm(f(pre_norm(x))); DSL v2, not in Keys.def yet
+};
+
+/// How a layer adds its attention and ffn to the residual stream
+/// (`residual = ...`).
+enum class Residual {
+  Sequential, ///< x + attn(n1(x)), then x + ffn(n2(x))
+  Parallel,   ///< x + attn(n(x)) + ffn(n(x))
+};
+
 llvm::StringRef stringifyArch(Arch a);
 llvm::StringRef stringifyDType(DType d);
 llvm::StringRef stringifyPosition(PositionEncoding p);
 llvm::StringRef stringifyOutput(OutputKind o);
+/// The DSL spelling of a placement or a residual ("pre", "parallel") and
+/// back.
+llvm::StringRef stringifyNormPlacement(NormPlacement p);
+std::optional<NormPlacement> symbolizeNormPlacement(llvm::StringRef s);
+llvm::StringRef stringifyResidual(Residual r);
+std::optional<Residual> symbolizeResidual(llvm::StringRef s);
+
+/// Where a statement of the .tfm source is, so that MLIRGen can give the
+/// ops it creates from it that location. Line and column count from 1; line
+/// 0 means unknown (a spec built in code).
+struct SourceLoc {
+  std::string file;
+  unsigned line = 0;
+  unsigned column = 0;
+  bool isValid() const { return line != 0; }
+};
+
+// Each part of the spec records the statement it came from: the section
+// (`attention { ... }`) or key (`input = image(...)`) that sets it, the
+// enclosing section or the model when the source leaves it to defaults.
 
 struct EmbeddingSpec {
   PositionEncoding position = PositionEncoding::learned;
@@ -39,6 +73,7 @@ struct EmbeddingSpec {
   bool tieOutput = false;
   bool scale = false;
   bool clsToken = false;
+  SourceLoc loc; ///< the embedding section
 };
 
 struct AttentionSpec {
@@ -51,19 +86,22 @@ struct AttentionSpec {
   bool bias = true;
   bool scaleIsDefault = true;
   double scale = 0.0; ///< resolved: 1/sqrt(head_dim) when default
+  SourceLoc loc;      ///< the attention or cross_attention section
 };
 
 struct FfnSpec {
   int64_t hidden = 0;
   Activation activation = Activation::gelu;
   bool bias = true;
+  SourceLoc loc; ///< the ffn section
 };
 
 struct NormSpec {
   NormKind kind = NormKind::layernorm;
-  bool pre = true;
+  NormPlacement placement = NormPlacement::Pre;
   double eps = 1e-5;
   bool final = true;
+  SourceLoc loc; ///< the norm section
 };
 
 /// One stack of layers: the only stack of an encoder or decoder model, or
@@ -78,6 +116,7 @@ struct StackSpec {
   AttentionSpec cross;
   FfnSpec ffn;
   NormSpec norm;
+  SourceLoc loc; ///< the `layers = N` statement of the stack
 };
 
 struct InputSpec {
@@ -86,12 +125,14 @@ struct InputSpec {
   int64_t patches() const {
     return image ? (size / patch) * (size / patch) : 0;
   }
+  SourceLoc loc; ///< the `input = ...` statement
 };
 
 struct OutputSpec {
   OutputKind kind = OutputKind::lm_head;
   int64_t classes = 0;
   PoolKind pool = PoolKind::cls;
+  SourceLoc loc; ///< the `output = ...` statement
 };
 
 /// Which block of a layer (or of the model) a parameter belongs to.
@@ -179,6 +220,7 @@ struct TensorSpec {
 
 struct ModelSpec {
   std::string name;
+  SourceLoc loc; ///< the model's name in `model NAME { ... }`
   Arch arch = Arch::decoder;
   int64_t vocab = 0; ///< 0 when the model has no token input nor LM head
   int64_t context = 0;
@@ -186,7 +228,7 @@ struct ModelSpec {
   DType dtype = DType::f32;
   InputSpec input;
   OutputSpec output;
-  bool parallelResidual = false;
+  Residual residual = Residual::Sequential;
   std::vector<StackSpec> stacks; ///< 1, or 2 (encoder, decoder)
 
   const StackSpec &mainStack() const { return stacks.back(); }
