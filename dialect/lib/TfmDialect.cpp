@@ -25,3 +25,55 @@ void TfmDialect::initialize() {
 #include "tfm/Dialect/TfmOps.cpp.inc"
       >();
 }
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes
+//===----------------------------------------------------------------------===//
+
+/// Checks one entry {name = "...", panel = W : i64} of tfm.params.
+static LogicalResult verifyParamEntry(Operation *op, Attribute entry,
+                                      size_t index) {
+  auto dict = dyn_cast<DictionaryAttr>(entry);
+  auto name = dict ? dict.getAs<StringAttr>("name") : StringAttr();
+  auto panel = dict ? dict.getAs<IntegerAttr>("panel") : IntegerAttr();
+  if (!dict || dict.size() != 2 || !name || name.getValue().empty() || !panel ||
+      !panel.getType().isSignlessInteger(64) || panel.getInt() < 0)
+    return op->emitOpError()
+           << "'" << TfmDialect::ParamsAttrHelper::getNameStr() << "' entry "
+           << index
+           << " must be {name = \"<non-empty>\", panel = <non-negative i64>}, "
+              "got "
+           << entry;
+  return success();
+}
+
+LogicalResult TfmDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  if (name == ParamsAttrHelper::getNameStr()) {
+    auto table = dyn_cast<ArrayAttr>(value);
+    if (!table)
+      return op->emitOpError()
+             << "'" << name << "' must be an array of parameters, got "
+             << value;
+    for (auto [i, entry] : llvm::enumerate(table))
+      if (failed(verifyParamEntry(op, entry, i)))
+        return failure();
+    return success();
+  }
+  if (name == NumInputsAttrHelper::getNameStr()) {
+    auto n = dyn_cast<IntegerAttr>(value);
+    if (!n || !n.getType().isSignlessInteger(64) || n.getInt() < 0)
+      return op->emitOpError()
+             << "'" << name << "' must be a non-negative i64, got " << value;
+    return success();
+  }
+  if (name == KeepParallelAttrHelper::getNameStr()) {
+    if (!isa<UnitAttr>(value))
+      return op->emitOpError()
+             << "'" << name << "' must be a unit attribute, got " << value;
+    return success();
+  }
+  return op->emitOpError() << "has an unknown tfm attribute '" << name << "'";
+}

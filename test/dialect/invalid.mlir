@@ -823,3 +823,54 @@ func.func @f102(%q: memref<?x2x?x8xf64>, %kt: memref<?x2x8x?xf64>, %v: memref<?x
   tfm.attention_kernel ins(%q, %kt, %v : memref<?x2x?x8xf64>, memref<?x2x8x?xf64>, memref<?x2x?x8xf64>) outs(%o : memref<?x2x?x8xf64>) {mask = #tfm.mask<none>, scale = 0.35 : f64}
   return
 }
+
+// -----
+
+// The discardable attributes are checked wherever they appear.
+// expected-error @below {{'func.func' op 'tfm.num_inputs' must be a non-negative i64, got "one"}}
+func.func @f103() attributes {tfm.num_inputs = "one"} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'func.func' op 'tfm.num_inputs' must be a non-negative i64, got 1 : i32}}
+func.func @f104() attributes {tfm.num_inputs = 1 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'func.func' op 'tfm.params' must be an array of parameters, got {name = "w", panel = 0 : i64}}}
+func.func @f105() attributes {tfm.params = {name = "w", panel = 0 : i64}} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'func.func' op 'tfm.params' entry 1 must be {name = "<non-empty>", panel = <non-negative i64>}, got {name = "b"}}}
+func.func @f106() attributes {tfm.params = [{name = "w", panel = 0 : i64}, {name = "b"}]} {
+  return
+}
+
+// -----
+
+func.func @f107(%m: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %f = arith.constant 1.0 : f32
+  // expected-error @below {{'scf.parallel' op 'tfm.keep_parallel' must be a unit attribute, got true}}
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    memref.store %f, %m[%i] : memref<4xf32>
+    scf.reduce
+  } {tfm.keep_parallel = true}
+  return
+}
+
+// -----
+
+// expected-error @below {{'func.func' op has an unknown tfm attribute 'tfm.num_input'}}
+func.func @f108() attributes {tfm.num_input = 1 : i64} {
+  return
+}

@@ -125,3 +125,20 @@ func.func @half_precision(%x: tensor<2x3x16xf16>, %y: tensor<2x3x16xbf16>) -> (t
   %b = tfm.add %y, %y : tensor<2x3x16xbf16>
   return %a, %b : tensor<2x3x16xf16>, tensor<2x3x16xbf16>
 }
+
+// The discardable attributes the passes put on other dialects' ops.
+// CHECK-LABEL: func.func @discardable_attrs
+// CHECK-SAME: attributes {tfm.num_inputs = 1 : i64, tfm.params = [{name = "w", panel = 32 : i64}, {name = "w", panel = 0 : i64}]}
+// CHECK: scf.parallel
+// CHECK: } {tfm.keep_parallel}
+func.func @discardable_attrs(%x: memref<?xf32>, %out: memref<?xf32>, %wp: memref<1x4x32xf32>, %w: memref<4x4xf32>) attributes {tfm.num_inputs = 1 : i64, tfm.params = [{name = "w", panel = 32 : i64}, {name = "w", panel = 0 : i64}]} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %v = memref.load %x[%i] : memref<?xf32>
+    memref.store %v, %out[%i] : memref<?xf32>
+    scf.reduce
+  } {tfm.keep_parallel}
+  return
+}

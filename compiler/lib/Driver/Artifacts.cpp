@@ -2,6 +2,8 @@
 
 #include "Artifacts.h"
 
+#include "tfm/Dialect/TfmOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LLVMContext.h"
@@ -56,7 +58,10 @@ driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
     return iface;
   }
   iface.table = spec->params();
-  auto paramsAttr = func->getAttrOfType<ArrayAttr>("tfm.params");
+  ArrayAttr paramsAttr = module.getContext()
+                            ->getLoadedDialect<TfmDialect>()
+                            ->getParamsAttrHelper()
+                            .getAttr(func);
   if (!paramsAttr)
     return emitError(func.getLoc(), "internal: no tfm.params on the model");
   auto params = resolveAbiParams(iface.table, paramsAttr, func.getLoc());

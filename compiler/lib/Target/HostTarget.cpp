@@ -2,6 +2,7 @@
 
 #include "tfm/Target/HostTarget.h"
 
+#include "tfm/Dialect/TfmOps.h"
 #include "tfm/runtime.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,10 +22,13 @@ using namespace mlir::tfm;
 FailureOr<std::vector<AbiArg>> mlir::tfm::readAbi(ModuleOp module,
                                                   StringRef funcName) {
   auto func = module.lookupSymbol<func::FuncOp>(funcName);
-  if (!func || !func->hasAttr("tfm.params"))
+  auto *tfm = module.getContext()->getLoadedDialect<TfmDialect>();
+  if (!func || !tfm)
     return failure();
-  int64_t numInputs =
-      cast<IntegerAttr>(func->getAttr("tfm.num_inputs")).getInt();
+  IntegerAttr numInputsAttr = tfm->getNumInputsAttrHelper().getAttr(func);
+  if (!tfm->getParamsAttrHelper().isAttrPresent(func) || !numInputsAttr)
+    return failure();
+  int64_t numInputs = numInputsAttr.getInt();
   std::vector<AbiArg> abi;
   for (auto [i, t] : llvm::enumerate(func.getFunctionType().getInputs())) {
     auto mt = cast<MemRefType>(t);

@@ -40,8 +40,12 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// Marks loops that must stay parallel (tfm-parallelize-outer keeps them).
-constexpr StringLiteral kKeepParallel = "tfm.keep_parallel";
+/// Marks `par` as the kernel's own distribution, which
+/// tfm-parallelize-outer keeps parallel.
+void markKeepParallel(scf::ParallelOp par) {
+  TfmDialect::KeepParallelAttrHelper(par.getContext())
+      .setAttr(par, UnitAttr::get(par.getContext()));
+}
 
 Value cIdx(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
@@ -163,7 +167,7 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
           ValueRange{c1}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
             panelBody(nb, l, ivs[0], {});
           });
-      par->setAttr(kKeepParallel, b.getUnitAttr());
+      markKeepParallel(par);
     }
     if (tail) {
       Value last = cIdx(b, loc, fullPanels);
@@ -395,7 +399,7 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
                   out, ValueRange{bi, hi, row[r], cIdx(nb, l, c * wv)});
           }
         });
-    par->setAttr(kKeepParallel, b.getUnitAttr());
+    markKeepParallel(par);
     b.eraseOp(op);
     return success();
   }

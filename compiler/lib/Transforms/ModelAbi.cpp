@@ -132,16 +132,19 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel) {
 
   entry.eraseArguments(0, numOld);
   func.setFunctionType(FunctionType::get(ctx, newInputs, {}));
-  func->setAttr("tfm.params", ArrayAttr::get(ctx, table));
-  func->setAttr("tfm.num_inputs", b.getI64IntegerAttr(numOld));
+  auto *tfm = ctx->getLoadedDialect<TfmDialect>();
+  tfm->getParamsAttrHelper().setAttr(func, ArrayAttr::get(ctx, table));
+  tfm->getNumInputsAttrHelper().setAttr(func, b.getI64IntegerAttr(numOld));
   return success();
 }
 
 struct TfmModelAbiPass : mlir::tfm::impl::TfmModelAbiBase<TfmModelAbiPass> {
   using TfmModelAbiBase::TfmModelAbiBase;
   void runOnOperation() override {
+    auto params =
+        getContext().getLoadedDialect<TfmDialect>()->getParamsAttrHelper();
     for (auto func : getOperation().getOps<func::FuncOp>()) {
-      if (func.isExternal() || func->hasAttr("tfm.params"))
+      if (func.isExternal() || params.isAttrPresent(func))
         continue;
       if (failed(rewriteFunction(func, panelWidth)))
         return signalPassFailure();

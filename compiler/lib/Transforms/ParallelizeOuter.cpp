@@ -49,10 +49,13 @@ struct TfmParallelizeOuterPass
     SmallVector<scf::ParallelOp> loops;
     getOperation().walk([&](scf::ParallelOp op) { loops.push_back(op); });
     IRRewriter rewriter(&getContext());
+    auto keepParallel = getContext()
+                            .getLoadedDialect<TfmDialect>()
+                            ->getKeepParallelAttrHelper();
     // Outer loops first (walk is post-order): process in reverse. The bodies
     // move, so the inner loops stay valid (and are then nested).
     for (scf::ParallelOp op : llvm::reverse(loops)) {
-      if (op.getNumResults() != 0 || op->hasAttr("tfm.keep_parallel"))
+      if (op.getNumResults() != 0 || keepParallel.isAttrPresent(op))
         continue;
       bool nested = op->getParentOfType<scf::ParallelOp>() != nullptr;
       if (nested || op.getNumLoops() == 1)

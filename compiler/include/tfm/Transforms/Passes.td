@@ -46,7 +46,8 @@ def TfmModelAbi : Pass<"tfm-model-abi", "ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::memref::MemRefDialect",
-                           "::mlir::tensor::TensorDialect"];
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::tfm::TfmDialect"];
 }
 
 def TfmOutlineLayers : Pass<"tfm-outline-layers", "ModuleOp"> {
@@ -80,7 +81,8 @@ def TfmLowerKernels : Pass<"tfm-lower-kernels", "func::FuncOp"> {
                            "::mlir::vector::VectorDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::tfm::TfmDialect"];
 }
 
 def TfmParallelizeOuter : Pass<"tfm-parallelize-outer", "func::FuncOp"> {
@@ -90,8 +92,11 @@ def TfmParallelizeOuter : Pass<"tfm-parallelize-outer", "func::FuncOp"> {
     a multi-dimensional `scf.parallel` becomes an `scf.for` (so that it
     vectorizes) and one-dimensional parallel loops become sequential. What
     remains parallel is turned into OpenMP by `convert-scf-to-openmp`.
+    Loops marked `tfm.keep_parallel` (the kernels' own distribution) and
+    loops with reductions are left as they are.
   }];
-  let dependentDialects = ["::mlir::scf::SCFDialect"];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::tfm::TfmDialect"];
 }
 
 def TfmExpandShapeToCast : Pass<"tfm-expand-shape-to-cast", "func::FuncOp"> {

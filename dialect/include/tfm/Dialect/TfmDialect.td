@@ -24,6 +24,23 @@ def Tfm_Dialect : Dialect {
     they decompose into, and the fused `tfm.attention` kernel op.
   }];
   let useDefaultAttributePrinterParser = 1;
+
+  // Attributes the passes put on ops of other dialects (all checked by
+  // verifyOperationAttribute):
+  //   tfm.params         on the model function (tfm-model-abi): its
+  //                      parameters in argument order, an array of
+  //                      {name = "...", panel = W : i64} (panel 0: as stored,
+  //                      W: packed in panels of W output columns);
+  //   tfm.num_inputs     on the model function (tfm-model-abi): how many of
+  //                      its leading arguments are inputs (i64);
+  //   tfm.keep_parallel  on an scf.parallel (tfm-lower-kernels): the kernel's
+  //                      own distribution, which tfm-parallelize-outer keeps.
+  let discardableAttrs = (ins
+    "::mlir::ArrayAttr":$params,
+    "::mlir::IntegerAttr":$num_inputs,
+    "::mlir::UnitAttr":$keep_parallel
+  );
+  let hasOperationAttrVerify = 1;
 }
 
 class Tfm_Op<string mnemonic, list<Trait> traits = []>
