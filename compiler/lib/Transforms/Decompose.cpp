@@ -22,8 +22,6 @@ using namespace mlir::tfm;
 
 namespace {
 
-constexpr int64_t kDyn = ShapedType::kDynamic;
-
 /// [B, T, in] x [out, in]^T (+ bias) -> [B, T, out].
 Value linear(PatternRewriter &b, Location loc, Value x, Value w, Value bias) {
   auto xt = cast<RankedTensorType>(x.getType());
