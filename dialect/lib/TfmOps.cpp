@@ -1,5 +1,4 @@
-//===- TfmOps.cpp - tfm dialect operations
-//---------------------------------===//
+//===- TfmOps.cpp - tfm dialect operations --------------------------------===//
 //
 // Verifiers for every shape and attribute rule of the tfm ops. Dynamic
 // dimensions are compatible with anything; static ones must agree.

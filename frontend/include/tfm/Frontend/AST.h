@@ -1,5 +1,4 @@
-//===- AST.h - .tfm abstract syntax tree -------------------------*- C++
-//-*-===//
+//===- AST.h - .tfm abstract syntax tree ------------------------*- C++ -*-===//
 
 #ifndef TFM_FRONTEND_AST_H
 #define TFM_FRONTEND_AST_H

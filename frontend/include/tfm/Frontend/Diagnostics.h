@@ -1,5 +1,4 @@
-//===- Diagnostics.h - front-end diagnostics ---------------------*- C++
-//-*-===//
+//===- Diagnostics.h - front-end diagnostics --------------------*- C++ -*-===//
 //
 // Front-end errors go through MLIR's diagnostic engine with FileLineColLoc
 // locations into the SourceMgr buffer, so tfmc prints them clang-style and

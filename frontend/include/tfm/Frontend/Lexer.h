@@ -1,5 +1,4 @@
-//===- Lexer.h - .tfm lexer --------------------------------------*- C++
-//-*-===//
+//===- Lexer.h - .tfm lexer -------------------------------------*- C++ -*-===//
 
 #ifndef TFM_FRONTEND_LEXER_H
 #define TFM_FRONTEND_LEXER_H

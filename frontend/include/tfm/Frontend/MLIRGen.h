@@ -1,5 +1,4 @@
-//===- MLIRGen.h - ModelSpec to tfm dialect ----------------------*- C++
-//-*-===//
+//===- MLIRGen.h - ModelSpec to tfm dialect ---------------------*- C++ -*-===//
 
 #ifndef TFM_FRONTEND_MLIRGEN_H
 #define TFM_FRONTEND_MLIRGEN_H

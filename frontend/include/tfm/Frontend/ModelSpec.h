@@ -1,5 +1,4 @@
-//===- ModelSpec.h - the resolved model description --------------*- C++
-//-*-===//
+//===- ModelSpec.h - the resolved model description -------------*- C++ -*-===//
 //
 // Semantic analysis turns a `model { ... }` block into a ModelSpec: every
 // default filled in, every expression evaluated, every rule checked. The rest

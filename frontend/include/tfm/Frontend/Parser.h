@@ -1,5 +1,4 @@
-//===- Parser.h - .tfm parser ------------------------------------*- C++
-//-*-===//
+//===- Parser.h - .tfm parser -----------------------------------*- C++ -*-===//
 
 #ifndef TFM_FRONTEND_PARSER_H
 #define TFM_FRONTEND_PARSER_H

@@ -1,5 +1,4 @@
-//===- Sema.h - .tfm semantic analysis ---------------------------*- C++
-//-*-===//
+//===- Sema.h - .tfm semantic analysis --------------------------*- C++ -*-===//
 
 #ifndef TFM_FRONTEND_SEMA_H
 #define TFM_FRONTEND_SEMA_H
