@@ -59,9 +59,9 @@ driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
   }
   iface.table = spec->params();
   ArrayAttr paramsAttr = module.getContext()
-                            ->getLoadedDialect<TfmDialect>()
-                            ->getParamsAttrHelper()
-                            .getAttr(func);
+                             ->getLoadedDialect<TfmDialect>()
+                             ->getParamsAttrHelper()
+                             .getAttr(func);
   if (!paramsAttr)
     return emitError(func.getLoc(), "internal: no tfm.params on the model");
   auto params = resolveAbiParams(iface.table, paramsAttr, func.getLoc());
