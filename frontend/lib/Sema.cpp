@@ -715,6 +715,10 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
         stack.norm.placement != NormPlacement::Pre)
       diags.error(top->keyLoc(KeyId::Residual),
                   "residual = parallel needs norm placement = pre");
+    if (spec.residual == Residual::Parallel && encDec && decoder)
+      diags.error(top->keyLoc(KeyId::Residual),
+                  "residual = parallel has no form for a decoder with "
+                  "cross_attention; an encoder_decoder model is sequential");
     if (stack.embedding.tieOutput && spec.output.kind != OutputKind::lm_head)
       diags.warning(emb->keyLoc(KeyId::TieOutput),
                     "tie_output has no effect without output = lm_head");
