@@ -275,8 +275,22 @@ LogicalResult MultiHeadAttentionOp::verify() {
   return checkSameElementType(op);
 }
 
-static bool isGated(Activation a) {
-  return a == Activation::swiglu || a == Activation::geglu;
+bool mlir::tfm::isGatedActivation(Activation a) {
+  return a == Activation::swiglu || a == Activation::geglu ||
+         a == Activation::geglu_tanh;
+}
+
+Activation mlir::tfm::getGateActivation(Activation a) {
+  switch (a) {
+  case Activation::swiglu:
+    return Activation::silu;
+  case Activation::geglu:
+    return Activation::gelu;
+  case Activation::geglu_tanh:
+    return Activation::gelu_tanh;
+  default:
+    return a;
+  }
 }
 
 LogicalResult FfnOp::verify() {
@@ -291,7 +305,7 @@ LogicalResult FfnOp::verify() {
   if (failed(checkShape(op, getUpWeight(), {hidden, d}, "up weight")) ||
       failed(checkShape(op, getDownWeight(), {d, hidden}, "down weight")))
     return failure();
-  bool gated = isGated(getActivation());
+  bool gated = isGatedActivation(getActivation());
   if (gated && !getGateWeight())
     return emitOpError() << stringifyActivation(getActivation())
                          << " needs a gate weight";
@@ -425,7 +439,7 @@ LogicalResult SoftmaxOp::verify() {
 }
 
 LogicalResult ActivationOp::verify() {
-  if (isGated(getKind()))
+  if (isGatedActivation(getKind()))
     return emitOpError() << "kind " << stringifyActivation(getKind())
                          << " is gated: spell it with tfm.mul";
   return success();

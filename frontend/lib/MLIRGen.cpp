@@ -153,8 +153,7 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
 
 Value Generator::ffn(Value x, const FfnSpec &f) {
   Location loc = locOf(f.loc);
-  bool gated =
-      f.activation == Activation::swiglu || f.activation == Activation::geglu;
+  bool gated = isGatedActivation(f.activation);
   Value up = param(ParamBlock::Ffn, ParamRole::UpWeight, loc);
   Value gate =
       gated ? param(ParamBlock::Ffn, ParamRole::GateWeight, loc) : Value();

@@ -40,6 +40,10 @@ llvm::StringRef mlir::tfm::stringifyPosition(PositionEncoding p) {
     return "sinusoidal";
   case PositionEncoding::rope:
     return "rope";
+  case PositionEncoding::alibi:
+    return "alibi";
+  case PositionEncoding::relative:
+    return "relative";
   case PositionEncoding::none:
     return "none";
   }
@@ -241,15 +245,18 @@ private:
     if (a.bias)
       add(block, ParamRole::VBias, {kv});
     add(block, ParamRole::OWeight, {d, q});
-    if (a.bias)
+    if (a.outBias)
       add(block, ParamRole::OBias, {d});
+    if (a.qkNorm) {
+      add(block, ParamRole::QNormWeight, {a.headDim});
+      add(block, ParamRole::KNormWeight, {a.headDim});
+    }
   }
   void ffn(const FfnSpec &f) {
     add(ParamBlock::Ffn, ParamRole::UpWeight, {f.hidden, d});
     if (f.bias)
       add(ParamBlock::Ffn, ParamRole::UpBias, {f.hidden});
-    if (f.activation == Activation::swiglu ||
-        f.activation == Activation::geglu) {
+    if (isGatedActivation(f.activation)) {
       add(ParamBlock::Ffn, ParamRole::GateWeight, {f.hidden, d});
       if (f.bias)
         add(ParamBlock::Ffn, ParamRole::GateBias, {f.hidden});
@@ -275,24 +282,36 @@ ParamTable ParamTableBuilder::build() {
     add(ParamBlock::Patch, ParamRole::Bias, {d});
     if (spec.mainStack().embedding.clsToken)
       add(ParamBlock::Embed, ParamRole::ClsToken, {d});
-  } else {
+  } else if (!input.features) {
     add(ParamBlock::TokenEmbed, ParamRole::Weight, {spec.vocab, d});
   }
+  if (int64_t types = spec.mainStack().embedding.types)
+    add(ParamBlock::TypeEmbed, ParamRole::Weight, {types, d});
   for (stack = 0; stack < int32_t(spec.stacks.size()); ++stack) {
     const StackSpec &s = spec.stacks[stack];
     if (s.embedding.position == PositionEncoding::learned)
       add(ParamBlock::PositionEmbed, ParamRole::Weight, {spec.context, d});
+    if (s.embedding.norm)
+      norm(ParamBlock::EmbedNorm, s.norm);
+    if (s.embedding.position == PositionEncoding::relative)
+      add(ParamBlock::RelativeBias, ParamRole::Weight,
+          {s.embedding.relativeBuckets, s.attention.heads});
+    bool sandwich = s.norm.placement == NormPlacement::Sandwich;
     for (layer = 0; layer < s.layers; ++layer) {
       norm(ParamBlock::AttnNorm, s.norm);
       attention(ParamBlock::Attn, s.attention);
+      if (sandwich)
+        norm(ParamBlock::AttnPostNorm, s.norm);
       if (s.hasCross) {
         norm(ParamBlock::CrossNorm, s.norm);
         attention(ParamBlock::CrossAttn, s.cross);
       }
-      // A parallel residual has one norm for attention and ffn.
-      if (spec.residual != Residual::Parallel)
+      // A parallel residual with one norm uses attn_norm for the ffn too.
+      if (spec.residual != Residual::Parallel || spec.parallelNorms == 2)
         norm(ParamBlock::FfnNorm, s.norm);
       ffn(s.ffn);
+      if (sandwich)
+        norm(ParamBlock::FfnPostNorm, s.norm);
     }
     layer = -1;
     if (s.norm.final)
@@ -303,6 +322,8 @@ ParamTable ParamTableBuilder::build() {
   if (output.kind == OutputKind::lm_head &&
       !spec.mainStack().embedding.tieOutput)
     add(ParamBlock::LmHead, ParamRole::Weight, {spec.vocab, d});
+  if (output.kind == OutputKind::lm_head && output.lmBias)
+    add(ParamBlock::LmHead, ParamRole::Bias, {spec.vocab});
   if (output.kind == OutputKind::classifier) {
     add(ParamBlock::Classifier, ParamRole::Weight, {output.classes, d});
     add(ParamBlock::Classifier, ParamRole::Bias, {output.classes});

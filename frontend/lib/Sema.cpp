@@ -478,6 +478,7 @@ void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
     getBool(s, KeyId::Padding, out.padding);
   }
   getBool(s, KeyId::Bias, out.bias);
+  out.outBias = out.bias;
   // scale = default | number
   StringRef scaleKey =
       keySchema(s, KeyId::Scale, ValueKind::FloatOrDefault).spelling;
@@ -520,6 +521,7 @@ void Sema::resolveNorm(Scope &s, NormSpec &out) {
     diags.error(s.valueLoc(KeyId::Eps), "'eps' must be > 0");
   out.final = out.placement != NormPlacement::Post;
   getBool(s, KeyId::Final, out.final);
+  out.finalEps = out.eps;
 }
 
 //===----------------------------------------------------------------------===//

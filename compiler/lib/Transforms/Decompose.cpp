@@ -102,9 +102,7 @@ struct DecomposeFfn : OpRewritePattern<FfnOp> {
     MLIRContext *ctx = b.getContext();
     if (gated) {
       Value gate = linear(b, loc, op.getInput(), op.getGateWeight(), bias(1));
-      Activation act = op.getActivation() == Activation::swiglu
-                           ? Activation::silu
-                           : Activation::gelu;
+      Activation act = getGateActivation(op.getActivation());
       Value g =
           ActivationOp::create(b, loc, gate, ActivationAttr::get(ctx, act));
       h = MulOp::create(b, loc, g, up);

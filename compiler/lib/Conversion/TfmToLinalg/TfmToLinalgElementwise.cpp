@@ -74,7 +74,8 @@ Value activation(OpBuilder &b, Location l, Activation kind, Value x) {
     return arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, c(0.5)),
                                  arith::AddFOp::create(b, l, e, c(1.0)));
   }
-  case Activation::gelu_tanh: {
+  case Activation::gelu_tanh:
+  case Activation::geglu_tanh: {
     Value x3 =
         arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, x), x);
     Value inner = arith::MulFOp::create(
@@ -88,6 +89,13 @@ Value activation(OpBuilder &b, Location l, Activation kind, Value x) {
   case Activation::silu:
   case Activation::swiglu: {
     Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
+    return arith::DivFOp::create(b, l, x,
+                                 arith::AddFOp::create(b, l, e, c(1.0)));
+  }
+  case Activation::quick_gelu: {
+    // x * sigmoid(1.702 x), as CLIP.
+    Value e =
+        math::ExpOp::create(b, l, arith::MulFOp::create(b, l, x, c(-1.702)));
     return arith::DivFOp::create(b, l, x,
                                  arith::AddFOp::create(b, l, e, c(1.0)));
   }

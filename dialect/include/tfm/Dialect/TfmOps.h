@@ -24,6 +24,10 @@
 namespace mlir {
 class DialectRegistry;
 namespace tfm {
+/// Whether an ffn activation is gated (`down(act(gate(x)) * up(x))`).
+bool isGatedActivation(Activation a);
+/// The activation applied to the gate of a gated ffn activation.
+Activation getGateActivation(Activation a);
 /// Attaches BufferizableOpInterface to the kernel ops (One-Shot Bufferize).
 void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
 } // namespace tfm

@@ -23,7 +23,16 @@ namespace mlir::tfm {
 
 enum class Arch { encoder, decoder, encoder_decoder };
 enum class DType { f32, f16, bf16 };
-enum class PositionEncoding { learned, sinusoidal, rope, none };
+enum class PositionEncoding {
+  learned,
+  sinusoidal,
+  rope,
+  alibi,
+  relative,
+  none
+};
+/// How RoPE frequencies are rescaled (`rope(scaling = ...)`, DSL v2).
+enum class RopeScaling { none, linear, llama3 };
 enum class OutputKind { lm_head, hidden, classifier };
 
 /// Where the norms of a layer sit (`norm { placement = ... }`).
@@ -69,6 +78,22 @@ struct EmbeddingSpec {
   PositionEncoding position = PositionEncoding::learned;
   double ropeTheta = 10000.0;
   RopeStyle ropeStyle = RopeStyle::half;
+  /// v2 RoPE arguments: rotated dimensions per head (resolved: head_dim when
+  /// not set), frequency scaling and its parameters (`original_context`
+  /// resolved to the model's context when not set).
+  int64_t ropeDim = 0;
+  RopeScaling ropeScaling = RopeScaling::none;
+  double ropeFactor = 1.0;
+  double ropeLowFreqFactor = 1.0;
+  double ropeHighFreqFactor = 4.0;
+  int64_t ropeOriginalContext = 0;
+  /// v2 `relative(buckets, max_distance)`: T5 relative position buckets.
+  int64_t relativeBuckets = 32;
+  int64_t relativeMaxDistance = 128;
+  /// v2 `types = N`: token-type embeddings (0: none).
+  int64_t types = 0;
+  /// v2 `norm = true`: a norm right after the embeddings are summed.
+  bool norm = false;
   bool tieOutput = false;
   bool scale = false;
   bool clsToken = false;
@@ -83,6 +108,16 @@ struct AttentionSpec {
   int64_t window = 0; ///< only for MaskKind::sliding
   bool padding = false;
   bool bias = true;
+  /// v2 `out_bias`: bias on the output projection (resolved: `bias` when
+  /// not set).
+  bool outBias = true;
+  /// v2 `qk_norm`: a norm of the stack's `norm.kind` on each head of Q and K.
+  bool qkNorm = false;
+  /// v2 `softcap`: scores become softcap * tanh(scores / softcap); 0 is off.
+  double softcap = 0.0;
+  /// v2 `sliding(global_every = K)`: layer i with (i + 1) % K == 0 is plain
+  /// causal instead of sliding; 0 is off.
+  int64_t globalEvery = 0;
   bool scaleIsDefault = true;
   double scale = 0.0; ///< resolved: 1/sqrt(head_dim) when default
   SourceLoc loc;      ///< the attention or cross_attention section
@@ -99,7 +134,11 @@ struct NormSpec {
   NormKind kind = NormKind::layernorm;
   NormPlacement placement = NormPlacement::Pre;
   double eps = 1e-5;
+  /// v2 `offset`: the norm multiplies by (offset + weight).
+  double offset = 0.0;
   bool final = true;
+  /// v2 `final_eps`: eps of the final norm (resolved: `eps` when not set).
+  double finalEps = 1e-5;
   SourceLoc loc; ///< the norm section
 };
 
@@ -120,6 +159,8 @@ struct StackSpec {
 
 struct InputSpec {
   bool image = false;
+  /// v2 `input = features`: f32 [B, T, d_model] instead of token ids.
+  bool features = false;
   int64_t size = 0, patch = 0, channels = 3;
   int64_t patches() const {
     return image ? (size / patch) * (size / patch) : 0;
@@ -131,6 +172,10 @@ struct OutputSpec {
   OutputKind kind = OutputKind::lm_head;
   int64_t classes = 0;
   PoolKind pool = PoolKind::cls;
+  /// `lm_head(bias, scale, softcap)`.
+  bool lmBias = false;
+  double lmScale = 1.0;
+  double lmSoftcap = 0.0;
   SourceLoc loc; ///< the `output = ...` statement
 };
 
@@ -228,6 +273,11 @@ struct ModelSpec {
   InputSpec input;
   OutputSpec output;
   Residual residual = Residual::Sequential;
+  /// `parallel(norms = 1 | 2)`: with 2 the ffn reads ffn_norm (v2).
+  int64_t parallelNorms = 1;
+  /// v2 `checkpoint = huggingface(type = T)`: the Hugging Face model_type
+  /// whose published layout the weights are read in; empty: canonical names.
+  std::string hfType;
   std::vector<StackSpec> stacks; ///< 1, or 2 (encoder, decoder)
 
   const StackSpec &mainStack() const { return stacks.back(); }
