@@ -158,6 +158,22 @@ const ValueSchema *mlir::tfm::findValueSchema(const KeySchema &key,
   return nullptr;
 }
 
+StringRef mlir::tfm::getHuggingFaceHint(StringRef name) {
+#define TFM_HF_NAME(Name, Hint)                                                \
+  if (name == Name)                                                            \
+    return Hint;
+#include "tfm/Frontend/Keys.def"
+  return {};
+}
+
+StringRef mlir::tfm::getHuggingFaceWord(KeyId key, StringRef word) {
+#define TFM_HF_WORD(Key, Word, Spelling)                                       \
+  if (key == KeyId::Key && word == Word)                                       \
+    return Spelling;
+#include "tfm/Frontend/Keys.def"
+  return {};
+}
+
 bool mlir::tfm::isNestedIn(SectionId child, SectionId parent) {
   return llvm::is_contained(getSectionSchema(parent).children, child);
 }

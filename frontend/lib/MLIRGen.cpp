@@ -87,9 +87,10 @@ private:
     Value bias = n.kind == NormKind::layernorm
                      ? param(block, ParamRole::Bias, loc)
                      : Value();
+    double eps = block == ParamBlock::FinalNorm ? n.finalEps : n.eps;
     return NormOp::create(b, loc, x.getType(), x, w, bias,
                           NormKindAttr::get(b.getContext(), n.kind),
-                          b.getF64FloatAttr(n.eps));
+                          b.getF64FloatAttr(eps), b.getF64FloatAttr(n.offset));
   }
   /// A residual add of the current layer.
   Value add(Value x, Value y) {
@@ -98,7 +99,8 @@ private:
   Value attention(Value q, Value kv, ParamBlock block, const AttentionSpec &a,
                   const EmbeddingSpec *rope, Value lengths);
   Value ffn(Value x, const FfnSpec &f);
-  Value embedTokens(Value tokens, const StackSpec &s);
+  Value embedTokens(Value tokens, const StackSpec &s, Value types = {});
+  Value lmHead(Value x);
   Value stack(Value x, int32_t index, Value lengths, Value memory,
               Value memoryLengths);
 
@@ -169,12 +171,40 @@ Value Generator::ffn(Value x, const FfnSpec &f) {
                        ActivationAttr::get(b.getContext(), f.activation));
 }
 
-Value Generator::embedTokens(Value tokens, const StackSpec &s) {
+Value Generator::embedTokens(Value tokens, const StackSpec &s, Value types) {
   Location loc = locOf(s.embedding.loc);
   Value weights = param(ParamBlock::TokenEmbed, ParamRole::Weight, loc);
-  auto op = EmbedOp::create(b, loc, act(kDyn, spec.dModel), tokens, weights,
+  Value x = EmbedOp::create(b, loc, act(kDyn, spec.dModel), tokens, weights,
                             s.embedding.scale);
-  return op;
+  if (types) {
+    Value table = param(ParamBlock::TypeEmbed, ParamRole::Weight, loc);
+    x = AddOp::create(b, loc, x,
+                      EmbedOp::create(b, loc, act(kDyn, spec.dModel), types,
+                                      table, /*scale=*/false));
+  }
+  return x;
+}
+
+Value Generator::lmHead(Value x) {
+  Location loc = locOf(spec.output.loc);
+  const OutputSpec &out = spec.output;
+  Value w = spec.mainStack().embedding.tieOutput
+                ? param(ParamBlock::TokenEmbed, ParamRole::Weight, loc)
+                : param(ParamBlock::LmHead, ParamRole::Weight, loc);
+  Value bias =
+      out.lmBias ? param(ParamBlock::LmHead, ParamRole::Bias, loc) : Value();
+  auto xt = cast<RankedTensorType>(x.getType());
+  x = LinearOp::create(b, loc, act(xt.getDimSize(1), spec.vocab), x, w, bias);
+  if (out.lmScale != 1.0)
+    x = ScaleOp::create(b, loc, x, b.getF64FloatAttr(out.lmScale));
+  if (out.lmSoftcap > 0.0) {
+    // softcap * tanh(logits / softcap)
+    x = ScaleOp::create(b, loc, x, b.getF64FloatAttr(1.0 / out.lmSoftcap));
+    x = ActivationOp::create(
+        b, loc, x, ActivationAttr::get(b.getContext(), Activation::tanh));
+    x = ScaleOp::create(b, loc, x, b.getF64FloatAttr(out.lmSoftcap));
+  }
+  return x;
 }
 
 Value Generator::stack(Value x, int32_t index, Value lengths, Value memory,
@@ -193,12 +223,20 @@ Value Generator::stack(Value x, int32_t index, Value lengths, Value memory,
     x = PositionsOp::create(
         b, embLoc, x.getType(), x, Value(),
         PositionKindAttr::get(ctx, PositionKind::sinusoidal));
+  if (s.embedding.norm)
+    x = norm(x, ParamBlock::EmbedNorm, s.norm);
 
   // Every op of a layer carries the layer's name (locOf).
   for (layer = 0; layer < s.layers && !failed; ++layer) {
+    // sliding(global_every = K): every K-th layer is plain causal.
+    AttentionSpec self = s.attention;
+    if (self.mask == MaskKind::sliding && self.globalEvery > 0 &&
+        (layer + 1) % self.globalEvery == 0) {
+      self.mask = MaskKind::causal;
+      self.window = 0;
+    }
     auto selfAttn = [&](Value h) {
-      return attention(h, h, ParamBlock::Attn, s.attention, &s.embedding,
-                       lengths);
+      return attention(h, h, ParamBlock::Attn, self, &s.embedding, lengths);
     };
     auto crossAttn = [&](Value h) {
       return attention(h, memory, ParamBlock::CrossAttn, s.cross, nullptr,
@@ -206,7 +244,9 @@ Value Generator::stack(Value x, int32_t index, Value lengths, Value memory,
     };
     if (spec.residual == Residual::Parallel) {
       Value h = norm(x, ParamBlock::AttnNorm, s.norm);
-      x = add(add(x, selfAttn(h)), ffn(h, s.ffn));
+      Value h2 =
+          spec.parallelNorms == 2 ? norm(x, ParamBlock::FfnNorm, s.norm) : h;
+      x = add(add(x, selfAttn(h)), ffn(h2, s.ffn));
       continue;
     }
     switch (s.norm.placement) {
@@ -223,10 +263,11 @@ Value Generator::stack(Value x, int32_t index, Value lengths, Value memory,
       x = norm(add(x, ffn(x, s.ffn)), ParamBlock::FfnNorm, s.norm);
       break;
     case NormPlacement::Sandwich:
-      // Needs the post-norm parameters of DSL v2; Sema does not accept it.
-      emitError(locOf(s.norm.loc))
-          << "internal error: norm placement = sandwich is not supported yet";
-      failed = true;
+      // x + post_norm(f(pre_norm(x))); Sema rejects cross-attention here.
+      x = add(x, norm(selfAttn(norm(x, ParamBlock::AttnNorm, s.norm)),
+                      ParamBlock::AttnPostNorm, s.norm));
+      x = add(x, norm(ffn(norm(x, ParamBlock::FfnNorm, s.norm), s.ffn),
+                      ParamBlock::FfnPostNorm, s.norm));
       break;
     }
   }
@@ -277,7 +318,11 @@ OwningOpRef<ModuleOp> Generator::build() {
     const StackSpec &s = spec.mainStack();
     Value in = entry->getArgument(0);
     Value lengths = s.attention.padding ? entry->getArgument(1) : Value();
-    if (spec.input.image) {
+    Value types =
+        s.embedding.types > 0 ? entry->getArguments().back() : Value();
+    if (spec.input.features) {
+      x = in;
+    } else if (spec.input.image) {
       int64_t p = spec.input.patch;
       Location loc = locOf(spec.input.loc);
       Value w = param(ParamBlock::Patch, ParamRole::Weight, loc);
@@ -291,7 +336,7 @@ OwningOpRef<ModuleOp> Generator::build() {
             param(ParamBlock::Embed, ParamRole::ClsToken, embLoc));
       }
     } else {
-      x = embedTokens(in, s);
+      x = embedTokens(in, s, types);
     }
     x = stack(x, int32_t(spec.stacks.size()) - 1, lengths, {}, {});
   }
@@ -306,15 +351,9 @@ OwningOpRef<ModuleOp> Generator::build() {
   switch (spec.output.kind) {
   case OutputKind::hidden:
     break;
-  case OutputKind::lm_head: {
-    Value w = top.embedding.tieOutput
-                  ? param(ParamBlock::TokenEmbed, ParamRole::Weight, outLoc)
-                  : param(ParamBlock::LmHead, ParamRole::Weight, outLoc);
-    auto xt = cast<RankedTensorType>(x.getType());
-    x = LinearOp::create(b, outLoc, act(xt.getDimSize(1), spec.vocab), x, w,
-                         Value());
+  case OutputKind::lm_head:
+    x = lmHead(x);
     break;
-  }
   case OutputKind::classifier: {
     x = PoolOp::create(b, outLoc,
                        RankedTensorType::get({kDyn, spec.dModel}, elt), x,

@@ -50,6 +50,18 @@ llvm::StringRef mlir::tfm::stringifyPosition(PositionEncoding p) {
   return "";
 }
 
+llvm::StringRef mlir::tfm::stringifyRopeScaling(RopeScaling r) {
+  switch (r) {
+  case RopeScaling::none:
+    return "none";
+  case RopeScaling::linear:
+    return "linear";
+  case RopeScaling::llama3:
+    return "llama3";
+  }
+  return "";
+}
+
 llvm::StringRef mlir::tfm::stringifyOutput(OutputKind o) {
   switch (o) {
   case OutputKind::lm_head:
@@ -350,19 +362,27 @@ std::vector<TensorSpec> ModelSpec::inputs() const {
       in.push_back({"tgt_lengths", "int32", {kDimB}, "lengths", "tgt"});
     return in;
   }
+  std::string first = input.image      ? "pixels"
+                      : input.features ? "features"
+                                       : "tokens";
   if (input.image)
     in.push_back({"pixels",
                   "float32",
                   {kDimB, input.channels, input.size, input.size},
                   "pixels"});
+  else if (input.features)
+    in.push_back({"features", "float32", {kDimB, kDimT, dModel}, "features"});
   else
     in.push_back({"tokens", "int32", {kDimB, kDimT}, "tokens"});
   if (mainStack().attention.padding)
-    in.push_back({"lengths",
+    in.push_back({"lengths", "int32", {kDimB}, "lengths", first});
+  if (mainStack().embedding.types > 0)
+    in.push_back({"types",
                   "int32",
-                  {kDimB},
-                  "lengths",
-                  input.image ? "pixels" : "tokens"});
+                  {kDimB, kDimT},
+                  "types",
+                  "",
+                  mainStack().embedding.types});
   return in;
 }
 
@@ -411,11 +431,15 @@ static json::Value attentionJSON(const AttentionSpec &a, bool cross) {
   json::Object o{
       {"heads", a.heads},      {"kv_heads", a.kvHeads},
       {"head_dim", a.headDim}, {"bias", a.bias},
-      {"scale", a.scale},      {"scale_is_default", a.scaleIsDefault}};
+      {"scale", a.scale},      {"scale_is_default", a.scaleIsDefault},
+      {"out_bias", a.outBias}, {"qk_norm", a.qkNorm},
+      {"softcap", a.softcap}};
   if (!cross) {
     o["mask"] = stringifyMaskKind(a.mask).str();
-    if (a.mask == MaskKind::sliding)
+    if (a.mask == MaskKind::sliding) {
       o["window"] = a.window;
+      o["global_every"] = a.globalEvery;
+    }
     o["padding"] = a.padding;
   }
   return o;
@@ -436,23 +460,47 @@ json::Value ModelSpec::toJSON() const {
                                  {"patch", input.patch},
                                  {"channels", input.channels}};
   else
-    root["input"] = json::Object{{"kind", "tokens"}};
+    root["input"] =
+        json::Object{{"kind", input.features ? "features" : "tokens"}};
   json::Object out{{"kind", stringifyOutput(output.kind).str()}};
+  if (output.kind == OutputKind::lm_head) {
+    out["bias"] = output.lmBias;
+    out["scale"] = output.lmScale;
+    out["softcap"] = output.lmSoftcap;
+  }
   if (output.kind == OutputKind::classifier) {
     out["classes"] = output.classes;
     out["pool"] = stringifyPoolKind(output.pool).str();
   }
   root["output"] = std::move(out);
   root["residual"] = stringifyResidual(residual).str();
+  if (residual == Residual::Parallel)
+    root["residual_norms"] = parallelNorms;
+  root["checkpoint"] =
+      hfType.empty() ? json::Object{{"kind", "canonical"}}
+                     : json::Object{{"kind", "huggingface"}, {"type", hfType}};
   json::Array stackArr;
   for (const StackSpec &s : stacks) {
     json::Object e{{"position", stringifyPosition(s.embedding.position).str()},
                    {"tie_output", s.embedding.tieOutput},
                    {"scale", s.embedding.scale},
-                   {"cls_token", s.embedding.clsToken}};
-    if (s.embedding.position == PositionEncoding::rope) {
-      e["rope_theta"] = s.embedding.ropeTheta;
-      e["rope_style"] = stringifyRopeStyle(s.embedding.ropeStyle).str();
+                   {"cls_token", s.embedding.clsToken},
+                   {"types", s.embedding.types},
+                   {"norm", s.embedding.norm}};
+    const EmbeddingSpec &es = s.embedding;
+    if (es.position == PositionEncoding::rope) {
+      e["rope_theta"] = es.ropeTheta;
+      e["rope_style"] = stringifyRopeStyle(es.ropeStyle).str();
+      e["rope_dim"] = es.ropeDim;
+      e["rope_scaling"] = stringifyRopeScaling(es.ropeScaling).str();
+      e["rope_factor"] = es.ropeFactor;
+      e["rope_low_freq_factor"] = es.ropeLowFreqFactor;
+      e["rope_high_freq_factor"] = es.ropeHighFreqFactor;
+      e["rope_original_context"] = es.ropeOriginalContext;
+    }
+    if (es.position == PositionEncoding::relative) {
+      e["relative_buckets"] = es.relativeBuckets;
+      e["relative_max_distance"] = es.relativeMaxDistance;
     }
     json::Object st{
         {"name", s.name},
@@ -468,7 +516,9 @@ json::Value ModelSpec::toJSON() const {
                               {"placement",
                                stringifyNormPlacement(s.norm.placement).str()},
                               {"eps", s.norm.eps},
-                              {"final", s.norm.final}}}};
+                              {"offset", s.norm.offset},
+                              {"final", s.norm.final},
+                              {"final_eps", s.norm.finalEps}}}};
     if (s.hasCross)
       st["cross_attention"] = attentionJSON(s.cross, true);
     stackArr.push_back(std::move(st));
@@ -483,6 +533,10 @@ json::Value ModelSpec::toJSON() const {
                      {"usage", t.role}};
       if (!t.of.empty())
         o["usage_of"] = t.of;
+      if (t.range > 0) {
+        o["range"] = t.range;
+        o["optional"] = true;
+      }
       a.push_back(std::move(o));
     }
     return a;

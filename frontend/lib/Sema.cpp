@@ -67,6 +67,11 @@ private:
                         AttentionSpec &out);
   void resolveFfn(Scope &s, int64_t dModel, FfnSpec &out);
   void resolveNorm(Scope &s, NormSpec &out);
+  /// Defaults of one stack that depend on keys of other sections, and the
+  /// rules between them.
+  void resolveRules(const ModelSpec &spec, StackSpec &stack, Scope &emb,
+                    Scope &norm, bool imageInput, bool featuresInput,
+                    bool encDec, bool decoder);
 
   DiagEmitter &diags;
   Evaluator ev;
@@ -92,7 +97,12 @@ void Sema::collect(const Section &section, Scope &scope) {
             ("unknown key '" + stmt.name + "' in '" + scope.name + "'").str();
         StringRef near = closestMatch(stmt.name, schema.keyNames);
         StringRef home = homeOfKey(stmt.name);
-        if (!near.empty())
+        StringRef hf = getHuggingFaceHint(stmt.name);
+        if (!hf.empty())
+          msg += ("; Hugging Face's '" + stmt.name + "' is written '" + hf +
+                  "' in tfm")
+                     .str();
+        else if (!near.empty())
           msg += ("; did you mean '" + near + "'?").str();
         else if (!home.empty() && home != schema.spelling)
           msg += ("; '" + stmt.name + "' belongs in " +
@@ -191,7 +201,11 @@ bool Sema::checkPositive(Scope &s, KeyId id, const Num &v, int64_t &out) {
 }
 
 Got Sema::getInt(Scope &s, KeyId id, int64_t &out) {
-  StringRef key = keySchema(s, id, ValueKind::Int).spelling;
+  const KeySchema *schema = findKeySchema(s.section, id);
+  assert(schema &&
+         (schema->kind == ValueKind::Int || schema->kind == ValueKind::Count) &&
+         "Sema reads a key as another kind than Keys.def");
+  StringRef key = schema->spelling;
   Binding *b = s.local(key);
   if (!b)
     return Got::Unset;
@@ -204,11 +218,20 @@ Got Sema::getInt(Scope &s, KeyId id, int64_t &out) {
   std::optional<Num> v = ev.evalBinding(*b, e.loc);
   if (!v)
     return Got::Bad;
+  if (schema->kind == ValueKind::Count && v->isInt && v->i == 0) {
+    out = 0;
+    return Got::Ok;
+  }
   return checkPositive(s, id, *v, out) ? Got::Ok : Got::Bad;
 }
 
 Got Sema::getNumber(Scope &s, KeyId id, double &out) {
-  StringRef key = keySchema(s, id, ValueKind::Float).spelling;
+  const KeySchema *schema = findKeySchema(s.section, id);
+  assert(schema &&
+         (schema->kind == ValueKind::Float ||
+          schema->kind == ValueKind::NonNegative) &&
+         "Sema reads a key as another kind than Keys.def");
+  StringRef key = schema->spelling;
   Binding *b = s.local(key);
   if (!b)
     return Got::Unset;
@@ -221,6 +244,10 @@ Got Sema::getNumber(Scope &s, KeyId id, double &out) {
   std::optional<Num> v = ev.evalBinding(*b, e.loc);
   if (!v)
     return Got::Bad;
+  if (schema->kind == ValueKind::NonNegative && !(v->asDouble() >= 0.0)) {
+    diags.error(e.loc, "'" + key + "' must be >= 0, got " + formatNum(*v));
+    return Got::Bad;
+  }
   out = v->asDouble();
   return Got::Ok;
 }
@@ -290,7 +317,11 @@ Got Sema::getChoice(Scope &s, KeyId id, ChoiceValue &out) {
       names.push_back(c.spelling);
     std::string msg = ("unknown " + key + " '" + e.spelling + "'").str();
     StringRef near = closestMatch(e.spelling, names);
-    if (!near.empty())
+    StringRef hf = getHuggingFaceWord(id, e.spelling);
+    if (!hf.empty())
+      msg += ("; Hugging Face's '" + e.spelling + "' is '" + hf + "' in tfm")
+                 .str();
+    else if (!near.empty())
       msg += ("; did you mean '" + near + "'?").str();
     else
       msg += "; expected " + listChoices(choices);
@@ -358,16 +389,18 @@ Got Sema::getChoice(Scope &s, KeyId id, ChoiceValue &out) {
       ok = false;
       continue;
     }
-    if (spec->kind == ValueKind::Int) {
+    if (spec->kind == ValueKind::Int || spec->kind == ValueKind::Count) {
       if (!n->isInt) {
         diags.error(v.loc, "'" + arg.name + "' of '" + name +
                                "' must be an integer, got " + formatNum(*n));
         ok = false;
         continue;
       }
-      if (n->i <= 0) {
-        diags.error(v.loc, "'" + arg.name + "' of '" + name +
-                               "' must be > 0, got " + formatNum(*n));
+      bool count = spec->kind == ValueKind::Count;
+      if (count ? n->i < 0 : n->i <= 0) {
+        diags.error(v.loc, "'" + arg.name + "' of '" + name + "' must be " +
+                               (count ? ">= 0" : "> 0") + ", got " +
+                               formatNum(*n));
         ok = false;
         continue;
       }
@@ -379,9 +412,12 @@ Got Sema::getChoice(Scope &s, KeyId id, ChoiceValue &out) {
         ok = false;
         continue;
       }
-    } else if (!(n->asDouble() > 0.0)) {
-      diags.error(v.loc, "'" + arg.name + "' of '" + name +
-                             "' must be > 0, got " + formatNum(*n));
+    } else if (spec->kind == ValueKind::NonNegative ? !(n->asDouble() >= 0.0)
+                                                    : !(n->asDouble() > 0.0)) {
+      diags.error(v.loc,
+                  "'" + arg.name + "' of '" + name + "' must be " +
+                      (spec->kind == ValueKind::NonNegative ? ">= 0" : "> 0") +
+                      ", got " + formatNum(*n));
       ok = false;
       continue;
     }
@@ -397,9 +433,9 @@ Got Sema::getChoice(Scope &s, KeyId id, ChoiceValue &out) {
     } else if (a.kind == ValueKind::Enum) {
       out.words[a.spelling] = a.words.front();
     } else {
+      bool isInt = a.kind == ValueKind::Int || a.kind == ValueKind::Count;
       out.nums[a.spelling] =
-          Num{a.kind == ValueKind::Int, static_cast<int64_t>(a.defaultValue),
-              a.defaultValue};
+          Num{isInt, static_cast<int64_t>(a.defaultValue), a.defaultValue};
     }
   }
   return ok ? Got::Ok : Got::Bad;
@@ -426,14 +462,32 @@ void Sema::resolveEmbedding(Scope &s, EmbeddingSpec &out) {
       out.position = PositionEncoding::sinusoidal;
     else if (pos.name == "none")
       out.position = PositionEncoding::none;
-    else {
+    else if (pos.name == "alibi")
+      out.position = PositionEncoding::alibi;
+    else if (pos.name == "relative") {
+      out.position = PositionEncoding::relative;
+      out.relativeBuckets = pos.nums["buckets"].i;
+      out.relativeMaxDistance = pos.nums["max_distance"].i;
+    } else {
       out.position = PositionEncoding::rope;
       out.ropeTheta = pos.nums["theta"].asDouble();
       out.ropeStyle = pos.words["style"] == "interleaved"
                           ? RopeStyle::interleaved
                           : RopeStyle::half;
+      // 0: resolved to head_dim / context once those are known.
+      out.ropeDim = pos.nums["dim"].i;
+      out.ropeOriginalContext = pos.nums["original_context"].i;
+      StringRef scaling = pos.words["scaling"];
+      out.ropeScaling = scaling == "linear"   ? RopeScaling::linear
+                        : scaling == "llama3" ? RopeScaling::llama3
+                                              : RopeScaling::none;
+      out.ropeFactor = pos.nums["factor"].asDouble();
+      out.ropeLowFreqFactor = pos.nums["low_freq_factor"].asDouble();
+      out.ropeHighFreqFactor = pos.nums["high_freq_factor"].asDouble();
     }
   }
+  getInt(s, KeyId::Types, out.types);
+  getBool(s, KeyId::Norm, out.norm);
   getBool(s, KeyId::TieOutput, out.tieOutput);
   getBool(s, KeyId::Scale, out.scale);
   getBool(s, KeyId::ClsToken, out.clsToken);
@@ -472,13 +526,18 @@ void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
     ChoiceValue mask;
     if (getChoice(s, KeyId::Mask, mask) == Got::Ok) {
       out.mask = *symbolizeMaskKind(mask.name);
-      if (out.mask == MaskKind::sliding)
+      if (out.mask == MaskKind::sliding) {
         out.window = mask.nums["window"].i;
+        out.globalEvery = mask.nums["global_every"].i;
+      }
     }
     getBool(s, KeyId::Padding, out.padding);
   }
   getBool(s, KeyId::Bias, out.bias);
   out.outBias = out.bias;
+  getBool(s, KeyId::OutBias, out.outBias);
+  getBool(s, KeyId::QkNorm, out.qkNorm);
+  getNumber(s, KeyId::Softcap, out.softcap);
   // scale = default | number
   StringRef scaleKey =
       keySchema(s, KeyId::Scale, ValueKind::FloatOrDefault).spelling;
@@ -521,7 +580,64 @@ void Sema::resolveNorm(Scope &s, NormSpec &out) {
     diags.error(s.valueLoc(KeyId::Eps), "'eps' must be > 0");
   out.final = out.placement != NormPlacement::Post;
   getBool(s, KeyId::Final, out.final);
+  getNumber(s, KeyId::Offset, out.offset);
   out.finalEps = out.eps;
+  if (getNumber(s, KeyId::FinalEps, out.finalEps) == Got::Ok &&
+      !(out.finalEps > 0.0))
+    diags.error(s.valueLoc(KeyId::FinalEps), "'final_eps' must be > 0");
+}
+
+void Sema::resolveRules(const ModelSpec &spec, StackSpec &stack, Scope &emb,
+                        Scope &norm, bool imageInput, bool featuresInput,
+                        bool encDec, bool decoder) {
+  EmbeddingSpec &e = stack.embedding;
+  AttentionSpec &a = stack.attention;
+  SMLoc posLoc = emb.valueLoc(KeyId::Position);
+  if (e.position == PositionEncoding::rope) {
+    if (e.ropeDim == 0) {
+      e.ropeDim = a.headDim;
+      if (a.headDim % 2 != 0)
+        diags.error(posLoc, llvm::formatv("position = rope needs an even "
+                                          "head_dim, got {0}",
+                                          a.headDim)
+                                .str());
+    } else if (e.ropeDim % 2 != 0 || e.ropeDim > a.headDim)
+      diags.error(posLoc, llvm::formatv("'dim' of 'rope' must be even and at "
+                                        "most head_dim ({0}), got {1}",
+                                        a.headDim, e.ropeDim)
+                              .str());
+    if (e.ropeOriginalContext == 0)
+      e.ropeOriginalContext = spec.context;
+    if (e.ropeScaling == RopeScaling::llama3 &&
+        !(e.ropeHighFreqFactor > e.ropeLowFreqFactor))
+      diags.error(posLoc, "rope scaling = llama3 needs high_freq_factor > "
+                          "low_freq_factor");
+  }
+  if (e.position == PositionEncoding::relative) {
+    // T5's buckets: half of them exact (a quarter when bidirectional), the
+    // rest logarithmic up to max_distance.
+    int64_t exact = decoder ? e.relativeBuckets / 2 : e.relativeBuckets / 4;
+    if (exact < 1 || e.relativeMaxDistance <= exact)
+      diags.error(posLoc,
+                  llvm::formatv("relative positions need at least {0} "
+                                "buckets and max_distance > {1} (the exact "
+                                "buckets), got buckets = {2}, max_distance "
+                                "= {3}",
+                                decoder ? 2 : 4, std::max<int64_t>(exact, 1),
+                                e.relativeBuckets, e.relativeMaxDistance)
+                      .str());
+  }
+  if (e.types > 0 && (imageInput || featuresInput || encDec))
+    diags.error(emb.valueLoc(KeyId::Types),
+                "'types' needs token input and arch = encoder or decoder");
+  if (e.tieOutput && featuresInput)
+    diags.error(emb.keyLoc(KeyId::TieOutput),
+                "tie_output needs a token embedding, and input = features "
+                "has none");
+  if (stack.norm.placement == NormPlacement::Sandwich && encDec && decoder)
+    diags.error(norm.valueLoc(KeyId::Placement),
+                "placement = sandwich has no form for a decoder with "
+                "cross_attention");
 }
 
 //===----------------------------------------------------------------------===//
@@ -619,14 +735,34 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
       spec.input.image = false;
     }
   }
-  if (getChoice(*top, KeyId::Residual, residual) == Got::Ok)
+  bool featuresInput = input.name == "features";
+  spec.input.features = featuresInput;
+  if (featuresInput && encDec)
+    diags.error(top->valueLoc(KeyId::Input),
+                "input = features is only supported with arch = encoder or "
+                "decoder");
+  if (getChoice(*top, KeyId::Residual, residual) == Got::Ok) {
     spec.residual = *symbolizeResidual(residual.name);
+    if (spec.residual == Residual::Parallel) {
+      spec.parallelNorms = residual.nums["norms"].i;
+      if (spec.parallelNorms != 1 && spec.parallelNorms != 2)
+        diags.error(top->valueLoc(KeyId::Residual),
+                    llvm::formatv("'norms' of 'parallel' must be 1 or 2, "
+                                  "got {0}",
+                                  spec.parallelNorms)
+                        .str());
+    }
+  }
+  ChoiceValue checkpoint;
+  if (getChoice(*top, KeyId::Checkpoint, checkpoint) == Got::Ok &&
+      checkpoint.name == "huggingface")
+    spec.hfType = checkpoint.words["type"].str();
   Got gotVocab = getInt(*top, KeyId::Vocab, spec.vocab);
   Got gotContext = getInt(*top, KeyId::Context, spec.context);
   if (getInt(*top, KeyId::DModel, spec.dModel) == Got::Unset)
     diags.error(decl.loc, "model '" + decl.name + "' needs 'd_model'");
   bool imageInput = input.name == "image";
-  if (gotVocab == Got::Unset && !imageInput)
+  if (gotVocab == Got::Unset && !imageInput && !featuresInput)
     diags.error(decl.loc,
                 "model '" + decl.name + "' needs 'vocab' (token input)");
   if (gotContext == Got::Unset && !imageInput)
@@ -641,9 +777,12 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
   spec.output.kind =
       spec.arch == Arch::encoder ? OutputKind::hidden : OutputKind::lm_head;
   if (getChoice(*top, KeyId::Output, output) == Got::Ok) {
-    if (output.name == "lm_head")
+    if (output.name == "lm_head") {
       spec.output.kind = OutputKind::lm_head;
-    else if (output.name == "hidden")
+      spec.output.lmBias = output.words["bias"] == "true";
+      spec.output.lmScale = output.nums["scale"].asDouble();
+      spec.output.lmSoftcap = output.nums["softcap"].asDouble();
+    } else if (output.name == "hidden")
       spec.output.kind = OutputKind::hidden;
     else {
       spec.output.kind = OutputKind::classifier;
@@ -653,8 +792,11 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     }
   }
   if (spec.output.kind == OutputKind::lm_head && gotVocab == Got::Unset &&
-      imageInput)
-    diags.error(top->keyLoc(KeyId::Output), "output = lm_head needs 'vocab'");
+      (imageInput || featuresInput))
+    diags.error(top->keyLoc(KeyId::Output).isValid()
+                    ? top->keyLoc(KeyId::Output)
+                    : decl.loc,
+                "output = lm_head needs 'vocab'");
 
   // Stacks.
   struct StackScopes {
@@ -703,16 +845,11 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
                      stack.attention);
     resolveFfn(*ffn, spec.dModel, stack.ffn);
     resolveNorm(*norm, stack.norm);
-    if (stack.embedding.position == PositionEncoding::rope &&
-        stack.attention.headDim % 2 != 0)
-      diags.error(emb->valueLoc(KeyId::Position),
-                  llvm::formatv("position = rope needs an even head_dim, "
-                                "got {0}",
-                                stack.attention.headDim)
-                      .str());
     if (stack.embedding.clsToken && !imageInput)
       diags.error(emb->keyLoc(KeyId::ClsToken),
                   "cls_token needs image input (input = image(...))");
+    resolveRules(spec, stack, *emb, *norm, imageInput, featuresInput, encDec,
+                 decoder);
     if (spec.residual == Residual::Parallel &&
         stack.norm.placement != NormPlacement::Pre)
       diags.error(top->keyLoc(KeyId::Residual),

@@ -177,6 +177,8 @@ int tfm_main(int argc, char **argv, const char *model_json,
       int64_t shape[TFM_MAX_RANK] = {rb, rt};
       int32_t rank = 2;
       tfm_dtype dt = TFM_I32;
+      if (in->optional)
+        continue; /* left out: zeros */
       if (in->usage != TFM_USAGE_TOKENS && in->usage != TFM_USAGE_LENGTHS) {
         fprintf(stderr,
                 "%s: error: --random-input is for token models; give "
@@ -198,7 +200,10 @@ int tfm_main(int argc, char **argv, const char *model_json,
       }
     }
   } else {
-    if ((size_t)num_inputs != n_in) {
+    size_t required = 0;
+    for (size_t i = 0; i < n_in; ++i)
+      required += !m->desc.inputs[i].optional;
+    if ((size_t)num_inputs < required || (size_t)num_inputs > n_in) {
       fprintf(stderr, "%s: error: model '%s' takes %zu input(s):", prog,
               tfm_model_name(m), n_in);
       for (size_t i = 0; i < n_in; ++i)
@@ -208,7 +213,7 @@ int tfm_main(int argc, char **argv, const char *model_json,
     }
     for (int k = 0; k < num_inputs; ++k) {
       size_t slot = n_in;
-      if (!input_names[k] && n_in == 1)
+      if (!input_names[k] && required == 1)
         slot = 0;
       for (size_t i = 0; i < n_in && input_names[k]; ++i) {
         const char *name = tfm_model_input_name(m, i);
@@ -241,6 +246,12 @@ int tfm_main(int argc, char **argv, const char *model_json,
       }
     }
   }
+  for (size_t i = 0; i < n_in; ++i)
+    if (!inputs[i].data && !m->desc.inputs[i].optional) {
+      fprintf(stderr, "%s: error: input '%s' of model '%s' is missing\n", prog,
+              tfm_model_input_name(m, i), tfm_model_name(m));
+      goto done;
+    }
   double t0 = tfm_now_seconds();
   if (tfm_model_run(m, inputs, &out) != TFM_OK) {
     fail(prog, tfm_last_error());

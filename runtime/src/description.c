@@ -290,10 +290,21 @@ static tfm_status parse_input(json_t *j, size_t i, tfm_io_desc *t) {
     t->usage = TFM_USAGE_PIXELS;
   } else if (!strcmp(usage, "features")) {
     t->usage = TFM_USAGE_FEATURES;
+  } else if (!strcmp(usage, "types")) {
+    t->usage = TFM_USAGE_TYPES;
+    want = TFM_I32;
+    json_t *range = json_object_get(j, "range");
+    if (!json_is_integer(range) || json_integer_value(range) < 1)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "%s holds token types but has no integer "
+                             "'range' >= 1",
+                      what);
+    t->range = json_integer_value(range);
+    t->optional = 1;
   } else {
     return tfm_fail(TFM_ERR_FORMAT,
                     PREFIX "%s has usage '%s'; the runtime knows tokens, "
-                           "lengths, pixels and features",
+                           "lengths, pixels, features and types",
                     what, usage);
   }
   if (t->dtype != want)

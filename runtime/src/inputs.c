@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <string.h>
 
 /* Sizes of the symbols, indexed by -TFM_DIM_*; -1 while unknown. */
 typedef struct symbols {
@@ -89,6 +90,15 @@ static tfm_status check_values(const tfm_description *d,
                         want->name, (long long)k, v[k], (long long)limit);
     return TFM_OK;
   }
+  if (want->usage == TFM_USAGE_TYPES) {
+    for (int64_t k = 0; k < n; ++k)
+      if (v[k] < 0 || v[k] >= want->range)
+        return tfm_fail(TFM_ERR_MISMATCH,
+                        "input '%s' holds token type %d at flat index %lld, "
+                        "outside [0, %lld)",
+                        want->name, v[k], (long long)k, (long long)want->range);
+    return TFM_OK;
+  }
   if (want->usage == TFM_USAGE_TOKENS) {
     for (int64_t k = 0; k < n; ++k)
       if (v[k] < 0 || v[k] >= d->vocab)
@@ -100,17 +110,40 @@ static tfm_status check_values(const tfm_description *d,
   return TFM_OK;
 }
 
-tfm_status tfm_inputs_check(const tfm_description *d, const tfm_tensor *inputs,
+tfm_status tfm_inputs_check(const tfm_description *d, tfm_tensor *inputs,
                             int64_t out_shape[TFM_MAX_RANK]) {
   symbols sym;
   for (int i = 0; i <= TFM_NUM_DIM_SYMBOLS; ++i)
     sym.size[i] = -1;
   for (size_t i = 0; i < d->num_inputs; ++i) {
+    if (d->inputs[i].optional && !inputs[i].data)
+      continue;
     tfm_status s = check_shape(d, &d->inputs[i], &inputs[i], &sym);
     if (s == TFM_OK)
       s = check_values(d, &d->inputs[i], &inputs[i], &sym);
     if (s != TFM_OK)
       return s;
+  }
+  /* Optional inputs left out are zeros of the shape the others give. */
+  for (size_t i = 0; i < d->num_inputs; ++i) {
+    const tfm_io_desc *want = &d->inputs[i];
+    if (!want->optional || inputs[i].data)
+      continue;
+    int64_t shape[TFM_MAX_RANK];
+    for (int32_t k = 0; k < want->rank; ++k) {
+      int64_t w = want->shape[k];
+      shape[k] = w >= 0 ? w : sym.size[-w];
+      if (shape[k] < 0)
+        return tfm_fail(TFM_ERR_MISMATCH,
+                        "input '%s' was left out and no other input gives "
+                        "its dimension %d",
+                        want->name, k);
+    }
+    tfm_status s = tfm_tensor_alloc(&inputs[i], want->dtype, want->rank, shape);
+    if (s != TFM_OK)
+      return s;
+    memset(inputs[i].data, 0,
+           (size_t)tfm_tensor_numel(&inputs[i]) * sizeof(int32_t));
   }
   /* The description guarantees that the inputs give every symbol. */
   for (int32_t k = 0; k < d->output.rank; ++k) {

@@ -78,6 +78,8 @@ typedef enum tfm_usage {
   TFM_USAGE_LENGTHS,   /* int32 valid lengths of another input's sequences */
   TFM_USAGE_PIXELS,    /* float32 images */
   TFM_USAGE_FEATURES,  /* float32 anything else */
+  TFM_USAGE_TYPES,     /* int32 token types in [0, range); optional: zeros
+                          when left out */
 } tfm_usage;
 
 /* How tfm_model_random_weights fills a parameter ("synthetic"). */
@@ -113,6 +115,10 @@ typedef struct tfm_io_desc {
    * none, and the lengths are bounded by the context). */
   size_t lengths_of;
   int64_t lengths_dim;
+  /* TFM_USAGE_TYPES: values are in [0, range). */
+  int64_t range;
+  /* May be left out (data NULL): tfm_model_run passes zeros. */
+  int optional;
 } tfm_io_desc;
 
 typedef struct tfm_description {
@@ -166,9 +172,10 @@ int64_t tfm_weights_numel(const tfm_description *d, size_t i);
 
 /* Checks inputs given in the description's order: dtypes, ranks, sizes,
  * sequence lengths against the context, token ids against the vocabulary,
- * lengths against their sequences, floats for NaN and infinity. On success
- * `out_shape` holds the output's shape. */
-tfm_status tfm_inputs_check(const tfm_description *d, const tfm_tensor *inputs,
+ * lengths against their sequences, floats for NaN and infinity. Optional
+ * inputs left out (data NULL) are allocated as zeros in `inputs`, for the
+ * caller to free. On success `out_shape` holds the output's shape. */
+tfm_status tfm_inputs_check(const tfm_description *d, tfm_tensor *inputs,
                             int64_t out_shape[TFM_MAX_RANK]);
 
 /*===- The model (model.c) ------------------------------------------------===*/

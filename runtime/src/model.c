@@ -70,6 +70,14 @@ tfm_status tfm_model_random_weights(tfm_model *m, uint64_t seed) {
   return s == TFM_OK ? finish_weights(m) : s;
 }
 
+/* Frees the inputs tfm_inputs_check filled in for optional ones left out. */
+static void free_filled(const tfm_description *d, const tfm_tensor *given,
+                        tfm_tensor *used) {
+  for (size_t i = 0; i < d->num_inputs; ++i)
+    if (!given[i].data && used[i].data)
+      tfm_tensor_free(&used[i]);
+}
+
 tfm_status tfm_model_run(tfm_model *m, const tfm_tensor *inputs,
                          tfm_tensor *output) {
   memset(output, 0, sizeof *output);
@@ -77,15 +85,20 @@ tfm_status tfm_model_run(tfm_model *m, const tfm_tensor *inputs,
     return tfm_fail(TFM_ERR_ARGUMENT, "model '%s' has no weights loaded",
                     m->desc.name);
   int64_t shape[TFM_MAX_RANK];
-  tfm_status s = tfm_inputs_check(&m->desc, inputs, shape);
+  /* A copy, so that optional inputs left out can be filled in. */
+  tfm_tensor in[TFM_MAX_INPUTS];
+  memcpy(in, inputs, m->desc.num_inputs * sizeof *in);
+  tfm_status s = tfm_inputs_check(&m->desc, in, shape);
   if (s == TFM_OK)
     s = tfm_tensor_alloc(output, TFM_F32, m->desc.output.rank, shape);
-  if (s != TFM_OK)
+  if (s != TFM_OK) {
+    free_filled(&m->desc, inputs, in);
     return s;
+  }
   if (m->desc.cuda) {
-    s = tfm_cuda_forward(m, inputs, output);
+    s = tfm_cuda_forward(m, in, output);
   } else {
-    int32_t rc = m->forward((void *const *)m->weights.table, inputs, output);
+    int32_t rc = m->forward((void *const *)m->weights.table, in, output);
     if (rc != 0)
       s = tfm_fail(TFM_ERR_FORWARD,
                    "model '%s': the forward pass failed (it returned %d)",
@@ -93,6 +106,7 @@ tfm_status tfm_model_run(tfm_model *m, const tfm_tensor *inputs,
   }
   if (s != TFM_OK)
     tfm_tensor_free(output);
+  free_filled(&m->desc, inputs, in);
   return s;
 }
 

@@ -33,6 +33,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--tfmc-arg", action="append", default=[])
+    ap.add_argument("--no-types", action="store_true",
+                    help="leave the optional 'types' input out")
     args = ap.parse_args()
 
     os.makedirs(args.work, exist_ok=True)
@@ -67,6 +69,13 @@ def main():
         elif name == "pixels":
             shape = [b] + inp["shape"][1:]
             inputs[name] = rng.standard_normal(shape).astype(np.float32)
+        elif name == "features":
+            inputs[name] = rng.standard_normal(
+                (b, t, spec["d_model"])).astype(np.float32)
+        elif name == "types":
+            if args.no_types:
+                continue  # left out: the model uses zeros
+            inputs[name] = rng.integers(0, inp["range"], (b, t), dtype=np.int32)
         elif name.endswith("lengths"):
             limit = s if name == "src_lengths" else t
             if args.lengths:

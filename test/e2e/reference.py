@@ -17,19 +17,38 @@ import torch.nn.functional as F
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, d, eps):
+    def __init__(self, d, eps, offset=0.0):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(d))
         self.eps = eps
+        self.offset = offset
 
     def forward(self, x):
-        return x / torch.sqrt((x * x).mean(-1, keepdim=True) + self.eps) * self.weight
+        r = x / torch.sqrt((x * x).mean(-1, keepdim=True) + self.eps)
+        return r * (self.offset + self.weight)
 
 
-def make_norm(norm, d):
+class LayerNorm(nn.Module):
+    """LayerNorm multiplying by (offset + weight) (DSL v2 `offset`)."""
+
+    def __init__(self, d, eps, offset=0.0):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+        self.eps = eps
+        self.offset = offset
+
+    def forward(self, x):
+        y = F.layer_norm(x, x.shape[-1:], None, None, self.eps)
+        return y * (self.offset + self.weight) + self.bias
+
+
+def make_norm(norm, d, final=False):
+    eps = norm.get("final_eps", norm["eps"]) if final else norm["eps"]
+    offset = norm.get("offset", 0.0)
     if norm["kind"] == "rmsnorm":
-        return RMSNorm(d, norm["eps"])
-    return nn.LayerNorm(d, eps=norm["eps"])
+        return RMSNorm(d, eps, offset)
+    return LayerNorm(d, eps, offset)
 
 
 def rope(x, theta, style):
@@ -99,7 +118,7 @@ class FFN(nn.Module):
         super().__init__()
         self.act = f["activation"]
         self.up = nn.Linear(d, f["hidden"], bias=f["bias"])
-        if self.act in ("swiglu", "geglu"):
+        if self.act in ("swiglu", "geglu", "geglu_tanh"):
             self.gate = nn.Linear(d, f["hidden"], bias=f["bias"])
         self.down = nn.Linear(f["hidden"], d, bias=f["bias"])
 
@@ -109,33 +128,51 @@ class FFN(nn.Module):
             return self.down(F.silu(self.gate(x)) * self.up(x))
         if a == "geglu":
             return self.down(F.gelu(self.gate(x)) * self.up(x))
+        if a == "geglu_tanh":
+            return self.down(F.gelu(self.gate(x), approximate="tanh") * self.up(x))
         h = self.up(x)
         h = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu,
-             "gelu_tanh": lambda z: F.gelu(z, approximate="tanh")}[a](h)
+             "gelu_tanh": lambda z: F.gelu(z, approximate="tanh"),
+             "quick_gelu": lambda z: z * torch.sigmoid(1.702 * z)}[a](h)
         return self.down(h)
 
 
 class Layer(nn.Module):
-    def __init__(self, st, d, parallel, cross):
+    def __init__(self, st, d, parallel, cross, index=0):
         super().__init__()
-        self.pre = st["norm"]["placement"] == "pre"
-        self.parallel = parallel
+        self.placement = st["norm"]["placement"]
+        self.pre = self.placement == "pre"
+        self.parallel = parallel  # 0: sequential, else the number of norms
         emb = st["embedding"]
         pos = (emb["rope_theta"], emb["rope_style"]) if emb["position"] == "rope" else None
+        attn = dict(st["attention"])
+        # sliding(global_every = K): layer i with (i + 1) % K == 0 is causal.
+        k = attn.get("global_every", 0)
+        if attn.get("mask") == "sliding" and k and (index + 1) % k == 0:
+            attn["mask"] = "causal"
         self.attn_norm = make_norm(st["norm"], d)
-        self.attn = Attention(st["attention"], d, True, pos)
+        self.attn = Attention(attn, d, True, pos)
+        if self.placement == "sandwich":
+            self.attn_post_norm = make_norm(st["norm"], d)
         if cross:
             self.cross_norm = make_norm(st["norm"], d)
             self.cross_attn = Attention(st["cross_attention"], d, False, None)
         self.cross = cross
-        if not parallel:
+        if parallel != 1:
             self.ffn_norm = make_norm(st["norm"], d)
         self.ffn = FFN(st["ffn"], d)
+        if self.placement == "sandwich":
+            self.ffn_post_norm = make_norm(st["norm"], d)
 
     def forward(self, x, lengths, memory, mem_lengths):
         if self.parallel:
             h = self.attn_norm(x)
-            return x + self.attn(h, h, lengths) + self.ffn(h)
+            h2 = self.ffn_norm(x) if self.parallel == 2 else h
+            return x + self.attn(h, h, lengths) + self.ffn(h2)
+        if self.placement == "sandwich":
+            h = self.attn_norm(x)
+            x = x + self.attn_post_norm(self.attn(h, h, lengths))
+            return x + self.ffn_post_norm(self.ffn(self.ffn_norm(x)))
         if self.pre:
             h = self.attn_norm(x)
             x = x + self.attn(h, h, lengths)
@@ -156,11 +193,14 @@ class Stack(nn.Module):
         self.d = d
         if st["embedding"]["position"] == "learned":
             self.positions = nn.Parameter(torch.zeros(spec["context"], d))
+        if st["embedding"].get("norm"):
+            self.embed_norm = make_norm(st["norm"], d)
+        parallel = spec.get("residual_norms", 1) if spec["residual"] == "parallel" else 0
         self.layers = nn.ModuleList(
-            Layer(st, d, spec["residual"] == "parallel", "cross_attention" in st)
-            for _ in range(st["layers"]))
+            Layer(st, d, parallel, "cross_attention" in st, i)
+            for i in range(st["layers"]))
         if st["norm"]["final"]:
-            self.final_norm = make_norm(st["norm"], d)
+            self.final_norm = make_norm(st["norm"], d, final=True)
 
     def forward(self, x, lengths=None, memory=None, mem_lengths=None):
         t = x.shape[1]
@@ -175,6 +215,8 @@ class Stack(nn.Module):
             pe[:, 0::2] = torch.sin(ang)
             pe[:, 1::2] = torch.cos(ang)[:, : self.d // 2]
             x = x + pe.float()
+        if hasattr(self, "embed_norm"):
+            x = self.embed_norm(x)
         for layer in self.layers:
             x = layer(x, lengths, memory, mem_lengths)
         if self.st["norm"]["final"]:
@@ -193,13 +235,18 @@ class Model(nn.Module):
             self.patch = nn.Linear(c * p * p, d)
             if spec["stacks"][-1]["embedding"]["cls_token"]:
                 self.cls_token = nn.Parameter(torch.zeros(d))
-        else:
+        elif inp["kind"] == "tokens":
             self.tokens = nn.Parameter(torch.zeros(spec["vocab"], d))
+        types = spec["stacks"][-1]["embedding"].get("types", 0)
+        if types:
+            self.types = nn.Parameter(torch.zeros(types, d))
         self.stacks = nn.ModuleList(Stack(spec, st) for st in spec["stacks"])
         out = spec["output"]
         top = spec["stacks"][-1]
         if out["kind"] == "lm_head" and not top["embedding"]["tie_output"]:
             self.lm_head = nn.Linear(d, spec["vocab"], bias=False)
+        if out["kind"] == "lm_head" and out.get("bias"):
+            self.lm_head_bias = nn.Parameter(torch.zeros(spec["vocab"]))
         if out["kind"] == "classifier":
             self.classifier = nn.Linear(d, out["classes"])
 
@@ -230,15 +277,29 @@ class Model(nn.Module):
                 x = self.patch(x.reshape(b, g * g, c * p * p))
                 if st["embedding"]["cls_token"]:
                     x = torch.cat([self.cls_token.expand(b, 1, -1), x], 1)
+            elif spec["input"]["kind"] == "features":
+                x = inputs["features"]
             else:
                 x = self.embed(inputs["tokens"], st)
+                if hasattr(self, "types"):
+                    types = inputs.get("types")
+                    if types is None:
+                        types = torch.zeros_like(inputs["tokens"])
+                    x = x + F.embedding(types.long(), self.types)
             x = self.stacks[0](x, lengths)
         out = spec["output"]
         if out["kind"] == "hidden":
             return x
         if out["kind"] == "lm_head":
             w = self.lm_head.weight if hasattr(self, "lm_head") else self.tokens
-            return x @ w.t()
+            y = x @ w.t()
+            if hasattr(self, "lm_head_bias"):
+                y = y + self.lm_head_bias
+            y = y * out.get("scale", 1.0)
+            cap = out.get("softcap", 0.0)
+            if cap > 0:
+                y = cap * torch.tanh(y / cap)
+            return y
         if out["pool"] == "cls":
             pooled = x[:, 0]
         elif lengths is not None:
@@ -256,6 +317,10 @@ def canonical_state(model, spec):
         parts = name.split(".")
         if parts[0] == "tokens":
             key = "embed.tokens.weight"
+        elif parts[0] == "types":
+            key = "embed.types.weight"
+        elif parts[0] == "lm_head_bias":
+            key = "lm_head.bias"
         elif parts[0] == "cls_token":
             key = "embed.cls_token"
         elif parts[0] == "stacks":
@@ -263,6 +328,8 @@ def canonical_state(model, spec):
             rest = parts[2:]
             if rest[0] == "positions":
                 key = st["prefix"] + "embed.positions.weight"
+            elif rest[0] == "embed_norm":
+                key = st["prefix"] + "embed.norm." + rest[1]
             else:
                 key = st["prefix"] + ".".join(rest)
         else:

@@ -92,6 +92,8 @@ Value activation(OpBuilder &b, Location l, Activation kind, Value x) {
     return arith::DivFOp::create(b, l, x,
                                  arith::AddFOp::create(b, l, e, c(1.0)));
   }
+  case Activation::tanh:
+    return math::TanhOp::create(b, l, x);
   case Activation::quick_gelu: {
     // x * sigmoid(1.702 x), as CLIP.
     Value e =
@@ -188,6 +190,7 @@ struct LowerNorm : OpConversionPattern<NormOp> {
     int64_t rank = t.getRank(), axis = rank - 1;
     double d = double(t.getDimSize(axis));
     double eps = op.getEps().convertToDouble();
+    double offset = op.getOffset().convertToDouble();
     Type elt = t.getElementType();
     auto fm = reassoc(ctx);
     AffineMap id = b.getMultiDimIdentityMap(rank);
@@ -242,9 +245,12 @@ struct LowerNorm : OpConversionPattern<NormOp> {
                                                 constF(nb, l, f32, 1.0 / d)),
                           constF(nb, l, f32, eps));
                       Value r = math::RsqrtOp::create(nb, l, var);
+                      Value w = toF32(nb, l, a[2]);
+                      if (offset != 0.0)
+                        w = arith::AddFOp::create(nb, l, w,
+                                                  constF(nb, l, f32, offset));
                       v = arith::MulFOp::create(
-                          nb, l, arith::MulFOp::create(nb, l, v, r),
-                          toF32(nb, l, a[2]));
+                          nb, l, arith::MulFOp::create(nb, l, v, r), w);
                       if (layer)
                         v = arith::AddFOp::create(nb, l, v, toF32(nb, l, a[4]));
                       return fromF32(nb, l, v, elt);

@@ -77,7 +77,9 @@ def Tfm_NormOp : Tfm_Op<"norm", [Pure]> {
   let summary = "layer norm or RMS norm over the last dimension";
   let description = [{
     `layernorm`: (x - mean) / sqrt(var + eps) * weight + bias, with the biased
-    variance. `rmsnorm`: x / sqrt(mean(x^2) + eps) * weight, no bias.
+    variance. `rmsnorm`: x / sqrt(mean(x^2) + eps) * weight, no bias. With
+    `offset`, the norm multiplies by (offset + weight) instead (Gemma's
+    RMSNorm has offset 1).
 
     ```mlir
     %y = tfm.norm %x, %w, %b {kind = #tfm.norm<layernorm>, eps = 1.0e-05 : f64} : (tensor<?x?x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
@@ -85,7 +87,7 @@ def Tfm_NormOp : Tfm_Op<"norm", [Pure]> {
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weight,
                    Optional<Tfm_FloatTensor>:$bias, Tfm_NormKindAttr:$kind,
-                   F64Attr:$eps);
+                   F64Attr:$eps, DefaultValuedAttr<F64Attr, "0.0">:$offset);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
                        "functional-type(operands, results)";

@@ -33,7 +33,15 @@ enum class KeyId : uint8_t {
 enum class SectionRole : uint8_t { Model, Block, Override, Stack };
 
 /// The kind of value a key (or a call argument) takes; see Keys.def.
-enum class ValueKind : uint8_t { Int, Float, Bool, Enum, FloatOrDefault };
+enum class ValueKind : uint8_t {
+  Int,
+  Count,
+  Float,
+  NonNegative,
+  Bool,
+  Enum,
+  FloatOrDefault
+};
 
 /// Whether a key must be set.
 enum class KeyNeed : uint8_t { Required, Optional, Conditional };
@@ -93,6 +101,13 @@ const KeySchema *findKeySchema(SectionId section, llvm::StringRef spelling);
 /// The word `spelling` of an Enum key; null when the key does not accept it.
 const ValueSchema *findValueSchema(const KeySchema &key,
                                    llvm::StringRef spelling);
+
+/// How tfm spells a Hugging Face config field (`num_attention_heads` ->
+/// "attention { heads = N }"); empty when it is not one users confuse.
+llvm::StringRef getHuggingFaceHint(llvm::StringRef name);
+/// The tfm word of `key` for a Hugging Face value word (`gelu_new` ->
+/// "gelu_tanh"); empty when there is none.
+llvm::StringRef getHuggingFaceWord(KeyId key, llvm::StringRef word);
 
 /// Whether `child` may be opened inside `parent`.
 bool isNestedIn(SectionId child, SectionId parent);

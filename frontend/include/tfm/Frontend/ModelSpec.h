@@ -53,6 +53,7 @@ llvm::StringRef stringifyArch(Arch a);
 llvm::StringRef stringifyDType(DType d);
 llvm::StringRef stringifyPosition(PositionEncoding p);
 llvm::StringRef stringifyOutput(OutputKind o);
+llvm::StringRef stringifyRopeScaling(RopeScaling r);
 /// The DSL spelling of a placement or a residual ("pre", "parallel") and
 /// back.
 llvm::StringRef stringifyNormPlacement(NormPlacement p);
@@ -260,6 +261,8 @@ struct TensorSpec {
   std::string role;
   /// For "lengths": the name of the input whose valid lengths it holds.
   std::string of;
+  /// For "types": values are in [0, range); the input may be left out.
+  int64_t range = 0;
 };
 
 struct ModelSpec {
