@@ -152,3 +152,30 @@ bool linalg_lowering::isFoldedIntoKernel(UnpackWeightOp op) {
     return isa<LinearOp, PatchEmbedOp>(u);
   });
 }
+
+Value linalg_lowering::constTable(OpBuilder &b, Location loc,
+                                  ArrayRef<double> values, Type elt) {
+  auto t = RankedTensorType::get({int64_t(values.size())}, elt);
+  SmallVector<Attribute> attrs;
+  for (double v : values)
+    attrs.push_back(b.getFloatAttr(elt, v));
+  return arith::ConstantOp::create(b, loc, t, DenseElementsAttr::get(t, attrs));
+}
+
+Value linalg_lowering::relativeBucketTable(OpBuilder &b, Location loc,
+                                           int64_t buckets, int64_t maxDistance,
+                                           bool bidirectional) {
+  SmallVector<int32_t> table;
+  for (int64_t r = -maxDistance; r <= maxDistance; ++r)
+    table.push_back(
+        int32_t(relativeBucket(r, buckets, maxDistance, bidirectional)));
+  auto t = RankedTensorType::get({int64_t(table.size())}, b.getI32Type());
+  return arith::ConstantOp::create(b, loc, t,
+                                   DenseElementsAttr::get(t, ArrayRef(table)));
+}
+
+Value linalg_lowering::indexToF32(OpBuilder &b, Location loc, Value i) {
+  return arith::SIToFPOp::create(
+      b, loc, b.getF32Type(),
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), i));
+}

@@ -74,6 +74,19 @@ AffineMap dropDimMap(OpBuilder &b, int64_t rank, int64_t axis);
 Value transposeTensor(OpBuilder &b, Location loc, Value x,
                       ArrayRef<int64_t> perm);
 
+/// A constant 1-D tensor of `values` as `elt` (f32 or f64).
+Value constTable(OpBuilder &b, Location loc, ArrayRef<double> values,
+                 Type elt);
+
+/// The T5 bucket of every relative position -maxDistance .. maxDistance, as
+/// a constant tensor<2 * maxDistance + 1 x i32> (index r + maxDistance);
+/// positions beyond share the bucket of +-maxDistance.
+Value relativeBucketTable(OpBuilder &b, Location loc, int64_t buckets,
+                          int64_t maxDistance, bool bidirectional);
+
+/// Integer index `i` as f32.
+Value indexToF32(OpBuilder &b, Location loc, Value i);
+
 /// Whether `op` is read only by tfm.linear / tfm.patch_embed, whose kernels
 /// take the packed weight directly: it then stays until they are lowered.
 bool isFoldedIntoKernel(UnpackWeightOp op);
