@@ -217,7 +217,7 @@ func.func @f26(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16x
 // -----
 
 func.func @f27(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
-  // expected-error @+1 {{'tfm.multi_head_attention' op takes 0 or 4 biases (q, k, v, o), got 1}}
+  // expected-error @+1 {{'tfm.multi_head_attention' op takes 0 or 3 biases (q, k, v), got 1}}
   %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) biases(%b16) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
   return
 }

@@ -126,7 +126,7 @@ func.func @fused_level(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: ten
   %o = tfm.attention %q, %k, %v {mask = #tfm.mask<causal>, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
   %rt = tfm.param "embed.relative.weight" : tensor<32x4xf32>
   // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} relative(%{{.*}}) {alibi_slopes = array<f64: 5.000000e-01, 2.500000e-01, 1.250000e-01, 6.250000e-02>, mask = #tfm.mask<none>, relative_max_distance = 128 : i64, scale = 1.000000e+00 : f64, softcap = 3.000000e+01 : f64}
-  %o2 = tfm.attention %q, %k, %v relative(%rt) {mask = #tfm.mask<none>, scale = 1.0 : f64, softcap = 30.0 : f64, alibi_slopes = array<f64: 0.5, 0.25, 0.125, 0.0625>, relative_max_distance = 128 : i64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<32x4xf32>) -> tensor<?x4x?x8xf32>
+  %o3 = tfm.attention %q, %k, %v relative(%rt) {mask = #tfm.mask<none>, scale = 1.0 : f64, softcap = 30.0 : f64, alibi_slopes = array<f64: 0.5, 0.25, 0.125, 0.0625>, relative_max_distance = 128 : i64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<32x4xf32>) -> tensor<?x4x?x8xf32>
   // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} lengths(%{{.*}}) {mask = #tfm.mask<sliding>, scale = 1.250000e-01 : f64, window = 16 : i64}
   %o2 = tfm.attention %o, %k, %v lengths(%len) {mask = #tfm.mask<sliding>, window = 16 : i64, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?xi32>) -> tensor<?x4x?x8xf32>
   return %o2 : tensor<?x4x?x8xf32>

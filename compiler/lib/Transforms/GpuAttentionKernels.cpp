@@ -304,7 +304,7 @@ void kernels::emitAttentionSimt(ImplicitLocOpBuilder &b,
         Value begin = k.mul(k.div(loFirst, bc), bc);
         Value end = k.max(hiLast, begin);
         Value slope = headSlope(k, s, hi);
-        Value pos = k.add(r, s.offset);
+        Value rowPos = k.add(r, s.offset);
         SmallVector<Value> q;
         Value scale = k.f(s.scale);
         for (int64_t d = 0; d < s.d; ++d)
@@ -334,7 +334,7 @@ void kernels::emitAttentionSimt(ImplicitLocOpBuilder &b,
                     Value ok = kj.andI(kj.ge(key, lo), kj.lt(key, hiK));
                     Value ninfJ = kj.f(-INFINITY);
                     Value sv = kj.sel(
-                        ok, modifyScore(kj, s, dot, hi, slope, pos, key),
+                        ok, modifyScore(kj, s, dot, hi, slope, rowPos, key),
                         ninfJ);
                     Value mNew = kj.fmax(acc[0], sv);
                     Value none = arith::CmpFOp::create(

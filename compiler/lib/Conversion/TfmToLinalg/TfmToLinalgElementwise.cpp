@@ -370,7 +370,13 @@ struct LowerRope : OpConversionPattern<RopeOp> {
     int64_t n = int64_t(invFreq.size()), r = 2 * n;
     bool half = op.getStyle() == RopeStyle::half;
     Type f64 = b.getF64Type();
-    Value table = constTable(b, loc, invFreq, f64);
+    // A geometric table (no scaling, or linear) is exp(i * log(ratio)) times
+    // the first entry; any other (llama3) is read by a select chain.
+    double ratio = n > 1 && invFreq[0] > 0.0 ? invFreq[1] / invFreq[0] : 1.0;
+    bool geometric = invFreq[0] > 0.0;
+    for (int64_t i = 0; i < n && geometric; ++i)
+      geometric = std::abs(invFreq[0] * std::pow(ratio, double(i)) -
+                           invFreq[i]) <= 1e-12 * invFreq[i];
     b.replaceOp(
         op, elementwise(
                 b, loc, ValueRange{x},
@@ -407,7 +413,22 @@ struct LowerRope : OpConversionPattern<RopeOp> {
                         arith::AddIOp::create(nb, l, jr, constIdx(nb, l, 1)));
                   }
                   // angle = t * inv_freq[pair]
-                  Value freq = tensor::ExtractOp::create(nb, l, table, pair);
+                  Value freq;
+                  if (geometric) {
+                    Value pf = arith::SIToFPOp::create(
+                        nb, l, f64,
+                        arith::IndexCastOp::create(nb, l, nb.getI64Type(),
+                                                   pair));
+                    freq = arith::MulFOp::create(
+                        nb, l, constF(nb, l, f64, invFreq[0]),
+                        math::ExpOp::create(
+                            nb, l,
+                            arith::MulFOp::create(
+                                nb, l, pf,
+                                constF(nb, l, f64, std::log(ratio)))));
+                  } else {
+                    freq = selectByIndex(nb, l, pair, invFreq, f64);
+                  }
                   Value tf = arith::SIToFPOp::create(
                       nb, l, f64,
                       arith::IndexCastOp::create(nb, l, nb.getI64Type(), t));
@@ -466,15 +487,15 @@ struct LowerAlibi : OpConversionPattern<AlibiOp> {
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
-    Value slopes = constTable(b, loc, op.getSlopes(), b.getF32Type());
+    ArrayRef<double> slopes = op.getSlopes();
     Value offset = arith::SubIOp::create(b, loc, dimOf(b, loc, x, 3),
                                          dimOf(b, loc, x, 2));
     b.replaceOp(op, elementwise(
                         b, loc, ValueRange{x},
                         [&](OpBuilder &nb, Location l, ValueRange a) {
                           Value h = linalg::IndexOp::create(nb, l, 1);
-                          Value slope =
-                              tensor::ExtractOp::create(nb, l, slopes, h);
+                          Value slope = selectByIndex(nb, l, h, slopes,
+                                                      nb.getF32Type());
                           Value dist =
                               indexToF32(nb, l, scoreDistance(nb, l, offset));
                           Value v = math::FmaOp::create(
@@ -493,8 +514,7 @@ struct LowerRelativeBias : OpConversionPattern<RelativeBiasOp> {
     Value x = adaptor.getInput(), table = adaptor.getTable();
     int64_t buckets = tensorType(table).getDimSize(0);
     int64_t m = op.getMaxDistance();
-    Value bucketOf =
-        relativeBucketTable(b, loc, buckets, m, op.getBidirectional());
+    bool bidirectional = op.getBidirectional();
     Value offset = arith::SubIOp::create(b, loc, dimOf(b, loc, x, 3),
                                          dimOf(b, loc, x, 2));
     b.replaceOp(
@@ -502,17 +522,9 @@ struct LowerRelativeBias : OpConversionPattern<RelativeBiasOp> {
                 b, loc, ValueRange{x},
                 [&](OpBuilder &nb, Location l, ValueRange a) {
                   Value h = linalg::IndexOp::create(nb, l, 1);
-                  Value r = arith::MaxSIOp::create(
-                      nb, l,
-                      arith::MinSIOp::create(nb, l,
-                                             scoreDistance(nb, l, offset),
-                                             constIdx(nb, l, m)),
-                      constIdx(nb, l, -m));
-                  Value at =
-                      arith::AddIOp::create(nb, l, r, constIdx(nb, l, m));
-                  Value bucket = arith::IndexCastOp::create(
-                      nb, l, nb.getIndexType(),
-                      tensor::ExtractOp::create(nb, l, bucketOf, at));
+                  Value bucket =
+                      relativeBucketOf(nb, l, scoreDistance(nb, l, offset),
+                                       buckets, m, bidirectional);
                   Value bias = tensor::ExtractOp::create(
                       nb, l, table, ValueRange{bucket, h});
                   return arith::AddFOp::create(nb, l, a[0], bias);

@@ -124,8 +124,8 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
     if (Value table = adaptor.getRelative()) {
       auto tt = tensorType(table);
       int64_t m = op.getRelativeMaxDistanceAttr().getInt();
-      Value bucketOf = relativeBucketTable(b, loc, tt.getDimSize(0), m,
-                                           op.getRelativeBidirectional());
+      int64_t buckets = tt.getDimSize(0);
+      bool bidirectional = op.getRelativeBidirectional();
       auto biasType =
           RankedTensorType::get({tt.getDimSize(1), 2 * m + 1}, b.getF32Type());
       bias = generic(
@@ -133,9 +133,9 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
           [&](OpBuilder &nb, Location l, ValueRange) {
             Value h = linalg::IndexOp::create(nb, l, 0);
             Value r = linalg::IndexOp::create(nb, l, 1);
-            Value bucket = arith::IndexCastOp::create(
-                nb, l, nb.getIndexType(),
-                tensor::ExtractOp::create(nb, l, bucketOf, r));
+            Value rel = arith::SubIOp::create(nb, l, r, constIdx(nb, l, m));
+            Value bucket =
+                relativeBucketOf(nb, l, rel, buckets, m, bidirectional);
             return toF32(nb, l,
                          tensor::ExtractOp::create(nb, l, table,
                                                    ValueRange{bucket, h}));

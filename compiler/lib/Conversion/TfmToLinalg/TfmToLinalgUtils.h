@@ -74,15 +74,18 @@ AffineMap dropDimMap(OpBuilder &b, int64_t rank, int64_t axis);
 Value transposeTensor(OpBuilder &b, Location loc, Value x,
                       ArrayRef<int64_t> perm);
 
-/// A constant 1-D tensor of `values` as `elt` (f32 or f64).
-Value constTable(OpBuilder &b, Location loc, ArrayRef<double> values,
-                 Type elt);
+/// values[idx] for constants `values` and a dynamic index `idx`, as `elt`
+/// (f32 or f64): a select chain of scalar constants, not a table in memory,
+/// so that it also runs inside GPU kernels (an index past the end reads the
+/// last entry).
+Value selectByIndex(OpBuilder &b, Location loc, Value idx,
+                    ArrayRef<double> values, Type elt);
 
-/// The T5 bucket of every relative position -maxDistance .. maxDistance, as
-/// a constant tensor<2 * maxDistance + 1 x i32> (index r + maxDistance);
-/// positions beyond share the bucket of +-maxDistance.
-Value relativeBucketTable(OpBuilder &b, Location loc, int64_t buckets,
-                          int64_t maxDistance, bool bidirectional);
+/// The T5 bucket (index) of the relative position `rel` (index):
+/// tfm::relativeBucket, spelled as comparisons against the compile-time
+/// boundaries of the logarithmic buckets.
+Value relativeBucketOf(OpBuilder &b, Location loc, Value rel, int64_t buckets,
+                       int64_t maxDistance, bool bidirectional);
 
 /// Integer index `i` as f32.
 Value indexToF32(OpBuilder &b, Location loc, Value i);
