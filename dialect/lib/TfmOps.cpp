@@ -146,8 +146,7 @@ LogicalResult checkInvFreq(Operation *op, ArrayRef<double> invFreq,
   int64_t r = 2 * static_cast<int64_t>(invFreq.size());
   if (!ShapedType::isDynamic(headDim) && r > headDim)
     return op->emitOpError() << name << " rotates " << r
-                             << " dimensions, more than the head's "
-                             << headDim;
+                             << " dimensions, more than the head's " << headDim;
   return success();
 }
 
@@ -199,13 +198,13 @@ LogicalResult checkRelative(Operation *op, Value table,
                                 "of buckets";
   int64_t exact = bidirectional ? buckets / 4 : buckets / 2;
   if (exact < 1)
-    return op->emitOpError() << buckets << " buckets are too few"
-                             << (bidirectional ? " (bidirectional: >= 4)"
-                                               : " (>= 2)");
+    return op->emitOpError()
+           << buckets << " buckets are too few"
+           << (bidirectional ? " (bidirectional: >= 4)" : " (>= 2)");
   if (*maxDistance <= exact)
-    return op->emitOpError() << "max_distance (" << *maxDistance
-                             << ") must exceed the " << exact
-                             << " exact buckets";
+    return op->emitOpError()
+           << "max_distance (" << *maxDistance << ") must exceed the " << exact
+           << " exact buckets";
   return success();
 }
 
@@ -235,8 +234,9 @@ int64_t mlir::tfm::relativeBucket(int64_t rel, int64_t buckets,
     return base + n - 1;
   // f32 as torch: log(rel / exact) / log(max_distance / exact) * (n - exact).
   float x = static_cast<float>(rel) / static_cast<float>(exact);
-  float ratio = std::log(x) / static_cast<float>(std::log(
-                                  double(maxDistance) / double(exact)));
+  float ratio =
+      std::log(x) /
+      static_cast<float>(std::log(double(maxDistance) / double(exact)));
   int64_t large = exact + static_cast<int64_t>(ratio * float(n - exact));
   return base + std::min(large, n - 1);
 }
@@ -626,8 +626,7 @@ LogicalResult TransposeOp::verify() {
 LogicalResult RopeOp::verify() {
   if (failed(checkRank(*this, getInput(), 4, "input")))
     return failure();
-  return checkInvFreq(*this, getInvFreq(), getType().getDimSize(3),
-                      "inv_freq");
+  return checkInvFreq(*this, getInvFreq(), getType().getDimSize(3), "inv_freq");
 }
 
 LogicalResult SoftcapOp::verify() {

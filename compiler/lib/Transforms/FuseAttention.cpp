@@ -222,10 +222,9 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
         s = next;
         continue;
       }
-      if (phase >= 2 && (s.getDefiningOp<MaskOp>() ||
-                         s.getDefiningOp<AlibiOp>() ||
-                         s.getDefiningOp<RelativeBiasOp>() ||
-                         s.getDefiningOp<SoftcapOp>()))
+      if (phase >= 2 &&
+          (s.getDefiningOp<MaskOp>() || s.getDefiningOp<AlibiOp>() ||
+           s.getDefiningOp<RelativeBiasOp>() || s.getDefiningOp<SoftcapOp>()))
         return b.notifyMatchFailure(
             pv, "mask, bias or softcap before the softcap or the scale");
       if (auto m = s.getDefiningOp<MaskOp>()) {

@@ -193,9 +193,8 @@ void kernels::emitAttentionMma(ImplicitLocOpBuilder &b,
                      Value key = kb.add(kb.add(j0, t2), nt * 8 + (e & 1));
                      Value lo = e < 2 ? loA : loB, hiK = e < 2 ? hiA : hiB;
                      Value ok = kb.andI(kb.ge(key, lo), kb.lt(key, hiK));
-                     Value sv =
-                         modifyScore(kb, s, kb.fmul(acc[e], scale), hi, slope,
-                                     e < 2 ? posA : posB, key);
+                     Value sv = modifyScore(kb, s, kb.fmul(acc[e], scale), hi,
+                                            slope, e < 2 ? posA : posB, key);
                      acc[e] = kb.sel(ok, sv, ninfL);
                    }
                    sc.push_back(acc);

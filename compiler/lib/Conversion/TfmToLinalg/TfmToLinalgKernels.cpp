@@ -136,9 +136,9 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
             Value rel = arith::SubIOp::create(nb, l, r, constIdx(nb, l, m));
             Value bucket =
                 relativeBucketOf(nb, l, rel, buckets, m, bidirectional);
-            return toF32(nb, l,
-                         tensor::ExtractOp::create(nb, l, table,
-                                                   ValueRange{bucket, h}));
+            return toF32(
+                nb, l,
+                tensor::ExtractOp::create(nb, l, table, ValueRange{bucket, h}));
           });
       distance = b.getI64IntegerAttr(m);
     }

@@ -180,13 +180,13 @@ Value linalg_lowering::relativeBucketOf(OpBuilder &b, Location loc, Value rel,
   for (int64_t d = exact; d <= maxDistance; ++d) {
     int64_t bucket = relativeBucket(-d, buckets, maxDistance, bidirectional);
     for (; prev < bucket; ++prev) {
-      Value reached = arith::CmpIOp::create(b, loc, P::sge, m,
-                                            constIdx(b, loc, d));
+      Value reached =
+          arith::CmpIOp::create(b, loc, P::sge, m, constIdx(b, loc, d));
       large = arith::AddIOp::create(
           b, loc, large,
-          arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                     arith::ExtUIOp::create(
-                                         b, loc, b.getI64Type(), reached)));
+          arith::IndexCastOp::create(
+              b, loc, b.getIndexType(),
+              arith::ExtUIOp::create(b, loc, b.getI64Type(), reached)));
     }
   }
   Value small =
@@ -194,10 +194,8 @@ Value linalg_lowering::relativeBucketOf(OpBuilder &b, Location loc, Value rel,
   Value r = arith::SelectOp::create(b, loc, small, m, large);
   if (bidirectional) {
     Value pos = arith::CmpIOp::create(b, loc, P::sgt, rel, zero);
-    r = arith::SelectOp::create(b, loc, pos,
-                                arith::AddIOp::create(b, loc, r,
-                                                      constIdx(b, loc, n)),
-                                r);
+    r = arith::SelectOp::create(
+        b, loc, pos, arith::AddIOp::create(b, loc, r, constIdx(b, loc, n)), r);
   }
   return r;
 }
