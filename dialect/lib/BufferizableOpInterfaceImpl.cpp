@@ -48,10 +48,13 @@ Operation *createLinear(RewriterBase &rewriter, LinearKernelOp k,
 
 Operation *createAttention(RewriterBase &rewriter, AttentionKernelOp k,
                            ArrayRef<Value> bufs) {
+  unsigned next = 3;
+  Value lengths = k.getLengths() ? bufs[next++] : Value();
+  Value bias = k.getBias() ? bufs[next++] : Value();
   return AttentionKernelOp::create(
-      rewriter, k.getLoc(), TypeRange{}, bufs[0], bufs[1], bufs[2],
-      k.getLengths() ? bufs[3] : Value(), bufs.back(), k.getMaskAttr(),
-      k.getWindowAttr(), k.getScaleAttr());
+      rewriter, k.getLoc(), TypeRange{}, bufs[0], bufs[1], bufs[2], lengths,
+      bias, bufs.back(), k.getMaskAttr(), k.getWindowAttr(), k.getScaleAttr(),
+      k.getSoftcapAttr(), k.getAlibiSlopesAttr(), k.getBiasDistanceAttr());
 }
 
 /// The kernels read their inputs, overwrite their destination (so do not

@@ -132,7 +132,114 @@ std::optional<int64_t> optInt(IntegerAttr attr) {
   return attr.getInt();
 }
 
+/// The rotary table rule shared by tfm.rope and tfm.multi_head_attention:
+/// a non-empty table of finite, non-negative frequencies for at most
+/// `headDim` (if known) dimensions.
+LogicalResult checkInvFreq(Operation *op, ArrayRef<double> invFreq,
+                           int64_t headDim, StringRef name) {
+  if (invFreq.empty())
+    return op->emitOpError() << name << " must not be empty";
+  for (double f : invFreq)
+    if (!std::isfinite(f) || f < 0.0)
+      return op->emitOpError()
+             << name << " entries must be finite and >= 0, got " << f;
+  int64_t r = 2 * static_cast<int64_t>(invFreq.size());
+  if (!ShapedType::isDynamic(headDim) && r > headDim)
+    return op->emitOpError() << name << " rotates " << r
+                             << " dimensions, more than the head's " << headDim;
+  return success();
+}
+
+LogicalResult checkSoftcap(Operation *op, std::optional<double> cap,
+                           StringRef name) {
+  if (cap && !(std::isfinite(*cap) && *cap > 0.0))
+    return op->emitOpError() << name << " must be finite and > 0";
+  return success();
+}
+
+/// ALiBi slopes: one finite value per head (when the head count is known).
+LogicalResult checkAlibi(Operation *op, std::optional<ArrayRef<double>> slopes,
+                         int64_t heads, StringRef name) {
+  if (!slopes)
+    return success();
+  for (double s : *slopes)
+    if (!std::isfinite(s))
+      return op->emitOpError() << name << " must be finite";
+  if (!ShapedType::isDynamic(heads) &&
+      static_cast<int64_t>(slopes->size()) != heads)
+    return op->emitOpError() << name << " has " << slopes->size()
+                             << " entries for " << heads << " heads";
+  return success();
+}
+
+/// The T5 relative bias: a [buckets, heads] table, given exactly with a
+/// max_distance beyond the exact buckets.
+LogicalResult checkRelative(Operation *op, Value table,
+                            std::optional<int64_t> maxDistance,
+                            bool bidirectional, int64_t heads) {
+  if (!table) {
+    if (maxDistance || bidirectional)
+      return op->emitOpError()
+             << "relative_max_distance and relative_bidirectional need a "
+                "relative bias table";
+    return success();
+  }
+  if (!maxDistance)
+    return op->emitOpError() << "a relative bias table needs "
+                                "relative_max_distance";
+  if (failed(checkRank(op, table, 2, "relative bias table")))
+    return failure();
+  auto shape = tensorType(table).getShape();
+  if (failed(checkDim(op, shape[1], heads, "relative bias table dimension 1")))
+    return failure();
+  int64_t buckets = shape[0];
+  if (ShapedType::isDynamic(buckets))
+    return op->emitOpError() << "relative bias table needs a static number "
+                                "of buckets";
+  int64_t exact = bidirectional ? buckets / 4 : buckets / 2;
+  if (exact < 1)
+    return op->emitOpError()
+           << buckets << " buckets are too few"
+           << (bidirectional ? " (bidirectional: >= 4)" : " (>= 2)");
+  if (*maxDistance <= exact)
+    return op->emitOpError()
+           << "max_distance (" << *maxDistance << ") must exceed the " << exact
+           << " exact buckets";
+  return success();
+}
+
+std::optional<double> optF64(FloatAttr attr) {
+  if (!attr)
+    return std::nullopt;
+  return attr.getValueAsDouble();
+}
+
 } // namespace
+
+int64_t mlir::tfm::relativeBucket(int64_t rel, int64_t buckets,
+                                  int64_t maxDistance, bool bidirectional) {
+  int64_t base = 0, n = buckets;
+  if (bidirectional) {
+    n /= 2;
+    if (rel > 0)
+      base = n;
+    rel = rel < 0 ? -rel : rel;
+  } else {
+    rel = rel < 0 ? -rel : 0;
+  }
+  int64_t exact = n / 2;
+  if (rel < exact)
+    return base + rel;
+  if (rel >= maxDistance)
+    return base + n - 1;
+  // f32 as torch: log(rel / exact) / log(max_distance / exact) * (n - exact).
+  float x = static_cast<float>(rel) / static_cast<float>(exact);
+  float ratio =
+      std::log(x) /
+      static_cast<float>(std::log(double(maxDistance) / double(exact)));
+  int64_t large = exact + static_cast<int64_t>(ratio * float(n - exact));
+  return base + std::min(large, n - 1);
+}
 
 //===----------------------------------------------------------------------===//
 // Model level
@@ -249,27 +356,51 @@ LogicalResult MultiHeadAttentionOp::verify() {
     return failure();
   auto biases = getBiases();
   if (!biases.empty()) {
-    if (biases.size() != 4)
-      return emitOpError() << "takes 0 or 4 biases (q, k, v, o), got "
+    if (biases.size() != 3)
+      return emitOpError() << "takes 0 or 3 biases (q, k, v), got "
                            << biases.size();
     if (failed(checkShape(op, biases[0], {heads * hd}, "q bias")) ||
         failed(checkShape(op, biases[1], {kvHeads * hd}, "k bias")) ||
-        failed(checkShape(op, biases[2], {kvHeads * hd}, "v bias")) ||
-        failed(checkShape(op, biases[3], {d}, "o bias")))
+        failed(checkShape(op, biases[2], {kvHeads * hd}, "v bias")))
       return failure();
   }
+  if (getOutBias() && failed(checkShape(op, getOutBias(), {d}, "o bias")))
+    return failure();
   if (failed(checkLengths(op, getLengths(), q[0])) ||
       failed(checkMask(op, getMask(), optInt(getWindowAttr()))) ||
       failed(checkScale(op, getScale().convertToDouble(), "scale")))
     return failure();
-  if (getRopeTheta().has_value() != getRopeStyle().has_value())
-    return emitOpError() << "rope_theta and rope_style go together";
-  if (getRopeTheta()) {
-    if (!(getRopeTheta()->convertToDouble() > 0.0))
-      return emitOpError() << "rope_theta must be > 0";
-    if (hd % 2 != 0)
-      return emitOpError() << "RoPE needs an even head_dim, got " << hd;
+  if (getRopeInvFreq().has_value() != getRopeStyle().has_value())
+    return emitOpError() << "rope_inv_freq and rope_style go together";
+  if (auto f = getRopeInvFreq())
+    if (failed(checkInvFreq(op, *f, hd, "rope_inv_freq")))
+      return failure();
+  auto qkNorm = getQkNorm();
+  bool qkAttrs = getQkNormKind() || getQkNormEpsAttr();
+  if (qkNorm.empty() != !qkAttrs)
+    return emitOpError() << "qk_norm weights go with qk_norm_kind and "
+                            "qk_norm_eps";
+  if (!qkNorm.empty()) {
+    if (qkNorm.size() != 2)
+      return emitOpError() << "takes 0 or 2 qk_norm weights (q, k), got "
+                           << qkNorm.size();
+    if (!getQkNormKind() || !getQkNormEpsAttr())
+      return emitOpError() << "qk_norm weights go with qk_norm_kind and "
+                              "qk_norm_eps";
+    if (failed(checkShape(op, qkNorm[0], {hd}, "q_norm weight")) ||
+        failed(checkShape(op, qkNorm[1], {hd}, "k_norm weight")))
+      return failure();
+    if (!(getQkNormEpsAttr().getValueAsDouble() > 0.0))
+      return emitOpError() << "qk_norm_eps must be > 0";
+  } else if (getQkNormOffsetAttr()) {
+    return emitOpError() << "qk_norm_offset needs qk_norm weights";
   }
+  if (failed(checkSoftcap(op, optF64(getSoftcapAttr()), "softcap")) ||
+      failed(checkAlibi(op, getAlibiSlopes(), heads, "alibi_slopes")) ||
+      failed(checkRelative(op, getRelative(),
+                           optInt(getRelativeMaxDistanceAttr()),
+                           getRelativeBidirectional(), heads)))
+    return failure();
   if (getQuery().getType() != getResult().getType())
     return emitOpError() << "result type must equal the query type";
   return checkSameElementType(op);
@@ -495,12 +626,29 @@ LogicalResult TransposeOp::verify() {
 LogicalResult RopeOp::verify() {
   if (failed(checkRank(*this, getInput(), 4, "input")))
     return failure();
-  int64_t d = getType().getDimSize(3);
-  if (!ShapedType::isDynamic(d) && d % 2 != 0)
-    return emitOpError() << "head dimension must be even, got " << d;
-  if (!(getTheta().convertToDouble() > 0.0))
-    return emitOpError() << "theta must be > 0";
-  return success();
+  return checkInvFreq(*this, getInvFreq(), getType().getDimSize(3), "inv_freq");
+}
+
+LogicalResult SoftcapOp::verify() {
+  return checkSoftcap(*this, getCap().convertToDouble(), "cap");
+}
+
+LogicalResult AlibiOp::verify() {
+  if (failed(checkRank(*this, getInput(), 4, "input")))
+    return failure();
+  return checkAlibi(*this, getSlopes(), getType().getDimSize(1), "slopes");
+}
+
+LogicalResult RelativeBiasOp::verify() {
+  if (failed(checkRank(*this, getInput(), 4, "input")))
+    return failure();
+  if (getInput().getType() != getResult().getType())
+    return emitOpError() << "result type must equal the input type";
+  if (failed(checkRelative(*this, getTable(), getMaxDistance(),
+                           getBidirectional(),
+                           tensorType(getInput()).getDimSize(1))))
+    return failure();
+  return checkSameElementType(*this);
 }
 
 LogicalResult RepeatKvOp::verify() {
@@ -542,7 +690,12 @@ LogicalResult AttentionOp::verify() {
   if (failed(checkShape(op, getResult(), {q[0], q[1], q[2], v[3]}, "result")) ||
       failed(checkLengths(op, getLengths(), q[0])) ||
       failed(checkMask(op, getMask(), optInt(getWindowAttr()))) ||
-      failed(checkScale(op, getScale().convertToDouble(), "scale")))
+      failed(checkScale(op, getScale().convertToDouble(), "scale")) ||
+      failed(checkSoftcap(op, optF64(getSoftcapAttr()), "softcap")) ||
+      failed(checkAlibi(op, getAlibiSlopes(), q[1], "alibi_slopes")) ||
+      failed(checkRelative(op, getRelative(),
+                           optInt(getRelativeMaxDistanceAttr()),
+                           getRelativeBidirectional(), q[1])))
     return failure();
   return checkSameElementType(op);
 }
@@ -663,6 +816,22 @@ LogicalResult AttentionKernelOp::verify() {
       q[1] % k[1] != 0)
     return emitOpError() << "kv_heads (" << k[1] << ") must divide heads ("
                          << q[1] << ")";
+  if (static_cast<bool>(getBias()) != static_cast<bool>(getBiasDistanceAttr()))
+    return emitOpError() << "bias and bias_distance go together";
+  if (Value bias = getBias()) {
+    auto bt = cast<ShapedType>(bias.getType());
+    int64_t m = getBiasDistanceAttr().getInt();
+    if (m < 0)
+      return emitOpError() << "bias_distance must be >= 0, got " << m;
+    if (!bt.hasRank() || bt.getRank() != 2 || !bt.getElementType().isF32() ||
+        !dimsCompatible(bt.getDimSize(0), q[1]) ||
+        !dimsCompatible(bt.getDimSize(1), 2 * m + 1))
+      return emitOpError() << "bias must be f32 [heads, 2 * bias_distance + "
+                              "1]";
+  }
+  if (failed(checkSoftcap(*this, optF64(getSoftcapAttr()), "softcap")) ||
+      failed(checkAlibi(*this, getAlibiSlopes(), q[1], "alibi_slopes")))
+    return failure();
   return checkMask(*this, getMask(), optInt(getWindowAttr()));
 }
 

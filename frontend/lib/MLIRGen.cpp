@@ -15,6 +15,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -96,8 +97,10 @@ private:
   Value add(Value x, Value y) {
     return AddOp::create(b, locOf(spec.stacks[stackIndex].loc), x, y);
   }
+  /// An attention block; `pos` is the stack's embedding for self-attention
+  /// (RoPE, ALiBi, relative positions), null for cross-attention.
   Value attention(Value q, Value kv, ParamBlock block, const AttentionSpec &a,
-                  const EmbeddingSpec *rope, Value lengths);
+                  const EmbeddingSpec *pos, Value lengths);
   Value ffn(Value x, const FfnSpec &f);
   Value embedTokens(Value tokens, const StackSpec &s, Value types = {});
   Value lmHead(Value x);
@@ -121,10 +124,66 @@ private:
 
 } // namespace
 
+/// RoPE's inverse frequencies for the rotated dimensions R of a head:
+/// theta^(-2i/R), divided by `factor` (linear scaling: positions / factor),
+/// or rescaled as Hugging Face's rope_type "llama3" (LLaMA 3.1): long
+/// wavelengths divided by `factor`, short ones kept, a smooth blend between.
+static SmallVector<double> ropeInvFreq(const EmbeddingSpec &e,
+                                       int64_t headDim) {
+  int64_t r = e.ropeDim > 0 ? e.ropeDim : headDim;
+  SmallVector<double> invFreq;
+  for (int64_t i = 0; i < r / 2; ++i)
+    invFreq.push_back(std::pow(e.ropeTheta, -2.0 * double(i) / double(r)));
+  switch (e.ropeScaling) {
+  case RopeScaling::none:
+    break;
+  case RopeScaling::linear:
+    for (double &f : invFreq)
+      f /= e.ropeFactor;
+    break;
+  case RopeScaling::llama3: {
+    double old = double(e.ropeOriginalContext);
+    double lowWavelen = old / e.ropeLowFreqFactor;
+    double highWavelen = old / e.ropeHighFreqFactor;
+    for (double &f : invFreq) {
+      double wavelen = 2.0 * M_PI / f;
+      if (wavelen < highWavelen)
+        continue;
+      if (wavelen > lowWavelen) {
+        f /= e.ropeFactor;
+        continue;
+      }
+      double smooth = (old / wavelen - e.ropeLowFreqFactor) /
+                      (e.ropeHighFreqFactor - e.ropeLowFreqFactor);
+      f = (1.0 - smooth) * f / e.ropeFactor + smooth * f;
+    }
+    break;
+  }
+  }
+  return invFreq;
+}
+
+/// ALiBi slopes of `heads` heads (the ALiBi paper, BLOOM, MPT): for a power
+/// of two H, 2^(-8 (h + 1) / H); otherwise those of the nearest lower power
+/// of two N, then every other slope of 2N, 2^(-4 (2k + 1) / N).
+static SmallVector<double> alibiSlopes(int64_t heads) {
+  int64_t n = 1;
+  while (n * 2 <= heads)
+    n *= 2;
+  SmallVector<double> slopes;
+  for (int64_t h = 0; h < n; ++h)
+    slopes.push_back(std::exp2(-8.0 * double(h + 1) / double(n)));
+  for (int64_t k = 0; int64_t(slopes.size()) < heads; ++k)
+    slopes.push_back(std::exp2(-4.0 * double(2 * k + 1) / double(n)));
+  return slopes;
+}
+
 Value Generator::attention(Value q, Value kv, ParamBlock block,
-                           const AttentionSpec &a, const EmbeddingSpec *rope,
+                           const AttentionSpec &a, const EmbeddingSpec *pos,
                            Value lengths) {
   Location loc = locOf(a.loc);
+  MLIRContext *ctx = b.getContext();
+  const StackSpec &s = spec.stacks[stackIndex];
   Value wq = param(block, ParamRole::QWeight, loc);
   Value wk = param(block, ParamRole::KWeight, loc);
   Value wv = param(block, ParamRole::VWeight, loc);
@@ -134,23 +193,50 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
     biases.push_back(param(block, ParamRole::QBias, loc));
     biases.push_back(param(block, ParamRole::KBias, loc));
     biases.push_back(param(block, ParamRole::VBias, loc));
-    biases.push_back(param(block, ParamRole::OBias, loc));
   }
-  MLIRContext *ctx = b.getContext();
+  Value outBias = a.outBias ? param(block, ParamRole::OBias, loc) : Value();
+  SmallVector<Value> qkNorm;
+  NormKindAttr qkKind;
+  FloatAttr qkEps, qkOffset;
+  if (a.qkNorm) {
+    qkNorm.push_back(param(block, ParamRole::QNormWeight, loc));
+    qkNorm.push_back(param(block, ParamRole::KNormWeight, loc));
+    qkKind = NormKindAttr::get(ctx, s.norm.kind);
+    qkEps = b.getF64FloatAttr(s.norm.eps);
+    if (s.norm.offset != 0.0)
+      qkOffset = b.getF64FloatAttr(s.norm.offset);
+  }
   IntegerAttr window = a.mask == MaskKind::sliding
                            ? b.getI64IntegerAttr(a.window)
                            : IntegerAttr();
-  FloatAttr theta;
+  // Positions inside attention (self-attention only): RoPE, ALiBi, the T5
+  // relative bias of the stack.
+  DenseF64ArrayAttr invFreq, slopes;
   RopeStyleAttr style;
-  if (rope && rope->position == PositionEncoding::rope) {
-    theta = b.getF64FloatAttr(rope->ropeTheta);
-    style = RopeStyleAttr::get(ctx, rope->ropeStyle);
+  Value relative;
+  IntegerAttr maxDistance;
+  bool bidirectional = false;
+  if (pos && pos->position == PositionEncoding::rope) {
+    invFreq = b.getDenseF64ArrayAttr(ropeInvFreq(*pos, a.headDim));
+    style = RopeStyleAttr::get(ctx, pos->ropeStyle);
+  } else if (pos && pos->position == PositionEncoding::alibi) {
+    slopes = b.getDenseF64ArrayAttr(alibiSlopes(a.heads));
+  } else if (pos && pos->position == PositionEncoding::relative) {
+    // One table per stack, shared by its layers (stack scope in the table).
+    Location embLoc = locOf(pos->loc);
+    relative = param(ParamBlock::RelativeBias, ParamRole::Weight, embLoc);
+    maxDistance = b.getI64IntegerAttr(pos->relativeMaxDistance);
+    bidirectional = s.name == "encoder";
   }
+  FloatAttr softcap =
+      a.softcap > 0.0 ? b.getF64FloatAttr(a.softcap) : FloatAttr();
   return MultiHeadAttentionOp::create(
-      b, loc, q.getType(), q, kv, wq, wk, wv, wo, biases, lengths,
-      b.getI64IntegerAttr(a.heads), b.getI64IntegerAttr(a.kvHeads),
-      b.getI64IntegerAttr(a.headDim), MaskKindAttr::get(ctx, a.mask), window,
-      b.getF64FloatAttr(a.scale), theta, style);
+      b, loc, q.getType(), q, kv, wq, wk, wv, wo, biases, outBias, qkNorm,
+      relative, lengths, b.getI64IntegerAttr(a.heads),
+      b.getI64IntegerAttr(a.kvHeads), b.getI64IntegerAttr(a.headDim),
+      MaskKindAttr::get(ctx, a.mask), window, b.getF64FloatAttr(a.scale),
+      invFreq, style, qkKind, qkEps, qkOffset, softcap, slopes, maxDistance,
+      bidirectional ? b.getUnitAttr() : UnitAttr());
 }
 
 Value Generator::ffn(Value x, const FfnSpec &f) {

@@ -40,3 +40,23 @@ func.func @attention(%q: memref<?x4x?x8xf32>, %kt: memref<?x2x8x?xf32>, %v: memr
   tfm.attention_kernel ins(%q, %kt, %v, %l : memref<?x4x?x8xf32>, memref<?x2x8x?xf32>, memref<?x2x?x8xf32>, memref<?xi32>) outs(%o : memref<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64}
   return
 }
+
+// DSL v2 score modifiers on each block of scores, before the mask: softcap
+// (tanh of the vector), ALiBi (slope times the distance vector) and the bias
+// by distance (a gather with clamped distances). Causal blocks are still
+// skipped: the key loop ends at the diagonal.
+// CHECK-LABEL: func.func @attention_modifiers
+// CHECK: scf.parallel
+// CHECK: arith.select
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
+// CHECK: vector.fma
+// CHECK: math.tanh %{{.*}} : vector<32xf32>
+// CHECK: arith.sitofp %{{.*}} : vector<32xi32> to vector<32xf32>
+// CHECK: vector.fma
+// CHECK: arith.minsi %{{.*}} : vector<32xindex>
+// CHECK: vector.gather %{{.*}}[%{{.*}}, %c0] [%{{.*}}], %{{.*}}, %{{.*}} : memref<4x17xf32>, vector<32xindex>, vector<32xi1>, vector<32xf32> into vector<32xf32>
+// CHECK: vector.reduction <maximumf>
+func.func @attention_modifiers(%q: memref<?x4x?x8xf32>, %kt: memref<?x2x8x?xf32>, %v: memref<?x2x?x8xf32>, %b: memref<4x17xf32>, %o: memref<?x4x?x8xf32>) {
+  tfm.attention_kernel ins(%q, %kt, %v : memref<?x4x?x8xf32>, memref<?x2x8x?xf32>, memref<?x2x?x8xf32>) bias(%b : memref<4x17xf32>) outs(%o : memref<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64, softcap = 20.0 : f64, alibi_slopes = array<f64: 0.25, 0.0625, 0.015625, 0.00390625>, bias_distance = 8 : i64}
+  return
+}

@@ -217,7 +217,7 @@ func.func @f26(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16x
 // -----
 
 func.func @f27(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
-  // expected-error @+1 {{'tfm.multi_head_attention' op takes 0 or 4 biases (q, k, v, o), got 1}}
+  // expected-error @+1 {{'tfm.multi_head_attention' op takes 0 or 3 biases (q, k, v), got 1}}
   %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) biases(%b16) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
   return
 }
@@ -226,7 +226,7 @@ func.func @f27(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16x
 
 func.func @f28(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
   // expected-error @+1 {{'tfm.multi_head_attention' op k bias dimension 0 is 16, expected 8}}
-  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) biases(%b16, %b16, %b8, %b16) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) biases(%b16, %b16, %b8) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8xf32>) -> tensor<?x?x16xf32>
   return
 }
 
@@ -265,24 +265,24 @@ func.func @f32(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16x
 // -----
 
 func.func @f33(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
-  // expected-error @+1 {{'tfm.multi_head_attention' op rope_theta and rope_style go together}}
-  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, rope_theta = 10000.0 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  // expected-error @+1 {{'tfm.multi_head_attention' op rope_inv_freq and rope_style go together}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, rope_inv_freq = array<f64: 1.0>} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
   return
 }
 
 // -----
 
 func.func @f34(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
-  // expected-error @+1 {{'tfm.multi_head_attention' op rope_theta must be > 0}}
-  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, rope_theta = -1.0 : f64, rope_style = #tfm.rope_style<half>} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  // expected-error @+1 {{'tfm.multi_head_attention' op rope_inv_freq entries must be finite and >= 0, got -1}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, rope_inv_freq = array<f64: 1.0, -1.0>, rope_style = #tfm.rope_style<half>} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
   return
 }
 
 // -----
 
 func.func @f35(%x: tensor<?x?x12xf32>, %w: tensor<12x12xf32>) {
-  // expected-error @+1 {{'tfm.multi_head_attention' op RoPE needs an even head_dim, got 3}}
-  %y = tfm.multi_head_attention %x, %x weights(%w, %w, %w, %w) {heads = 4 : i64, kv_heads = 4 : i64, head_dim = 3 : i64, mask = #tfm.mask<none>, scale = 0.5 : f64, rope_theta = 10000.0 : f64, rope_style = #tfm.rope_style<half>} : (tensor<?x?x12xf32>, tensor<?x?x12xf32>, tensor<12x12xf32>, tensor<12x12xf32>, tensor<12x12xf32>, tensor<12x12xf32>) -> tensor<?x?x12xf32>
+  // expected-error @+1 {{'tfm.multi_head_attention' op rope_inv_freq rotates 4 dimensions, more than the head's 3}}
+  %y = tfm.multi_head_attention %x, %x weights(%w, %w, %w, %w) {heads = 4 : i64, kv_heads = 4 : i64, head_dim = 3 : i64, mask = #tfm.mask<none>, scale = 0.5 : f64, rope_inv_freq = array<f64: 1.0, 0.1>, rope_style = #tfm.rope_style<half>} : (tensor<?x?x12xf32>, tensor<?x?x12xf32>, tensor<12x12xf32>, tensor<12x12xf32>, tensor<12x12xf32>, tensor<12x12xf32>) -> tensor<?x?x12xf32>
   return
 }
 
@@ -665,16 +665,16 @@ func.func @f82(%x: tensor<?x4x?x8xf32>) {
 // -----
 
 func.func @f83(%x: tensor<?x4x?x7xf32>) {
-  // expected-error @+1 {{'tfm.rope' op head dimension must be even, got 7}}
-  %y = tfm.rope %x {theta = 10000.0 : f64, style = #tfm.rope_style<half>} : tensor<?x4x?x7xf32>
+  // expected-error @+1 {{'tfm.rope' op inv_freq rotates 8 dimensions, more than the head's 7}}
+  %y = tfm.rope %x {inv_freq = array<f64: 1.0, 0.5, 0.25, 0.125>, style = #tfm.rope_style<half>} : tensor<?x4x?x7xf32>
   return
 }
 
 // -----
 
 func.func @f84(%x: tensor<?x4x?x8xf32>) {
-  // expected-error @+1 {{'tfm.rope' op theta must be > 0}}
-  %y = tfm.rope %x {theta = 0.0 : f64, style = #tfm.rope_style<half>} : tensor<?x4x?x8xf32>
+  // expected-error @+1 {{'tfm.rope' op inv_freq must not be empty}}
+  %y = tfm.rope %x {inv_freq = array<f64>, style = #tfm.rope_style<half>} : tensor<?x4x?x8xf32>
   return
 }
 
@@ -682,7 +682,7 @@ func.func @f84(%x: tensor<?x4x?x8xf32>) {
 
 func.func @f85(%x: tensor<?x?x8xf32>) {
   // expected-error @+1 {{'tfm.rope' op input must have rank 4, got rank 3}}
-  %y = tfm.rope %x {theta = 1.0 : f64, style = #tfm.rope_style<half>} : tensor<?x?x8xf32>
+  %y = tfm.rope %x {inv_freq = array<f64: 1.0>, style = #tfm.rope_style<half>} : tensor<?x?x8xf32>
   return
 }
 
@@ -872,5 +872,197 @@ func.func @f107(%m: memref<4xf32>) {
 
 // expected-error @below {{'func.func' op has an unknown tfm attribute 'tfm.num_input'}}
 func.func @f108() attributes {tfm.num_input = 1 : i64} {
+  return
+}
+
+// -----
+
+func.func @v2a(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op o bias dimension 0 is 8, expected 16}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) out_bias(%b8) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<8xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2b(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op takes 0 or 2 qk_norm weights (q, k), got 1}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) qk_norm(%n4) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, qk_norm_kind = #tfm.norm<rmsnorm>, qk_norm_eps = 1.0e-06 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<4xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2c(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op k_norm weight dimension 0 is 3, expected 4}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) qk_norm(%n4, %n3) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, qk_norm_kind = #tfm.norm<rmsnorm>, qk_norm_eps = 1.0e-06 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<4xf32>, tensor<3xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2d(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op qk_norm weights go with qk_norm_kind and qk_norm_eps}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) qk_norm(%n4, %n4) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2e(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op qk_norm_eps must be > 0}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) qk_norm(%n4, %n4) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, qk_norm_kind = #tfm.norm<rmsnorm>, qk_norm_eps = 0.0 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2f(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op softcap must be finite and > 0}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, softcap = -5.0 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2g(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op alibi_slopes has 3 entries for 4 heads}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, alibi_slopes = array<f64: 0.5, 0.25, 0.125>} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2h(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op relative bias table dimension 1 is 3, expected 4}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) relative(%rel3) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, relative_max_distance = 128 : i64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<32x3xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2i(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op a relative bias table needs relative_max_distance}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) relative(%rel) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<32x4xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2j(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op max_distance (8) must exceed the 8 exact buckets}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) relative(%rel) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, relative_max_distance = 8 : i64, relative_bidirectional} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<32x4xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2j2(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op max_distance (16) must exceed the 16 exact buckets}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo) relative(%rel) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, relative_max_distance = 16 : i64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<32x4xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2k(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op relative_max_distance and relative_bidirectional need a relative bias table}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, relative_max_distance = 8 : i64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2l(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op rope_inv_freq must not be empty}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, rope_inv_freq = array<f64>, rope_style = #tfm.rope_style<half>} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2m(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %n4: tensor<4xf32>, %n3: tensor<3xf32>, %rel: tensor<32x4xf32>, %rel3: tensor<32x3xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op qk_norm_offset needs qk_norm weights}}
+  %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wo)  {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64, qk_norm_offset = 1.0 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @v2n(%s: tensor<?x4x?x?xf32>) {
+  // expected-error @+1 {{'tfm.softcap' op cap must be finite and > 0}}
+  %y = tfm.softcap %s {cap = 0.0 : f64} : tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @v2o(%s: tensor<?x4x?x?xf32>) {
+  // expected-error @+1 {{'tfm.alibi' op slopes has 2 entries for 4 heads}}
+  %y = tfm.alibi %s {slopes = array<f64: 0.5, 0.25>} : tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @v2p(%s: tensor<?x?x?xf32>) {
+  // expected-error @+1 {{'tfm.alibi' op input must have rank 4, got rank 3}}
+  %y = tfm.alibi %s {slopes = array<f64: 0.5>} : tensor<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @v2q(%s: tensor<?x4x?x?xf32>, %t: tensor<32x2xf32>) {
+  // expected-error @+1 {{'tfm.relative_bias' op relative bias table dimension 1 is 2, expected 4}}
+  %y = tfm.relative_bias %s, %t {max_distance = 128 : i64} : (tensor<?x4x?x?xf32>, tensor<32x2xf32>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @v2r(%s: tensor<?x4x?x?xf32>, %t: tensor<2x4xf32>) {
+  // expected-error @+1 {{'tfm.relative_bias' op 2 buckets are too few (bidirectional: >= 4)}}
+  %y = tfm.relative_bias %s, %t {max_distance = 128 : i64, bidirectional} : (tensor<?x4x?x?xf32>, tensor<2x4xf32>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @v2s(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op alibi_slopes has 1 entries for 4 heads}}
+  %o = tfm.attention %q, %k, %k {mask = #tfm.mask<causal>, scale = 0.5 : f64, alibi_slopes = array<f64: 0.5>} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @v2t(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %t: tensor<16x4xf32>) {
+  // expected-error @+1 {{'tfm.attention' op a relative bias table needs relative_max_distance}}
+  %o = tfm.attention %q, %k, %k relative(%t) {mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<16x4xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @v2u(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op softcap must be finite and > 0}}
+  %o = tfm.attention %q, %k, %k {mask = #tfm.mask<causal>, scale = 0.5 : f64, softcap = 0.0 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @v2v(%q: memref<?x4x?x8xf32>, %k: memref<?x2x8x?xf32>, %v: memref<?x2x?x8xf32>, %b: memref<4x9xf32>, %o: memref<?x4x?x8xf32>) {
+  // expected-error @+1 {{'tfm.attention_kernel' op bias must be f32 [heads, 2 * bias_distance + 1]}}
+  tfm.attention_kernel ins(%q, %k, %v : memref<?x4x?x8xf32>, memref<?x2x8x?xf32>, memref<?x2x?x8xf32>) bias(%b : memref<4x9xf32>) outs(%o : memref<?x4x?x8xf32>) {mask = #tfm.mask<none>, scale = 0.5 : f64, bias_distance = 3 : i64}
+  return
+}
+
+// -----
+
+func.func @v2w(%q: memref<?x4x?x8xf32>, %k: memref<?x2x8x?xf32>, %v: memref<?x2x?x8xf32>, %b: memref<4x9xf32>, %o: memref<?x4x?x8xf32>) {
+  // expected-error @+1 {{'tfm.attention_kernel' op bias and bias_distance go together}}
+  tfm.attention_kernel ins(%q, %k, %v : memref<?x4x?x8xf32>, memref<?x2x8x?xf32>, memref<?x2x?x8xf32>) bias(%b : memref<4x9xf32>) outs(%o : memref<?x4x?x8xf32>) {mask = #tfm.mask<none>, scale = 0.5 : f64}
   return
 }

@@ -28,12 +28,17 @@ func.func @model_level(%tokens: tensor<?x?xi32>, %lengths: tensor<?xi32>) -> ten
   %bk = tfm.param "layers.0.attn.k.bias" : tensor<8xf32>
   %bv = tfm.param "layers.0.attn.v.bias" : tensor<8xf32>
   %bo = tfm.param "layers.0.attn.o.bias" : tensor<16xf32>
-  // CHECK: tfm.multi_head_attention %{{.*}}, %{{.*}} weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) biases(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) lengths(%{{.*}}) {head_dim = 4 : i64, heads = 4 : i64, kv_heads = 2 : i64, mask = #tfm.mask<sliding>, rope_style = #tfm.rope_style<interleaved>, rope_theta = 1.000000e+04 : f64, scale = 5.000000e-01 : f64, window = 3 : i64}
-  %a = tfm.multi_head_attention %r, %r weights(%wq, %wk, %wv, %wo) biases(%bq, %bk, %bv, %bo) lengths(%lengths)
+  // CHECK: tfm.multi_head_attention %{{.*}}, %{{.*}} weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) biases(%{{.*}}, %{{.*}}, %{{.*}}) out_bias(%{{.*}}) qk_norm(%{{.*}}, %{{.*}}) relative(%{{.*}}) lengths(%{{.*}}) {alibi_slopes = array<f64: 2.500000e-01, 6.250000e-02, 1.562500e-02, 3.906250e-03>, head_dim = 4 : i64, heads = 4 : i64, kv_heads = 2 : i64, mask = #tfm.mask<sliding>, qk_norm_eps = 9.9999999999999995E-7 : f64, qk_norm_kind = #tfm.norm<rmsnorm>, qk_norm_offset = 1.000000e+00 : f64, relative_bidirectional, relative_max_distance = 16 : i64, rope_inv_freq = array<f64: 1.000000e+00, 1.000000e-02>, rope_style = #tfm.rope_style<interleaved>, scale = 5.000000e-01 : f64, softcap = 5.000000e+01 : f64, window = 3 : i64}
+  %qn = tfm.param "layers.0.attn.q_norm.weight" : tensor<4xf32>
+  %kn = tfm.param "layers.0.attn.k_norm.weight" : tensor<4xf32>
+  %rel = tfm.param "embed.relative.weight" : tensor<8x4xf32>
+  %a = tfm.multi_head_attention %r, %r weights(%wq, %wk, %wv, %wo) biases(%bq, %bk, %bv) out_bias(%bo) qk_norm(%qn, %kn) relative(%rel) lengths(%lengths)
          {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<sliding>, window = 3 : i64,
-          scale = 0.5 : f64, rope_theta = 10000.0 : f64, rope_style = #tfm.rope_style<interleaved>}
+          scale = 0.5 : f64, rope_inv_freq = array<f64: 1.0, 0.01>, rope_style = #tfm.rope_style<interleaved>,
+          qk_norm_kind = #tfm.norm<rmsnorm>, qk_norm_eps = 1.0e-06 : f64, qk_norm_offset = 1.0 : f64, softcap = 50.0 : f64,
+          alibi_slopes = array<f64: 0.25, 0.0625, 0.015625, 0.00390625>, relative_max_distance = 16 : i64, relative_bidirectional}
          : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>,
-            tensor<16xf32>, tensor<8xf32>, tensor<8xf32>, tensor<16xf32>, tensor<?xi32>) -> tensor<?x?x16xf32>
+            tensor<16xf32>, tensor<8xf32>, tensor<8xf32>, tensor<16xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8x4xf32>, tensor<?xi32>) -> tensor<?x?x16xf32>
   // CHECK: %[[RES:.*]] = tfm.add
   %res = tfm.add %x2, %a : tensor<?x?x16xf32>
   %wu = tfm.param "layers.0.ffn.up.weight" : tensor<64x16xf32>
@@ -77,8 +82,8 @@ func.func @pool_lengths(%x: tensor<?x?x16xf32>, %len: tensor<?xi32>) -> tensor<?
 func.func @primitive_level(%x: tensor<?x?x16xf32>, %len: tensor<?xi32>) -> tensor<?x?x16xf32> {
   // CHECK: %[[Q:.*]] = tfm.split_heads %{{.*}} {heads = 2 : i64} : (tensor<?x?x16xf32>) -> tensor<?x2x?x8xf32>
   %q = tfm.split_heads %x {heads = 2 : i64} : (tensor<?x?x16xf32>) -> tensor<?x2x?x8xf32>
-  // CHECK: tfm.rope %[[Q]] {style = #tfm.rope_style<half>, theta = 1.000000e+04 : f64} : tensor<?x2x?x8xf32>
-  %qr = tfm.rope %q {theta = 10000.0 : f64, style = #tfm.rope_style<half>} : tensor<?x2x?x8xf32>
+  // CHECK: tfm.rope %[[Q]] {inv_freq = array<f64: 1.000000e+00, 1.000000e-01>, style = #tfm.rope_style<half>} : tensor<?x2x?x8xf32>
+  %qr = tfm.rope %q {inv_freq = array<f64: 1.0, 0.1>, style = #tfm.rope_style<half>} : tensor<?x2x?x8xf32>
   // CHECK: tfm.split_heads %{{.*}} {heads = 1 : i64} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
   %k1 = tfm.split_heads %x {heads = 1 : i64} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
   // CHECK: tfm.repeat_kv %{{.*}} {repeats = 2 : i64} : (tensor<?x1x?x16xf32>) -> tensor<?x2x?x16xf32>
@@ -97,6 +102,13 @@ func.func @primitive_level(%x: tensor<?x?x16xf32>, %len: tensor<?xi32>) -> tenso
   %sm = tfm.mask %ss {kind = #tfm.mask<causal>} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
   // CHECK: tfm.mask %{{.*}} lengths(%{{.*}}) {kind = #tfm.mask<none>} : (tensor<?x2x?x?xf32>, tensor<?xi32>) -> tensor<?x2x?x?xf32>
   %sp = tfm.mask %sm lengths(%len) {kind = #tfm.mask<none>} : (tensor<?x2x?x?xf32>, tensor<?xi32>) -> tensor<?x2x?x?xf32>
+  // CHECK: tfm.softcap %{{.*}} {cap = 5.000000e+01 : f64} : tensor<?x2x?x?xf32>
+  %sc = tfm.softcap %sp {cap = 50.0 : f64} : tensor<?x2x?x?xf32>
+  // CHECK: tfm.alibi %{{.*}} {slopes = array<f64: 2.500000e-01, 6.250000e-02>} : tensor<?x2x?x?xf32>
+  %sa = tfm.alibi %sc {slopes = array<f64: 0.25, 0.0625>} : tensor<?x2x?x?xf32>
+  %table = tfm.param "embed.relative.weight" : tensor<32x2xf32>
+  // CHECK: tfm.relative_bias %{{.*}}, %{{.*}} {bidirectional, max_distance = 128 : i64} : (tensor<?x2x?x?xf32>, tensor<32x2xf32>) -> tensor<?x2x?x?xf32>
+  %sr = tfm.relative_bias %sa, %table {max_distance = 128 : i64, bidirectional} : (tensor<?x2x?x?xf32>, tensor<32x2xf32>) -> tensor<?x2x?x?xf32>
   // CHECK: tfm.softmax %{{.*}} {axis = 3 : i64} : tensor<?x2x?x?xf32>
   %p = tfm.softmax %sp {axis = 3 : i64} : tensor<?x2x?x?xf32>
   // CHECK: tfm.matmul
@@ -112,6 +124,9 @@ func.func @primitive_level(%x: tensor<?x?x16xf32>, %len: tensor<?xi32>) -> tenso
 func.func @fused_level(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %len: tensor<?xi32>) -> tensor<?x4x?x8xf32> {
   // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} {mask = #tfm.mask<causal>, scale = 1.250000e-01 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
   %o = tfm.attention %q, %k, %v {mask = #tfm.mask<causal>, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %rt = tfm.param "embed.relative.weight" : tensor<32x4xf32>
+  // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} relative(%{{.*}}) {alibi_slopes = array<f64: 5.000000e-01, 2.500000e-01, 1.250000e-01, 6.250000e-02>, mask = #tfm.mask<none>, relative_max_distance = 128 : i64, scale = 1.000000e+00 : f64, softcap = 3.000000e+01 : f64}
+  %o3 = tfm.attention %q, %k, %v relative(%rt) {mask = #tfm.mask<none>, scale = 1.0 : f64, softcap = 30.0 : f64, alibi_slopes = array<f64: 0.5, 0.25, 0.125, 0.0625>, relative_max_distance = 128 : i64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<32x4xf32>) -> tensor<?x4x?x8xf32>
   // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} lengths(%{{.*}}) {mask = #tfm.mask<sliding>, scale = 1.250000e-01 : f64, window = 16 : i64}
   %o2 = tfm.attention %o, %k, %v lengths(%len) {mask = #tfm.mask<sliding>, window = 16 : i64, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?xi32>) -> tensor<?x4x?x8xf32>
   return %o2 : tensor<?x4x?x8xf32>

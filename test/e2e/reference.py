@@ -51,37 +51,120 @@ def make_norm(norm, d, final=False):
     return LayerNorm(d, eps, offset)
 
 
-def rope(x, theta, style):
-    # x: [B, H, T, D]
+def rope_inv_freq(emb, head_dim):
+    """RoPE frequencies theta^(-2i/R) of the R rotated dimensions, rescaled
+    as DSL.md says: `linear` divides positions (so the frequencies) by
+    `factor`; `llama3` is Hugging Face's rope_type "llama3"."""
+    r = emb.get("rope_dim") or head_dim
+    theta = emb["rope_theta"]
+    inv = theta ** (-torch.arange(0, r, 2, dtype=torch.float64) / r)
+    scaling = emb.get("rope_scaling", "none")
+    factor = emb.get("rope_factor", 1.0)
+    if scaling == "linear":
+        inv = inv / factor
+    elif scaling == "llama3":
+        low = emb.get("rope_low_freq_factor", 1.0)
+        high = emb.get("rope_high_freq_factor", 4.0)
+        old = emb["rope_original_context"]
+        wavelen = 2 * math.pi / inv
+        scaled = torch.where(wavelen > old / low, inv / factor, inv)
+        smooth = (old / wavelen - low) / (high - low)
+        blended = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = (wavelen >= old / high) & (wavelen <= old / low)
+        inv = torch.where(medium, blended, scaled)
+    return inv
+
+
+def rope(x, inv, style):
+    # x: [B, H, T, D]; the first R = 2 * len(inv) dimensions rotate.
     b, h, t, d = x.shape
-    inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+    r = 2 * inv.shape[0]
     ang = torch.arange(t, dtype=torch.float64)[:, None] * inv[None, :]
     cos, sin = ang.cos().float(), ang.sin().float()
+    xr, rest = x[..., :r], x[..., r:]
     if style == "half":
         cos = torch.cat([cos, cos], -1)
         sin = torch.cat([sin, sin], -1)
-        x1, x2 = x[..., : d // 2], x[..., d // 2:]
+        x1, x2 = xr[..., : r // 2], xr[..., r // 2:]
         rot = torch.cat([-x2, x1], -1)
-        return x * cos + rot * sin
-    cos = cos.repeat_interleave(2, -1)
-    sin = sin.repeat_interleave(2, -1)
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    rot = torch.stack([-x2, x1], -1).reshape(x.shape)
-    return x * cos + rot * sin
+    else:
+        cos = cos.repeat_interleave(2, -1)
+        sin = sin.repeat_interleave(2, -1)
+        x1, x2 = xr[..., 0::2], xr[..., 1::2]
+        rot = torch.stack([-x2, x1], -1).reshape(xr.shape)
+    return torch.cat([xr * cos + rot * sin, rest], -1)
+
+
+def alibi_slopes(heads):
+    """DSL.md (the ALiBi paper, BLOOM, MPT): 2^(-8 (h+1) / H) for a power
+    of two H, else those of the nearest lower power of two N followed by
+    every other slope of 2N."""
+    n = 2 ** int(math.floor(math.log2(heads)))
+    slopes = [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
+    k = 0
+    while len(slopes) < heads:
+        slopes.append(2.0 ** (-4.0 * (2 * k + 1) / n))
+        k += 1
+    return torch.tensor(slopes, dtype=torch.float32)
+
+
+def relative_bucket(rel, bidirectional, buckets, max_distance):
+    """T5's _relative_position_bucket (rel = key - query position)."""
+    out = torch.zeros_like(rel)
+    if bidirectional:
+        buckets //= 2
+        out += (rel > 0).long() * buckets
+        rel = rel.abs()
+    else:
+        rel = -torch.min(rel, torch.zeros_like(rel))
+    exact = buckets // 2
+    small = rel < exact
+    large = exact + (torch.log(rel.float() / exact) / math.log(max_distance / exact)
+                     * (buckets - exact)).long()
+    large = torch.min(large, torch.full_like(large, buckets - 1))
+    return out + torch.where(small, rel, large)
+
+
+class HeadNorm(nn.Module):
+    """qk_norm: the stack's norm kind over each head vector, weights of size
+    head_dim shared by the heads, multiplied by (offset + weight), no bias."""
+
+    def __init__(self, norm, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.kind, self.eps = norm["kind"], norm["eps"]
+        self.offset = norm.get("offset", 0.0)
+
+    def forward(self, x):
+        w = self.offset + self.weight
+        if self.kind == "rmsnorm":
+            return x / torch.sqrt((x * x).mean(-1, keepdim=True) + self.eps) * w
+        mu = x.mean(-1, keepdim=True)
+        var = ((x - mu) ** 2).mean(-1, keepdim=True)
+        return (x - mu) / torch.sqrt(var + self.eps) * w
 
 
 class Attention(nn.Module):
-    def __init__(self, a, d, causal_mask, position):
+    """`position`: for self-attention, ("rope", inv_freq, style),
+    ("alibi",) or ("relative", table module, bidirectional, buckets,
+    max_distance); None for cross-attention."""
+
+    def __init__(self, a, d, causal_mask, position, norm=None):
         super().__init__()
         self.a = a
         self.h, self.kv, self.hd = a["heads"], a["kv_heads"], a["head_dim"]
         self.q = nn.Linear(d, self.h * self.hd, bias=a["bias"])
         self.k = nn.Linear(d, self.kv * self.hd, bias=a["bias"])
         self.v = nn.Linear(d, self.kv * self.hd, bias=a["bias"])
-        self.o = nn.Linear(self.h * self.hd, d, bias=a["bias"])
+        self.o = nn.Linear(self.h * self.hd, d, bias=a.get("out_bias", a["bias"]))
+        if a.get("qk_norm", False):
+            self.q_norm = HeadNorm(norm, self.hd)
+            self.k_norm = HeadNorm(norm, self.hd)
         self.mask = a.get("mask", "none") if causal_mask else "none"
         self.window = a.get("window", 0)
-        self.position = position
+        self.softcap = a.get("softcap", 0.0)
+        # A list, so that a shared table is not registered under the layer.
+        self.position = [position]
 
     def forward(self, x, src, lengths):
         b, t, _ = x.shape
@@ -89,15 +172,27 @@ class Attention(nn.Module):
         q = self.q(x).view(b, t, self.h, self.hd).transpose(1, 2)
         k = self.k(src).view(b, s, self.kv, self.hd).transpose(1, 2)
         v = self.v(src).view(b, s, self.kv, self.hd).transpose(1, 2)
-        if self.position is not None:
-            q = rope(q, *self.position)
-            k = rope(k, *self.position)
+        if hasattr(self, "q_norm"):
+            q = self.q_norm(q)
+            k = self.k_norm(k)
+        pos = self.position[0]
+        if pos is not None and pos[0] == "rope":
+            q = rope(q, pos[1], pos[2])
+            k = rope(k, pos[1], pos[2])
         rep = self.h // self.kv
         k = k.repeat_interleave(rep, 1)
         v = v.repeat_interleave(rep, 1)
         scores = q @ k.transpose(-1, -2) * self.a["scale"]
+        if self.softcap > 0:
+            scores = self.softcap * torch.tanh(scores / self.softcap)
         i = torch.arange(t)[:, None] + (s - t)
         j = torch.arange(s)[None, :]
+        if pos is not None and pos[0] == "alibi":
+            scores = scores + alibi_slopes(self.h)[:, None, None] * (j - i).float()
+        if pos is not None and pos[0] == "relative":
+            _, table, bidirectional, buckets, max_distance = pos
+            bucket = relative_bucket(j - i, bidirectional, buckets, max_distance)
+            scores = scores + table.weight[bucket].permute(2, 0, 1)
         masked = torch.zeros(t, s, dtype=torch.bool)
         if self.mask in ("causal", "sliding"):
             masked = masked | (j > i)
@@ -138,25 +233,24 @@ class FFN(nn.Module):
 
 
 class Layer(nn.Module):
-    def __init__(self, st, d, parallel, cross, index=0):
+    def __init__(self, st, d, parallel, cross, position, index=0):
         super().__init__()
         self.placement = st["norm"]["placement"]
         self.pre = self.placement == "pre"
         self.parallel = parallel  # 0: sequential, else the number of norms
-        emb = st["embedding"]
-        pos = (emb["rope_theta"], emb["rope_style"]) if emb["position"] == "rope" else None
         attn = dict(st["attention"])
         # sliding(global_every = K): layer i with (i + 1) % K == 0 is causal.
         k = attn.get("global_every", 0)
         if attn.get("mask") == "sliding" and k and (index + 1) % k == 0:
             attn["mask"] = "causal"
         self.attn_norm = make_norm(st["norm"], d)
-        self.attn = Attention(attn, d, True, pos)
+        self.attn = Attention(attn, d, True, position, st["norm"])
         if self.placement == "sandwich":
             self.attn_post_norm = make_norm(st["norm"], d)
         if cross:
             self.cross_norm = make_norm(st["norm"], d)
-            self.cross_attn = Attention(st["cross_attention"], d, False, None)
+            self.cross_attn = Attention(st["cross_attention"], d, False, None,
+                                        st["norm"])
         self.cross = cross
         if parallel != 1:
             self.ffn_norm = make_norm(st["norm"], d)
@@ -191,13 +285,28 @@ class Stack(nn.Module):
         d = spec["d_model"]
         self.st = st
         self.d = d
-        if st["embedding"]["position"] == "learned":
+        emb = st["embedding"]
+        if emb["position"] == "learned":
             self.positions = nn.Parameter(torch.zeros(spec["context"], d))
         if st["embedding"].get("norm"):
             self.embed_norm = make_norm(st["norm"], d)
+        # Positions inside self-attention.
+        position = None
+        if emb["position"] == "rope":
+            inv = rope_inv_freq(emb, st["attention"]["head_dim"])
+            position = ("rope", inv, emb["rope_style"])
+        elif emb["position"] == "alibi":
+            position = ("alibi",)
+        elif emb["position"] == "relative":
+            # embed.relative.weight [buckets, heads], one per stack.
+            buckets = emb.get("relative_buckets", 32)
+            self.embed = nn.Module()
+            self.embed.relative = nn.Embedding(buckets, st["attention"]["heads"])
+            position = ("relative", self.embed.relative, st["name"] == "encoder",
+                        buckets, emb.get("relative_max_distance", 128))
         parallel = spec.get("residual_norms", 1) if spec["residual"] == "parallel" else 0
         self.layers = nn.ModuleList(
-            Layer(st, d, parallel, "cross_attention" in st, i)
+            Layer(st, d, parallel, "cross_attention" in st, position, i)
             for i in range(st["layers"]))
         if st["norm"]["final"]:
             self.final_norm = make_norm(st["norm"], d, final=True)

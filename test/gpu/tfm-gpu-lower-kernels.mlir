@@ -113,3 +113,44 @@ func.func @copy(%a: memref<?x8xf16>, %b: memref<?x8xf16>) {
   memref.copy %a, %b : memref<?x8xf16> to memref<?x8xf16>
   return
 }
+
+// -----
+
+// DSL v2 score modifiers in the tensor-core kernel: each scaled score is
+// soft-capped, gets the head's ALiBi slope times the distance and the bias
+// by distance (clamped), then masked.
+// CHECK-LABEL: func.func @attention_f16_modifiers
+// CHECK: gpu.launch
+// CHECK: nvvm.mma.sync
+// CHECK: math.tanh
+// CHECK: arith.sitofp
+// CHECK: math.fma
+// CHECK: arith.minsi %{{.*}}, %c16
+// CHECK: memref.load %arg4
+// CHECK: arith.select
+// CHECK: math.exp
+func.func @attention_f16_modifiers(%q: memref<?x8x?x64xf16>, %kt: memref<?x2x64x?xf16>,
+                                   %v: memref<?x2x?x64xf16>, %len: memref<?xi32>,
+                                   %bias: memref<8x33xf32>, %o: memref<?x8x?x64xf16>) {
+  tfm.attention_kernel ins(%q, %kt, %v, %len : memref<?x8x?x64xf16>, memref<?x2x64x?xf16>, memref<?x2x?x64xf16>, memref<?xi32>) bias(%bias : memref<8x33xf32>) outs(%o : memref<?x8x?x64xf16>) {mask = #tfm.mask<causal>, scale = 0.125 : f64, softcap = 50.0 : f64, alibi_slopes = array<f64: 0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625>, bias_distance = 16 : i64}
+  return
+}
+
+// -----
+
+// The same modifiers in the f32 kernel, key by key.
+// CHECK-LABEL: func.func @attention_f32_modifiers
+// CHECK: gpu.launch
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: math.fma
+// CHECK: math.tanh
+// CHECK: memref.load %arg3
+// CHECK: arith.select
+// CHECK: math.exp
+func.func @attention_f32_modifiers(%q: memref<?x4x?x8xf32>, %kt: memref<?x4x8x?xf32>,
+                                   %v: memref<?x4x?x8xf32>, %bias: memref<4x9xf32>,
+                                   %o: memref<?x4x?x8xf32>) {
+  tfm.attention_kernel ins(%q, %kt, %v : memref<?x4x?x8xf32>, memref<?x4x8x?xf32>, memref<?x4x?x8xf32>) bias(%bias : memref<4x9xf32>) outs(%o : memref<?x4x?x8xf32>) {mask = #tfm.mask<none>, scale = 1.0 : f64, softcap = 30.0 : f64, bias_distance = 4 : i64}
+  return
+}

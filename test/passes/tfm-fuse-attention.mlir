@@ -163,3 +163,54 @@ func.func @real_bias_and_dynamic_scale(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4
   %o2 = tfm.matmul %p2, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
   return %o, %o2 : tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>
 }
+
+// -----
+
+// The score modifiers of DSL v2 fuse: scale, softcap, ALiBi and the T5
+// relative bias (in either order), mask in between.
+// CHECK-LABEL: func.func @score_modifiers
+// CHECK-SAME: (%[[Q:.*]]: tensor<?x4x?x8xf32>, %[[K:.*]]: tensor<?x4x?x8xf32>, %[[V:.*]]: tensor<?x4x?x8xf32>, %[[T:.*]]: tensor<32x4xf32>, %[[L:.*]]: tensor<?xi32>)
+// CHECK-NEXT: %[[O:.*]] = tfm.attention %[[Q]], %[[K]], %[[V]] relative(%[[T]]) lengths(%[[L]]) {alibi_slopes = array<f64: 2.500000e-01, 6.250000e-02, 1.562500e-02, 3.906250e-03>, mask = #tfm.mask<causal>, relative_max_distance = 128 : i64, scale = 2.500000e-01 : f64, softcap = 2.000000e+01 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @score_modifiers(%q: tensor<?x4x?x8xf32>, %k: tensor<?x4x?x8xf32>, %v: tensor<?x4x?x8xf32>, %t: tensor<32x4xf32>, %l: tensor<?xi32>) -> tensor<?x4x?x8xf32> {
+  %qs = tfm.scale %q {factor = 0.5 : f64} : tensor<?x4x?x8xf32>
+  %s = tfm.matmul %qs, %k {transpose_rhs} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x?xf32>
+  %ss = tfm.scale %s {factor = 0.5 : f64} : tensor<?x4x?x?xf32>
+  %c = tfm.softcap %ss {cap = 20.0 : f64} : tensor<?x4x?x?xf32>
+  %r = tfm.relative_bias %c, %t {max_distance = 128 : i64} : (tensor<?x4x?x?xf32>, tensor<32x4xf32>) -> tensor<?x4x?x?xf32>
+  %m = tfm.mask %r lengths(%l) {kind = #tfm.mask<causal>} : (tensor<?x4x?x?xf32>, tensor<?xi32>) -> tensor<?x4x?x?xf32>
+  %a = tfm.alibi %m {slopes = array<f64: 0.25, 0.0625, 0.015625, 0.00390625>} : tensor<?x4x?x?xf32>
+  %p = tfm.softmax %a {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %o = tfm.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %o : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// A scale after a position bias is not tfm.attention's order: left alone.
+// CHECK-LABEL: func.func @scale_after_bias
+// CHECK-NOT: tfm.attention
+// CHECK: tfm.softmax
+func.func @scale_after_bias(%q: tensor<?x4x?x8xf32>, %k: tensor<?x4x?x8xf32>, %v: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
+  %s = tfm.matmul %q, %k {transpose_rhs} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x?xf32>
+  %a = tfm.alibi %s {slopes = array<f64: 0.25, 0.0625, 0.015625, 0.00390625>} : tensor<?x4x?x?xf32>
+  %ss = tfm.scale %a {factor = 0.5 : f64} : tensor<?x4x?x?xf32>
+  %p = tfm.softmax %ss {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %o = tfm.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %o : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// A mask before the softcap would turn -inf into -cap: left alone.
+// CHECK-LABEL: func.func @mask_before_softcap
+// CHECK-NOT: tfm.attention
+// CHECK: tfm.softmax
+func.func @mask_before_softcap(%q: tensor<?x4x?x8xf32>, %k: tensor<?x4x?x8xf32>, %v: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
+  %s = tfm.matmul %q, %k {transpose_rhs} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x?xf32>
+  %m = tfm.mask %s {kind = #tfm.mask<causal>} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = tfm.softcap %m {cap = 20.0 : f64} : tensor<?x4x?x?xf32>
+  %p = tfm.softmax %c {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %o = tfm.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %o : tensor<?x4x?x8xf32>
+}

@@ -32,6 +32,13 @@ Value linear(PatternRewriter &b, Location loc, Value x, Value w, Value bias) {
       b, loc, RankedTensorType::get(shape, xt.getElementType()), x, w, bias);
 }
 
+/// A splat f32/f16/bf16 constant of type `t`.
+Value splat(PatternRewriter &b, Location loc, RankedTensorType t, double v) {
+  return arith::ConstantOp::create(
+      b, loc, t,
+      DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(), v)));
+}
+
 struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -60,9 +67,26 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
                                     b.getI64IntegerAttr(kvHeads));
     Value vh = SplitHeadsOp::create(b, loc, headsType(kvHeads, tk), v,
                                     b.getI64IntegerAttr(kvHeads));
-    if (auto theta = op.getRopeThetaAttr()) {
-      qh = RopeOp::create(b, loc, qh, theta, op.getRopeStyleAttr());
-      kh = RopeOp::create(b, loc, kh, theta, op.getRopeStyleAttr());
+    if (auto qkNorm = op.getQkNorm(); !qkNorm.empty()) {
+      // A norm over each head vector: tfm.norm of the last dimension, with
+      // its offset and a zero bias for layernorm.
+      auto vecType = RankedTensorType::get({hd}, elt);
+      double offset = op.getQkNormOffsetAttr()
+                          ? op.getQkNormOffsetAttr().getValueAsDouble()
+                          : 0.0;
+      bool layer = *op.getQkNormKind() == NormKind::layernorm;
+      auto normHeads = [&](Value x, Value w) -> Value {
+        Value zero = layer ? splat(b, loc, vecType, 0.0) : Value();
+        return NormOp::create(b, loc, x.getType(), x, w, zero,
+                              op.getQkNormKindAttr(), op.getQkNormEpsAttr(),
+                              b.getF64FloatAttr(offset));
+      };
+      qh = normHeads(qh, qkNorm[0]);
+      kh = normHeads(kh, qkNorm[1]);
+    }
+    if (auto invFreq = op.getRopeInvFreqAttr()) {
+      qh = RopeOp::create(b, loc, qh, invFreq, op.getRopeStyleAttr());
+      kh = RopeOp::create(b, loc, kh, invFreq, op.getRopeStyleAttr());
     }
     if (kvHeads != heads) {
       auto rep = b.getI64IntegerAttr(heads / kvHeads);
@@ -75,6 +99,15 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
                                /*transpose_lhs=*/false,
                                /*transpose_rhs=*/true);
     s = ScaleOp::create(b, loc, s, op.getScaleAttr());
+    // The score modifiers, in tfm.attention's order.
+    if (auto cap = op.getSoftcapAttr())
+      s = SoftcapOp::create(b, loc, s, cap);
+    if (auto slopes = op.getAlibiSlopesAttr())
+      s = AlibiOp::create(b, loc, s, slopes);
+    if (Value table = op.getRelative())
+      s = RelativeBiasOp::create(b, loc, scoresType, s, table,
+                                 op.getRelativeMaxDistanceAttr(),
+                                 op.getRelativeBidirectionalAttr());
     if (op.getMask() != MaskKind::none || op.getLengths())
       s = MaskOp::create(b, loc, scoresType, s, op.getLengths(),
                          op.getMaskAttr(), op.getWindowAttr());
@@ -84,7 +117,7 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     Value merged = MergeHeadsOp::create(
         b, loc, RankedTensorType::get({xt.getDimSize(0), tq, heads * hd}, elt),
         o);
-    b.replaceOp(op, linear(b, loc, merged, op.getWo(), bias(3)));
+    b.replaceOp(op, linear(b, loc, merged, op.getWo(), op.getOutBias()));
     return success();
   }
 };

@@ -13,7 +13,12 @@
 //     a constant under a constant condition; a constant mask is accepted
 //     only when its contents prove it causal or a sliding window;
 //   - K and V repeated for grouped-query attention (tfm.repeat_kv), which is
-//     fused away: tfm.attention reads the shared heads.
+//     fused away: tfm.attention reads the shared heads;
+//   - the score modifiers tfm.softcap, tfm.alibi and tfm.relative_bias, in
+//     tfm.attention's order: scale, softcap, position biases (either order),
+//     mask (which may also come between or before the biases, as a bias
+//     does not change -inf). A scale between them, or a mask before the
+//     softcap (tanh(-inf) is not -inf), is left unfused.
 // Anything else (softmax over another axis, transposed V, a mask after the
 // softmax, ...) is left alone and still computes the right answer.
 //
@@ -181,12 +186,19 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     if (!softmax || softmax.getAxisAttr().getInt() != 3)
       return b.notifyMatchFailure(pv, "P is not a softmax over the keys");
 
-    // Scores: [scale] [mask] [scale] (Q K^T).
-    double scale = 1.0;
+    // Walking up from the softmax: masks and scales, position biases,
+    // softcap, then the scales of Q K^T. `phase`: 0 before any
+    // modifier, 1 after a position bias, 2 after the softcap, 3 after a
+    // scale that comes before them.
+    double scale = 1.0, postScale = 1.0;
     MaskOp mask;
     std::optional<ProvenMask> constMask;
+    SoftcapOp softcap;
+    AlibiOp alibi;
+    RelativeBiasOp relative;
+    int phase = 0;
     Value s = softmax.getInput();
-    for (int step = 0; step < 3; ++step) {
+    while (true) {
       bool haveMask = mask || constMask;
       std::optional<double> factor;
       Value next;
@@ -201,10 +213,20 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
         // -inf * f stays -inf only for f > 0.
         if (haveMask && *factor <= 0.0)
           return b.notifyMatchFailure(pv, "non-positive scale after mask");
-        scale *= *factor;
+        if (phase == 0) {
+          postScale *= *factor;
+        } else {
+          scale *= *factor;
+          phase = 3;
+        }
         s = next;
         continue;
       }
+      if (phase >= 2 &&
+          (s.getDefiningOp<MaskOp>() || s.getDefiningOp<AlibiOp>() ||
+           s.getDefiningOp<RelativeBiasOp>() || s.getDefiningOp<SoftcapOp>()))
+        return b.notifyMatchFailure(
+            pv, "mask, bias or softcap before the softcap or the scale");
       if (auto m = s.getDefiningOp<MaskOp>()) {
         if (haveMask)
           return b.notifyMatchFailure(pv, "two masks");
@@ -212,18 +234,46 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
         s = m.getInput();
         continue;
       }
-      std::optional<std::pair<Value, ProvenMask>> cm = constantBiasMask(s);
-      if (!cm)
-        cm = selectMask(s);
-      if (cm) {
-        if (haveMask)
-          return b.notifyMatchFailure(pv, "two masks");
-        constMask = cm->second;
-        s = cm->first;
+      if (auto a = s.getDefiningOp<AlibiOp>()) {
+        if (alibi || postScale != 1.0)
+          return b.notifyMatchFailure(pv, "two ALiBi biases or a scale after");
+        alibi = a;
+        phase = 1;
+        s = a.getInput();
         continue;
+      }
+      if (auto r = s.getDefiningOp<RelativeBiasOp>()) {
+        if (relative || postScale != 1.0)
+          return b.notifyMatchFailure(pv,
+                                      "two relative biases or a scale after");
+        relative = r;
+        phase = 1;
+        s = r.getInput();
+        continue;
+      }
+      if (auto c = s.getDefiningOp<SoftcapOp>()) {
+        if (postScale != 1.0)
+          return b.notifyMatchFailure(pv, "a scale after the softcap");
+        softcap = c;
+        phase = 2;
+        s = c.getInput();
+        continue;
+      }
+      if (phase == 0) {
+        std::optional<std::pair<Value, ProvenMask>> cm = constantBiasMask(s);
+        if (!cm)
+          cm = selectMask(s);
+        if (cm) {
+          if (haveMask)
+            return b.notifyMatchFailure(pv, "two masks");
+          constMask = cm->second;
+          s = cm->first;
+          continue;
+        }
       }
       break;
     }
+    scale *= postScale;
     auto qk = s.getDefiningOp<MatmulOp>();
     if (!qk || qk.getTransposeLhs())
       return b.notifyMatchFailure(pv, "scores are not Q K^T");
@@ -261,10 +311,15 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     IntegerAttr window = mask ? mask.getWindowAttr() : IntegerAttr();
     if (constMask && constMask->kind == MaskKind::sliding)
       window = b.getI64IntegerAttr(constMask->window);
-    auto attn = AttentionOp::create(b, pv.getLoc(), pv.getType(), q, k0, v0,
-                                    mask ? mask.getLengths() : Value(),
-                                    MaskKindAttr::get(b.getContext(), kind),
-                                    window, b.getF64FloatAttr(scale));
+    auto attn = AttentionOp::create(
+        b, pv.getLoc(), pv.getType(), q, k0, v0,
+        relative ? relative.getTable() : Value(),
+        mask ? mask.getLengths() : Value(),
+        MaskKindAttr::get(b.getContext(), kind), window,
+        b.getF64FloatAttr(scale), softcap ? softcap.getCapAttr() : FloatAttr(),
+        alibi ? alibi.getSlopesAttr() : DenseF64ArrayAttr(),
+        relative ? relative.getMaxDistanceAttr() : IntegerAttr(),
+        relative ? relative.getBidirectionalAttr() : UnitAttr());
     b.replaceOp(pv, attn.getResult());
     return success();
   }

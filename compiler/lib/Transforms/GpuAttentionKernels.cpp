@@ -3,7 +3,9 @@
 // The two GPU forms of tfm.attention_kernel: one thread block per (query
 // block, head, batch), K/V tiles staged in shared memory, the online softmax
 // in registers. Key tiles above the causal diagonal, outside the sliding
-// window or past the key lengths are skipped.
+// window or past the key lengths are skipped. The score modifiers (softcap,
+// ALiBi, the position bias by distance) apply to each scaled score before
+// the mask.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +38,42 @@ Value keyLimit(KB &k, const AttentionShape &s, Value bi) {
   Value len = memref::LoadOp::create(k.b, s.lengths, ValueRange{bi});
   len = arith::IndexCastOp::create(k.b, k.b.getIndexType(), len);
   return k.min(s.tk, k.max(len, k.c(0)));
+}
+
+/// The head's ALiBi slope (a select chain over the constant slopes), or
+/// null without ALiBi.
+Value headSlope(KB &k, const AttentionShape &s, Value hi) {
+  if (s.slopes.empty())
+    return {};
+  Value r = k.f(s.slopes.back());
+  for (int64_t i = int64_t(s.slopes.size()) - 2; i >= 0; --i)
+    r = k.sel(arith::CmpIOp::create(k.b, arith::CmpIPredicate::eq, hi, k.c(i)),
+              k.f(s.slopes[i]), r);
+  return r;
+}
+
+/// The scaled score `v` of query position `pos` and key `key` of head `hi`
+/// after the softcap, ALiBi (`slope`, or null) and the position bias.
+Value modifyScore(KB &k, const AttentionShape &s, Value v, Value hi,
+                  Value slope, Value pos, Value key) {
+  if (s.softcap > 0.0)
+    v = k.fmul(math::TanhOp::create(k.b, k.fmul(v, k.f(1.0 / s.softcap))),
+               k.f(s.softcap));
+  if (!slope && !s.bias)
+    return v;
+  Value rel = k.sub(key, pos);
+  if (slope) {
+    Value relF = arith::SIToFPOp::create(
+        k.b, k.b.getF32Type(),
+        arith::IndexCastOp::create(k.b, k.b.getI32Type(), rel));
+    v = k.fma(slope, relF, v);
+  }
+  if (s.bias) {
+    int64_t m = s.biasDistance;
+    Value at = k.add(k.max(k.min(rel, k.c(m)), k.c(-m)), m);
+    v = k.fadd(v, k.loadF32(s.bias, {hi, at}));
+  }
+  return v;
 }
 
 /// Stages the key tile [j0, j0 + BC) of head (bi, kvh) in shared memory,
@@ -114,6 +152,8 @@ void kernels::emitAttentionMma(ImplicitLocOpBuilder &b,
                keyBounds(k, s, k.min(k.add(i0, br - 1), lastRow), limit).second;
            Value begin = k.mul(k.div(loFirst, bc), bc);
            Value end = k.max(hiLast, begin);
+           Value slope = headSlope(k, s, hi);
+           Value posA = k.add(rA, s.offset), posB = k.add(rB, s.offset);
 
            // Q fragments for the warp's 16 rows, kept in registers.
            SmallVector<SmallVector<Value>> qa;
@@ -153,7 +193,9 @@ void kernels::emitAttentionMma(ImplicitLocOpBuilder &b,
                      Value key = kb.add(kb.add(j0, t2), nt * 8 + (e & 1));
                      Value lo = e < 2 ? loA : loB, hiK = e < 2 ? hiA : hiB;
                      Value ok = kb.andI(kb.ge(key, lo), kb.lt(key, hiK));
-                     acc[e] = kb.sel(ok, kb.fmul(acc[e], scale), ninfL);
+                     Value sv = modifyScore(kb, s, kb.fmul(acc[e], scale), hi,
+                                            slope, e < 2 ? posA : posB, key);
+                     acc[e] = kb.sel(ok, sv, ninfL);
                    }
                    sc.push_back(acc);
                  }
@@ -260,6 +302,8 @@ void kernels::emitAttentionSimt(ImplicitLocOpBuilder &b,
             keyBounds(k, s, k.min(k.add(i0, rows - 1), lastRow), limit).second;
         Value begin = k.mul(k.div(loFirst, bc), bc);
         Value end = k.max(hiLast, begin);
+        Value slope = headSlope(k, s, hi);
+        Value rowPos = k.add(r, s.offset);
         SmallVector<Value> q;
         Value scale = k.f(s.scale);
         for (int64_t d = 0; d < s.d; ++d)
@@ -288,7 +332,9 @@ void kernels::emitAttentionSimt(ImplicitLocOpBuilder &b,
                     Value key = kj.add(j0, j);
                     Value ok = kj.andI(kj.ge(key, lo), kj.lt(key, hiK));
                     Value ninfJ = kj.f(-INFINITY);
-                    Value sv = kj.sel(ok, dot, ninfJ);
+                    Value sv = kj.sel(
+                        ok, modifyScore(kj, s, dot, hi, slope, rowPos, key),
+                        ninfJ);
                     Value mNew = kj.fmax(acc[0], sv);
                     Value none = arith::CmpFOp::create(
                         jb, arith::CmpFPredicate::OEQ, mNew, ninfJ);

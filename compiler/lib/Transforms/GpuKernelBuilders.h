@@ -147,6 +147,13 @@ struct AttentionShape {
   MaskKind kind;
   int64_t window;
   double scale;
+  /// Score modifiers (tfm.attention_kernel): softcap (0: none), ALiBi
+  /// slopes per head (empty: none), the [H, 2 * biasDistance + 1] f32
+  /// position bias by distance (null: none).
+  double softcap = 0.0;
+  SmallVector<double> slopes;
+  Value bias;
+  int64_t biasDistance = 0;
 };
 
 /// Flash attention on tensor cores (f16/bf16, head dimensions multiples of

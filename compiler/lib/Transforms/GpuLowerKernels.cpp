@@ -52,6 +52,13 @@ struct GpuAttention : OpRewritePattern<AttentionKernelOp> {
     s.kind = op.getMask();
     s.window = op.getWindowAttr() ? op.getWindowAttr().getInt() : 0;
     s.scale = op.getScale().convertToDouble();
+    if (auto cap = op.getSoftcapAttr())
+      s.softcap = cap.getValueAsDouble();
+    if (auto slopes = op.getAlibiSlopes())
+      s.slopes.assign(slopes->begin(), slopes->end());
+    s.bias = op.getBias();
+    if (s.bias)
+      s.biasDistance = op.getBiasDistanceAttr().getInt();
     s.bsz = k.dim(s.q, 0);
     s.heads = k.dim(s.q, 1);
     s.tq = k.dim(s.q, 2);

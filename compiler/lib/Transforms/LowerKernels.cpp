@@ -18,7 +18,11 @@
 // the causal diagonal, outside the sliding window or past the key lengths
 // are skipped, partial ones masked by lane; K/V are read from the shared head
 // for grouped queries; a row that sees no key gives zeros. Parallel over
-// batch x heads x query blocks. No buffer at all beyond registers.
+// batch x heads x query blocks. No buffer at all beyond registers. The score
+// modifiers apply to each block of scores before the mask: softcap (tanh,
+// expanded to a polynomial later), ALiBi (the head's slope times the
+// distance vector) and the position bias by distance (a gather from the
+// [H, 2M + 1] table with clamped distances); block skipping is unchanged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,6 +59,19 @@ Value cF32(OpBuilder &b, Location loc, double v) {
 }
 Value dim(OpBuilder &b, Location loc, Value m, int64_t i) {
   return memref::DimOp::create(b, loc, m, i);
+}
+
+/// values[idx] for a small table of constants and a dynamic index (a
+/// select chain; an index past the end reads the last entry).
+Value selectByIndex(OpBuilder &b, Location loc, Value idx,
+                    ArrayRef<double> values) {
+  Value r = cF32(b, loc, values.back());
+  for (int64_t i = int64_t(values.size()) - 2; i >= 0; --i) {
+    Value is = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, idx,
+                                     cIdx(b, loc, i));
+    r = arith::SelectOp::create(b, loc, is, cF32(b, loc, values[i]), r);
+  }
+  return r;
 }
 
 struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
@@ -217,6 +234,14 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
     MaskKind kind = op.getMask();
     int64_t window = op.getWindowAttr() ? op.getWindowAttr().getInt() : 0;
     double scale = op.getScale().convertToDouble();
+    std::optional<double> softcap;
+    if (auto cap = op.getSoftcapAttr())
+      softcap = cap.getValueAsDouble();
+    std::optional<ArrayRef<double>> slopes = op.getAlibiSlopes();
+    Value bias = op.getBias();
+    int64_t biasDistance =
+        bias ? op.getBiasDistanceAttr().getInt() : int64_t(0);
+    auto i32V = VectorType::get({bk}, b.getI32Type());
 
     Value c0 = cIdx(b, loc, 0), c1 = cIdx(b, loc, 1);
     Value bsz = dim(b, loc, q, 0), heads = dim(b, loc, q, 1),
@@ -250,13 +275,14 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
           }
           // Rows of the block (clamped: a partial last block recomputes the
           // last row) and each row's visible keys [lo, hi).
-          SmallVector<Value> row, lo, hiK;
+          SmallVector<Value> row, lo, hiK, posR;
           for (int64_t r = 0; r < rows; ++r) {
             Value ir = arith::MinSIOp::create(
                 nb, l, arith::AddIOp::create(nb, l, i0, cIdx(nb, l, r)),
                 lastRow);
             row.push_back(ir);
             Value pos = arith::AddIOp::create(nb, l, ir, offset);
+            posR.push_back(pos);
             Value h = limit;
             if (kind != MaskKind::none)
               h = arith::MinSIOp::create(nb, l, h,
@@ -277,6 +303,10 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
           for (Value h : hiK)
             end = arith::MaxSIOp::create(nb, l, end, h);
           end = arith::MaxSIOp::create(nb, l, end, first);
+          Value slopeV;
+          if (slopes)
+            slopeV = vector::BroadcastOp::create(
+                nb, l, vk, selectByIndex(nb, l, hi, *slopes));
           SmallVector<Value> init;
           for (int64_t r = 0; r < rows; ++r) {
             init.push_back(ninf);             // running max
@@ -317,6 +347,50 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
                 for (int64_t r = 0; r < rows; ++r) {
                   Value s =
                       arith::MulFOp::create(kb, kl, qk.getResult(r), scaleV);
+                  if (softcap)
+                    s = arith::MulFOp::create(
+                        kb, kl,
+                        math::TanhOp::create(
+                            kb, kl,
+                            arith::MulFOp::create(
+                                kb, kl, s,
+                                vector::BroadcastOp::create(
+                                    kb, kl, vk, cF32(kb, kl, 1.0 / *softcap)))),
+                        vector::BroadcastOp::create(kb, kl, vk,
+                                                    cF32(kb, kl, *softcap)));
+                  if (slopes || bias) {
+                    // Distances j - pos of the block's keys.
+                    Value rel = arith::SubIOp::create(
+                        kb, kl, jv,
+                        vector::BroadcastOp::create(kb, kl, idxV, posR[r]));
+                    if (slopes) {
+                      Value relF = arith::SIToFPOp::create(
+                          kb, kl, vk,
+                          arith::IndexCastOp::create(kb, kl, i32V, rel));
+                      s = vector::FMAOp::create(kb, kl, slopeV, relF, s);
+                    }
+                    if (bias) {
+                      auto splatIdx = [&](int64_t v) {
+                        return vector::BroadcastOp::create(kb, kl, idxV,
+                                                           cIdx(kb, kl, v));
+                      };
+                      Value at = arith::AddIOp::create(
+                          kb, kl,
+                          arith::MaxSIOp::create(
+                              kb, kl,
+                              arith::MinSIOp::create(kb, kl, rel,
+                                                     splatIdx(biasDistance)),
+                              splatIdx(-biasDistance)),
+                          splatIdx(biasDistance));
+                      Value all = vector::ConstantMaskOp::create(
+                          kb, kl, maskT, vector::ConstantMaskKind::AllTrue);
+                      s = arith::AddFOp::create(
+                          kb, kl, s,
+                          vector::GatherOp::create(kb, kl, vk, bias,
+                                                   ValueRange{hi, c0}, at, all,
+                                                   zeroK));
+                    }
+                  }
                   Value in = arith::AndIOp::create(
                       kb, kl,
                       arith::CmpIOp::create(

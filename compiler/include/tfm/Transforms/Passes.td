@@ -9,12 +9,15 @@ def TfmDecompose : Pass<"tfm-decompose", "func::FuncOp"> {
   let summary = "Decompose model-level attention and FFN into primitive ops";
   let description = [{
     `tfm.multi_head_attention` becomes the textbook form: projections
-    (`tfm.linear`), `tfm.split_heads`, `tfm.rope`, `tfm.repeat_kv`,
-    `tfm.matmul` (Q K^T), `tfm.scale`, `tfm.mask`, `tfm.softmax`, `tfm.matmul`
-    (P V), `tfm.merge_heads` and the output projection. `tfm.ffn` becomes
-    linears, `tfm.activation` and (gated kinds) `tfm.mul`.
+    (`tfm.linear`), `tfm.split_heads`, the Q/K norms (`tfm.norm` per head),
+    `tfm.rope`, `tfm.repeat_kv`, `tfm.matmul` (Q K^T), `tfm.scale`, the score
+    modifiers `tfm.softcap`, `tfm.alibi` and `tfm.relative_bias`, `tfm.mask`,
+    `tfm.softmax`, `tfm.matmul` (P V), `tfm.merge_heads` and the output
+    projection. `tfm.ffn` becomes linears, `tfm.activation` and (gated kinds)
+    `tfm.mul`.
   }];
-  let dependentDialects = ["::mlir::tfm::TfmDialect"];
+  let dependentDialects = ["::mlir::tfm::TfmDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def TfmFuseAttention : Pass<"tfm-fuse-attention", "func::FuncOp"> {

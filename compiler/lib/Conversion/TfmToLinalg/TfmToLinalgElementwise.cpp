@@ -372,65 +372,163 @@ struct LowerRope : OpConversionPattern<RopeOp> {
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
-    int64_t d = op.getType().getDimSize(3);
-    double lnTheta = std::log(op.getTheta().convertToDouble());
+    ArrayRef<double> invFreq = op.getInvFreq();
+    int64_t n = int64_t(invFreq.size()), r = 2 * n;
     bool half = op.getStyle() == RopeStyle::half;
+    Type f64 = b.getF64Type();
+    // A geometric table (no scaling, or linear) is exp(i * log(ratio)) times
+    // the first entry; any other (llama3) is read by a select chain.
+    double ratio = n > 1 && invFreq[0] > 0.0 ? invFreq[1] / invFreq[0] : 1.0;
+    bool geometric = invFreq[0] > 0.0;
+    for (int64_t i = 0; i < n && geometric; ++i)
+      geometric = std::abs(invFreq[0] * std::pow(ratio, double(i)) -
+                           invFreq[i]) <= 1e-12 * invFreq[i];
     b.replaceOp(
-        op, elementwise(
-                b, loc, ValueRange{x},
-                [&](OpBuilder &nb, Location l, ValueRange a) {
-                  Type f64 = nb.getF64Type();
-                  Value bi = linalg::IndexOp::create(nb, l, 0);
-                  Value hi = linalg::IndexOp::create(nb, l, 1);
-                  Value t = linalg::IndexOp::create(nb, l, 2);
-                  Value j = linalg::IndexOp::create(nb, l, 3);
-                  Value pair, partner, second;
-                  if (half) {
-                    Value hd = constIdx(nb, l, d / 2);
-                    second = arith::CmpIOp::create(
-                        nb, l, arith::CmpIPredicate::sge, j, hd);
-                    Value lo = arith::SubIOp::create(nb, l, j, hd);
-                    pair = arith::SelectOp::create(nb, l, second, lo, j);
-                    partner = arith::SelectOp::create(
-                        nb, l, second, lo, arith::AddIOp::create(nb, l, j, hd));
-                  } else {
-                    Value two = constIdx(nb, l, 2);
-                    Value odd = arith::RemUIOp::create(nb, l, j, two);
-                    second =
-                        arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne,
-                                              odd, constIdx(nb, l, 0));
-                    pair = arith::DivUIOp::create(nb, l, j, two);
-                    Value even = arith::SubIOp::create(nb, l, j, odd);
-                    partner = arith::SelectOp::create(
-                        nb, l, second, even,
-                        arith::AddIOp::create(nb, l, j, constIdx(nb, l, 1)));
-                  }
-                  auto toF = [&](Value i) {
-                    return arith::SIToFPOp::create(
-                        nb, l, f64,
-                        arith::IndexCastOp::create(nb, l, nb.getI64Type(), i));
-                  };
-                  // angle = t * theta^(-2 pair / d)
-                  Value freq = math::ExpOp::create(
-                      nb, l,
-                      arith::MulFOp::create(
-                          nb, l, toF(pair),
-                          constF(nb, l, f64, -2.0 * lnTheta / d)));
-                  Value angle = arith::MulFOp::create(nb, l, toF(t), freq);
-                  Type elt = a[0].getType();
-                  Value c = arith::TruncFOp::create(
-                      nb, l, elt, math::CosOp::create(nb, l, angle));
-                  Value s = arith::TruncFOp::create(
-                      nb, l, elt, math::SinOp::create(nb, l, angle));
-                  Value other = tensor::ExtractOp::create(
-                      nb, l, x, ValueRange{bi, hi, t, partner});
-                  // first of a pair: x c - y s; second: x c + y s.
-                  Value ys = arith::MulFOp::create(nb, l, other, s);
-                  Value sys = arith::SelectOp::create(
-                      nb, l, second, ys, arith::NegFOp::create(nb, l, ys));
-                  return arith::AddFOp::create(
-                      nb, l, arith::MulFOp::create(nb, l, a[0], c), sys);
-                }));
+        op,
+        elementwise(
+            b, loc, ValueRange{x},
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value bi = linalg::IndexOp::create(nb, l, 0);
+              Value hi = linalg::IndexOp::create(nb, l, 1);
+              Value t = linalg::IndexOp::create(nb, l, 2);
+              Value j = linalg::IndexOp::create(nb, l, 3);
+              // Dimensions r.. pass through; they read a valid pair.
+              Value rotated = arith::CmpIOp::create(
+                  nb, l, arith::CmpIPredicate::slt, j, constIdx(nb, l, r));
+              Value jr =
+                  arith::MinUIOp::create(nb, l, j, constIdx(nb, l, r - 1));
+              Value pair, partner, second;
+              if (half) {
+                Value hd = constIdx(nb, l, n);
+                second = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
+                                               jr, hd);
+                Value lo = arith::SubIOp::create(nb, l, jr, hd);
+                pair = arith::SelectOp::create(nb, l, second, lo, jr);
+                partner = arith::SelectOp::create(
+                    nb, l, second, lo, arith::AddIOp::create(nb, l, jr, hd));
+              } else {
+                Value two = constIdx(nb, l, 2);
+                Value odd = arith::RemUIOp::create(nb, l, jr, two);
+                second = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne,
+                                               odd, constIdx(nb, l, 0));
+                pair = arith::DivUIOp::create(nb, l, jr, two);
+                Value even = arith::SubIOp::create(nb, l, jr, odd);
+                partner = arith::SelectOp::create(
+                    nb, l, second, even,
+                    arith::AddIOp::create(nb, l, jr, constIdx(nb, l, 1)));
+              }
+              // angle = t * inv_freq[pair]
+              Value freq;
+              if (geometric) {
+                Value pf = arith::SIToFPOp::create(
+                    nb, l, f64,
+                    arith::IndexCastOp::create(nb, l, nb.getI64Type(), pair));
+                freq = arith::MulFOp::create(
+                    nb, l, constF(nb, l, f64, invFreq[0]),
+                    math::ExpOp::create(
+                        nb, l,
+                        arith::MulFOp::create(
+                            nb, l, pf, constF(nb, l, f64, std::log(ratio)))));
+              } else {
+                freq = selectByIndex(nb, l, pair, invFreq, f64);
+              }
+              Value tf = arith::SIToFPOp::create(
+                  nb, l, f64,
+                  arith::IndexCastOp::create(nb, l, nb.getI64Type(), t));
+              Value angle = arith::MulFOp::create(nb, l, tf, freq);
+              Type elt = a[0].getType();
+              Value c = arith::TruncFOp::create(
+                  nb, l, elt, math::CosOp::create(nb, l, angle));
+              Value s = arith::TruncFOp::create(
+                  nb, l, elt, math::SinOp::create(nb, l, angle));
+              Value other = tensor::ExtractOp::create(
+                  nb, l, x, ValueRange{bi, hi, t, partner});
+              // first of a pair: x c - y s; second: x c + y s.
+              Value ys = arith::MulFOp::create(nb, l, other, s);
+              Value sys = arith::SelectOp::create(
+                  nb, l, second, ys, arith::NegFOp::create(nb, l, ys));
+              Value rot = arith::AddFOp::create(
+                  nb, l, arith::MulFOp::create(nb, l, a[0], c), sys);
+              return arith::SelectOp::create(nb, l, rotated, rot, a[0]);
+            }));
+    return success();
+  }
+};
+
+struct LowerSoftcap : OpConversionPattern<SoftcapOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SoftcapOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    double cap = op.getCap().convertToDouble();
+    b.replaceOp(op, elementwise(b, op.getLoc(), ValueRange{adaptor.getInput()},
+                                [&](OpBuilder &nb, Location l, ValueRange a) {
+                                  Type f32 = nb.getF32Type();
+                                  Value v = arith::MulFOp::create(
+                                      nb, l, toF32(nb, l, a[0]),
+                                      constF(nb, l, f32, 1.0 / cap));
+                                  v = arith::MulFOp::create(
+                                      nb, l, math::TanhOp::create(nb, l, v),
+                                      constF(nb, l, f32, cap));
+                                  return fromF32(nb, l, v, a[0].getType());
+                                }));
+    return success();
+  }
+};
+
+/// The relative position j - (i + S - T) of the current score [b, h, i, j]
+/// of `scores` (inside a linalg.generic over it).
+Value scoreDistance(OpBuilder &b, Location l, Value offset) {
+  Value i = linalg::IndexOp::create(b, l, 2);
+  Value j = linalg::IndexOp::create(b, l, 3);
+  return arith::SubIOp::create(b, l, j, arith::AddIOp::create(b, l, i, offset));
+}
+
+struct LowerAlibi : OpConversionPattern<AlibiOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(AlibiOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    ArrayRef<double> slopes = op.getSlopes();
+    Value offset =
+        arith::SubIOp::create(b, loc, dimOf(b, loc, x, 3), dimOf(b, loc, x, 2));
+    b.replaceOp(op, elementwise(b, loc, ValueRange{x},
+                                [&](OpBuilder &nb, Location l, ValueRange a) {
+                                  Value h = linalg::IndexOp::create(nb, l, 1);
+                                  Value slope = selectByIndex(nb, l, h, slopes,
+                                                              nb.getF32Type());
+                                  Value dist = indexToF32(
+                                      nb, l, scoreDistance(nb, l, offset));
+                                  Value v = math::FmaOp::create(
+                                      nb, l, slope, dist, toF32(nb, l, a[0]));
+                                  return fromF32(nb, l, v, a[0].getType());
+                                }));
+    return success();
+  }
+};
+
+struct LowerRelativeBias : OpConversionPattern<RelativeBiasOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(RelativeBiasOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput(), table = adaptor.getTable();
+    int64_t buckets = tensorType(table).getDimSize(0);
+    int64_t m = op.getMaxDistance();
+    bool bidirectional = op.getBidirectional();
+    Value offset =
+        arith::SubIOp::create(b, loc, dimOf(b, loc, x, 3), dimOf(b, loc, x, 2));
+    b.replaceOp(op, elementwise(b, loc, ValueRange{x},
+                                [&](OpBuilder &nb, Location l, ValueRange a) {
+                                  Value h = linalg::IndexOp::create(nb, l, 1);
+                                  Value bucket = relativeBucketOf(
+                                      nb, l, scoreDistance(nb, l, offset),
+                                      buckets, m, bidirectional);
+                                  Value bias = tensor::ExtractOp::create(
+                                      nb, l, table, ValueRange{bucket, h});
+                                  return arith::AddFOp::create(nb, l, a[0],
+                                                               bias);
+                                }));
     return success();
   }
 };
@@ -518,7 +616,9 @@ struct LowerPool : OpConversionPattern<PoolOp> {
 
 void mlir::tfm::populateTfmElementwiseToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerBinary<AddOp, AddFn>, LowerBinary<MulOp, MulFn>, LowerScale,
-               LowerActivation, LowerPositions, LowerNorm, LowerSoftmax,
-               LowerMask, LowerRope, LowerPool>(patterns.getContext());
+  patterns
+      .add<LowerBinary<AddOp, AddFn>, LowerBinary<MulOp, MulFn>, LowerScale,
+           LowerActivation, LowerPositions, LowerNorm, LowerSoftmax, LowerMask,
+           LowerRope, LowerSoftcap, LowerAlibi, LowerRelativeBias, LowerPool>(
+          patterns.getContext());
 }

@@ -117,9 +117,35 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
     Value init = emptyTensor(b, loc, rt, {{q, 0}, {q, 1}, {q, 2}, {v, 3}});
     // The kernel streams K^T ([B, KV, D, S]): one transposed copy of K.
     Value kt = transposeTensor(b, loc, adaptor.getKey(), {0, 1, 3, 2});
+    // The relative bias, tabulated by distance for the kernel:
+    // bias[h, r + M] = table[bucket(r), h] for r in [-M, M].
+    Value bias;
+    IntegerAttr distance;
+    if (Value table = adaptor.getRelative()) {
+      auto tt = tensorType(table);
+      int64_t m = op.getRelativeMaxDistanceAttr().getInt();
+      int64_t buckets = tt.getDimSize(0);
+      bool bidirectional = op.getRelativeBidirectional();
+      auto biasType =
+          RankedTensorType::get({tt.getDimSize(1), 2 * m + 1}, b.getF32Type());
+      bias = generic(
+          b, loc, ValueRange{}, {}, emptyTensor(b, loc, biasType, {}),
+          [&](OpBuilder &nb, Location l, ValueRange) {
+            Value h = linalg::IndexOp::create(nb, l, 0);
+            Value r = linalg::IndexOp::create(nb, l, 1);
+            Value rel = arith::SubIOp::create(nb, l, r, constIdx(nb, l, m));
+            Value bucket =
+                relativeBucketOf(nb, l, rel, buckets, m, bidirectional);
+            return toF32(
+                nb, l,
+                tensor::ExtractOp::create(nb, l, table, ValueRange{bucket, h}));
+          });
+      distance = b.getI64IntegerAttr(m);
+    }
     auto kernel = AttentionKernelOp::create(
-        b, loc, TypeRange{rt}, q, kt, v, adaptor.getLengths(), init,
-        op.getMaskAttr(), op.getWindowAttr(), op.getScaleAttr());
+        b, loc, TypeRange{rt}, q, kt, v, adaptor.getLengths(), bias, init,
+        op.getMaskAttr(), op.getWindowAttr(), op.getScaleAttr(),
+        op.getSoftcapAttr(), op.getAlibiSlopesAttr(), distance);
     b.replaceOp(op, kernel.getResult()[0]);
     return success();
   }

@@ -152,3 +152,56 @@ bool linalg_lowering::isFoldedIntoKernel(UnpackWeightOp op) {
     return isa<LinearOp, PatchEmbedOp>(u);
   });
 }
+
+Value linalg_lowering::selectByIndex(OpBuilder &b, Location loc, Value idx,
+                                     ArrayRef<double> values, Type elt) {
+  Value r = constF(b, loc, elt, values.back());
+  for (int64_t i = int64_t(values.size()) - 2; i >= 0; --i) {
+    Value is = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, idx,
+                                     constIdx(b, loc, i));
+    r = arith::SelectOp::create(b, loc, is, constF(b, loc, elt, values[i]), r);
+  }
+  return r;
+}
+
+Value linalg_lowering::relativeBucketOf(OpBuilder &b, Location loc, Value rel,
+                                        int64_t buckets, int64_t maxDistance,
+                                        bool bidirectional) {
+  using P = arith::CmpIPredicate;
+  int64_t n = bidirectional ? buckets / 2 : buckets, exact = n / 2;
+  Value zero = constIdx(b, loc, 0);
+  // The distance: |rel| (bidirectional) or max(-rel, 0).
+  Value neg = arith::SubIOp::create(b, loc, zero, rel);
+  Value m = bidirectional ? arith::MaxSIOp::create(b, loc, rel, neg)
+                          : arith::MaxSIOp::create(b, loc, neg, zero);
+  // Logarithmic buckets: exact + the number of boundaries m has reached.
+  Value large = constIdx(b, loc, exact);
+  int64_t prev = exact;
+  for (int64_t d = exact; d <= maxDistance; ++d) {
+    int64_t bucket = relativeBucket(-d, buckets, maxDistance, bidirectional);
+    for (; prev < bucket; ++prev) {
+      Value reached =
+          arith::CmpIOp::create(b, loc, P::sge, m, constIdx(b, loc, d));
+      large = arith::AddIOp::create(
+          b, loc, large,
+          arith::IndexCastOp::create(
+              b, loc, b.getIndexType(),
+              arith::ExtUIOp::create(b, loc, b.getI64Type(), reached)));
+    }
+  }
+  Value small =
+      arith::CmpIOp::create(b, loc, P::slt, m, constIdx(b, loc, exact));
+  Value r = arith::SelectOp::create(b, loc, small, m, large);
+  if (bidirectional) {
+    Value pos = arith::CmpIOp::create(b, loc, P::sgt, rel, zero);
+    r = arith::SelectOp::create(
+        b, loc, pos, arith::AddIOp::create(b, loc, r, constIdx(b, loc, n)), r);
+  }
+  return r;
+}
+
+Value linalg_lowering::indexToF32(OpBuilder &b, Location loc, Value i) {
+  return arith::SIToFPOp::create(
+      b, loc, b.getF32Type(),
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), i));
+}

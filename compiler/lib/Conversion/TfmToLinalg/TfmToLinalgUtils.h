@@ -74,6 +74,22 @@ AffineMap dropDimMap(OpBuilder &b, int64_t rank, int64_t axis);
 Value transposeTensor(OpBuilder &b, Location loc, Value x,
                       ArrayRef<int64_t> perm);
 
+/// values[idx] for constants `values` and a dynamic index `idx`, as `elt`
+/// (f32 or f64): a select chain of scalar constants, not a table in memory,
+/// so that it also runs inside GPU kernels (an index past the end reads the
+/// last entry).
+Value selectByIndex(OpBuilder &b, Location loc, Value idx,
+                    ArrayRef<double> values, Type elt);
+
+/// The T5 bucket (index) of the relative position `rel` (index):
+/// tfm::relativeBucket, spelled as comparisons against the compile-time
+/// boundaries of the logarithmic buckets.
+Value relativeBucketOf(OpBuilder &b, Location loc, Value rel, int64_t buckets,
+                       int64_t maxDistance, bool bidirectional);
+
+/// Integer index `i` as f32.
+Value indexToF32(OpBuilder &b, Location loc, Value i);
+
 /// Whether `op` is read only by tfm.linear / tfm.patch_embed, whose kernels
 /// take the packed weight directly: it then stays until they are lowered.
 bool isFoldedIntoKernel(UnpackWeightOp op);

@@ -28,6 +28,15 @@ namespace tfm {
 bool isGatedActivation(Activation a);
 /// The activation applied to the gate of a gated ffn activation.
 Activation getGateActivation(Activation a);
+/// T5's `_relative_position_bucket` of the relative position `rel` = key
+/// position - query position: bidirectional (half the buckets per sign) or
+/// not, exact below buckets / 2 (/ 4 bidirectional), logarithmic up to
+/// `maxDistance`. Computed in f32 as the Hugging Face reference does, so
+/// that the boundaries between logarithmic buckets agree with it. Needs
+/// maxDistance > the exact range; from |rel| >= maxDistance on the bucket
+/// is constant (the last of its sign).
+int64_t relativeBucket(int64_t rel, int64_t buckets, int64_t maxDistance,
+                       bool bidirectional);
 /// Attaches BufferizableOpInterface to the kernel ops (One-Shot Bufferize).
 void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
 } // namespace tfm

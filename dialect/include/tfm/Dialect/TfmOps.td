@@ -117,10 +117,25 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
   let description = [{
     Projects `query` ([B, T, d_model]) with `wq` and `source` ([B, S, d_kv])
     with `wk` and `wv`, splits heads (`heads` query heads, `kv_heads` key/value
-    heads of size `head_dim`), applies RoPE to Q and K when `rope_theta` is
-    set, computes softmax(Q K^T * scale + M) V per head with the mask `mask`
-    (and key lengths when `lengths` is given), merges heads and projects with
-    `wo`. For self-attention `source` is `query`. Biases are all four or none.
+    heads of size `head_dim`), normalizes each head of Q and K when `qk_norm`
+    weights ([head_dim] each, for Q then K) are given (`qk_norm_kind`,
+    `qk_norm_eps`, multiplying by `qk_norm_offset + weight`), applies RoPE to
+    Q and K when `rope_inv_freq` is set (the first 2 * size(rope_inv_freq)
+    dimensions of each head rotate, pair i at position p by angle
+    p * rope_inv_freq[i]), computes softmax(M + bias + cap(Q K^T * scale)) V
+    per head, merges heads and projects with `wo`. For self-attention `source`
+    is `query`.
+
+    The score modifiers, in order: `softcap` (scores become
+    softcap * tanh(scores / softcap)); `alibi_slopes` (head h adds
+    slopes[h] * (j - i) for query position i and key position j); the T5
+    relative bias `relative` ([buckets, heads]: table[bucket(j - i), h], with
+    `relative_max_distance` and `relative_bidirectional`); then the mask
+    `mask` (and key lengths when `lengths` is given). Key positions are
+    aligned to the end as in `tfm.mask`.
+
+    `biases` are empty or the Q, K and V biases; `out_bias` is the output
+    projection's.
 
     ```mlir
     %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wv, %wo)
@@ -134,15 +149,28 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                    Tfm_FloatTensor:$wq, Tfm_FloatTensor:$wk,
                    Tfm_FloatTensor:$wv, Tfm_FloatTensor:$wo,
                    Variadic<Tfm_FloatTensor>:$biases,
+                   Optional<Tfm_FloatTensor>:$out_bias,
+                   Variadic<Tfm_FloatTensor>:$qk_norm,
+                   Optional<Tfm_FloatTensor>:$relative,
                    Optional<Tfm_IntTensor>:$lengths,
                    I64Attr:$heads, I64Attr:$kv_heads, I64Attr:$head_dim,
                    Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
-                   F64Attr:$scale, OptionalAttr<F64Attr>:$rope_theta,
-                   OptionalAttr<Tfm_RopeStyleAttr>:$rope_style);
+                   F64Attr:$scale,
+                   OptionalAttr<DenseF64ArrayAttr>:$rope_inv_freq,
+                   OptionalAttr<Tfm_RopeStyleAttr>:$rope_style,
+                   OptionalAttr<Tfm_NormKindAttr>:$qk_norm_kind,
+                   OptionalAttr<F64Attr>:$qk_norm_eps,
+                   OptionalAttr<F64Attr>:$qk_norm_offset,
+                   OptionalAttr<F64Attr>:$softcap,
+                   OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
+                   OptionalAttr<I64Attr>:$relative_max_distance,
+                   UnitAttr:$relative_bidirectional);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $source `weights` `(` $wq `,` $wk `,` $wv `,` $wo `)`
-    (`biases` `(` $biases^ `)`)? (`lengths` `(` $lengths^ `)`)?
+    (`biases` `(` $biases^ `)`)? (`out_bias` `(` $out_bias^ `)`)?
+    (`qk_norm` `(` $qk_norm^ `)`)? (`relative` `(` $relative^ `)`)?
+    (`lengths` `(` $lengths^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -379,17 +407,73 @@ def Tfm_TransposeOp : Tfm_Op<"transpose", [Pure]> {
 def Tfm_RopeOp : Tfm_Op<"rope", [Pure, SameOperandsAndResultType]> {
   let summary = "rotary position embedding on [B, H, T, D]";
   let description = [{
-    Rotates pairs (i, i + D/2) (`half`) or (2i, 2i+1) (`interleaved`) of each
-    head vector at position p by p * theta^(-2i/D).
+    With R = 2 * size(inv_freq) <= D, rotates pairs (i, i + R/2) (`half`) or
+    (2i, 2i+1) (`interleaved`) of the first R dimensions of each head vector
+    at position p by the angle p * inv_freq[i]; dimensions R.. pass through.
+    The front end computes the table (theta^(-2i/R), rescaled by `linear` or
+    `llama3` scaling).
 
     ```mlir
-    %r = tfm.rope %q {theta = 1.0e+04 : f64, style = #tfm.rope_style<half>} : tensor<?x4x?x8xf32>
+    %r = tfm.rope %q {inv_freq = array<f64: 1.0, 0.1>, style = #tfm.rope_style<half>} : tensor<?x4x?x8xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$input, F64Attr:$theta,
+  let arguments = (ins Tfm_FloatTensor:$input, DenseF64ArrayAttr:$inv_freq,
                    Tfm_RopeStyleAttr:$style);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_SoftcapOp : Tfm_Op<"softcap", [Pure, SameOperandsAndResultType]> {
+  let summary = "cap * tanh(x / cap), elementwise";
+  let description = [{
+    Soft-caps attention scores (Gemma 2). `cap` is > 0.
+
+    ```mlir
+    %c = tfm.softcap %s {cap = 5.0e+01 : f64} : tensor<?x4x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, F64Attr:$cap);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_AlibiOp : Tfm_Op<"alibi", [Pure, SameOperandsAndResultType]> {
+  let summary = "add ALiBi linear position biases to attention scores";
+  let description = [{
+    `input` holds scores [B, H, T, S]; head h adds slopes[h] * (j - i) to
+    the score of query i and key j, with key positions aligned to the end as
+    in `tfm.mask` (query i is at position i + S - T). `slopes` has H entries.
+
+    ```mlir
+    %b = tfm.alibi %s {slopes = array<f64: 0.25, 0.0625>} : tensor<?x2x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, DenseF64ArrayAttr:$slopes);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_RelativeBiasOp : Tfm_Op<"relative_bias", [Pure]> {
+  let summary = "add T5 relative position biases to attention scores";
+  let description = [{
+    `input` holds scores [B, H, T, S]; adds table[bucket(j - i), h] (table
+    [buckets, H]) to the score of query i and key j, key positions aligned
+    to the end as in `tfm.mask`. The buckets are T5's
+    `_relative_position_bucket` with `max_distance`, bidirectional (half the
+    buckets per sign) when `bidirectional` is set.
+
+    ```mlir
+    %b = tfm.relative_bias %s, %table {max_distance = 128 : i64, bidirectional} : (tensor<?x4x?x?xf32>, tensor<32x4xf32>) -> tensor<?x4x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$table,
+                   I64Attr:$max_distance, UnitAttr:$bidirectional);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `,` $table attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 
@@ -414,14 +498,18 @@ def Tfm_RepeatKvOp : Tfm_Op<"repeat_kv", [Pure]> {
 // Fused level
 //===----------------------------------------------------------------------===//
 
-def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
+def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let summary = "fused scaled dot-product attention";
   let description = [{
-    softmax(Q K^T * scale + M) V for `query` [B, H, T, D], `key` [B, KV, S, D]
-    and `value` [B, KV, S, Dv], with H a multiple of KV (query head h reads
-    key/value head h / (H / KV)). `mask` and `window` as in `tfm.mask`;
-    `lengths` ([B]) masks keys past each sequence's length. A row whose keys
-    are all masked gives zeros. The result is [B, H, T, Dv].
+    softmax(M + bias + cap(Q K^T * scale)) V for `query` [B, H, T, D], `key`
+    [B, KV, S, D] and `value` [B, KV, S, Dv], with H a multiple of KV (query
+    head h reads key/value head h / (H / KV)). The score modifiers apply in
+    this order, as `tfm.softcap`, `tfm.alibi`, `tfm.relative_bias` and
+    `tfm.mask` do: `softcap`, `alibi_slopes`, the relative bias table
+    `relative` ([buckets, H], with `relative_max_distance` and
+    `relative_bidirectional`), then `mask` and `window`; `lengths` ([B])
+    masks keys past each sequence's length. A row whose keys are all masked
+    gives zeros. The result is [B, H, T, Dv].
 
     ```mlir
     %o = tfm.attention %q, %k, %v {mask = #tfm.mask<causal>, scale = 1.250000e-01 : f64}
@@ -429,12 +517,17 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
-                   Tfm_FloatTensor:$value, Optional<Tfm_IntTensor>:$lengths,
+                   Tfm_FloatTensor:$value, Optional<Tfm_FloatTensor>:$relative,
+                   Optional<Tfm_IntTensor>:$lengths,
                    Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
-                   F64Attr:$scale);
+                   F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
+                   OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
+                   OptionalAttr<I64Attr>:$relative_max_distance,
+                   UnitAttr:$relative_bidirectional);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`lengths` `(` $lengths^ `)`)? attr-dict `:`
+    $query `,` $key `,` $value (`relative` `(` $relative^ `)`)?
+    (`lengths` `(` $lengths^ `)`)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -463,9 +556,9 @@ def Tfm_UnpackWeightOp : Tfm_Op<"unpack_weight", [Pure]> {
 // Kernel level: destination-style ops on tensors, then on buffers
 //===----------------------------------------------------------------------===//
 
-class Tfm_KernelOp<string mnemonic> : Tfm_Op<mnemonic,
-    [DestinationStyleOpInterface,
-     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+class Tfm_KernelOp<string mnemonic, list<Trait> traits = []> : Tfm_Op<mnemonic,
+    !listconcat(traits, [DestinationStyleOpInterface,
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>])> {
   let extraClassDeclaration = [{
     ::mlir::MutableOperandRange getDpsInitsMutable() {
       return getOutputMutable();
@@ -499,25 +592,35 @@ def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel"> {
   }];
 }
 
-def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel"> {
+def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel",
+    [AttrSizedOperandSegments]> {
   let summary = "fused attention, destination style";
   let description = [{
     The kernel form of `tfm.attention`: reads `query` [B, H, T, D], the
-    transposed key `key` [B, KV, D, S], `value` [B, KV, S, Dv] and optional
-    `lengths` [B], writes `output` [B, H, T, Dv].
+    transposed key `key` [B, KV, D, S], `value` [B, KV, S, Dv], optional
+    `lengths` [B] and optional `bias` [H, 2 * bias_distance + 1] (f32), writes
+    `output` [B, H, T, Dv]. `bias` is a position bias by distance: head h
+    adds bias[h, clamp(j - i, -bias_distance, bias_distance) + bias_distance]
+    to the score of query i and key j (the T5 relative bias, tabulated per
+    distance by convert-tfm-to-linalg). `softcap` and `alibi_slopes` as in
+    `tfm.attention`.
 
     ```mlir
     %o = tfm.attention_kernel ins(%q, %kt, %v : tensor<?x4x?x8xf32>, tensor<?x2x8x?xf32>, tensor<?x2x?x8xf32>) outs(%init : tensor<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64} -> tensor<?x4x?x8xf32>
     ```
   }];
   let arguments = (ins AnyShaped:$query, AnyShaped:$key, AnyShaped:$value,
-                   Optional<AnyShaped>:$lengths, AnyShaped:$output,
+                   Optional<AnyShaped>:$lengths, Optional<AnyShaped>:$bias,
+                   AnyShaped:$output,
                    Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
-                   F64Attr:$scale);
+                   F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
+                   OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
+                   OptionalAttr<I64Attr>:$bias_distance);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `,` $value (`,` $lengths^)? `:` type($query)
-    `,` type($key) `,` type($value) (`,` type($lengths)^)? `)` `outs` `(`
+    `,` type($key) `,` type($value) (`,` type($lengths)^)? `)`
+    (`bias` `(` $bias^ `:` type($bias) `)`)? `outs` `(`
     $output `:` type($output) `)` attr-dict (`->` type($result)^)?
   }];
 }
