@@ -254,17 +254,13 @@ static int source_shape_ok(const tfm_source *s, const tfm_tensor *v) {
 
 /* Binds every parameter to its tensor (`bound[i]`, NULL for zeros) and
  * reports every difference between the checkpoint and the parameter table
- * after the message already recorded; returns how many there are. Unused
- * tensors of a Hugging Face checkpoint that its layout does not ignore go
- * to `*warnings`. */
+ * after the message already recorded; returns how many there are. `used`
+ * (one byte per checkpoint tensor) marks the tensors read with 1, and with 2
+ * those of a Hugging Face checkpoint that nothing reads and its layout does
+ * not ignore. */
 static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
-                       const tfm_tensor **bound, char **warnings) {
+                       const tfm_tensor **bound, char *used) {
   int problems = 0;
-  char *used = tfm_calloc(c->count ? c->count : 1, 1);
-  if (!used) {
-    tfm_error_append("\n  out of memory");
-    return 1;
-  }
   for (size_t i = 0; i < d->num_params; ++i) {
     const tfm_param_desc *p = &d->params[i];
     const tfm_source *s = &p->source;
@@ -328,7 +324,6 @@ static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
   /* Tensors no parameter reads: errors under canonical names; for a
    * Hugging Face layout, ignored or listed as warnings (as from_pretrained
    * does). */
-  size_t unused = 0;
   for (size_t k = 0; k < c->count; ++k) {
     const char *name = c->tensors[k].name;
     if (used[k])
@@ -340,29 +335,37 @@ static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
       problems++;
     } else if (!ignored(d, name)) {
       used[k] = 2;
-      unused++;
     }
   }
-  if (unused && !problems) {
-    size_t size = 256 + 8;
-    for (size_t k = 0; k < c->count; ++k)
-      if (used[k] == 2)
-        size += strlen(c->tensors[k].name) + 4;
-    *warnings = tfm_malloc(size);
-    if (*warnings) {
-      size_t n = (size_t)snprintf(*warnings, size,
-                                  "%zu tensor%s of the checkpoint %s not "
-                                  "used by model '%s':",
-                                  unused, unused == 1 ? "" : "s",
-                                  unused == 1 ? "is" : "are", d->name);
-      for (size_t k = 0; k < c->count; ++k)
-        if (used[k] == 2)
-          n += (size_t)snprintf(*warnings + n, size - n, " '%s'",
-                                c->tensors[k].name);
-    }
-  }
-  free(used);
   return problems;
+}
+
+/* The warning listing the tensors bind_params marked unused (2), or NULL
+ * when there are none; TFM_ERR_MEMORY if it cannot be allocated. */
+static tfm_status unused_warning(const tfm_description *d,
+                                 const tfm_checkpoint *c, const char *used,
+                                 char **warnings) {
+  size_t unused = 0, size = 256;
+  for (size_t k = 0; k < c->count; ++k)
+    if (used[k] == 2) {
+      unused++;
+      size += strlen(c->tensors[k].name) + 3;
+    }
+  if (!unused)
+    return TFM_OK;
+  *warnings = tfm_malloc(size);
+  if (!*warnings)
+    return tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
+  size_t n = (size_t)snprintf(*warnings, size,
+                              "%zu tensor%s of the checkpoint %s not used by "
+                              "model '%s':",
+                              unused, unused == 1 ? "" : "s",
+                              unused == 1 ? "is" : "are", d->name);
+  for (size_t k = 0; k < c->count; ++k)
+    if (used[k] == 2)
+      n += (size_t)snprintf(*warnings + n, size - n, " '%s'",
+                            c->tensors[k].name);
+  return TFM_OK;
 }
 
 tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
@@ -379,41 +382,44 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
     return tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
   }
   tfm_status s = tfm_checkpoint_open(paths, num_paths, c);
-  if (s != TFM_OK) {
-    free(c);
-    free(bound);
-    return s;
+  char *used = NULL;
+  if (s != TFM_OK)
+    goto done;
+  used = tfm_calloc(c->count ? c->count : 1, 1);
+  if (!used) {
+    s = tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
+    goto done;
   }
   /* Check everything first and report every problem. */
   tfm_fail(TFM_ERR_MISMATCH,
            "%s: the weights do not match model '%s':", c->label, d->name);
-  if (bind_params(d, c, bound, warnings)) {
-    tfm_checkpoint_close(c);
-    free(c);
-    free(bound);
-    free(*warnings);
-    *warnings = NULL;
-    return TFM_ERR_MISMATCH;
+  if (bind_params(d, c, bound, used)) {
+    s = TFM_ERR_MISMATCH;
+    goto done;
   }
+  tfm_error_clear();
+  if ((s = unused_warning(d, c, used, warnings)) != TFM_OK)
+    goto done;
   for (size_t i = 0; i < w->count; ++i) {
     size_t index = d->abi[i].index;
     w->host[i] = convert(bound[index], &d->params[index], d->abi[i].panel);
     if (!w->host[i]) {
-      tfm_checkpoint_close(c);
-      free(c);
-      free(bound);
-      free(*warnings);
-      *warnings = NULL;
-      tfm_weights_clear(w);
-      return tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
+      s = tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
+      goto done;
     }
     w->table[i] = w->host[i];
+  }
+done:
+  if (s != TFM_OK) {
+    tfm_weights_clear(w);
+    free(*warnings);
+    *warnings = NULL;
   }
   tfm_checkpoint_close(c);
   free(c);
   free(bound);
-  tfm_error_clear();
-  return TFM_OK;
+  free(used);
+  return s;
 }
 
 static uint64_t splitmix(uint64_t *s) {
