@@ -1,6 +1,7 @@
 //===- ModelSpec.cpp - parameters, inputs and JSON of a model -------------===//
 
 #include "tfm/Frontend/ModelSpec.h"
+#include "tfm/Frontend/HfCheckpoint.h"
 
 #include "llvm/ADT/StringSwitch.h"
 
@@ -548,7 +549,7 @@ json::Value ModelSpec::toJSON() const {
   for (const ParamSpec &p : this->params()) {
     // Keys sort after "shape" in the printed object: readers of older
     // descriptions see name and shape first.
-    params.push_back(json::Object{
+    json::Object param{
         {"name", p.name},
         {"shape", shapeJSON(p.shape)},
         {"type", tensorDType(p.dtype)},
@@ -558,10 +559,14 @@ json::Value ModelSpec::toJSON() const {
              {"layer", p.key.layer},
              {"block", stringifyParamBlock(p.key.block).str()},
              {"role", stringifyParamRole(p.key.role).str()}}},
-        {"synthetic", stringifyParamInit(p.init()).str()}});
+        {"synthetic", stringifyParamInit(p.init()).str()}};
+    if (std::optional<json::Value> source = hfSourceJSON(*this, p))
+      param["source"] = std::move(*source);
+    params.push_back(std::move(param));
     count += p.numElements();
   }
   root["parameters"] = std::move(params);
+  root["checkpoint"] = hfCheckpointJSON(*this);
   root["parameter_count"] = count;
   return root;
 }

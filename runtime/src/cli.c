@@ -4,14 +4,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Most --weights flags on one command line. */
+#define MAX_WEIGHTS_FLAGS 256
+
 static void usage(const char *prog, FILE *out) {
   fprintf(out,
-          "usage: %s (--weights W.safetensors | --random-weights SEED)\n"
+          "usage: %s (--weights PATH ... | --random-weights SEED)\n"
           "          (--input NAME=FILE.npy ... | --random-input B,T)\n"
           "          [--output OUT.npy] [--threads N] [--bench N] [--info]\n"
           "\n"
-          "  --weights FILE        safetensors weights under the canonical "
-          "names\n"
+          "  --weights PATH        safetensors weights: a file, a model "
+          "folder\n"
+          "                        (model.safetensors or "
+          "model.safetensors.index.json\n"
+          "                        and its shards) or an index; give it "
+          "again for\n"
+          "                        more files (shards). Canonical names, or "
+          "the\n"
+          "                        Hugging Face layout the model was "
+          "compiled for\n"
           "  --random-weights SEED deterministic random weights instead\n"
           "  --input NAME=FILE     an input as .npy (int32/int64 tokens, "
           "float32 pixels);\n"
@@ -71,7 +82,10 @@ static tfm_status narrow(tfm_tensor *t, const char *path) {
 int tfm_main(int argc, char **argv, const char *model_json,
              tfm_forward_fn forward) {
   const char *prog = argc > 0 ? argv[0] : "model";
-  const char *weights = NULL, *output = NULL;
+  const char *output = NULL;
+  /* --weights, as often as given. */
+  const char *weights[MAX_WEIGHTS_FLAGS];
+  size_t num_weights = 0;
   /* --input NAME=FILE: the name is the `input_name_len` bytes at
    * `input_names` (NULL: none given). */
   const char *input_names[TFM_MAX_INPUTS] = {0};
@@ -104,9 +118,12 @@ int tfm_main(int argc, char **argv, const char *model_json,
       return 1;
     }
     ++i;
-    if (!strcmp(a, "--weights"))
-      weights = v;
-    else if (!strcmp(a, "--output"))
+    if (!strcmp(a, "--weights")) {
+      if (num_weights == MAX_WEIGHTS_FLAGS)
+        return fail(prog, "too many --weights flags (give a folder or an "
+                          "index instead)");
+      weights[num_weights++] = v;
+    } else if (!strcmp(a, "--output"))
       output = v;
     else if (!strcmp(a, "--random-weights")) {
       if (!parse_int(v, 0, INT64_MAX, &seed))
@@ -145,7 +162,7 @@ int tfm_main(int argc, char **argv, const char *model_json,
     return fail(prog, tfm_last_error());
   if (info) {
     tfm_model_print_info(m, stdout);
-    if (!weights && seed < 0) {
+    if (!num_weights && seed < 0) {
       tfm_model_destroy(m);
       return 0;
     }
@@ -157,15 +174,18 @@ int tfm_main(int argc, char **argv, const char *model_json,
   tfm_tensor out = {0};
   if (threads)
     tfm_set_threads((int)threads);
-  if ((weights != NULL) == (seed >= 0)) {
+  if ((num_weights > 0) == (seed >= 0)) {
     fail(prog, "give exactly one of --weights FILE or --random-weights SEED");
     goto done;
   }
-  if (weights ? tfm_model_load_weights(m, weights) != TFM_OK
-              : tfm_model_random_weights(m, (uint64_t)seed) != TFM_OK) {
+  if (num_weights
+          ? tfm_model_load_weights_files(m, weights, num_weights) != TFM_OK
+          : tfm_model_random_weights(m, (uint64_t)seed) != TFM_OK) {
     fail(prog, tfm_last_error());
     goto done;
   }
+  if (tfm_model_weight_warnings(m))
+    fprintf(stderr, "%s: warning: %s\n", prog, tfm_model_weight_warnings(m));
   if (rb) {
     if (num_inputs) {
       fail(prog, "--random-input and --input exclude each other");

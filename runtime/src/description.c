@@ -120,6 +120,8 @@ static tfm_status get_entry(json_t *arr, size_t i, const char *table,
   return TFM_OK;
 }
 
+static tfm_status parse_source(json_t *j, const char *named, tfm_param_desc *p);
+
 static tfm_status parse_param(json_t *j, size_t i, tfm_param_desc *p) {
   char what[WHAT_SIZE];
   snprintf(what, sizeof what, "parameter %zu", i);
@@ -163,7 +165,186 @@ static tfm_status parse_param(json_t *j, size_t i, tfm_param_desc *p) {
                     PREFIX "'synthetic' of %s is '%s'; expected normal, ones "
                            "or zeros",
                     named, synthetic);
+  json_t *source = field(j, named, "source", is_object, "an object", 1, &s);
+  if (source)
+    return parse_source(source, named, p);
+  return s;
+}
+
+static int is_bool(const json_t *v) { return json_is_boolean(v); }
+
+/* An array of strings into a new array of copies. */
+static tfm_status dup_strings(json_t *arr, const char *what, const char *key,
+                              char ***out, size_t *count) {
+  *out = tfm_calloc(json_array_size(arr), sizeof **out);
+  if (!*out)
+    return tfm_fail(TFM_ERR_MEMORY, PREFIX "out of memory");
+  for (size_t i = 0; i < json_array_size(arr); ++i) {
+    json_t *v = json_array_get(arr, i);
+    if (!json_is_string(v))
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "entry %zu of '%s' of %s must be a string, not %s",
+                      i, key, what, json_type_name(v));
+    (*out)[i] = tfm_strdup(json_string_value(v));
+    if (!(*out)[i])
+      return tfm_fail(TFM_ERR_MEMORY, PREFIX "out of memory");
+    ++*count;
+  }
   return TFM_OK;
+}
+
+/* The largest source row the row map of `src` reads for R canonical rows
+ * (an upper bound when blocks do not divide R). */
+static int64_t max_source_row(const tfm_source *src, int64_t rows) {
+  if (rows == 0)
+    return -1;
+  int64_t last = src->block < rows ? src->block - 1 : rows - 1;
+  return src->offset + (rows - 1) / src->block * src->stride + last;
+}
+
+/* A parameter's "source": how it is read from a Hugging Face checkpoint.
+ * Everything the weight loader relies on to stay inside the stored tensor
+ * is checked here. */
+static tfm_status parse_source(json_t *j, const char *named,
+                               tfm_param_desc *p) {
+  tfm_source *src = &p->source;
+  char what[WHAT_SIZE];
+  snprintf(what, sizeof what, "the source of %s", named);
+  const char *transform;
+  tfm_status s = get_string(j, what, "transform", &transform);
+  if (s != TFM_OK)
+    return s;
+  static const char *const kinds[] = {
+      "", "copy", "transpose", "rows", "transpose_rows", "zeros", "unmapped"};
+  size_t k = 1;
+  while (k < sizeof kinds / sizeof *kinds && strcmp(kinds[k], transform))
+    ++k;
+  if (k == sizeof kinds / sizeof *kinds)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "'transform' of %s is '%s'; expected copy, "
+                           "transpose, rows, transpose_rows, zeros or unmapped",
+                    what, transform);
+  src->transform = (tfm_transform)k;
+  if (src->transform == TFM_SOURCE_UNMAPPED)
+    return dup_string(j, what, "why", &src->why);
+  if (src->transform == TFM_SOURCE_ZEROS)
+    return TFM_OK;
+  json_t *names = json_object_get(j, "tensor"), *shape;
+  if (json_is_string(names)) {
+    json_t *one = json_pack("[O]", names);
+    if (!one)
+      return tfm_fail(TFM_ERR_MEMORY, PREFIX "out of memory");
+    s = dup_strings(one, what, "tensor", &src->names, &src->num_names);
+    json_decref(one);
+  } else if (json_is_array(names) && json_array_size(names) > 0) {
+    s = dup_strings(names, what, "tensor", &src->names, &src->num_names);
+  } else {
+    s = tfm_fail(TFM_ERR_FORMAT,
+                 PREFIX "'tensor' of %s must be a name or a non-empty array "
+                        "of names",
+                 what);
+  }
+  if (s != TFM_OK)
+    return s;
+  json_t *base = field(j, what, "base", is_bool, "a boolean", 1, &s);
+  if (s != TFM_OK)
+    return s;
+  src->base = !base || json_is_true(base);
+  json_t *at_least = field(j, what, "at_least", is_bool, "a boolean", 1, &s);
+  if (s != TFM_OK)
+    return s;
+  src->at_least = at_least && json_is_true(at_least);
+  if ((s = get_array(j, what, "shape", &shape)) != TFM_OK)
+    return s;
+  if (json_array_size(shape) > TFM_MAX_RANK || json_array_size(shape) < 1)
+    return tfm_fail(TFM_ERR_FORMAT, PREFIX "%s has rank %zu; expected 1 to %d",
+                    what, json_array_size(shape), TFM_MAX_RANK);
+  src->rank = (int32_t)json_array_size(shape);
+  int64_t numel = 1;
+  for (size_t d = 0; d < json_array_size(shape); ++d) {
+    json_t *v = json_array_get(shape, d);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        json_integer_value(v) > TFM_MAX_DIM)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "dimension %zu of %s is not a size", d, what);
+    src->shape[d] = json_integer_value(v);
+    numel *= src->shape[d];
+  }
+  int64_t pn = 1;
+  for (int32_t d = 0; d < p->rank; ++d)
+    pn *= p->shape[d];
+  int64_t rows = p->rank ? p->shape[0] : 1, cols = rows ? pn / rows : 0;
+  int rowed = src->transform == TFM_SOURCE_ROWS ||
+              src->transform == TFM_SOURCE_TRANSPOSE_ROWS;
+  if (rowed) {
+    if ((s = get_integer(j, what, "offset", 0, 0, TFM_MAX_DIM, &src->offset)) !=
+            TFM_OK ||
+        (s = get_integer(j, what, "block", 0, 1, TFM_MAX_DIM, &src->block)) !=
+            TFM_OK ||
+        (s = get_integer(j, what, "stride", 0, 0, TFM_MAX_DIM, &src->stride)) !=
+            TFM_OK)
+      return s;
+  }
+  int ok = 1;
+  switch (src->transform) {
+  case TFM_SOURCE_COPY:
+    ok = numel == pn && !src->at_least;
+    break;
+  case TFM_SOURCE_TRANSPOSE:
+    ok = p->rank == 2 && src->rank == 2 && src->shape[0] == cols &&
+         src->shape[1] == rows && !src->at_least;
+    break;
+  case TFM_SOURCE_ROWS:
+    ok = src->shape[0] > max_source_row(src, rows) &&
+         (src->shape[0] ? numel / src->shape[0] : 0) == cols;
+    break;
+  case TFM_SOURCE_TRANSPOSE_ROWS:
+    ok = p->rank == 2 && src->rank == 2 && src->shape[0] == cols &&
+         src->shape[1] > max_source_row(src, rows);
+    break;
+  default:
+    break;
+  }
+  if (!ok)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s (%s) does not fit the parameter's shape", what,
+                    transform);
+  return TFM_OK;
+}
+
+static void free_source(tfm_source *src) {
+  for (size_t i = 0; i < src->num_names; ++i)
+    free(src->names[i]);
+  free(src->names);
+  free(src->why);
+}
+
+/* The optional "checkpoint" object of the model. */
+static tfm_status parse_checkpoint(json_t *root, tfm_description *d) {
+  tfm_status s;
+  const char *what = "'checkpoint'";
+  json_t *c =
+      field(root, "the model", "checkpoint", is_object, "an object", 1, &s);
+  if (!c)
+    return s;
+  const char *format;
+  if ((s = get_string(c, what, "format", &format)) != TFM_OK)
+    return s;
+  if (!strcmp(format, "canonical"))
+    return TFM_OK;
+  if (strcmp(format, "huggingface"))
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "'format' of %s is '%s'; expected canonical or "
+                           "huggingface",
+                    what, format);
+  json_t *prefixes, *ignore;
+  if ((s = dup_string(c, what, "type", &d->hf_type)) != TFM_OK ||
+      (s = get_array(c, what, "prefixes", &prefixes)) != TFM_OK ||
+      (s = dup_strings(prefixes, what, "prefixes", &d->prefixes,
+                       &d->num_prefixes)) != TFM_OK ||
+      (s = get_array(c, what, "ignore", &ignore)) != TFM_OK)
+    return s;
+  return dup_strings(ignore, what, "ignore", &d->ignore, &d->num_ignore);
 }
 
 static tfm_status parse_abi(json_t *j, size_t i, const tfm_description *d,
@@ -415,7 +596,8 @@ static tfm_status parse_root(json_t *root, tfm_description *d) {
       (s = get_array(root, what, "abi_params", &abi)) != TFM_OK ||
       (s = get_array(root, what, "inputs", &ins)) != TFM_OK ||
       (s = get_array(root, what, "outputs", &outs)) != TFM_OK ||
-      (s = parse_target(root, d)) != TFM_OK)
+      (s = parse_target(root, d)) != TFM_OK ||
+      (s = parse_checkpoint(root, d)) != TFM_OK)
     return s;
 
   d->params = tfm_calloc(json_array_size(ps), sizeof *d->params);
@@ -488,8 +670,17 @@ tfm_status tfm_description_parse(const char *json, tfm_description *out) {
 
 void tfm_description_free(tfm_description *d) {
   free(d->name);
-  for (size_t i = 0; i < d->num_params; ++i)
+  for (size_t i = 0; i < d->num_params; ++i) {
     free(d->params[i].name);
+    free_source(&d->params[i].source);
+  }
+  free(d->hf_type);
+  for (size_t i = 0; i < d->num_prefixes; ++i)
+    free(d->prefixes[i]);
+  free(d->prefixes);
+  for (size_t i = 0; i < d->num_ignore; ++i)
+    free(d->ignore[i]);
+  free(d->ignore);
   free(d->params);
   free(d->abi);
   for (size_t i = 0; i < d->num_inputs; ++i)

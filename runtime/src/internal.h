@@ -89,12 +89,39 @@ typedef enum tfm_synthetic {
   TFM_SYNTHETIC_ZEROS,      /* biases */
 } tfm_synthetic;
 
+/* How a parameter is read from a Hugging Face checkpoint (its "source";
+ * see frontend/include/tfm/Frontend/HfCheckpoint.h). The canonical shape is
+ * viewed as [R, C], R its first dimension. */
+typedef enum tfm_transform {
+  TFM_SOURCE_CANONICAL = 0, /* no source: the tensor under its own name */
+  TFM_SOURCE_COPY,          /* the tensor as stored, elements in order */
+  TFM_SOURCE_TRANSPOSE, /* a stored [C, R]: the parameter is its transpose */
+  TFM_SOURCE_ROWS,      /* row r is source row map(r), rows of C elements */
+  TFM_SOURCE_TRANSPOSE_ROWS, /* element (r, c) is source (c, map(r)) */
+  TFM_SOURCE_ZEROS,          /* no tensor: zeros */
+  TFM_SOURCE_UNMAPPED,       /* the layout has none ("why"): an error */
+} tfm_transform;
+
+typedef struct tfm_source {
+  tfm_transform transform;
+  char **names; /* alternatives, tried in order */
+  size_t num_names;
+  int base; /* the names are under the base model (prefixes apply) */
+  int32_t rank;
+  int64_t shape[TFM_MAX_RANK]; /* of the stored tensor */
+  int at_least;                /* the row axis may be longer */
+  /* map(r) = offset + (r / block) * stride + r % block */
+  int64_t offset, block, stride;
+  char *why;
+} tfm_source;
+
 /* An entry of "parameters": a tensor of the weights file. */
 typedef struct tfm_param_desc {
   char *name;
   int32_t rank;
   int64_t shape[TFM_MAX_PARAM_RANK]; /* canonical shape */
   tfm_synthetic synthetic;
+  tfm_source source;
 } tfm_param_desc;
 
 /* An entry of "abi_params": argument i of the forward pass's table. */
@@ -133,6 +160,14 @@ typedef struct tfm_description {
   tfm_io_desc inputs[TFM_MAX_INPUTS];
   size_t num_inputs;
   tfm_io_desc output;
+  /* "checkpoint": Hugging Face layout (hf_type set) or canonical names;
+   * the base-model prefixes to try and the patterns of checkpoint tensors
+   * that are ignored. */
+  char *hf_type;
+  char **prefixes;
+  size_t num_prefixes;
+  char **ignore;
+  size_t num_ignore;
   int cuda;              /* "target": "cuda" */
   int32_t compute_dtype; /* CUDA: TFM_F32, TFM_F16 or TFM_BF16 */
 } tfm_description;
@@ -158,10 +193,19 @@ tfm_status tfm_weights_init(tfm_weights *w, size_t count);
 void tfm_weights_clear(tfm_weights *w);
 /* Frees the buffers and the table. */
 void tfm_weights_destroy(tfm_weights *w);
-/* Reads, checks and converts the safetensors file at `path`. Every
- * missing, unexpected or mis-shaped tensor is reported by name. */
+/* Reads, checks and converts the weights at `paths`: safetensors files,
+ * folders (model.safetensors or model.safetensors.index.json) or index
+ * files, bound by name across all of them. Every missing, unexpected or
+ * mis-shaped tensor is reported by name. Checkpoint tensors a Hugging Face
+ * layout does not use (and does not ignore) are listed in `*warnings`
+ * (allocated, NULL when there are none). */
 tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
-                            const char *path);
+                            const char *const *paths, size_t num_paths,
+                            char **warnings);
+/* Where parameter `p` comes from, in words ("h.0.attn.c_attn.weight
+ * [48, 144], transposed, rows 48..95"). */
+void tfm_source_describe(const tfm_source *s, const tfm_param_desc *p,
+                         char *buf, size_t size);
 /* Deterministic values after the parameters' "synthetic" kinds. */
 tfm_status tfm_weights_synthesize(tfm_weights *w, const tfm_description *d,
                                   uint64_t seed);
@@ -185,6 +229,7 @@ struct tfm_model {
   tfm_forward_fn forward;
   tfm_weights weights;
   int loaded;
+  char *warnings; /* of the last weight load, or NULL */
   /* CUDA artifacts: device buffers of the inputs and the output, kept
    * between runs and grown when needed. */
   void *io_dev[TFM_MAX_INPUTS + 1];

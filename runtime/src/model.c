@@ -34,6 +34,7 @@ void tfm_model_destroy(tfm_model *m) {
   if (!m)
     return;
   tfm_weights_destroy(&m->weights);
+  free(m->warnings);
   tfm_cuda_free_io(m);
   tfm_description_free(&m->desc);
   free(m);
@@ -59,9 +60,21 @@ static tfm_status finish_weights(tfm_model *m) {
 }
 
 tfm_status tfm_model_load_weights(tfm_model *m, const char *path) {
+  return tfm_model_load_weights_files(m, &path, 1);
+}
+
+tfm_status tfm_model_load_weights_files(tfm_model *m, const char *const *paths,
+                                        size_t count) {
   m->loaded = 0;
-  tfm_status s = tfm_weights_load(&m->weights, &m->desc, path);
+  free(m->warnings);
+  m->warnings = NULL;
+  tfm_status s =
+      tfm_weights_load(&m->weights, &m->desc, paths, count, &m->warnings);
   return s == TFM_OK ? finish_weights(m) : s;
+}
+
+const char *tfm_model_weight_warnings(const tfm_model *m) {
+  return m->warnings;
 }
 
 tfm_status tfm_model_random_weights(tfm_model *m, uint64_t seed) {
@@ -130,10 +143,29 @@ void tfm_model_print_info(const tfm_model *m, FILE *out) {
     }
     fprintf(out, "]\n");
   }
-  fprintf(out, "context: %lld positions\nparameters:\n", (long long)d->context);
+  fprintf(out, "context: %lld positions\n", (long long)d->context);
+  if (d->hf_type) {
+    fprintf(out,
+            "checkpoint: Hugging Face %s layout (names with or without "
+            "the prefix",
+            d->hf_type);
+    for (size_t k = 0; k < d->num_prefixes; ++k)
+      fprintf(out, "%s '%s'", k ? " or" : "", d->prefixes[k]);
+    fprintf(out, ")\nparameters (<- the checkpoint tensor they are read "
+                 "from):\n");
+  } else {
+    fprintf(out, "checkpoint: canonical names\nparameters:\n");
+  }
   for (size_t i = 0; i < d->num_params; ++i) {
+    const tfm_param_desc *p = &d->params[i];
     char s[TFM_SHAPE_STR_SIZE];
-    tfm_shape_str(d->params[i].rank, d->params[i].shape, s, sizeof s);
-    fprintf(out, "  %-40s %s\n", d->params[i].name, s);
+    tfm_shape_str(p->rank, p->shape, s, sizeof s);
+    if (p->source.transform == TFM_SOURCE_CANONICAL) {
+      fprintf(out, "  %-40s %s\n", p->name, s);
+      continue;
+    }
+    char from[1024];
+    tfm_source_describe(&p->source, p, from, sizeof from);
+    fprintf(out, "  %-40s %-14s <- %s\n", p->name, s, from);
   }
 }

@@ -42,6 +42,22 @@ static int parse_dtype(const char *s, int32_t *out) {
   return 1;
 }
 
+/* What a file that is not safetensors is, by its first bytes; NULL if it
+ * is not recognized. */
+static const char *other_format(const unsigned char *b, size_t size) {
+  if (size >= 6 && !memcmp(b, "\x93NUMPY", 6))
+    return "an npy file";
+  if (size >= 4 && !memcmp(b, "PK\x03\x04", 4))
+    return "a zip archive (a PyTorch .bin or .pt checkpoint?)";
+  if (size >= 4 && !memcmp(b, "GGUF", 4))
+    return "a GGUF file";
+  if (size >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
+    return "a Python pickle (a PyTorch checkpoint?)";
+  if (size >= 1 && (b[0] == '{' || b[0] == '['))
+    return "a JSON file";
+  return NULL;
+}
+
 tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
   *out = NULL;
   int fd = open(path, O_RDONLY);
@@ -77,6 +93,16 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
     hlen = (hlen << 8) | bytes[i];
   tfm_status status = TFM_OK;
   json_t *root = NULL;
+  const char *other = (hlen > size - 8 || (size > 8 && bytes[8] != '{'))
+                          ? other_format(bytes, size)
+                          : NULL;
+  if (other) {
+    status = tfm_fail(TFM_ERR_FORMAT,
+                      "%s: %s, not a safetensors file (the weights must be "
+                      "safetensors: a file, a model folder or an index)",
+                      path, other);
+    goto fail;
+  }
   if (hlen > size - 8) {
     status = tfm_fail(TFM_ERR_FORMAT,
                       "%s: header length %llu exceeds the file size %zu", path,

@@ -1,12 +1,14 @@
 /*===- weights.c - a model's weights: loaded, checked, packed, synthesized ===*
  *
- * A safetensors file is bound to the description's parameter table by name
- * and checked as a whole before anything is converted: every missing,
- * unexpected or mis-shaped tensor is reported. Each entry of the ABI
- * parameter list then gets an f32 host copy, packed in panels where the
- * entry says so.
+ * The tensors of the checkpoint's files (checkpoint.c) are bound to the
+ * description's parameter table, by canonical name or through each
+ * parameter's Hugging Face source, and checked as a whole before anything
+ * is converted: every missing, unexpected or mis-shaped tensor is reported.
+ * Each entry of the ABI parameter list then gets an f32 host copy, in one
+ * pass that converts the dtype, applies the source's transpose or row map,
+ * and packs panels where the entry says so.
  *===----------------------------------------------------------------------===*/
-#include "internal.h"
+#include "checkpoint.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,112 +59,367 @@ int64_t tfm_weights_numel(const tfm_description *d, size_t i) {
   return param_numel(p);
 }
 
-/* Converts `src` (any float dtype) into a new f32 buffer; with `panel` > 0,
- * packs a 2-D [N, K] weight as [ceil(N/panel), K, panel]: element (n, k) goes
- * to [n / panel][k][n % panel], and the padding of the last panel is zero. */
-static float *to_f32(const tfm_tensor *src, int32_t panel) {
-  int64_t n = tfm_tensor_numel(src);
-  int64_t rows = src->rank == 2 ? src->shape[0] : 1;
-  int64_t cols = src->rank == 2 ? src->shape[1] : n;
+/* The element at flat index `i` of `t` (any float dtype) as f32. */
+static float element(const tfm_tensor *t, int64_t i) {
+  float v;
+  if (t->dtype == TFM_F32) {
+    memcpy(&v, (const char *)t->data + 4 * i, 4);
+    return v;
+  }
+  uint16_t h;
+  memcpy(&h, (const char *)t->data + 2 * i, 2);
+  return t->dtype == TFM_F16 ? tfm_f16_to_f32(h) : tfm_bf16_to_f32(h);
+}
+
+/* Row r of the parameter is this row of a fused or offset source. */
+static int64_t source_row(const tfm_source *s, int64_t r) {
+  return s->offset + r / s->block * s->stride + r % s->block;
+}
+
+/* Parameter `p` in a new f32 buffer, read from `src` (NULL for zeros) as its
+ * source says, in one pass: dtypes converted, transposes and row maps
+ * applied. With `panel` > 0, a 2-D [N, K] weight is packed as
+ * [ceil(N/panel), K, panel]: element (n, k) goes to
+ * [n / panel][k][n % panel], and the padding of the last panel is zero. */
+static float *convert(const tfm_tensor *src, const tfm_param_desc *p,
+                      int32_t panel) {
+  int64_t n = param_numel(p);
+  int64_t rows = p->rank ? p->shape[0] : 1;
+  int64_t cols = rows ? n / rows : 0;
   int64_t padded = panel > 0 ? (rows + panel - 1) / panel * panel * cols : n;
   float *dst = tfm_aligned_alloc((size_t)padded * sizeof(float));
   if (!dst)
     return NULL;
-  if (padded != n)
+  if (padded != n || !src)
     memset(dst, 0, (size_t)padded * sizeof(float));
-  for (int64_t i = 0; i < n; ++i) {
-    float v;
-    if (src->dtype == TFM_F32)
-      memcpy(&v, (const char *)src->data + 4 * i, 4);
-    else {
-      uint16_t h;
-      memcpy(&h, (const char *)src->data + 2 * i, 2);
-      v = src->dtype == TFM_F16 ? tfm_f16_to_f32(h) : tfm_bf16_to_f32(h);
-    }
-    if (panel > 0) {
-      int64_t r = i / cols, c = i % cols;
-      dst[(r / panel) * cols * panel + c * panel + r % panel] = v;
-    } else {
-      dst[i] = v;
+  if (!src)
+    return dst;
+  const tfm_source *s = &p->source;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t sr = r;
+    if (s->transform == TFM_SOURCE_ROWS ||
+        s->transform == TFM_SOURCE_TRANSPOSE_ROWS)
+      sr = source_row(s, r);
+    for (int64_t c = 0; c < cols; ++c) {
+      int64_t i;
+      switch (s->transform) {
+      case TFM_SOURCE_TRANSPOSE: /* stored [cols, rows] */
+        i = c * rows + r;
+        break;
+      case TFM_SOURCE_TRANSPOSE_ROWS: /* stored [cols, fused rows] */
+        i = c * src->shape[1] + sr;
+        break;
+      default: /* canonical, copy and rows: rows of `cols` elements */
+        i = sr * cols + c;
+        break;
+      }
+      float v = element(src, i);
+      if (panel > 0)
+        dst[(r / panel) * cols * panel + c * panel + r % panel] = v;
+      else
+        dst[r * cols + c] = v;
     }
   }
   return dst;
 }
 
-/* Reports every difference between the file and the parameter table after
- * the message already recorded; returns how many there are. */
-static int report_mismatches(const tfm_description *d,
-                             const tfm_safetensors *st) {
+/* Whether `name` matches `pattern`, where '*' matches any run of
+ * characters. */
+static int glob_match(const char *pattern, const char *name) {
+  if (!*pattern)
+    return !*name;
+  if (*pattern == '*') {
+    for (const char *s = name;; ++s) {
+      if (glob_match(pattern + 1, s))
+        return 1;
+      if (!*s)
+        return 0;
+    }
+  }
+  return *pattern == *name && glob_match(pattern + 1, name + 1);
+}
+
+/* Whether a checkpoint tensor the model does not use is one its layout
+ * expects and ignores (buffers, tied copies, parts the model does not run),
+ * with or without a base-model prefix. */
+static int ignored(const tfm_description *d, const char *name) {
+  for (size_t i = 0; i < d->num_ignore; ++i) {
+    if (glob_match(d->ignore[i], name))
+      return 1;
+    for (size_t k = 0; k < d->num_prefixes; ++k) {
+      size_t n = strlen(d->prefixes[k]);
+      if (!strncmp(name, d->prefixes[k], n) &&
+          glob_match(d->ignore[i], name + n))
+        return 1;
+    }
+  }
+  return 0;
+}
+
+/* Room for one name with a prefix. */
+#define NAME_SIZE 1024
+
+/* The tensor parameter `p` reads, or NULL; the canonical name, or for a
+ * Hugging Face source each alternative under each base-model prefix and
+ * bare. */
+static const tfm_bound *find_source(const tfm_description *d,
+                                    const tfm_checkpoint *c,
+                                    const tfm_param_desc *p) {
+  const tfm_source *s = &p->source;
+  if (s->transform == TFM_SOURCE_CANONICAL)
+    return tfm_checkpoint_find(c, p->name);
+  for (size_t a = 0; a < s->num_names; ++a) {
+    for (size_t k = 0; s->base && k < d->num_prefixes; ++k) {
+      char name[NAME_SIZE];
+      snprintf(name, sizeof name, "%s%s", d->prefixes[k], s->names[a]);
+      const tfm_bound *b = tfm_checkpoint_find(c, name);
+      if (b)
+        return b;
+    }
+    const tfm_bound *b = tfm_checkpoint_find(c, s->names[a]);
+    if (b)
+      return b;
+  }
+  return NULL;
+}
+
+/* "'a' or 'b'": every name find_source tries. */
+static void tried_names(const tfm_description *d, const tfm_source *s,
+                        char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (size_t a = 0; a < s->num_names; ++a)
+    for (size_t k = 0; k <= (s->base ? d->num_prefixes : 0); ++k) {
+      const char *prefix =
+          k < (s->base ? d->num_prefixes : 0) ? d->prefixes[k] : "";
+      if (used < size)
+        used += (size_t)snprintf(buf + used, size - used, "%s'%s%s'",
+                                 used ? " or " : "", prefix, s->names[a]);
+    }
+}
+
+/* The transform of a source in words, for messages and --info. */
+void tfm_source_describe(const tfm_source *s, const tfm_param_desc *p,
+                         char *buf, size_t size) {
+  char shape[TFM_SHAPE_STR_SIZE];
+  tfm_shape_str(s->rank, s->shape, shape, sizeof shape);
+  int64_t rows = p->rank ? p->shape[0] : 1;
+  switch (s->transform) {
+  case TFM_SOURCE_CANONICAL:
+    snprintf(buf, size, "%s", p->name);
+    return;
+  case TFM_SOURCE_ZEROS:
+    snprintf(buf, size, "(zeros: the checkpoint has no such tensor)");
+    return;
+  case TFM_SOURCE_UNMAPPED:
+    snprintf(buf, size, "(none: %s)", s->why);
+    return;
+  default:
+    break;
+  }
+  size_t used = (size_t)snprintf(buf, size, "%s %s%s", s->names[0], shape,
+                                 s->at_least ? " or more rows" : "");
+  if (used >= size)
+    return;
+  if (s->transform == TFM_SOURCE_TRANSPOSE)
+    snprintf(buf + used, size - used, ", transposed");
+  else if (s->transform == TFM_SOURCE_ROWS ||
+           s->transform == TFM_SOURCE_TRANSPOSE_ROWS) {
+    const char *t =
+        s->transform == TFM_SOURCE_TRANSPOSE_ROWS ? ", transposed" : "";
+    if (s->block >= rows)
+      snprintf(buf + used, size - used, "%s, rows %lld..%lld", t,
+               (long long)s->offset, (long long)(s->offset + rows - 1));
+    else
+      snprintf(buf + used, size - used,
+               "%s, rows %lld + %lld*i .. +%lld for i < %lld", t,
+               (long long)s->offset, (long long)s->stride,
+               (long long)(s->block - 1),
+               (long long)((rows + s->block - 1) / s->block));
+  }
+}
+
+/* Whether a stored tensor has the shape its source expects. */
+static int source_shape_ok(const tfm_source *s, const tfm_tensor *v) {
+  if (v->rank != s->rank)
+    return 0;
+  int row_axis = s->transform == TFM_SOURCE_TRANSPOSE_ROWS ? 1 : 0;
+  for (int32_t k = 0; k < v->rank; ++k) {
+    if (s->at_least && k == row_axis ? v->shape[k] < s->shape[k]
+                                     : v->shape[k] != s->shape[k])
+      return 0;
+  }
+  return 1;
+}
+
+/* Binds every parameter to its tensor (`bound[i]`, NULL for zeros) and
+ * reports every difference between the checkpoint and the parameter table
+ * after the message already recorded; returns how many there are. `used`
+ * (one byte per checkpoint tensor) marks the tensors read with 1, and with 2
+ * those of a Hugging Face checkpoint that nothing reads and its layout does
+ * not ignore. */
+static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
+                       const tfm_tensor **bound, char *used) {
   int problems = 0;
   for (size_t i = 0; i < d->num_params; ++i) {
     const tfm_param_desc *p = &d->params[i];
+    const tfm_source *s = &p->source;
     char want[TFM_SHAPE_STR_SIZE], got[TFM_SHAPE_STR_SIZE];
     tfm_shape_str(p->rank, p->shape, want, sizeof want);
-    const tfm_tensor *v = tfm_safetensors_find(st, p->name);
-    if (!v) {
-      tfm_error_append("\n  missing tensor '%s' %s", p->name, want);
+    bound[i] = NULL;
+    if (s->transform == TFM_SOURCE_ZEROS)
+      continue;
+    if (s->transform == TFM_SOURCE_UNMAPPED) {
+      tfm_error_append("\n  parameter '%s' has no tensor in %s checkpoints: "
+                       "%s",
+                       p->name, d->hf_type ? d->hf_type : "these", s->why);
       problems++;
       continue;
     }
-    tfm_shape_str(v->rank, v->shape, got, sizeof got);
-    int same = v->rank == p->rank;
-    for (int32_t k = 0; same && k < v->rank; ++k)
-      same = v->shape[k] == p->shape[k];
-    if (!same) {
-      tfm_error_append("\n  tensor '%s' has shape %s, expected %s", p->name,
-                       got, want);
+    const tfm_bound *b = find_source(d, c, p);
+    if (!b) {
+      if (s->transform == TFM_SOURCE_CANONICAL) {
+        tfm_error_append("\n  missing tensor '%s' %s", p->name, want);
+      } else {
+        char names[2048];
+        tried_names(d, s, names, sizeof names);
+        tfm_error_append("\n  missing tensor %s for parameter '%s' %s", names,
+                         p->name, want);
+      }
       problems++;
-    } else if (v->dtype != TFM_F32 && v->dtype != TFM_F16 &&
-               v->dtype != TFM_BF16) {
+      continue;
+    }
+    used[b - c->tensors] = 1;
+    const tfm_tensor *v = b->view;
+    tfm_shape_str(v->rank, v->shape, got, sizeof got);
+    if (s->transform == TFM_SOURCE_CANONICAL) {
+      int same = v->rank == p->rank;
+      for (int32_t k = 0; same && k < v->rank; ++k)
+        same = v->shape[k] == p->shape[k];
+      if (!same) {
+        tfm_error_append("\n  tensor '%s' has shape %s, expected %s", p->name,
+                         got, want);
+        problems++;
+        continue;
+      }
+    } else if (!source_shape_ok(s, v)) {
+      char expect[TFM_SHAPE_STR_SIZE];
+      tfm_shape_str(s->rank, s->shape, expect, sizeof expect);
+      tfm_error_append("\n  tensor '%s' has shape %s, expected %s%s (for "
+                       "parameter '%s' %s)",
+                       b->name, got, expect, s->at_least ? " or more rows" : "",
+                       p->name, want);
+      problems++;
+      continue;
+    }
+    if (v->dtype != TFM_F32 && v->dtype != TFM_F16 && v->dtype != TFM_BF16) {
       tfm_error_append("\n  tensor '%s' has dtype %s, expected F32, F16 or "
                        "BF16",
-                       p->name, tfm_dtype_name(v->dtype));
+                       b->name, tfm_dtype_name(v->dtype));
       problems++;
+      continue;
     }
+    bound[i] = v;
   }
-  for (size_t j = 0; j < tfm_safetensors_count(st); ++j) {
-    const char *name = tfm_safetensors_name(st, j);
-    int known = 0;
-    for (size_t i = 0; i < d->num_params && !known; ++i)
-      known = !strcmp(d->params[i].name, name);
-    if (!known) {
+  /* Tensors no parameter reads: errors under canonical names; for a
+   * Hugging Face layout, ignored or listed as warnings (as from_pretrained
+   * does). */
+  for (size_t k = 0; k < c->count; ++k) {
+    const char *name = c->tensors[k].name;
+    if (used[k])
+      continue;
+    if (!d->hf_type) {
       tfm_error_append("\n  unexpected tensor '%s' (not a parameter of the "
                        "model)",
                        name);
       problems++;
+    } else if (!ignored(d, name)) {
+      used[k] = 2;
     }
   }
   return problems;
 }
 
+/* The warning listing the tensors bind_params marked unused (2), or NULL
+ * when there are none; TFM_ERR_MEMORY if it cannot be allocated. */
+static tfm_status unused_warning(const tfm_description *d,
+                                 const tfm_checkpoint *c, const char *used,
+                                 char **warnings) {
+  size_t unused = 0, size = 256;
+  for (size_t k = 0; k < c->count; ++k)
+    if (used[k] == 2) {
+      unused++;
+      size += strlen(c->tensors[k].name) + 3;
+    }
+  if (!unused)
+    return TFM_OK;
+  *warnings = tfm_malloc(size);
+  if (!*warnings)
+    return tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
+  size_t n = (size_t)snprintf(*warnings, size,
+                              "%zu tensor%s of the checkpoint %s not used by "
+                              "model '%s':",
+                              unused, unused == 1 ? "" : "s",
+                              unused == 1 ? "is" : "are", d->name);
+  for (size_t k = 0; k < c->count; ++k)
+    if (used[k] == 2)
+      n += (size_t)snprintf(*warnings + n, size - n, " '%s'",
+                            c->tensors[k].name);
+  return TFM_OK;
+}
+
 tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
-                            const char *path) {
+                            const char *const *paths, size_t num_paths,
+                            char **warnings) {
   tfm_weights_clear(w);
-  tfm_safetensors *st;
-  tfm_status s = tfm_safetensors_open(path, &st);
-  if (s != TFM_OK)
-    return s;
-  /* Check everything first and report every problem. */
-  tfm_fail(TFM_ERR_MISMATCH, "%s: the weights do not match model '%s':", path,
-           d->name);
-  if (report_mismatches(d, st)) {
-    tfm_safetensors_close(st);
-    return TFM_ERR_MISMATCH;
+  *warnings = NULL;
+  tfm_checkpoint *c = tfm_calloc(1, sizeof *c);
+  const tfm_tensor **bound =
+      tfm_calloc(d->num_params ? d->num_params : 1, sizeof *bound);
+  if (!c || !bound) {
+    free(c);
+    free(bound);
+    return tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
   }
+  tfm_status s = tfm_checkpoint_open(paths, num_paths, c);
+  char *used = NULL;
+  if (s != TFM_OK)
+    goto done;
+  used = tfm_calloc(c->count ? c->count : 1, 1);
+  if (!used) {
+    s = tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
+    goto done;
+  }
+  /* Check everything first and report every problem. */
+  tfm_fail(TFM_ERR_MISMATCH,
+           "%s: the weights do not match model '%s':", c->label, d->name);
+  if (bind_params(d, c, bound, used)) {
+    s = TFM_ERR_MISMATCH;
+    goto done;
+  }
+  tfm_error_clear();
+  if ((s = unused_warning(d, c, used, warnings)) != TFM_OK)
+    goto done;
   for (size_t i = 0; i < w->count; ++i) {
-    const tfm_tensor *v =
-        tfm_safetensors_find(st, d->params[d->abi[i].index].name);
-    w->host[i] = to_f32(v, d->abi[i].panel);
+    size_t index = d->abi[i].index;
+    w->host[i] = convert(bound[index], &d->params[index], d->abi[i].panel);
     if (!w->host[i]) {
-      tfm_safetensors_close(st);
-      tfm_weights_clear(w);
-      return tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
+      s = tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
+      goto done;
     }
     w->table[i] = w->host[i];
   }
-  tfm_safetensors_close(st);
-  tfm_error_clear();
-  return TFM_OK;
+done:
+  if (s != TFM_OK) {
+    tfm_weights_clear(w);
+    free(*warnings);
+    *warnings = NULL;
+  }
+  tfm_checkpoint_close(c);
+  free(c);
+  free(bound);
+  free(used);
+  return s;
 }
 
 static uint64_t splitmix(uint64_t *s) {
@@ -203,7 +460,9 @@ tfm_status tfm_weights_synthesize(tfm_weights *w, const tfm_description *d,
        * values: pack from the values generated in canonical order. */
       tfm_tensor plain = {values, TFM_F32, p->rank, {0}};
       memcpy(plain.shape, p->shape, sizeof p->shape);
-      float *packed = to_f32(&plain, d->abi[i].panel);
+      tfm_param_desc canonical = *p;
+      memset(&canonical.source, 0, sizeof canonical.source);
+      float *packed = convert(&plain, &canonical, d->abi[i].panel);
       free(values);
       values = packed;
     }

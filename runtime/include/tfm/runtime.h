@@ -102,6 +102,16 @@ void tfm_model_destroy(tfm_model *m);
 /* Loads and checks every tensor against the parameter table; reports each
  * missing, unexpected or mis-shaped tensor by name. F16/BF16 are converted. */
 tfm_status tfm_model_load_weights(tfm_model *m, const char *path);
+/* The same from several paths: safetensors files, folders holding
+ * model.safetensors or model.safetensors.index.json (shards), or index
+ * files; tensors are bound by name across all the files, and a name in two
+ * files is an error. A model compiled with `checkpoint = huggingface(...)`
+ * reads the Hugging Face layout of its type (see --info). */
+tfm_status tfm_model_load_weights_files(tfm_model *m, const char *const *paths,
+                                        size_t count);
+/* Checkpoint tensors the last load did not use (a Hugging Face checkpoint
+ * may carry parts the model does not run), as a message; NULL if none. */
+const char *tfm_model_weight_warnings(const tfm_model *m);
 tfm_status tfm_model_random_weights(tfm_model *m, uint64_t seed);
 const char *tfm_model_name(const tfm_model *m);
 int64_t tfm_model_vocab(const tfm_model *m);

@@ -204,6 +204,67 @@ TEST(Description, WrongTypesAreNamed) {
   expectError("{\"name\":", TFM_ERR_FORMAT, "model description: ");
 }
 
+/// Hugging Face sources: what the weight loader relies on to stay inside
+/// the stored tensor is checked when the description is read.
+TEST(Description, ChecksCheckpointSources) {
+  const std::string norm = R"("synthetic":"ones")";
+  auto with = [&](const std::string &source) {
+    return edit(kSeq2Seq, norm, norm + R"(,"source":)" + source);
+  };
+  tfm_description d;
+  ASSERT_EQ(tfm_description_parse(
+                with(R"({"transform":"rows","tensor":"ln.weight",)"
+                     R"("shape":[3],"offset":2,"block":1,"stride":0,)"
+                     R"("at_least":true})")
+                    .c_str(),
+                &d),
+            TFM_OK)
+      << tfm_last_error();
+  EXPECT_EQ(d.params[1].source.transform, TFM_SOURCE_ROWS);
+  EXPECT_EQ(d.params[1].source.num_names, 1u);
+  EXPECT_STREQ(d.params[1].source.names[0], "ln.weight");
+  EXPECT_EQ(d.params[1].source.offset, 2);
+  EXPECT_TRUE(d.params[1].source.base);
+  EXPECT_TRUE(d.params[1].source.at_least);
+  EXPECT_EQ(d.hf_type, nullptr);
+  tfm_description_free(&d);
+
+  struct Case {
+    std::string source, message;
+  } cases[] = {
+      {R"({"transform":"flip"})", "'transform' of the source of parameter "
+                                  "'final_norm.weight' is 'flip'"},
+      {R"({"transform":"copy","shape":[1]})",
+       "'tensor' of the source of parameter 'final_norm.weight' must be a "
+       "name or a non-empty array of names"},
+      {R"({"transform":"copy","tensor":["a"],"shape":[2]})",
+       "the source of parameter 'final_norm.weight' (copy) does not fit the "
+       "parameter's shape"},
+      {R"({"transform":"rows","tensor":"a","shape":[2],"offset":2,)"
+       R"("block":1,"stride":0})",
+       "(rows) does not fit the parameter's shape"},
+      {R"({"transform":"rows","tensor":"a","shape":[2],"offset":0,)"
+       R"("block":0,"stride":0})",
+       "'block' of the source of parameter 'final_norm.weight' is 0"},
+      {R"({"transform":"transpose","tensor":"a","shape":[1]})",
+       "(transpose) does not fit the parameter's shape"},
+      {R"({"transform":"unmapped"})",
+       "the source of parameter 'final_norm.weight' lacks the field 'why'"},
+  };
+  for (const Case &c : cases)
+    expectError(with(c.source), TFM_ERR_FORMAT, c.message);
+  expectError(edit(kSeq2Seq, R"("name":"s2s",)",
+                   R"("name":"s2s","checkpoint":{"format":"gguf"},)"),
+              TFM_ERR_FORMAT,
+              "'format' of 'checkpoint' is 'gguf'; expected canonical or "
+              "huggingface");
+  expectError(edit(kSeq2Seq, R"("name":"s2s",)",
+                   R"("name":"s2s","checkpoint":{"format":"huggingface",)"
+                   R"("type":"gpt2","prefixes":[1],"ignore":[]},)"),
+              TFM_ERR_FORMAT,
+              "entry 0 of 'prefixes' of 'checkpoint' must be a string");
+}
+
 TEST(Description, InconsistentTablesAreErrors) {
   struct Case {
     std::string from, to, message;

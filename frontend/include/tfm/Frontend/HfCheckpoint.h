@@ -1,0 +1,83 @@
+//===- HfCheckpoint.h - Hugging Face checkpoint layouts ----------*- C++
+//-*-===//
+//
+// A model with `checkpoint = huggingface(type = T)` reads the safetensors
+// Hugging Face publishes for model_type T as they are. This maps each entry
+// of the parameter table (canonical names) to its source in such a
+// checkpoint: the tensor's name under the base model (the runtime accepts it
+// with or without the base-model prefix, `transformer.`, `model.`, ..., as
+// `from_pretrained` does) and how the canonical tensor is read out of it
+// (copied, transposed, a row range of a fused tensor, a row offset). The
+// mapping is embedded in the artifact's description; the runtime applies it
+// while converting the weights, so no converted copy is ever written.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_HFCHECKPOINT_H
+#define TFM_FRONTEND_HFCHECKPOINT_H
+
+#include "tfm/Frontend/ModelSpec.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/JSON.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::tfm {
+
+/// The model_type values a `checkpoint = huggingface(type = T)` may name.
+llvm::ArrayRef<llvm::StringRef> hfCheckpointTypes();
+bool isHfCheckpointType(llvm::StringRef type);
+
+/// Where one canonical parameter comes from in a Hugging Face checkpoint.
+struct HfSource {
+  enum class Kind {
+    Copy,          ///< the tensor as stored (`shape`), same elements in order
+    Transpose,     ///< a 2-D [in, out] tensor (GPT-2 Conv1D): canonical = S^T
+    Rows,          ///< rows of S (its first axis) picked by the row map
+    TransposeRows, ///< rows of S^T picked by the row map (fused Conv1D)
+    Zeros,         ///< no tensor: the parameter is zero (an absent bias)
+    Unmapped,      ///< the layout has no tensor for it; `why` says so
+  };
+  Kind kind = Kind::Copy;
+  /// Names to try, in order (alternative spellings such as LayerNorm's
+  /// `gamma`/`beta`), relative to the base model when `base`.
+  std::vector<std::string> names;
+  /// Whether the names live under the base model (and may carry its prefix);
+  /// heads outside it (`lm_head.weight`) are never prefixed.
+  bool base = true;
+  /// The shape of the stored tensor. With `atLeast`, the row axis (the first
+  /// for Rows, the second for TransposeRows) may be longer.
+  std::vector<int64_t> shape;
+  bool atLeast = false;
+  /// Row map of Rows / TransposeRows: canonical row r reads source row
+  /// offset + (r / block) * stride + r % block.
+  int64_t offset = 0, block = 0, stride = 0;
+  std::string why; ///< Unmapped only
+};
+
+/// The source of `p` in the checkpoint layout of `spec.hfType`; nullopt for
+/// a canonical checkpoint (no `hfType`).
+std::optional<HfSource> getHfSource(const ModelSpec &spec, const ParamSpec &p);
+
+/// One line per parameter the layout cannot provide ("model type gpt2 has
+/// no tensor for 'layers.0.ffn.gate.weight': ..."), and an unknown type.
+std::vector<std::string> hfCheckpointProblems(const ModelSpec &spec);
+
+/// The "source" object of a parameter in the JSON description; nullopt for
+/// canonical checkpoints.
+std::optional<llvm::json::Value> hfSourceJSON(const ModelSpec &spec,
+                                              const ParamSpec &p);
+
+/// The model-level "checkpoint" object of the JSON description: the format,
+/// and for Hugging Face the type, the base-model prefixes the runtime tries
+/// and the patterns of checkpoint tensors that are not parameters (buffers,
+/// tied copies, parts of the model tfm does not run) and are ignored.
+llvm::json::Value hfCheckpointJSON(const ModelSpec &spec);
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_HFCHECKPOINT_H

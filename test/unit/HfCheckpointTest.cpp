@@ -1,0 +1,256 @@
+//===- HfCheckpointTest.cpp - Hugging Face layouts of the parameters ------===//
+//
+// The layouts whose models need language-v2 keys (GPT-NeoX's and BLOOM's
+// per-head query_key_value, RoBERTa's and BART's position offsets, T5,
+// Whisper, Gemma 2's sandwich norms) checked on specs set up in code. Each
+// fused layout is checked against the split Hugging Face's modeling code
+// does, written here independently of the row map: for every canonical row,
+// the source row the runtime would read must be the one HF's view gives.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Frontend/HfCheckpoint.h"
+#include "tfm/Frontend/Parser.h"
+#include "tfm/Frontend/Sema.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+ModelSpec analyzeOne(llvm::StringRef text) {
+  llvm::SourceMgr sm;
+  sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "t.tfm"),
+                        llvm::SMLoc());
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  MLIRContext ctx;
+  SourceMgrDiagnosticHandler handler(sm, &ctx, os);
+  DiagEmitter diags(sm, &ctx);
+  FileAST ast = parseFile(text, diags);
+  std::vector<ModelSpec> specs = analyzeFile(ast, diags);
+  EXPECT_EQ(diags.errorCount(), 0u) << errors;
+  EXPECT_EQ(specs.size(), 1u);
+  return specs.empty() ? ModelSpec() : specs.front();
+}
+
+HfSource sourceOf(const ModelSpec &spec, llvm::StringRef name) {
+  ParamTable table = spec.params();
+  std::optional<unsigned> i = table.indexOf(name);
+  EXPECT_TRUE(i) << name.str() << " not in the table";
+  if (!i)
+    return HfSource();
+  std::optional<HfSource> s = getHfSource(spec, table[*i]);
+  EXPECT_TRUE(s);
+  return s ? *s : HfSource();
+}
+
+int64_t sourceRow(const HfSource &s, int64_t r) {
+  return s.offset + r / s.block * s.stride + r % s.block;
+}
+
+const char *kDecoder = R"(
+model m { arch = decoder; vocab = 50; context = 16; d_model = 48; layers = 2
+  embedding { position = rope }
+  attention { heads = 6 }
+  ffn { activation = gelu } })";
+
+/// GPT-NeoX: qkv.view(..., heads, 3 * head_size), then q = [..., :hs],
+/// k = [..., hs:2hs], v = [..., 2hs:]. BLOOM: view(heads, 3, head_dim).
+TEST(HfCheckpoint, PerHeadQueryKeyValue) {
+  for (llvm::StringRef type : {"gpt_neox", "bloom"}) {
+    ModelSpec spec = analyzeOne(kDecoder);
+    spec.hfType = type.str();
+    spec.residual = Residual::Parallel;
+    spec.parallelNorms = 2;
+    const int64_t heads = 6, hd = 8;
+    const char *names[] = {"layers.1.attn.q.weight", "layers.1.attn.k.weight",
+                           "layers.1.attn.v.weight", "layers.1.attn.v.bias"};
+    for (int which = 0; which < 4; ++which) {
+      HfSource s = sourceOf(spec, names[which]);
+      EXPECT_EQ(s.kind, HfSource::Kind::Rows);
+      EXPECT_EQ(s.names[0],
+                type == "bloom"
+                    ? "h.1.self_attention.query_key_value" +
+                          std::string(which == 3 ? ".bias" : ".weight")
+                    : "layers.1.attention.query_key_value" +
+                          std::string(which == 3 ? ".bias" : ".weight"));
+      int part = which == 3 ? 2 : which;
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t e = 0; e < hd; ++e)
+          EXPECT_EQ(sourceRow(s, h * hd + e), (h * 3 + part) * hd + e);
+    }
+    std::vector<int64_t> fused{3 * heads * hd, 48};
+    EXPECT_EQ(sourceOf(spec, "layers.0.attn.q.weight").shape, fused);
+    EXPECT_EQ(sourceOf(spec, "layers.0.ffn_norm.weight").names[0],
+              type == "bloom" ? "h.0.post_attention_layernorm.weight"
+                              : "layers.0.post_attention_layernorm.weight");
+    EXPECT_TRUE(hfCheckpointProblems(spec).empty());
+  }
+}
+
+/// Falcon, _split_heads of the new decoder architecture:
+/// view(kv, heads / kv + 2, head_dim); query = [:, :-2], key = [:, -2],
+/// value = [:, -1]; heads in (group, index) order.
+TEST(HfCheckpoint, FalconGroupedQueryKeyValue) {
+  ModelSpec spec = analyzeOne(kDecoder);
+  spec.hfType = "falcon";
+  spec.stacks[0].attention.kvHeads = 3;
+  const int64_t kv = 3, g = 2, hd = 8;
+  HfSource q = sourceOf(spec, "layers.0.attn.q.weight");
+  HfSource k = sourceOf(spec, "layers.0.attn.k.weight");
+  HfSource v = sourceOf(spec, "layers.0.attn.v.weight");
+  for (int64_t group = 0; group < kv; ++group)
+    for (int64_t e = 0; e < hd; ++e) {
+      for (int64_t i = 0; i < g; ++i)
+        EXPECT_EQ(sourceRow(q, (group * g + i) * hd + e),
+                  (group * (g + 2) + i) * hd + e);
+      EXPECT_EQ(sourceRow(k, group * hd + e), (group * (g + 2) + g) * hd + e);
+      EXPECT_EQ(sourceRow(v, group * hd + e),
+                (group * (g + 2) + g + 1) * hd + e);
+    }
+  // Two norms: ln_attn and ln_mlp; one: input_layernorm.
+  spec.residual = Residual::Parallel;
+  spec.parallelNorms = 2;
+  EXPECT_EQ(sourceOf(spec, "layers.0.attn_norm.weight").names[0],
+            "h.0.ln_attn.weight");
+  EXPECT_EQ(sourceOf(spec, "layers.0.ffn_norm.bias").names[0],
+            "h.0.ln_mlp.bias");
+}
+
+TEST(HfCheckpoint, PositionOffsets) {
+  ModelSpec spec = analyzeOne(R"(
+model m { arch = encoder; vocab = 50; context = 16; d_model = 32; layers = 1
+  attention { heads = 4 }
+  norm { placement = post } })");
+  spec.hfType = "roberta";
+  spec.stacks[0].embedding.types = 1;
+  spec.stacks[0].embedding.norm = true;
+  HfSource pos = sourceOf(spec, "embed.positions.weight");
+  EXPECT_EQ(pos.kind, HfSource::Kind::Rows);
+  EXPECT_EQ(pos.names[0], "embeddings.position_embeddings.weight");
+  EXPECT_EQ(sourceRow(pos, 0), 2); // padding_idx + 1
+  EXPECT_EQ(sourceRow(pos, 15), 17);
+  EXPECT_TRUE(pos.atLeast);
+  // Old BERT checkpoints spell LayerNorm's weight gamma.
+  HfSource norm = sourceOf(spec, "embed.norm.weight");
+  EXPECT_EQ(norm.names,
+            (std::vector<std::string>{"embeddings.LayerNorm.weight",
+                                      "embeddings.LayerNorm.gamma"}));
+  EXPECT_EQ(sourceOf(spec, "layers.0.attn_norm.bias").names[0],
+            "encoder.layer.0.attention.output.LayerNorm.bias");
+  spec.hfType = "bert";
+  EXPECT_EQ(sourceRow(sourceOf(spec, "embed.positions.weight"), 0), 0);
+  // BERT's pooler is not computed; its tensors are ignored.
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << hfCheckpointJSON(spec);
+  EXPECT_NE(json.find("\"pooler.*\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"bert.\""), std::string::npos) << json;
+}
+
+TEST(HfCheckpoint, EncoderDecoder) {
+  ModelSpec spec = analyzeOne(R"(
+model m { arch = encoder_decoder; vocab = 50; context = 16; d_model = 32
+  embedding { position = learned; tie_output = true }
+  attention { heads = 4 }
+  ffn { activation = gelu }
+  norm { placement = post }
+  encoder { layers = 1 }
+  decoder { layers = 1 } })");
+  spec.hfType = "bart";
+  HfSource pos = sourceOf(spec, "decoder.embed.positions.weight");
+  EXPECT_EQ(pos.names[0], "decoder.embed_positions.weight");
+  EXPECT_EQ(sourceRow(pos, 0), 2); // BartLearnedPositionalEmbedding.offset
+  EXPECT_EQ(sourceOf(spec, "decoder.layers.0.cross_attn.o.weight").names[0],
+            "decoder.layers.0.encoder_attn.out_proj.weight");
+  EXPECT_EQ(sourceOf(spec, "decoder.layers.0.cross_norm.weight").names[0],
+            "decoder.layers.0.encoder_attn_layer_norm.weight");
+  EXPECT_EQ(sourceOf(spec, "encoder.layers.0.ffn_norm.weight").names[0],
+            "encoder.layers.0.final_layer_norm.weight");
+  HfSource tokens = sourceOf(spec, "embed.tokens.weight");
+  EXPECT_EQ(tokens.names[0], "shared.weight");
+
+  spec.hfType = "t5";
+  EXPECT_EQ(sourceOf(spec, "decoder.layers.0.cross_attn.k.weight").names[0],
+            "decoder.block.0.layer.1.EncDecAttention.k.weight");
+  EXPECT_EQ(sourceOf(spec, "decoder.layers.0.ffn.up.weight").names[0],
+            "decoder.block.0.layer.2.DenseReluDense.wi.weight");
+  EXPECT_EQ(sourceOf(spec, "encoder.layers.0.ffn.down.weight").names[0],
+            "encoder.block.0.layer.1.DenseReluDense.wo.weight");
+  // T5 has no learned positions: a problem, reported by name.
+  std::vector<std::string> problems = hfCheckpointProblems(spec);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems[0].find("'encoder.embed.positions.weight'"),
+            std::string::npos)
+      << problems[0];
+  // T5 v1.1's gated-gelu: act(wi_0(x)) * wi_1(x).
+  spec.stacks[1].ffn.activation = Activation::geglu;
+  EXPECT_EQ(sourceOf(spec, "decoder.layers.0.ffn.gate.weight").names[0],
+            "decoder.block.0.layer.2.DenseReluDense.wi_0.weight");
+  EXPECT_EQ(sourceOf(spec, "decoder.layers.0.ffn.up.weight").names[0],
+            "decoder.block.0.layer.2.DenseReluDense.wi_1.weight");
+}
+
+TEST(HfCheckpoint, WhisperEncoder) {
+  ModelSpec spec = analyzeOne(R"(
+model m { arch = encoder; vocab = 50; context = 16; d_model = 32; layers = 1
+  attention { heads = 4 } })");
+  spec.hfType = "whisper";
+  // Whisper's k_proj has no bias: the model reads zeros.
+  EXPECT_EQ(sourceOf(spec, "layers.0.attn.k.bias").kind, HfSource::Kind::Zeros);
+  EXPECT_EQ(sourceOf(spec, "layers.0.attn.q.bias").names[0],
+            "encoder.layers.0.self_attn.q_proj.bias");
+  EXPECT_EQ(sourceOf(spec, "final_norm.weight").names[0],
+            "encoder.layer_norm.weight");
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << hfCheckpointJSON(spec);
+  for (const char *pattern :
+       {"encoder.conv1.*", "encoder.conv2.*", "decoder.*", "proj_out.*"})
+    EXPECT_NE(json.find(pattern), std::string::npos) << pattern;
+}
+
+TEST(HfCheckpoint, Gemma2SandwichNorms) {
+  ModelSpec spec = analyzeOne(R"(
+model m { arch = decoder; vocab = 50; context = 16; d_model = 32; layers = 1
+  embedding { position = rope; tie_output = true }
+  attention { heads = 4; bias = false }
+  ffn { activation = geglu; bias = false; hidden = 64 }
+  norm { kind = rmsnorm } })");
+  spec.hfType = "gemma2";
+  spec.stacks[0].norm.placement = NormPlacement::Sandwich;
+  EXPECT_EQ(sourceOf(spec, "layers.0.attn_post_norm.weight").names[0],
+            "layers.0.post_attention_layernorm.weight");
+  EXPECT_EQ(sourceOf(spec, "layers.0.ffn_norm.weight").names[0],
+            "layers.0.pre_feedforward_layernorm.weight");
+  EXPECT_EQ(sourceOf(spec, "layers.0.ffn_post_norm.weight").names[0],
+            "layers.0.post_feedforward_layernorm.weight");
+  EXPECT_TRUE(hfCheckpointProblems(spec).empty());
+}
+
+TEST(HfCheckpoint, ProblemsAndCanonical) {
+  ModelSpec spec = analyzeOne(kDecoder);
+  EXPECT_FALSE(getHfSource(spec, spec.params()[0]));
+  spec.hfType = "gpt3";
+  EXPECT_EQ(hfCheckpointProblems(spec),
+            std::vector<std::string>{"unknown Hugging Face model type 'gpt3'"});
+  // LLaMA's ffn is gated: a gelu model has no gate_proj to read.
+  spec.hfType = "llama";
+  std::vector<std::string> problems = hfCheckpointProblems(spec);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems[0], "model type llama has no tensor for "
+                         "'layers.0.ffn.up.weight': this type's ffn is "
+                         "gated (gate_proj, up_proj)");
+  for (llvm::StringRef type : hfCheckpointTypes())
+    EXPECT_TRUE(isHfCheckpointType(type)) << type.str();
+}
+
+} // namespace
