@@ -66,6 +66,14 @@ std::string show(const json::Value &v) {
   return text;
 }
 
+/// A JSON value as JSON, for messages about its type.
+std::string showJson(const json::Value &v) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << v;
+  return text;
+}
+
 /// A section of the written model: keys in order, then nested sections.
 struct Section {
   std::string name;
@@ -279,7 +287,7 @@ public:
       return std::nullopt;
     if (auto i = v->getAsInteger())
       return *i;
-    error(key, "expected an integer, got " + show(*v));
+    error(key, "expected an integer, got " + showJson(*v));
     return std::nullopt;
   }
   int64_t intOr(StringRef key, int64_t dflt) {
@@ -322,7 +330,7 @@ public:
       return std::nullopt;
     if (auto d = v->getAsNumber())
       return *d;
-    error(key, "expected a number, got " + show(*v));
+    error(key, "expected a number, got " + showJson(*v));
     return std::nullopt;
   }
   double numOr(StringRef key, double dflt) {
@@ -334,7 +342,7 @@ public:
       return std::nullopt;
     if (auto b = v->getAsBoolean())
       return *b;
-    error(key, "expected true or false, got " + show(*v));
+    error(key, "expected true or false, got " + showJson(*v));
     return std::nullopt;
   }
   bool boolOr(StringRef key, bool dflt) { return getBool(key).value_or(dflt); }
@@ -344,7 +352,7 @@ public:
       return std::nullopt;
     if (auto s = v->getAsString())
       return s->str();
-    error(key, "expected a string, got " + show(*v));
+    error(key, "expected a string, got " + showJson(*v));
     return std::nullopt;
   }
   std::string strOr(StringRef key, StringRef dflt) {
@@ -474,7 +482,7 @@ std::string Importer::rope(double theta, StringRef style, int64_t dim,
     return "rope(" + args + ")";
   const json::Object *obj = v->getAsObject();
   if (!obj) {
-    error("rope_scaling", "expected an object, got " + show(*v));
+    error("rope_scaling", "expected an object, got " + showJson(*v));
     return "rope(" + args + ")";
   }
   // "rope_type" was "type" in older configs; Hugging Face reads either.
@@ -505,7 +513,7 @@ std::string Importer::rope(double theta, StringRef style, int64_t dim,
     }
     if (auto d = f->getAsNumber())
       return *d;
-    error("rope_scaling." + key, "expected a number, got " + show(*f));
+    error("rope_scaling." + key, "expected a number, got " + showJson(*f));
     return std::nullopt;
   };
   if (*type == "linear") {
@@ -1622,8 +1630,8 @@ std::optional<std::string> mlir::tfm::importHfConfig(StringRef filename,
   }
   std::optional<StringRef> type = typeValue->getAsString();
   if (!type) {
-    diag(HfSeverity::Error,
-         filename + ": model_type: expected a string, got " + show(*typeValue));
+    diag(HfSeverity::Error, filename + ": model_type: expected a string, got " +
+                                showJson(*typeValue));
     return std::nullopt;
   }
   if (!llvm::is_contained(kModelTypes, *type)) {
