@@ -295,13 +295,22 @@ public:
   }
   /// A size: an integer > 0.
   int64_t sizeOr(StringRef key, int64_t dflt) {
-    int64_t v = intOr(key, dflt);
+    return checkSize(key, intOr(key, dflt));
+  }
+  /// Sizes are > 0 and small enough that products of a few stay in int64.
+  int64_t checkSize(StringRef key, int64_t v) {
     if (v <= 0) {
       error(key, "expected an integer > 0, got " + std::to_string(v));
       return 1;
     }
+    if (v > kMaxSize) {
+      error(key, std::to_string(v) + " is too large (at most " +
+                     std::to_string(kMaxSize) + ")");
+      return 1;
+    }
     return v;
   }
+  static constexpr int64_t kMaxSize = int64_t(1) << 32;
   /// A size Hugging Face also reads under a second name (attribute_map or a
   /// legacy spelling); both present must agree.
   int64_t sizeOr(StringRef key, StringRef alias, int64_t dflt) {
@@ -309,13 +318,7 @@ public:
     if (a && b && *a != *b)
       error(alias, std::to_string(*b) + " disagrees with " + key + " = " +
                        std::to_string(*a));
-    int64_t v = a ? *a : b ? *b : dflt;
-    if (v <= 0) {
-      error(a ? key : alias,
-            "expected an integer > 0, got " + std::to_string(v));
-      return 1;
-    }
-    return v;
+    return checkSize(a ? key : alias, a ? *a : b ? *b : dflt);
   }
   double numOr(StringRef key, StringRef alias, double dflt) {
     std::optional<double> a = getNum(key), b = getNum(alias);
@@ -713,7 +716,11 @@ void importGpt2(Importer &I, Section &m) {
   m.set("d_model", str(d));
   m.set("layers", str(I.sizeOr("n_layer", "num_hidden_layers", 12)));
   m.set("output", "lm_head");
-  std::optional<int64_t> inner = I.getInt("n_inner");
+  std::optional<int64_t> inner;
+  if (I.has("n_inner"))
+    inner = I.sizeOr("n_inner", 1);
+  else
+    (void)I.raw("n_inner");
   auto act = I.activation("activation_function",
                           I.strOr("activation_function", "gelu_new"), false);
   double eps = I.numOr("layer_norm_epsilon", 1e-5);
@@ -820,7 +827,11 @@ void importGptJ(Importer &I, Section &m) {
                   "Hugging Face's GPT-J then builds positions for the whole "
                   "of n_embd, which does not match a head");
   }
-  std::optional<int64_t> inner = I.getInt("n_inner");
+  std::optional<int64_t> inner;
+  if (I.has("n_inner"))
+    inner = I.sizeOr("n_inner", 1);
+  else
+    (void)I.raw("n_inner");
   auto act = I.activation("activation_function",
                           I.strOr("activation_function", "gelu_new"), false);
   double eps = I.numOr("layer_norm_epsilon", 1e-5);
@@ -891,12 +902,17 @@ void importLlamaFamily(Importer &I, Section &m) {
       hd = df.headDim;
     headDim =
         hd ? *hd : headSize(I, "hidden_size", d, "num_attention_heads", heads);
-    if (headDim <= 0) {
-      I.error("head_dim", "expected an integer > 0");
+    if (headDim <= 0 || headDim > Importer::kMaxSize) {
+      I.error("head_dim",
+              "expected an integer > 0 and at most " + str(Importer::kMaxSize));
       headDim = 1;
     }
   }
   int64_t layers = I.sizeOr("num_hidden_layers", df.layers);
+  if (layers > 65536) {
+    I.error("num_hidden_layers", str(layers) + " is too large");
+    layers = 1;
+  }
   m.set("arch", "decoder");
   m.set("vocab", str(I.sizeOr("vocab_size", df.vocab)));
   m.set("context", str(I.sizeOr("max_position_embeddings", df.context)));
@@ -1160,7 +1176,7 @@ void importFalcon(Importer &I, Section &m) {
   bool bias = I.boolOr("bias", false);
   double theta = I.numOr("rope_theta", 10000);
   std::string position = I.rope(theta, "half", 0, 0);
-  int64_t inter = I.intOr("ffn_hidden_size", 4 * d);
+  int64_t inter = I.sizeOr("ffn_hidden_size", 4 * d);
   auto act = I.activation("activation", I.strOr("activation", "gelu"), false);
   double eps = I.numOr("layer_norm_epsilon", 1e-5);
   bool tie = I.boolOr("tie_word_embeddings", true);
@@ -1273,6 +1289,8 @@ void importBert(Importer &I, Section &m) {
     I.unsupported("add_cross_attention", "true",
                   "cross-attention in an encoder is not supported");
   int64_t types = I.intOr("type_vocab_size", 2);
+  if (types > Importer::kMaxSize)
+    I.error("type_vocab_size", "too large");
   if (types < 0)
     I.error("type_vocab_size", "expected an integer >= 0");
   int64_t inter = I.sizeOr("intermediate_size", 3072);
