@@ -477,9 +477,6 @@ json::Value ModelSpec::toJSON() const {
   root["residual"] = stringifyResidual(residual).str();
   if (residual == Residual::Parallel)
     root["residual_norms"] = parallelNorms;
-  root["checkpoint"] =
-      hfType.empty() ? json::Object{{"kind", "canonical"}}
-                     : json::Object{{"kind", "huggingface"}, {"type", hfType}};
   json::Array stackArr;
   for (const StackSpec &s : stacks) {
     json::Object e{{"position", stringifyPosition(s.embedding.position).str()},

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ImportCommand.h"
 #include "tfm/Driver/Driver.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -186,6 +187,8 @@ FailureOr<CompileOptions> readOptions(MLIRContext &ctx) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  if (argc > 1 && StringRef(argv[1]) == "import")
+    return runImportCommand(argc, argv);
   registerAllPasses();
   registerTfmPipelines();
   registerAsmPrinterCLOptions();
