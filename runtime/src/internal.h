@@ -127,6 +127,7 @@ typedef struct tfm_description {
   tfm_io_desc inputs[TFM_MAX_INPUTS];
   size_t num_inputs;
   tfm_io_desc output;
+  int logits;            /* the output is logits over the vocabulary */
   int cuda;              /* "target": "cuda" */
   int32_t compute_dtype; /* CUDA: TFM_F32, TFM_F16 or TFM_BF16 */
 } tfm_description;
