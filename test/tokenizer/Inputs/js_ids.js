@@ -2,12 +2,14 @@
 // implementation gives: `gpt-3-encoder` for GPT-2's encoder.json + vocab.bpe,
 // the transformers.js port `@lenml/tokenizers` for a tokenizer.json.
 //
-//   node js_ids.js NODE_MODULES (gpt2 | TOKENIZER_JSON) CORPUS [plain]
+//   node js_ids.js NODE_MODULES (gpt2 | TOKENIZER_JSON) CORPUS [plain] [special-as-text]
 //
 // One line of space-separated ids per corpus line. The corpus is UTF-8 with
 // "\n"-separated lines; the escapes \n, \t, \r and \\ in a line stand for
 // those characters. "plain": no special tokens added (add_special_tokens =
-// false). With --decode, prints decode(ids) per line instead (escaped).
+// false). "special-as-text": the special added tokens are left out of the
+// tokenizer, so that text spelling them is encoded as text (Hugging Face's
+// split_special_tokens).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -34,6 +36,8 @@ if (which === "gpt2") {
 } else {
   const { TokenizerLoader } = require(path.join(nodeModules, "@lenml/tokenizers"));
   const tokenizerJSON = JSON.parse(fs.readFileSync(which, "utf8"));
+  if (flags.includes("special-as-text"))
+    tokenizerJSON.added_tokens = tokenizerJSON.added_tokens.filter((t) => !t.special);
   const cfgPath = path.join(path.dirname(which), "tokenizer_config.json");
   const tokenizerConfig = fs.existsSync(cfgPath) ? JSON.parse(fs.readFileSync(cfgPath, "utf8")) : {};
   const tok = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig });
