@@ -437,6 +437,16 @@ int tfm_main(int argc, char **argv, const char *model_json,
       goto done;
     }
     int have_tokens = 0;
+    for (size_t i = 0; i < n_in; ++i)
+      have_tokens |= m->desc.inputs[i].usage == TFM_USAGE_TOKENS;
+    if (!have_tokens) {
+      fprintf(stderr,
+              "%s: error: model '%s' has no tokens input; --prompt is for "
+              "models that take token ids\n",
+              prog, tfm_model_name(m));
+      goto done;
+    }
+    have_tokens = 0;
     for (size_t i = 0; i < n_in; ++i) {
       const tfm_io_desc *in = &m->desc.inputs[i];
       int64_t shape[TFM_MAX_RANK] = {1, (int64_t)num_prompt_ids};
@@ -461,13 +471,6 @@ int tfm_main(int argc, char **argv, const char *model_json,
                 prog, tfm_model_name(m), in->name);
         goto done;
       }
-    }
-    if (!have_tokens) {
-      fprintf(stderr,
-              "%s: error: model '%s' has no tokens input; --prompt is for "
-              "models that take token ids\n",
-              prog, tfm_model_name(m));
-      goto done;
     }
   } else if (rb) {
     if (num_inputs) {
