@@ -27,8 +27,8 @@ static uint64_t hash_bytes(const char *s, size_t n) {
 
 /* Token string -> id; the keys are the tokenizer's token strings. */
 typedef struct str_map {
-  int32_t *slots; /* id + 1, 0: empty */
-  size_t cap;     /* a power of two */
+  uint64_t *slots; /* the key's hash << 32 | (id + 1); 0: empty */
+  size_t cap;      /* a power of two */
 } str_map;
 
 /* Merge (left id, right id) -> rank and merged id. */
@@ -101,29 +101,33 @@ static int32_t str_map_get(const str_map *m, const tk_str *tokens,
                            const char *s, size_t n) {
   if (!m->cap)
     return -1;
-  size_t i = hash_bytes(s, n) & (m->cap - 1);
-  for (;; i = (i + 1) & (m->cap - 1)) {
-    int32_t v = m->slots[i];
+  uint64_t h = hash_bytes(s, n);
+  uint64_t tag = h >> 32 << 32;
+  for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    uint64_t v = m->slots[i];
     if (!v)
       return -1;
-    const tk_str *t = &tokens[v - 1];
+    if ((v >> 32 << 32) != tag)
+      continue;
+    const tk_str *t = &tokens[(uint32_t)v - 1];
     if (t->n == n && !memcmp(t->s, s, n))
-      return v - 1;
+      return (int32_t)((uint32_t)v - 1);
   }
 }
 
 /* Inserts id (whose token is tokens[id]); keeps an existing entry. */
 static void str_map_put(str_map *m, const tk_str *tokens, int32_t id) {
   const tk_str *t = &tokens[id];
-  size_t i = hash_bytes(t->s, t->n) & (m->cap - 1);
-  for (;; i = (i + 1) & (m->cap - 1)) {
-    int32_t v = m->slots[i];
+  uint64_t h = hash_bytes(t->s, t->n);
+  uint64_t tag = h >> 32 << 32;
+  for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    uint64_t v = m->slots[i];
     if (!v) {
-      m->slots[i] = id + 1;
+      m->slots[i] = tag | (uint32_t)(id + 1);
       return;
     }
-    const tk_str *o = &tokens[v - 1];
-    if (o->n == t->n && !memcmp(o->s, t->s, t->n))
+    const tk_str *o = &tokens[(uint32_t)v - 1];
+    if ((v >> 32 << 32) == tag && o->n == t->n && !memcmp(o->s, t->s, t->n))
       return;
   }
 }
@@ -276,28 +280,34 @@ static tfm_status set_token(tfm_tokenizer *t, int32_t id, const char *s,
 
 static char *read_file(const char *path, size_t *len, tfm_status *st) {
   FILE *f = fopen(path, "rb");
-  if (!f) {
+  struct stat sb;
+  if (!f || stat(path, &sb) != 0) {
     *st = tfm_fail(TFM_ERR_IO, "%s: cannot open the tokenizer file: %s", path,
                    strerror(errno));
+    if (f)
+      fclose(f);
     return NULL;
   }
-  tk_buf b = {0};
-  char chunk[65536];
-  size_t r;
-  *st = TFM_OK;
-  while (*st == TFM_OK && (r = fread(chunk, 1, sizeof chunk, f)) > 0)
-    *st = tk_buf_add(&b, chunk, r);
-  if (*st == TFM_OK && ferror(f))
-    *st = tfm_fail(TFM_ERR_IO, "%s: cannot read the tokenizer file", path);
+  /* One allocation of the file's size (a few tens of MB at most). */
+  size_t size = (size_t)sb.st_size;
+  char *buf = tfm_malloc(size + 1);
+  if (!buf) {
+    fclose(f);
+    *st = OOM();
+    return NULL;
+  }
+  size_t got = fread(buf, 1, size, f);
+  int err = ferror(f);
   fclose(f);
-  if (*st == TFM_OK && !b.s)
-    *st = tk_buf_add(&b, "", 0);
-  if (*st != TFM_OK) {
-    free(b.s);
+  if (err || got != size) {
+    free(buf);
+    *st = tfm_fail(TFM_ERR_IO, "%s: cannot read the tokenizer file", path);
     return NULL;
   }
-  *len = b.n;
-  return b.s;
+  buf[size] = 0;
+  *len = size;
+  *st = TFM_OK;
+  return buf;
 }
 
 static json_t *load_json(const char *path, int flags, tfm_status *st) {
@@ -324,41 +334,37 @@ static json_t *load_json(const char *path, int flags, tfm_status *st) {
   return j;
 }
 
-/* Reads a {token: id} object into the vocabulary. */
-static tfm_status read_vocab_object(tfm_tokenizer *t, json_t *v,
-                                    const char *what) {
-  const char *key;
-  json_t *val;
-  int32_t max = -1;
-  json_object_foreach(v, key, val) {
-    json_int_t id = json_integer_value(val);
-    if (!json_is_integer(val) || id < 0 || id >= INT32_MAX)
-      return tfm_fail(TFM_ERR_FORMAT,
-                      "%s: %s: the id of '%s' is not a non-negative integer",
-                      t->file, what, key);
-    if (id > max)
-      max = (int32_t)id;
+/* Reads a {token: id} object at `sp` of `text` into the vocabulary. */
+static tfm_status read_vocab_object(tfm_tokenizer *t, const char *text,
+                                    const tk_span *sp, const char *what) {
+  if (!sp->found)
+    return tfm_fail(TFM_ERR_FORMAT, "%s: %s is missing or not an object",
+                    t->file, what);
+  tk_entries e = {0};
+  tfm_status s = tk_buf_add(&e.arena, "", 0);
+  if (s == TFM_OK)
+    s = tk_json_vocab_object(text, sp, &e, t->file, what);
+  int64_t max = -1;
+  for (size_t i = 0; s == TFM_OK && i < e.n; ++i)
+    if (e.v[i].id > max)
+      max = e.v[i].id;
+  if (s == TFM_OK)
+    s = grow_tokens(t, (int32_t)(max + 1));
+  for (size_t i = 0; s == TFM_OK && i < e.n; ++i)
+    s = set_token(t, (int32_t)e.v[i].id, e.arena.s + e.v[i].off, e.v[i].len);
+  if (s == TFM_OK)
+    s = str_map_init(&t->vocab, e.n);
+  for (size_t i = 0; s == TFM_OK && i < e.n; ++i) {
+    /* A token spelled twice maps to its first id. */
+    int32_t id = (int32_t)e.v[i].id;
+    const char *k = e.arena.s + e.v[i].off;
+    if (str_map_get(&t->vocab, t->tokens, k, e.v[i].len) < 0 &&
+        t->tokens[id].n == e.v[i].len &&
+        !memcmp(t->tokens[id].s, k, e.v[i].len))
+      str_map_put(&t->vocab, t->tokens, id);
   }
-  tfm_status s = grow_tokens(t, max + 1);
-  if (s != TFM_OK)
-    return s;
-  json_object_foreach(v, key, val) {
-    int32_t id = (int32_t)json_integer_value(val);
-    if ((s = set_token(t, id, key, strlen(key))) != TFM_OK)
-      return s;
-  }
-  if ((s = str_map_init(&t->vocab, json_object_size(v))) != TFM_OK)
-    return s;
-  json_object_foreach(v, key, val) {
-    int32_t id = (int32_t)json_integer_value(val);
-    /* A token spelled twice maps to its first id; look by key. */
-    if (str_map_get(&t->vocab, t->tokens, key, strlen(key)) < 0) {
-      if (t->tokens[id].n == strlen(key) &&
-          !memcmp(t->tokens[id].s, key, t->tokens[id].n))
-        str_map_put(&t->vocab, t->tokens, id);
-    }
-  }
-  return TFM_OK;
+  tk_entries_free(&e);
+  return s;
 }
 
 /* Adds merge `rank`: "a b" or ["a", "b"]. */
@@ -393,12 +399,9 @@ static tfm_status add_merge(tfm_tokenizer *t, const char *a, size_t an,
   return TFM_OK;
 }
 
-static tfm_status read_bpe(tfm_tokenizer *t, const json_t *m) {
+static tfm_status read_bpe(tfm_tokenizer *t, const json_t *m, const char *text,
+                           const tk_span *vocab, const tk_span *merges) {
   tfm_status s;
-  json_t *vocab = json_object_get(m, "vocab");
-  if (!json_is_object(vocab))
-    return tfm_fail(TFM_ERR_FORMAT, "%s: model.vocab is not an object",
-                    t->file);
   t->byte_fallback = json_is_true(json_object_get(m, "byte_fallback"));
   t->fuse_unk = json_is_true(json_object_get(m, "fuse_unk"));
   t->ignore_merges = json_is_true(json_object_get(m, "ignore_merges"));
@@ -414,54 +417,29 @@ static tfm_status read_bpe(tfm_tokenizer *t, const json_t *m) {
     return tfm_fail(TFM_ERR_FORMAT,
                     "%s: BPE dropout is for training; it is not supported",
                     t->file);
-  if ((s = read_vocab_object(t, vocab, "model.vocab")) != TFM_OK)
+  if ((s = read_vocab_object(t, text, vocab, "model.vocab")) != TFM_OK)
     return s;
   const char *unk = json_string_value(json_object_get(m, "unk_token"));
   t->unk = unk ? str_map_get(&t->vocab, t->tokens, unk, strlen(unk)) : -1;
-  const json_t *merges = json_object_get(m, "merges");
-  if (!json_is_array(merges))
+  if (!merges->found)
     return tfm_fail(TFM_ERR_FORMAT, "%s: model.merges is not a list", t->file);
-  if ((s = merge_map_init(&t->merges, json_array_size(merges))) != TFM_OK)
-    return s;
-  for (size_t i = 0; i < json_array_size(merges); ++i) {
-    const json_t *e = json_array_get(merges, i);
-    const char *a, *b;
-    size_t an, bn;
-    if (json_is_string(e)) {
-      a = json_string_value(e);
-      const char *sp = strchr(a, ' ');
-      if (!sp)
-        return tfm_fail(TFM_ERR_FORMAT,
-                        "%s: merge %zu ('%s') is not two tokens separated "
-                        "by a space",
-                        t->file, i + 1, a);
-      an = (size_t)(sp - a);
-      b = sp + 1;
-      bn = strlen(b);
-    } else if (json_is_array(e) && json_array_size(e) == 2 &&
-               json_is_string(json_array_get(e, 0)) &&
-               json_is_string(json_array_get(e, 1))) {
-      a = json_string_value(json_array_get(e, 0));
-      b = json_string_value(json_array_get(e, 1));
-      an = json_string_length(json_array_get(e, 0));
-      bn = json_string_length(json_array_get(e, 1));
-    } else
-      return tfm_fail(TFM_ERR_FORMAT,
-                      "%s: merge %zu is neither \"a b\" nor [\"a\", \"b\"]",
-                      t->file, i + 1);
-    if ((s = add_merge(t, a, an, b, bn, (int32_t)i, t->file)) != TFM_OK)
-      return s;
-  }
-  return TFM_OK;
+  tk_entries e = {0};
+  s = tk_buf_add(&e.arena, "", 0);
+  if (s == TFM_OK)
+    s = tk_json_merges(text, merges, &e, t->file, "model.merges");
+  if (s == TFM_OK)
+    s = merge_map_init(&t->merges, e.n);
+  for (size_t i = 0; s == TFM_OK && i < e.n; ++i)
+    s = add_merge(t, e.arena.s + e.v[i].off, e.v[i].len,
+                  e.arena.s + e.v[i].off2, e.v[i].len2, (int32_t)i, t->file);
+  tk_entries_free(&e);
+  return s;
 }
 
-static tfm_status read_wordpiece(tfm_tokenizer *t, const json_t *m) {
+static tfm_status read_wordpiece(tfm_tokenizer *t, const json_t *m,
+                                 const char *text, const tk_span *vocab) {
   tfm_status s;
-  json_t *vocab = json_object_get(m, "vocab");
-  if (!json_is_object(vocab))
-    return tfm_fail(TFM_ERR_FORMAT, "%s: model.vocab is not an object",
-                    t->file);
-  if ((s = read_vocab_object(t, vocab, "model.vocab")) != TFM_OK)
+  if ((s = read_vocab_object(t, text, vocab, "model.vocab")) != TFM_OK)
     return s;
   const char *unk = json_string_value(json_object_get(m, "unk_token"));
   if (!unk)
@@ -482,26 +460,24 @@ static tfm_status read_wordpiece(tfm_tokenizer *t, const json_t *m) {
   return TFM_OK;
 }
 
-static tfm_status read_unigram(tfm_tokenizer *t, const json_t *m) {
-  tfm_status s;
-  const json_t *vocab = json_object_get(m, "vocab");
-  if (!json_is_array(vocab))
+static tfm_status read_unigram(tfm_tokenizer *t, const json_t *m,
+                               const char *text, const tk_span *vocab) {
+  if (!vocab->found || text[vocab->offset] != '[')
     return tfm_fail(TFM_ERR_FORMAT, "%s: model.vocab is not a list", t->file);
-  size_t n = json_array_size(vocab);
-  if ((s = grow_tokens(t, (int32_t)n)) != TFM_OK)
-    return s;
-  for (size_t i = 0; i < n; ++i) {
-    const json_t *e = json_array_get(vocab, i);
-    const json_t *piece = json_array_get(e, 0), *score = json_array_get(e, 1);
-    if (!json_is_string(piece) || !json_is_number(score))
-      return tfm_fail(TFM_ERR_FORMAT,
-                      "%s: model.vocab entry %zu is not [piece, score]",
-                      t->file, i);
-    if ((s = set_token(t, (int32_t)i, json_string_value(piece),
-                       json_string_length(piece))) != TFM_OK)
-      return s;
-    t->scores[i] = json_number_value(score);
+  tk_entries e = {0};
+  tfm_status s = tk_buf_add(&e.arena, "", 0);
+  if (s == TFM_OK)
+    s = tk_json_vocab_list(text, vocab, &e, t->file, "model.vocab");
+  size_t n = e.n;
+  if (s == TFM_OK)
+    s = grow_tokens(t, (int32_t)n);
+  for (size_t i = 0; s == TFM_OK && i < n; ++i) {
+    s = set_token(t, (int32_t)i, e.arena.s + e.v[i].off, e.v[i].len);
+    t->scores[i] = e.v[i].score;
   }
+  tk_entries_free(&e);
+  if (s != TFM_OK)
+    return s;
   if ((s = str_map_init(&t->vocab, n)) != TFM_OK)
     return s;
   for (size_t i = 0; i < n; ++i)
@@ -818,9 +794,48 @@ static tfm_status check_ids(tfm_tokenizer *t) {
 
 static tfm_status load_tokenizer_json(tfm_tokenizer *t, const char *path) {
   tfm_status s;
-  json_t *j = load_json(path, 0, &s);
-  if (!j)
+  size_t len;
+  char *text = read_file(path, &len, &s);
+  if (!text)
     return s;
+  tk_span vocab, merges;
+  tk_json_extract(text, len, &vocab, &merges, path);
+  /* jansson reads the rest: the file less the insides of the two spans
+   * (their newlines kept, so that line numbers stay right). */
+  char *rest = tfm_malloc(len + 1);
+  if (!rest) {
+    free(text);
+    return OOM();
+  }
+  size_t rn = 0;
+  for (size_t i = 0; i < len;) {
+    const tk_span *sp = vocab.found && i == vocab.offset     ? &vocab
+                        : merges.found && i == merges.offset ? &merges
+                                                             : NULL;
+    if (sp && sp->n >= 2) {
+      rest[rn++] = text[i];
+      for (size_t k = i + 1; k + 1 < i + sp->n; ++k)
+        if (text[k] == '\n')
+          rest[rn++] = '\n';
+      rest[rn++] = text[i + sp->n - 1];
+      i += sp->n;
+    } else
+      rest[rn++] = text[i++];
+  }
+  rest[rn] = 0;
+  json_error_t err;
+  json_t *j = json_loadb(rest, rn, 0, &err);
+  free(rest);
+  if (!j) {
+    free(text);
+    return tfm_fail(TFM_ERR_FORMAT, "%s:%d:%d: not valid JSON: %s", path,
+                    err.line, err.column, err.text);
+  }
+  if (!json_is_object(j)) {
+    free(text);
+    json_decref(j);
+    return tfm_fail(TFM_ERR_FORMAT, "%s: not a JSON object", path);
+  }
   const json_t *m = json_object_get(j, "model");
   const char *type = json_string_value(json_object_get(m, "type"));
   if (!json_is_object(m))
@@ -828,9 +843,9 @@ static tfm_status load_tokenizer_json(tfm_tokenizer *t, const char *path) {
                  path);
   else if (!type) {
     /* Old files leave the type out: tell by the fields. */
-    if (json_is_array(json_object_get(m, "merges")))
+    if (merges.found)
       type = "BPE";
-    else if (json_is_array(json_object_get(m, "vocab")))
+    else if (vocab.found && text[vocab.offset] == '[')
       type = "Unigram";
     else if (json_object_get(m, "max_input_chars_per_word"))
       type = "WordPiece";
@@ -840,19 +855,20 @@ static tfm_status load_tokenizer_json(tfm_tokenizer *t, const char *path) {
   if (s == TFM_OK) {
     if (!strcmp(type, "BPE")) {
       t->kind = MODEL_BPE;
-      s = read_bpe(t, m);
+      s = read_bpe(t, m, text, &vocab, &merges);
     } else if (!strcmp(type, "WordPiece")) {
       t->kind = MODEL_WORDPIECE;
-      s = read_wordpiece(t, m);
+      s = read_wordpiece(t, m, text, &vocab);
     } else if (!strcmp(type, "Unigram")) {
       t->kind = MODEL_UNIGRAM;
-      s = read_unigram(t, m);
+      s = read_unigram(t, m, text, &vocab);
     } else
       s = tfm_fail(TFM_ERR_FORMAT,
                    "%s: model type '%s' is not supported (BPE, WordPiece, "
                    "Unigram are)",
                    path, type);
   }
+  free(text);
   if (s == TFM_OK)
     s = read_added(t, json_object_get(j, "added_tokens"));
   if (s == TFM_OK)
@@ -888,13 +904,16 @@ static tfm_status load_gpt2_pair(tfm_tokenizer *t, const char *dir) {
     s = OOM();
     goto done;
   }
-  if (!(j = load_json(enc, 0, &s)))
+  size_t len;
+  if (!(text = read_file(enc, &len, &s)))
     goto done;
   t->kind = MODEL_BPE;
   t->unk = -1;
-  if ((s = read_vocab_object(t, j, "the vocabulary")) != TFM_OK)
+  tk_span all = {true, 0, len};
+  if ((s = read_vocab_object(t, text, &all, "the vocabulary")) != TFM_OK)
     goto done;
-  size_t len;
+  free(text);
+  text = NULL;
   if (!(text = read_file(bpe, &len, &s)))
     goto done;
   /* Count the lines for the map's size. */

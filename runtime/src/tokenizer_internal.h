@@ -49,6 +49,45 @@ size_t tk_utf8_next(const char *s, size_t n, int32_t *cp);
 /* The libraries, loaded at first use: TFM_ERR_IO naming the library. */
 tfm_status tk_libs_load(void);
 
+/*===- The large parts of tokenizer.json (tokenizer_json.c) --------------===*/
+
+/* Where a JSON value lies in the file's text. */
+typedef struct tk_span {
+  bool found;
+  size_t offset, n;
+} tk_span;
+
+/* An entry of a vocabulary or a merge list: strings are [off, off + len) of
+ * the arena (a merge's right part: off2, len2). */
+typedef struct tk_entry {
+  size_t off, len, off2, len2;
+  int64_t id;
+  double score;
+} tk_entry;
+
+typedef struct tk_entries {
+  tk_entry *v;
+  size_t n, cap;
+  tk_buf arena;
+} tk_entries;
+
+void tk_entries_free(tk_entries *l);
+/* Finds model.vocab and model.merges in a tokenizer.json's text (left
+ * unfound where the file is malformed: jansson reports it). */
+tfm_status tk_json_extract(char *text, size_t n, tk_span *vocab,
+                           tk_span *merges, const char *file);
+/* {"token": id, ...} */
+tfm_status tk_json_vocab_object(const char *text, const tk_span *sp,
+                                tk_entries *out, const char *file,
+                                const char *what);
+/* [["piece", score], ...]; ids in order */
+tfm_status tk_json_vocab_list(const char *text, const tk_span *sp,
+                              tk_entries *out, const char *file,
+                              const char *what);
+/* ["a b", ...] or [["a", "b"], ...] */
+tfm_status tk_json_merges(const char *text, const tk_span *sp, tk_entries *out,
+                          const char *file, const char *what);
+
 /*===- Text steps ---------------------------------------------------------===*/
 
 typedef struct tk_regex tk_regex; /* a compiled PCRE2 pattern */
