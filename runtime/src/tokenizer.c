@@ -373,7 +373,8 @@ static tfm_status add_merge(tfm_tokenizer *t, const char *a, size_t an,
                             const char *where) {
   int32_t ia = str_map_get(&t->vocab, t->tokens, a, an);
   int32_t ib = str_map_get(&t->vocab, t->tokens, b, bn);
-  char *ab = tfm_malloc(an + bn + 1);
+  char small[256];
+  char *ab = an + bn + 1 <= sizeof small ? small : tfm_malloc(an + bn + 1);
   if (!ab)
     return OOM();
   memcpy(ab, a, an);
@@ -383,13 +384,13 @@ static tfm_status add_merge(tfm_tokenizer *t, const char *a, size_t an,
   size_t pl = strlen(pre);
   /* With a continuing prefix the right part carries it; the merged token
    * takes the left's spelling plus the right without it. */
-  int32_t im = -1;
   if (pl && bn >= pl && !memcmp(b, pre, pl)) {
     memcpy(ab + an, b + pl, bn - pl);
     abn = an + bn - pl;
   }
-  im = str_map_get(&t->vocab, t->tokens, ab, abn);
-  free(ab);
+  int32_t im = str_map_get(&t->vocab, t->tokens, ab, abn);
+  if (ab != small)
+    free(ab);
   if (ia < 0 || ib < 0 || im < 0)
     return tfm_fail(TFM_ERR_FORMAT,
                     "%s: merge %d ('%.*s' '%.*s') uses a token that is not "
@@ -560,15 +561,16 @@ static tfm_status read_added(tfm_tokenizer *t, const json_t *list) {
   return TFM_OK;
 }
 
-/* The tokenizer whose added tokens qsort orders (loading only). */
-static const tfm_tokenizer *sort_ctx;
-static int cmp_added(const void *x, const void *y) {
-  size_t a = sort_ctx->added[*(const size_t *)x].len,
-         b = sort_ctx->added[*(const size_t *)y].len;
-  if (a != b)
-    return (a < b) - (a > b); /* longest first */
-  return (*(const size_t *)x > *(const size_t *)y) -
-         (*(const size_t *)x < *(const size_t *)y);
+/* An added token to sort: longest first, then in file order. */
+typedef struct by_len {
+  size_t len, index;
+} by_len;
+
+static int cmp_by_len(const void *x, const void *y) {
+  const by_len *a = x, *b = y;
+  if (a->len != b->len)
+    return (a->len < b->len) - (a->len > b->len);
+  return (a->index > b->index) - (a->index < b->index);
 }
 
 /* Indexes the added tokens by first byte, longest first; marks specials. */
@@ -594,10 +596,20 @@ static tfm_status index_added(tfm_tokenizer *t) {
     unsigned char c = (unsigned char)t->added[i].content[0];
     t->by_byte[c][t->by_byte_n[c]++] = i;
   }
-  sort_ctx = t;
-  for (int c = 0; c < 256; ++c)
-    if (t->by_byte_n[c] > 1)
-      qsort(t->by_byte[c], t->by_byte_n[c], sizeof(size_t), cmp_added);
+  by_len *tmp = tfm_malloc((t->num_added + 1) * sizeof *tmp);
+  if (!tmp)
+    return OOM();
+  for (int c = 0; c < 256; ++c) {
+    size_t n = t->by_byte_n[c];
+    if (n < 2)
+      continue;
+    for (size_t k = 0; k < n; ++k)
+      tmp[k] = (by_len){t->added[t->by_byte[c][k]].len, t->by_byte[c][k]};
+    qsort(tmp, n, sizeof *tmp, cmp_by_len);
+    for (size_t k = 0; k < n; ++k)
+      t->by_byte[c][k] = tmp[k].index;
+  }
+  free(tmp);
   return TFM_OK;
 }
 
@@ -995,7 +1007,6 @@ tfm_status tfm_tokenizer_load(const char *path, tfm_tokenizer **out) {
   tfm_status s = tk_libs_load();
   if (s != TFM_OK)
     return s;
-  tk_byte_map_init();
   tfm_tokenizer *t = tfm_calloc(1, sizeof *t);
   if (!t)
     return OOM();

@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 #include <pcre2.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -153,7 +154,7 @@ size_t tk_utf8_next(const char *str, size_t n, int32_t *cp) {
 /*===- The libraries ------------------------------------------------------===*/
 
 static struct {
-  int loaded; /* 0: not tried, 1: loaded, -1: failed (message kept) */
+  int loaded; /* 1: loaded, -1: failed (message kept); once, by any thread */
   char error[512];
   pcre2_code *(*compile)(PCRE2_SPTR, PCRE2_SIZE, uint32_t, int *, PCRE2_SIZE *,
                          pcre2_compile_context *);
@@ -229,9 +230,14 @@ static int load_libs(void) {
   return 1;
 }
 
+static void load_once(void) {
+  lib.loaded = load_libs();
+  tk_byte_map_init();
+}
+
 tfm_status tk_libs_load(void) {
-  if (!lib.loaded)
-    lib.loaded = load_libs();
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, load_once);
   if (lib.loaded < 0)
     return tfm_fail(TFM_ERR_IO, "%s", lib.error);
   return TFM_OK;
