@@ -811,7 +811,10 @@ static tfm_status load_tokenizer_json(tfm_tokenizer *t, const char *path) {
   if (!text)
     return s;
   tk_span vocab, merges;
-  tk_json_extract(text, len, &vocab, &merges, path);
+  if ((s = tk_json_extract(text, len, &vocab, &merges, path)) != TFM_OK) {
+    free(text);
+    return s;
+  }
   /* jansson reads the rest: the file less the insides of the two spans
    * (their newlines kept, so that line numbers stay right). */
   char *rest = tfm_malloc(len + 1);
@@ -1160,6 +1163,7 @@ static tfm_status bpe_word(const tfm_tokenizer *t, const char *w, size_t n,
   int32_t *prev = tfm_malloc(cap * sizeof *prev);
   int32_t *next = tfm_malloc(cap * sizeof *next);
   cand *heap = tfm_malloc(cap * 4 * sizeof *heap);
+  tk_buf key = {0};
   tfm_status s = TFM_OK;
   if (!sym || !prev || !next || !heap) {
     s = OOM();
@@ -1169,7 +1173,6 @@ static tfm_status bpe_word(const tfm_tokenizer *t, const char *w, size_t n,
   size_t sl = t->word_suffix ? strlen(t->word_suffix) : 0;
   int32_t ns = 0;
   bool last_unk = false;
-  tk_buf key = {0};
   /* The initial symbols: characters, with the byte fallback or <unk> for
    * those outside the vocabulary. */
   for (size_t i = 0; i < n;) {

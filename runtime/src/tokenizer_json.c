@@ -269,6 +269,8 @@ tfm_status tk_json_extract(char *text, size_t n, tk_span *vocab,
       break;
   } while (eat(&c, ','));
   free(key.s);
+  if (s == TFM_ERR_MEMORY)
+    return s;
   /* A malformed file: leave it whole for jansson's message. */
   if (s != TFM_OK || !eat(&c, '}')) {
     vocab->found = merges->found = false;
