@@ -1,17 +1,18 @@
 """Checks a model executable's --prompt against its other flags.
 
-    check_prompt.py EXE TOKENIZER PROMPT
+    check_prompt.py EXE TOKENIZER PROMPT TMPDIR
 
 --tokenize gives the ids; the same ids as an .npy --input must give the same
 argmax of the last position as --prompt does; and what --prompt prints must
 be the prompt followed by the text that token adds, as --detokenize says.
 """
+import os
 import re
 import struct
 import subprocess
 import sys
 
-exe, tokenizer, prompt = sys.argv[1:4]
+exe, tokenizer, prompt, tmpdir = sys.argv[1:5]
 
 
 def run(*args):
@@ -24,7 +25,7 @@ def run(*args):
 ids = [int(x) for x in run("--tokenizer", tokenizer, "--tokenize", prompt)[0].split()]
 header = "{'descr': '<i4', 'fortran_order': False, 'shape': (1, %d), }" % len(ids)
 header += " " * (63 - (10 + len(header)) % 64) + "\n"
-npy = sys.argv[0] + ".tmp.npy"
+npy = os.path.join(tmpdir, "prompt-ids.npy")
 with open(npy, "wb") as f:
     f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
     f.write(struct.pack("<%di" % len(ids), *ids))
