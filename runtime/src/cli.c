@@ -225,10 +225,10 @@ static tfm_status print_continuation(const tfm_tokenizer *tok,
     s = tfm_tokenizer_decode(tok, &next, 1, 0, &alone, &ln);
   if (s == TFM_OK) {
     fwrite(prompt, 1, prompt_len, stdout);
+    /* The text the token adds; a special token (which adds none when
+     * skipped) or one that changes the text before it: its own text. */
     if (la > lb && !memcmp(before, after, lb))
       fwrite(after + lb, 1, la - lb, stdout);
-    else if (la == lb)
-      fwrite(alone, 1, ln, stdout); /* a special token: show it */
     else
       fwrite(alone, 1, ln, stdout);
     fputc('\n', stdout);
