@@ -56,9 +56,10 @@ struct tfm_tokenizer {
   model_kind kind;
   /* Every id's token (model vocabulary and added tokens); NULL: a hole. */
   tk_str *tokens;
-  double *scores; /* Unigram */
-  int32_t size;   /* one past the largest id */
-  str_map vocab;  /* the model's vocabulary */
+  double *scores;   /* Unigram */
+  double unk_score; /* Unigram: the lowest score less 10 */
+  int32_t size;     /* one past the largest id */
+  str_map vocab;    /* the model's vocabulary */
   size_t max_token_len;
   /* BPE */
   merge_map merges;
@@ -479,6 +480,11 @@ static tfm_status read_unigram(tfm_tokenizer *t, const json_t *m,
   tk_entries_free(&e);
   if (s != TFM_OK)
     return s;
+  double min_score = n ? DBL_MAX : 0;
+  for (size_t i = 0; i < n; ++i)
+    if (t->scores[i] < min_score)
+      min_score = t->scores[i];
+  t->unk_score = min_score - 10.0;
   if ((s = str_map_init(&t->vocab, n)) != TFM_OK)
     return s;
   for (size_t i = 0; i < n; ++i)
@@ -1331,11 +1337,7 @@ static tfm_status unigram_word(const tfm_tokenizer *t, const char *w, size_t n,
     s = OOM();
     goto done;
   }
-  double min_score = DBL_MAX;
-  for (int32_t i = 0; i < t->size; ++i)
-    if (t->tokens[i].s && t->scores[i] < min_score)
-      min_score = t->scores[i];
-  double unk_score = min_score - 10.0;
+  double unk_score = t->unk_score;
   for (size_t i = 0; i <= n; ++i) {
     best[i] = -DBL_MAX;
     from[i] = -1;
@@ -1435,10 +1437,8 @@ done:
 /*===- Encoding
  * ------------------------------------------------------------===*/
 
-static bool is_word_char(int32_t cp) {
-  return cp == '_' || (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') ||
-         (cp >= 'A' && cp <= 'Z') || cp >= 0x80;
-}
+/* A word character for single_word tokens: alphanumeric or '_'. */
+static bool is_word_char(int32_t cp) { return cp == '_' || tk_is_alnum(cp); }
 
 /* Finds the leftmost-longest added token in s[from, n) of the given
  * normalized-ness; returns its index or -1, with the span it takes (lstrip

@@ -198,5 +198,7 @@ void tk_byte_map_init(void);
 tfm_status tk_bytes_to_chars(const char *s, size_t n, tk_buf *out);
 /* Whitespace as Rust's char::is_whitespace (White_Space). */
 bool tk_is_whitespace(int32_t cp);
+/* Letters and numbers (L* and N*), as Rust's char::is_alphanumeric. */
+bool tk_is_alnum(int32_t cp);
 
 #endif

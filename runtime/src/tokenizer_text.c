@@ -280,6 +280,12 @@ bool tk_is_whitespace(int32_t cp) {
          c == UTF8PROC_CATEGORY_ZP;
 }
 
+bool tk_is_alnum(int32_t cp) {
+  utf8proc_category_t c = category(cp);
+  return (c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_LO) ||
+         (c >= UTF8PROC_CATEGORY_ND && c <= UTF8PROC_CATEGORY_NO);
+}
+
 /* Punctuation as BERT sees it: ASCII punctuation and Unicode P*. */
 static bool is_punctuation(int32_t cp) {
   if ((cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) ||

@@ -59,7 +59,8 @@ const char *kBpe = R"({
     {"id": 1, "content": "<s>", "special": true},
     {"id": 2, "content": "</s>", "special": true},
     {"id": 12, "content": "<sep>", "special": false, "lstrip": true,
-     "rstrip": true, "normalized": false}],
+     "rstrip": true, "normalized": false},
+    {"id": 13, "content": "bb", "single_word": true, "normalized": false}],
   "normalizer": {"type": "Sequence", "normalizers": [
     {"type": "Prepend", "prepend": "\u2581"},
     {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
@@ -83,7 +84,7 @@ TEST(Tokenizer, BpeMergesByRankAndFallsBackToBytes) {
   tfm_tokenizer *t;
   ASSERT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_OK) << tfm_last_error();
   EXPECT_STREQ(tfm_tokenizer_model_type(t), "BPE");
-  EXPECT_EQ(tfm_tokenizer_vocab_size(t), 13);
+  EXPECT_EQ(tfm_tokenizer_vocab_size(t), 14);
   EXPECT_EQ(tfm_tokenizer_bos_id(t), 1);
   EXPECT_EQ(tfm_tokenizer_token_to_id(t, "bc"), 8);
   EXPECT_EQ(tfm_tokenizer_token_to_id(t, "<sep>"), 12);
@@ -110,6 +111,12 @@ TEST(Tokenizer, BpeMergesByRankAndFallsBackToBytes) {
   EXPECT_EQ(encode(t, "a <sep> b"), (std::vector<int32_t>{9, 12, 3, 5}));
   EXPECT_EQ(encode(t, "a <sep> b", TFM_TOKENIZE_SPECIAL_AS_TEXT),
             (std::vector<int32_t>{9, 12, 3, 5}));
+  // single_word: only where no letter, digit or '_' touches it.
+  EXPECT_EQ(encode(t, "a bb"), (std::vector<int32_t>{9, 3, 13}));
+  EXPECT_EQ(encode(t, "abb"), (std::vector<int32_t>{3, 7, 5}));
+  EXPECT_EQ(encode(t, "a\xC3\xA9"
+                      "bb"), /* é is a letter */
+            (std::vector<int32_t>{9, 10, 11, 5, 5}));
   EXPECT_EQ(decode(t, {1, 9, 8}), "<s> abc");
   EXPECT_EQ(decode(t, {1, 9, 8}, 1), "abc");
   // Not UTF-8, and ids outside the vocabulary.
@@ -118,7 +125,7 @@ TEST(Tokenizer, BpeMergesByRankAndFallsBackToBytes) {
   EXPECT_EQ(tfm_tokenizer_encode(t, "a\xFF", 2, 0, &ids, &n), TFM_ERR_ARGUMENT);
   EXPECT_STREQ(tfm_last_error(), "the text is not valid UTF-8 (byte 1, 0xFF)");
   char *text;
-  int32_t bad = 13;
+  int32_t bad = 14;
   EXPECT_EQ(tfm_tokenizer_decode(t, &bad, 1, 0, &text, nullptr),
             TFM_ERR_ARGUMENT);
   tfm_tokenizer_free(t);
