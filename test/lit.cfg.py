@@ -12,7 +12,7 @@ from lit.llvm.subst import ToolSubst
 config.name = "TFM"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".tfm", ".test", ".c"]
-config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "mlir-input.test.mlir"]
+config.excludes = ["Inputs", "node_modules", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "mlir-input.test.mlir"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tfm_obj_root, "test")
 
@@ -32,8 +32,19 @@ llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.tfm_tools_dir, config.llvm_tools_dir]
-tools = ["tfm-opt", "split-file", "count", "not", ToolSubst("tfmc", unresolved="ignore")]
+tools = ["tfm-opt", "split-file", "count", "not", ToolSubst("tfmc", unresolved="ignore"),
+         ToolSubst("tfm-tokenize", unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# Tokenizer peers: Node with the npm packages of test/tokenizer/package.json
+# in test/tokenizer/node_modules. Missing, the tokenizer tests fail with a
+# message saying so (they are not skipped).
+import shutil
+node = shutil.which("node")
+config.substitutions.append(("%node", node if node else
+    "sh -c 'echo error: node is not installed: the tokenizer tests need Node >&2; exit 1' --"))
+config.substitutions.append(("%npm_modules",
+    os.path.join(config.tfm_src_root, "test", "tokenizer", "node_modules")))
 
 # Peers: PyTorch 1.13 from Debian under /usr/bin/python3.
 torch_python = getattr(config, "torch_python", "") or ""

@@ -1,8 +1,11 @@
 /*===- cli.c - the command line of tfm executables ------------------------===*/
 #include "internal.h"
+#include "tfm/tokenizer.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Most --weights flags on one command line. */
 #define MAX_WEIGHTS_FLAGS 256
@@ -10,8 +13,12 @@
 static void usage(const char *prog, FILE *out) {
   fprintf(out,
           "usage: %s (--weights PATH ... | --random-weights SEED)\n"
-          "          (--input NAME=FILE.npy ... | --random-input B,T)\n"
-          "          [--output OUT.npy] [--threads N] [--bench N] [--info]\n"
+          "          (--input NAME=FILE.npy ... | --random-input B,T |\n"
+          "           --prompt TEXT | --prompt-file FILE)\n"
+          "          [--tokenizer PATH] [--output OUT.npy] [--threads N]\n"
+          "          [--bench N] [--info]\n"
+          "       %s [--tokenizer PATH | --weights W] (--tokenize TEXT | "
+          "--detokenize IDS)\n"
           "\n"
           "  --weights PATH        safetensors weights: a file, a model "
           "folder\n"
@@ -29,12 +36,27 @@ static void usage(const char *prog, FILE *out) {
           "                        NAME= may be left out for a one-input "
           "model\n"
           "  --random-input B,T    random inputs of batch B and length T\n"
+          "  --prompt TEXT         text as the tokens input (batch 1); a "
+          "model with an LM\n"
+          "                        head prints the prompt and its greedy "
+          "next token\n"
+          "  --prompt-file FILE    the prompt from a UTF-8 file, as is\n"
+          "  --tokenizer PATH      a tokenizer.json, or a folder holding one "
+          "(or GPT-2's\n"
+          "                        encoder.json and vocab.bpe); default: the "
+          "folder of\n"
+          "                        --weights (or --weights itself if a "
+          "folder)\n"
+          "  --tokenize TEXT       print the ids the model would be given and "
+          "exit\n"
+          "  --detokenize IDS      print the text of space-separated ids and "
+          "exit\n"
           "  --output FILE         write the output as .npy\n"
           "  --threads N           worker threads (default: all cores)\n"
           "  --bench N             time N forward passes after a warm-up and "
           "print the median\n"
           "  --info                list parameters, sizes and inputs\n",
-          prog);
+          prog, prog);
 }
 
 static int fail(const char *prog, const char *msg) {
@@ -79,6 +101,156 @@ static tfm_status narrow(tfm_tensor *t, const char *path) {
   return TFM_OK;
 }
 
+static int has_tokenizer(const char *dir) {
+  struct stat sb;
+  size_t n = strlen(dir) + 32;
+  char *p = tfm_malloc(n);
+  if (!p)
+    return 0;
+  snprintf(p, n, "%s/tokenizer.json", dir);
+  int ok = stat(p, &sb) == 0;
+  if (!ok) {
+    snprintf(p, n, "%s/encoder.json", dir);
+    ok = stat(p, &sb) == 0;
+    snprintf(p, n, "%s/vocab.bpe", dir);
+    ok = ok && stat(p, &sb) == 0;
+  }
+  free(p);
+  return ok;
+}
+
+/* Loads --tokenizer PATH, or the tokenizer beside --weights. */
+static tfm_status open_tokenizer(const char *path, const char *weights,
+                                 tfm_tokenizer **out) {
+  if (path)
+    return tfm_tokenizer_load(path, out);
+  if (!weights)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "no tokenizer: give --tokenizer PATH (a tokenizer.json "
+                    "or a folder holding one)");
+  struct stat sb;
+  char *dir;
+  if (stat(weights, &sb) == 0 && S_ISDIR(sb.st_mode))
+    dir = tfm_strdup(weights);
+  else {
+    const char *slash = strrchr(weights, '/');
+    dir = !slash             ? tfm_strdup(".")
+          : slash == weights ? tfm_strdup("/")
+                             : tfm_strndup(weights, (size_t)(slash - weights));
+  }
+  if (!dir)
+    return tfm_fail(TFM_ERR_MEMORY, "out of memory");
+  tfm_status s;
+  if (has_tokenizer(dir))
+    s = tfm_tokenizer_load(dir, out);
+  else
+    s = tfm_fail(TFM_ERR_ARGUMENT,
+                 "no tokenizer: %s holds no tokenizer.json (nor encoder.json "
+                 "and vocab.bpe) beside the weights; give --tokenizer PATH",
+                 dir);
+  free(dir);
+  return s;
+}
+
+/* Reads a prompt file whole. */
+static char *read_prompt(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    tfm_fail(TFM_ERR_IO, "%s: cannot open the prompt file: %s", path,
+             strerror(errno));
+    return NULL;
+  }
+  size_t cap = 4096, n = 0, r;
+  char *buf = tfm_malloc(cap);
+  while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+    n += r;
+    if (n + 1 == cap) {
+      char *b = tfm_malloc(cap * 2);
+      if (b)
+        memcpy(b, buf, n);
+      free(buf);
+      buf = b;
+      cap *= 2;
+    }
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (!buf) {
+    tfm_fail(TFM_ERR_MEMORY, "%s: out of memory reading the prompt", path);
+    return NULL;
+  }
+  if (bad) {
+    free(buf);
+    tfm_fail(TFM_ERR_IO, "%s: cannot read the prompt file", path);
+    return NULL;
+  }
+  buf[n] = 0;
+  *len = n;
+  return buf;
+}
+
+/* Parses "1 2 3" into ids. */
+static tfm_status parse_ids(const char *s, int32_t **ids, size_t *n) {
+  size_t cap = strlen(s) / 2 + 1;
+  *n = 0;
+  *ids = tfm_malloc(cap * sizeof **ids);
+  if (!*ids)
+    return tfm_fail(TFM_ERR_MEMORY, "out of memory");
+  for (const char *p = s;;) {
+    while (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n')
+      ++p;
+    if (!*p)
+      return TFM_OK;
+    char *end;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || errno || v < INT32_MIN || v > INT32_MAX) {
+      free(*ids);
+      *ids = NULL;
+      return tfm_fail(TFM_ERR_ARGUMENT,
+                      "--detokenize expects token ids separated by spaces, "
+                      "not '%s'",
+                      s);
+    }
+    (*ids)[(*n)++] = (int32_t)v;
+    p = end;
+  }
+}
+
+/* Prints the prompt followed by the text that token `next` adds to it. */
+static tfm_status print_continuation(const tfm_tokenizer *tok,
+                                     const char *prompt, size_t prompt_len,
+                                     const int32_t *ids, size_t n,
+                                     int32_t next) {
+  int32_t *all = tfm_malloc((n + 1) * sizeof *all);
+  if (!all)
+    return tfm_fail(TFM_ERR_MEMORY, "out of memory");
+  memcpy(all, ids, n * sizeof *all);
+  all[n] = next;
+  char *before = NULL, *after = NULL, *alone = NULL;
+  size_t lb = 0, la = 0, ln = 0;
+  tfm_status s = tfm_tokenizer_decode(tok, all, n, 1, &before, &lb);
+  if (s == TFM_OK)
+    s = tfm_tokenizer_decode(tok, all, n + 1, 1, &after, &la);
+  if (s == TFM_OK)
+    s = tfm_tokenizer_decode(tok, &next, 1, 0, &alone, &ln);
+  if (s == TFM_OK) {
+    fwrite(prompt, 1, prompt_len, stdout);
+    /* The text the token adds; a special token (which adds none when
+     * skipped) or one that changes the text before it: its own text. */
+    if (la > lb && !memcmp(before, after, lb))
+      fwrite(after + lb, 1, la - lb, stdout);
+    else
+      fwrite(alone, 1, ln, stdout);
+    fputc('\n', stdout);
+  }
+  free(before);
+  free(after);
+  free(alone);
+  free(all);
+  return s;
+}
+
 int tfm_main(int argc, char **argv, const char *model_json,
              tfm_forward_fn forward) {
   const char *prog = argc > 0 ? argv[0] : "model";
@@ -86,6 +258,8 @@ int tfm_main(int argc, char **argv, const char *model_json,
   /* --weights, as often as given. */
   const char *weights[MAX_WEIGHTS_FLAGS];
   size_t num_weights = 0;
+  const char *tokenizer_path = NULL, *tokenize = NULL, *detokenize = NULL,
+             *prompt = NULL, *prompt_file = NULL;
   /* --input NAME=FILE: the name is the `input_name_len` bytes at
    * `input_names` (NULL: none given). */
   const char *input_names[TFM_MAX_INPUTS] = {0};
@@ -104,8 +278,9 @@ int tfm_main(int argc, char **argv, const char *model_json,
       continue;
     }
     static const char *const with_value[] = {
-        "--weights", "--output",       "--random-weights", "--threads",
-        "--bench",   "--random-input", "--input"};
+        "--weights",  "--output",       "--random-weights", "--threads",
+        "--bench",    "--random-input", "--input",          "--tokenizer",
+        "--tokenize", "--detokenize",   "--prompt",         "--prompt-file"};
     int known = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof *with_value; ++k)
       known |= !strcmp(a, with_value[k]);
@@ -125,6 +300,16 @@ int tfm_main(int argc, char **argv, const char *model_json,
       weights[num_weights++] = v;
     } else if (!strcmp(a, "--output"))
       output = v;
+    else if (!strcmp(a, "--tokenizer"))
+      tokenizer_path = v;
+    else if (!strcmp(a, "--tokenize"))
+      tokenize = v;
+    else if (!strcmp(a, "--detokenize"))
+      detokenize = v;
+    else if (!strcmp(a, "--prompt"))
+      prompt = v;
+    else if (!strcmp(a, "--prompt-file"))
+      prompt_file = v;
     else if (!strcmp(a, "--random-weights")) {
       if (!parse_int(v, 0, INT64_MAX, &seed))
         return fail(prog, "--random-weights expects a non-negative seed");
@@ -157,13 +342,94 @@ int tfm_main(int argc, char **argv, const char *model_json,
       return 1;
     }
   }
+  if (!!tokenize + !!detokenize + !!prompt + !!prompt_file > 1)
+    return fail(prog, "give one of --tokenize, --detokenize, --prompt and "
+                      "--prompt-file");
+  tfm_tokenizer *tok = NULL;
+  int32_t *prompt_ids = NULL;
+  size_t num_prompt_ids = 0;
+  char *prompt_text = NULL;
+  size_t prompt_len = 0;
+  if (tokenize || detokenize || prompt || prompt_file) {
+    if (open_tokenizer(tokenizer_path, num_weights ? weights[0] : NULL,
+                       &tok) != TFM_OK)
+      return fail(prog, tfm_last_error());
+  }
+  if (detokenize) {
+    int32_t *ids;
+    size_t n;
+    char *text;
+    int r = 1;
+    if (parse_ids(detokenize, &ids, &n) != TFM_OK)
+      fail(prog, tfm_last_error());
+    else {
+      if (tfm_tokenizer_decode(tok, ids, n, 0, &text, NULL) != TFM_OK)
+        fail(prog, tfm_last_error());
+      else {
+        printf("%s\n", text);
+        free(text);
+        r = 0;
+      }
+      free(ids);
+    }
+    tfm_tokenizer_free(tok);
+    return r;
+  }
+  if (tokenize || prompt || prompt_file) {
+    const char *src = prompt_file ? prompt_file : "the text";
+    if (prompt_file) {
+      if (!(prompt_text = read_prompt(prompt_file, &prompt_len))) {
+        tfm_tokenizer_free(tok);
+        return fail(prog, tfm_last_error());
+      }
+    } else {
+      const char *t = tokenize ? tokenize : prompt;
+      prompt_len = strlen(t);
+      prompt_text = tfm_strndup(t, prompt_len);
+    }
+    if (!prompt_text ||
+        tfm_tokenizer_encode(tok, prompt_text, prompt_len,
+                             TFM_TOKENIZE_ADD_SPECIAL, &prompt_ids,
+                             &num_prompt_ids) != TFM_OK) {
+      if (prompt_text)
+        fprintf(stderr, "%s: error: %s: %s\n", prog, src, tfm_last_error());
+      else
+        fail(prog, "out of memory");
+      free(prompt_text);
+      tfm_tokenizer_free(tok);
+      return 1;
+    }
+    if (tokenize) {
+      for (size_t i = 0; i < num_prompt_ids; ++i)
+        printf(i ? " %d" : "%d", prompt_ids[i]);
+      printf("\n");
+      free(prompt_ids);
+      free(prompt_text);
+      tfm_tokenizer_free(tok);
+      return 0;
+    }
+    if (!num_prompt_ids) {
+      fprintf(stderr, "%s: error: %s: the prompt gives no tokens\n", prog, src);
+      free(prompt_ids);
+      free(prompt_text);
+      tfm_tokenizer_free(tok);
+      return 1;
+    }
+  }
   tfm_model *m;
-  if (tfm_model_create(model_json, forward, &m) != TFM_OK)
+  if (tfm_model_create(model_json, forward, &m) != TFM_OK) {
+    free(prompt_ids);
+    free(prompt_text);
+    tfm_tokenizer_free(tok);
     return fail(prog, tfm_last_error());
+  }
   if (info) {
     tfm_model_print_info(m, stdout);
     if (!num_weights && seed < 0) {
       tfm_model_destroy(m);
+      free(prompt_ids);
+      free(prompt_text);
+      tfm_tokenizer_free(tok);
       return 0;
     }
   }
@@ -186,7 +452,50 @@ int tfm_main(int argc, char **argv, const char *model_json,
   }
   if (tfm_model_weight_warnings(m))
     fprintf(stderr, "%s: warning: %s\n", prog, tfm_model_weight_warnings(m));
-  if (rb) {
+  if (prompt_ids) {
+    if (num_inputs || rb) {
+      fail(prog, "--prompt excludes --input and --random-input");
+      goto done;
+    }
+    int have_tokens = 0;
+    for (size_t i = 0; i < n_in; ++i)
+      have_tokens |= m->desc.inputs[i].usage == TFM_USAGE_TOKENS;
+    if (!have_tokens) {
+      fprintf(stderr,
+              "%s: error: model '%s' has no tokens input; --prompt is for "
+              "models that take token ids\n",
+              prog, tfm_model_name(m));
+      goto done;
+    }
+    have_tokens = 0;
+    for (size_t i = 0; i < n_in; ++i) {
+      const tfm_io_desc *in = &m->desc.inputs[i];
+      int64_t shape[TFM_MAX_RANK] = {1, (int64_t)num_prompt_ids};
+      if (in->usage == TFM_USAGE_TOKENS && in->rank == 2 && !have_tokens) {
+        have_tokens = 1;
+        if (tfm_tensor_alloc(&inputs[i], TFM_I32, 2, shape) != TFM_OK) {
+          fail(prog, tfm_last_error());
+          goto done;
+        }
+        memcpy(inputs[i].data, prompt_ids, num_prompt_ids * sizeof(int32_t));
+      } else if (in->usage == TFM_USAGE_LENGTHS && in->rank == 1) {
+        if (tfm_tensor_alloc(&inputs[i], TFM_I32, 1, shape) != TFM_OK) {
+          fail(prog, tfm_last_error());
+          goto done;
+        }
+        ((int32_t *)inputs[i].data)[0] = (int32_t)num_prompt_ids;
+      } else if (in->optional) {
+        continue; /* left out: zeros */
+      } else {
+        fprintf(stderr,
+                "%s: error: --prompt gives the tokens input, but model '%s' "
+                "also takes '%s'; give every input with --input "
+                "NAME=FILE.npy\n",
+                prog, tfm_model_name(m), in->name);
+        goto done;
+      }
+    }
+  } else if (rb) {
     if (num_inputs) {
       fail(prog, "--random-input and --input exclude each other");
       goto done;
@@ -280,8 +589,11 @@ int tfm_main(int argc, char **argv, const char *model_json,
   double first = tfm_now_seconds() - t0;
   char shape[TFM_SHAPE_STR_SIZE];
   tfm_shape_str(out.rank, out.shape, shape, sizeof shape);
-  printf("%s: output %s %s in %.2f ms (%d threads)\n", tfm_model_name(m),
-         tfm_dtype_name(out.dtype), shape, first * 1e3, tfm_get_threads());
+  /* With a prompt, stdout is the text; the summary goes to stderr. */
+  FILE *info_out = prompt_ids && m->desc.logits ? stderr : stdout;
+  fprintf(info_out, "%s: output %s %s in %.2f ms (%d threads)\n",
+          tfm_model_name(m), tfm_dtype_name(out.dtype), shape, first * 1e3,
+          tfm_get_threads());
   /* A short summary of what was computed. */
   int64_t n = tfm_tensor_numel(&out), last = out.shape[out.rank - 1];
   const float *o = out.data;
@@ -292,8 +604,22 @@ int tfm_main(int argc, char **argv, const char *model_json,
   for (int64_t k = 1; k < last; ++k)
     if (o[n - last + k] > o[n - last + best])
       best = k;
-  printf("  mean %.6g; argmax of the last row: %lld (%.6g)\n",
-         n ? sum / (double)n : 0.0, (long long)best, o[n - last + best]);
+  fprintf(info_out, "  mean %.6g; argmax of the last row: %lld (%.6g)\n",
+          n ? sum / (double)n : 0.0, (long long)best, o[n - last + best]);
+  if (prompt_ids && m->desc.logits) {
+    if (best >= tfm_tokenizer_vocab_size(tok)) {
+      fprintf(stderr,
+              "%s: error: the next token %lld is outside the tokenizer's "
+              "vocabulary (%lld ids)\n",
+              prog, (long long)best, (long long)tfm_tokenizer_vocab_size(tok));
+      goto done;
+    }
+    if (print_continuation(tok, prompt_text, prompt_len, prompt_ids,
+                           num_prompt_ids, (int32_t)best) != TFM_OK) {
+      fail(prog, tfm_last_error());
+      goto done;
+    }
+  }
   if (bench) {
     double *times = tfm_malloc(sizeof(double) * (size_t)bench);
     if (!times) {
@@ -322,6 +648,9 @@ int tfm_main(int argc, char **argv, const char *model_json,
   }
   rc = 0;
 done:
+  free(prompt_ids);
+  free(prompt_text);
+  tfm_tokenizer_free(tok);
   tfm_tensor_free(&out);
   for (size_t i = 0; i < TFM_MAX_INPUTS; ++i)
     tfm_tensor_free(&inputs[i]);

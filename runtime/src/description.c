@@ -641,6 +641,13 @@ static tfm_status parse_root(json_t *root, tfm_description *d) {
       (s = parse_tensor(j, "output", 0, &d->output, out_what,
                         sizeof out_what)) != TFM_OK)
     return s;
+  /* Logits over the vocabulary: output "usage" "logits", or an "lm_head"
+   * output kind (the CLI decodes the next token of a prompt). */
+  const char *usage = json_string_value(json_object_get(j, "usage"));
+  const char *kind = json_string_value(
+      json_object_get(json_object_get(root, "output"), "kind"));
+  d->logits =
+      (usage && !strcmp(usage, "logits")) || (kind && !strcmp(kind, "lm_head"));
   if (d->output.dtype != TFM_F32)
     return tfm_fail(TFM_ERR_FORMAT,
                     PREFIX "%s has dtype %s; the runtime returns float32",

@@ -168,6 +168,7 @@ typedef struct tfm_description {
   size_t num_prefixes;
   char **ignore;
   size_t num_ignore;
+  int logits;            /* the output is logits over the vocabulary */
   int cuda;              /* "target": "cuda" */
   int32_t compute_dtype; /* CUDA: TFM_F32, TFM_F16 or TFM_BF16 */
 } tfm_description;

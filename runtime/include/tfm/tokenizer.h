@@ -1,0 +1,77 @@
+/*===- tokenizer.h - text in and out of tfm models ----------------*- C -*-===*
+ *
+ * Hugging Face tokenizers in C: a `tokenizer.json` (byte-level BPE as GPT-2,
+ * LLaMA-3 and Qwen use it; BPE with byte fallback and SentencePiece "▁"
+ * spaces as LLaMA-2, Mistral and Gemma use it; WordPiece as BERT; Unigram as
+ * T5) with its normalizer, pre-tokenizer, post-processor, decoder and added
+ * tokens, plus `tokenizer_config.json` beside it (add_bos_token,
+ * add_eos_token, bos_token, eos_token); or GPT-2's `encoder.json` +
+ * `vocab.bpe`.
+ *
+ * Regular expressions are PCRE2's and Unicode normalization utf8proc's; both
+ * libraries are loaded at first use (libpcre2-8.so.0, libutf8proc.so), so an
+ * executable needs them only when it tokenizes.
+ *
+ * Every call that can fail returns a tfm_status; tfm_last_error() holds the
+ * message, which names the file and the problem.
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_TOKENIZER_H
+#define TFM_TOKENIZER_H
+
+#include "tfm/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tfm_tokenizer tfm_tokenizer;
+
+/* Loads a tokenizer from `path`: a tokenizer.json file, or a folder holding
+ * tokenizer.json, or a folder holding GPT-2's encoder.json and vocab.bpe. A
+ * tokenizer_config.json in the same folder is read too. */
+tfm_status tfm_tokenizer_load(const char *path, tfm_tokenizer **out);
+void tfm_tokenizer_free(tfm_tokenizer *t);
+
+/* Encoding flags. */
+enum {
+  /* Add what the model expects around the text: the post-processor's
+   * template ([CLS] ... [SEP], <|begin_of_text|> ...), or the BOS/EOS that
+   * tokenizer_config.json's add_bos_token/add_eos_token ask for. */
+  TFM_TOKENIZE_ADD_SPECIAL = 1,
+  /* Special tokens written in the text are text, not tokens (Hugging Face's
+   * split_special_tokens); added tokens that are not special still match. */
+  TFM_TOKENIZE_SPECIAL_AS_TEXT = 2,
+};
+
+/* Encodes `len` bytes of UTF-8 `text` (TFM_ERR_ARGUMENT if it is not valid
+ * UTF-8). `*ids` is allocated (release with free()); `*n` is its length. */
+tfm_status tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
+                                size_t len, int flags, int32_t **ids,
+                                size_t *n);
+
+/* Decodes ids into UTF-8 text, NUL-terminated (release with free()); `*len`
+ * (may be NULL) is its length. Bytes that do not form UTF-8 become U+FFFD.
+ * An id outside the vocabulary is TFM_ERR_ARGUMENT. */
+tfm_status tfm_tokenizer_decode(const tfm_tokenizer *t, const int32_t *ids,
+                                size_t n, int skip_special, char **text,
+                                size_t *len);
+
+/* One more than the largest id (model vocabulary and added tokens). */
+int64_t tfm_tokenizer_vocab_size(const tfm_tokenizer *t);
+/* The id of a token (as the vocabulary spells it: "Ġthe", "▁the", "##s"),
+ * or -1. */
+int32_t tfm_tokenizer_token_to_id(const tfm_tokenizer *t, const char *token);
+/* The token of an id, or NULL. */
+const char *tfm_tokenizer_id_to_token(const tfm_tokenizer *t, int32_t id);
+/* BOS and EOS ids, or -1 where the tokenizer has none. */
+int32_t tfm_tokenizer_bos_id(const tfm_tokenizer *t);
+int32_t tfm_tokenizer_eos_id(const tfm_tokenizer *t);
+/* "BPE", "WordPiece" or "Unigram". */
+const char *tfm_tokenizer_model_type(const tfm_tokenizer *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TFM_TOKENIZER_H */

@@ -1,0 +1,192 @@
+//===- TokenizerTest.cpp - unit tests of the runtime's tokenizers ---------===//
+//
+// The corpus comparisons against independent implementations are lit tests
+// (test/tokenizer); these check the C API itself: the BPE merge order and
+// byte fallback on small hand-made files, added-token semantics, errors,
+// and that every allocation failure is reported, never a crash.
+
+#include "tfm/tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+extern "C" void tfm_fail_allocation_after(long n);
+
+namespace {
+
+std::string writeTokenizer(const char *name, const std::string &json) {
+  std::string path = std::string(::testing::TempDir()) + "tfm_tok_" + name;
+  FILE *f = std::fopen(path.c_str(), "wb");
+  EXPECT_NE(f, nullptr);
+  std::fwrite(json.data(), 1, json.size(), f);
+  std::fclose(f);
+  return path;
+}
+
+std::vector<int32_t> encode(const tfm_tokenizer *t, const std::string &text,
+                            int flags = 0) {
+  int32_t *ids = nullptr;
+  size_t n = 0;
+  EXPECT_EQ(tfm_tokenizer_encode(t, text.data(), text.size(), flags, &ids, &n),
+            TFM_OK)
+      << tfm_last_error();
+  std::vector<int32_t> out(ids, ids + n);
+  std::free(ids);
+  return out;
+}
+
+std::string decode(const tfm_tokenizer *t, const std::vector<int32_t> &ids,
+                   int skip = 0) {
+  char *text = nullptr;
+  size_t len = 0;
+  EXPECT_EQ(tfm_tokenizer_decode(t, ids.data(), ids.size(), skip, &text, &len),
+            TFM_OK)
+      << tfm_last_error();
+  std::string out(text ? text : "", len);
+  std::free(text);
+  return out;
+}
+
+// SentencePiece-style BPE: "▁" spaces, byte fallback, merges by rank (the
+// lower rank wins even when it comes later in the word), <s> added.
+const char *kBpe = R"({
+  "added_tokens": [
+    {"id": 0, "content": "<unk>", "special": true},
+    {"id": 1, "content": "<s>", "special": true},
+    {"id": 2, "content": "</s>", "special": true},
+    {"id": 12, "content": "<sep>", "special": false, "lstrip": true,
+     "rstrip": true, "normalized": false},
+    {"id": 13, "content": "bb", "single_word": true, "normalized": false}],
+  "normalizer": {"type": "Sequence", "normalizers": [
+    {"type": "Prepend", "prepend": "\u2581"},
+    {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+  "post_processor": {"type": "TemplateProcessing",
+    "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}],
+    "special_tokens": {"<s>": {"id": "<s>", "ids": [1]}}},
+  "decoder": {"type": "Sequence", "decoders": [
+    {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+    {"type": "ByteFallback"}, {"type": "Fuse"},
+    {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+  "model": {"type": "BPE", "byte_fallback": true, "fuse_unk": true,
+    "unk_token": "<unk>",
+    "vocab": {"<unk>": 0, "<s>": 1, "</s>": 2, "\u2581": 3, "a": 4, "b": 5,
+              "c": 6, "ab": 7, "bc": 8, "\u2581a": 9, "<0xC3>": 10,
+              "<0xA9>": 11},
+    "merges": ["b c", "a b", "\u2581 a"]}
+})";
+
+TEST(Tokenizer, BpeMergesByRankAndFallsBackToBytes) {
+  std::string path = writeTokenizer("bpe.json", kBpe);
+  tfm_tokenizer *t;
+  ASSERT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_OK) << tfm_last_error();
+  EXPECT_STREQ(tfm_tokenizer_model_type(t), "BPE");
+  EXPECT_EQ(tfm_tokenizer_vocab_size(t), 14);
+  EXPECT_EQ(tfm_tokenizer_bos_id(t), 1);
+  EXPECT_EQ(tfm_tokenizer_token_to_id(t, "bc"), 8);
+  EXPECT_EQ(tfm_tokenizer_token_to_id(t, "<sep>"), 12);
+  EXPECT_EQ(tfm_tokenizer_token_to_id(t, "zz"), -1);
+  EXPECT_STREQ(tfm_tokenizer_id_to_token(t, 9), "\xE2\x96\x81"
+                                                "a");
+  // "▁abc": "b c" (rank 0) before "a b" (rank 1), then "▁ a".
+  EXPECT_EQ(encode(t, "abc"), (std::vector<int32_t>{9, 8}));
+  EXPECT_EQ(encode(t, "abc", TFM_TOKENIZE_ADD_SPECIAL),
+            (std::vector<int32_t>{1, 9, 8}));
+  // é is not in the vocabulary: its two bytes.
+  EXPECT_EQ(encode(t, "\xC3\xA9"), (std::vector<int32_t>{3, 10, 11}));
+  EXPECT_EQ(decode(t, {3, 10, 11}), "\xC3\xA9");
+  // A lone byte token does not form UTF-8: U+FFFD.
+  EXPECT_EQ(decode(t, {9, 10}), "a\xEF\xBF\xBD");
+  // Special tokens split out before the normalizer; as text with the flag.
+  EXPECT_EQ(encode(t, "a</s>b"), (std::vector<int32_t>{9, 2, 3, 5}));
+  // (then <, /, s, > are outside the vocabulary and have no byte tokens: one
+  // fused <unk>)
+  EXPECT_EQ(encode(t, "a</s>", TFM_TOKENIZE_SPECIAL_AS_TEXT),
+            (std::vector<int32_t>{9, 0}));
+  // lstrip/rstrip take the spaces beside a token; it stays a token with the
+  // flag (it is not special).
+  EXPECT_EQ(encode(t, "a <sep> b"), (std::vector<int32_t>{9, 12, 3, 5}));
+  EXPECT_EQ(encode(t, "a <sep> b", TFM_TOKENIZE_SPECIAL_AS_TEXT),
+            (std::vector<int32_t>{9, 12, 3, 5}));
+  // single_word: only where no letter, digit or '_' touches it.
+  EXPECT_EQ(encode(t, "a bb"), (std::vector<int32_t>{9, 3, 13}));
+  EXPECT_EQ(encode(t, "abb"), (std::vector<int32_t>{3, 7, 5}));
+  EXPECT_EQ(encode(t, "a\xC3\xA9"
+                      "bb"), /* é is a letter */
+            (std::vector<int32_t>{9, 10, 11, 5, 5}));
+  EXPECT_EQ(decode(t, {1, 9, 8}), "<s> abc");
+  EXPECT_EQ(decode(t, {1, 9, 8}, 1), "abc");
+  // Not UTF-8, and ids outside the vocabulary.
+  int32_t *ids;
+  size_t n;
+  EXPECT_EQ(tfm_tokenizer_encode(t, "a\xFF", 2, 0, &ids, &n), TFM_ERR_ARGUMENT);
+  EXPECT_STREQ(tfm_last_error(), "the text is not valid UTF-8 (byte 1, 0xFF)");
+  char *text;
+  int32_t bad = 14;
+  EXPECT_EQ(tfm_tokenizer_decode(t, &bad, 1, 0, &text, nullptr),
+            TFM_ERR_ARGUMENT);
+  tfm_tokenizer_free(t);
+}
+
+TEST(Tokenizer, EmptyTextGivesOnlyTheSpecialTokens) {
+  std::string path = writeTokenizer("bpe2.json", kBpe);
+  tfm_tokenizer *t;
+  ASSERT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_OK) << tfm_last_error();
+  EXPECT_EQ(encode(t, ""), std::vector<int32_t>{});
+  EXPECT_EQ(encode(t, "", TFM_TOKENIZE_ADD_SPECIAL), std::vector<int32_t>{1});
+  EXPECT_EQ(decode(t, {}), "");
+  tfm_tokenizer_free(t);
+}
+
+TEST(Tokenizer, EveryAllocationFailureIsReported) {
+  std::string path = writeTokenizer("bpe3.json", kBpe);
+  long n = 0;
+  for (;; ++n) {
+    ASSERT_LT(n, 5000);
+    tfm_tokenizer *t = nullptr;
+    tfm_fail_allocation_after(n);
+    tfm_status s = tfm_tokenizer_load(path.c_str(), &t);
+    int32_t *ids = nullptr;
+    size_t count = 0;
+    char *text = nullptr;
+    if (s == TFM_OK)
+      s = tfm_tokenizer_encode(t, "abc \xC3\xA9</s>", 10,
+                               TFM_TOKENIZE_ADD_SPECIAL, &ids, &count);
+    if (s == TFM_OK)
+      s = tfm_tokenizer_decode(t, ids, count, 0, &text, nullptr);
+    tfm_fail_allocation_after(-1);
+    std::free(ids);
+    std::free(text);
+    tfm_tokenizer_free(t);
+    if (s == TFM_OK)
+      break;
+    EXPECT_EQ(s, TFM_ERR_MEMORY)
+        << "allocation " << n << ": " << tfm_last_error();
+  }
+  EXPECT_GT(n, 20);
+}
+
+TEST(Tokenizer, Unigram) {
+  std::string path = writeTokenizer("unigram.json", R"({
+    "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581",
+                      "prepend_scheme": "always"},
+    "decoder": {"type": "Metaspace", "replacement": "\u2581",
+                "prepend_scheme": "always"},
+    "model": {"type": "Unigram", "unk_id": 0, "vocab": [
+      ["<unk>", 0], ["\u2581", -1], ["\u2581ab", -3], ["\u2581a", -1],
+      ["b", -1], ["c", -4], ["bc", -1.5]]}
+  })");
+  tfm_tokenizer *t;
+  ASSERT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_OK) << tfm_last_error();
+  // ▁a + bc (-2.5) beats ▁ab + c (-7) and ▁a + b + c (-6).
+  EXPECT_EQ(encode(t, "abc"), (std::vector<int32_t>{3, 6}));
+  // Unknown characters: one fused <unk>.
+  EXPECT_EQ(encode(t, "axyb"), (std::vector<int32_t>{3, 0, 4}));
+  EXPECT_EQ(decode(t, {3, 6, 1, 4}), "abc b");
+  tfm_tokenizer_free(t);
+}
+
+} // namespace

@@ -1,0 +1,48 @@
+// Prints, for every line of a corpus file, the token ids an independent
+// implementation gives: `gpt-3-encoder` for GPT-2's encoder.json + vocab.bpe,
+// the transformers.js port `@lenml/tokenizers` for a tokenizer.json.
+//
+//   node js_ids.js NODE_MODULES (gpt2 | TOKENIZER_JSON) CORPUS [plain] [special-as-text]
+//
+// One line of space-separated ids per corpus line. The corpus is UTF-8 with
+// "\n"-separated lines; the escapes \n, \t, \r and \\ in a line stand for
+// those characters. "plain": no special tokens added (add_special_tokens =
+// false). "special-as-text": the special added tokens are left out of the
+// tokenizer, so that text spelling them is encoded as text (Hugging Face's
+// split_special_tokens).
+"use strict";
+const fs = require("fs");
+const path = require("path");
+
+let [nodeModules, which, corpusPath, ...flags] = process.argv.slice(2);
+if (!nodeModules || !which || !corpusPath) {
+  console.error("usage: node js_ids.js NODE_MODULES (gpt2 | TOKENIZER_JSON) CORPUS [plain]");
+  process.exit(2);
+}
+if (!fs.existsSync(nodeModules)) {
+  console.error(`js_ids.js: ${nodeModules} is missing: run 'npm install --no-audit --no-fund' in test/tokenizer`);
+  process.exit(2);
+}
+nodeModules = path.resolve(nodeModules);
+const plain = flags.includes("plain");
+const lines = fs.readFileSync(corpusPath, "utf8").split("\n");
+if (lines[lines.length - 1] === "") lines.pop();
+const unescape = (s) => s.replace(/\\(.)/g, (_, c) => ({ n: "\n", t: "\t", r: "\r", "\\": "\\" })[c] ?? "\\" + c);
+
+let encode;
+if (which === "gpt2") {
+  const enc = require(path.join(nodeModules, "gpt-3-encoder"));
+  encode = (t) => enc.encode(t);
+} else {
+  const { TokenizerLoader } = require(path.join(nodeModules, "@lenml/tokenizers"));
+  const tokenizerJSON = JSON.parse(fs.readFileSync(which, "utf8"));
+  if (flags.includes("special-as-text"))
+    tokenizerJSON.added_tokens = tokenizerJSON.added_tokens.filter((t) => !t.special);
+  const cfgPath = path.join(path.dirname(which), "tokenizer_config.json");
+  const tokenizerConfig = fs.existsSync(cfgPath) ? JSON.parse(fs.readFileSync(cfgPath, "utf8")) : {};
+  const tok = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig });
+  encode = (t) => tok.encode(t, { add_special_tokens: !plain });
+}
+const out = [];
+for (const line of lines) out.push(encode(unescape(line)).join(" "));
+process.stdout.write(out.join("\n") + "\n");
