@@ -129,9 +129,9 @@ class Weights:
         if bias:
             self.w(prefix + ".bias", (out,), 0.05)
 
-    def conv1d(self, prefix, inp, out):
+    def conv1d(self, prefix, inp, out, std=0.1):
         """GPT-2's Conv1D: weight [in, out]."""
-        self.w(prefix + ".weight", (inp, out))
+        self.w(prefix + ".weight", (inp, out), std)
         self.w(prefix + ".bias", (out,), 0.05)
 
     def layernorm(self, prefix, d, bias=True):
@@ -195,8 +195,9 @@ def _gpt2(W, v):
         W.conv1d(p + "attn.c_attn", d, 3 * d)
         W.conv1d(p + "attn.c_proj", d, d)
         W.layernorm(p + "ln_2", d)
-        W.conv1d(p + "mlp.c_fc", d, 4 * d)
-        W.conv1d(p + "mlp.c_proj", 4 * d, d)
+        # larger, so that gelu_new vs gelu shows in the output
+        W.conv1d(p + "mlp.c_fc", d, 4 * d, std=0.4)
+        W.conv1d(p + "mlp.c_proj", 4 * d, d, std=0.2)
     W.layernorm("ln_f", d)
     return cfg, 1
 
@@ -262,7 +263,8 @@ def _gptj(W, v):
     return cfg, 1
 
 
-def _llama_layers(W, L, d, H, KV, hd, ff, qkv_bias=False, o_bias=False, qk_norm=False, offset=False):
+def _llama_layers(W, L, d, H, KV, hd, ff, qkv_bias=False, o_bias=False, qk_norm=False, offset=False,
+                  gate_std=0.1):
     norm = W.offset_norm if offset else (lambda p, n: W.layernorm(p, n, bias=False))
     for i in range(L):
         p = "model.layers.%d." % i
@@ -273,9 +275,9 @@ def _llama_layers(W, L, d, H, KV, hd, ff, qkv_bias=False, o_bias=False, qk_norm=
         if qk_norm:
             W.layernorm(p + "self_attn.q_norm", hd, bias=False)
             W.layernorm(p + "self_attn.k_norm", hd, bias=False)
-        W.linear(p + "mlp.gate_proj", ff, d, bias=False)
-        W.linear(p + "mlp.up_proj", ff, d, bias=False)
-        W.linear(p + "mlp.down_proj", d, ff, bias=False)
+        W.linear(p + "mlp.gate_proj", ff, d, bias=False, std=gate_std)
+        W.linear(p + "mlp.up_proj", ff, d, bias=False, std=gate_std)
+        W.linear(p + "mlp.down_proj", d, ff, bias=False, std=max(0.1, gate_std / 2))
         norm(p + "input_layernorm", d)
         norm(p + "post_attention_layernorm", d)
 
@@ -395,7 +397,8 @@ def _gemma(W, v):
         "use_cache": True, "vocab_size": V,
     }
     W.w("model.embed_tokens.weight", (V, d), 0.2)
-    _llama_layers(W, L, d, H, KV, hd, ff, offset=True)
+    # gate_std: so that gelu_pytorch_tanh vs gelu shows in the output
+    _llama_layers(W, L, d, H, KV, hd, ff, offset=True, gate_std=0.5)
     W.offset_norm("model.norm", d)
     return cfg, 1
 
