@@ -1,0 +1,781 @@
+#!/usr/bin/env python3
+"""PyTorch forward passes of Hugging Face model types, from their equations.
+
+forward(folder, inputs) reads a Hugging Face model folder (config.json and
+the safetensors checkpoint, single file or sharded with an index), and
+computes, in float32, what the Hugging Face model of that `model_type`
+computes:
+
+  decoders (gpt2 ... bloom)     inputs["tokens"] [B, T]   -> logits [B, T, V]
+  bert, roberta                 inputs["tokens"] (+ "types") -> last hidden state
+  vit                           inputs["pixels"] [B, C, S, S] -> last hidden state
+  t5, bart                      inputs["src"], inputs["tgt"] -> logits
+  whisper (the encoder)         inputs["features"] [B, T, d_model], the
+                                output of the conv stem + GELU -> last hidden state
+
+Written from the modeling code of `transformers` (modeling_<type>.py) as a
+reader of it, without importing it (it is not installed) and without any tfm
+code: tensors are read under their Hugging Face names, fused projections are
+split as Hugging Face splits them.
+"""
+import json
+import math
+import os
+import struct
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+# ---------------------------------------------------------------------------
+# checkpoint reading
+
+_NP = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I64": np.int64,
+       "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8,
+       "BOOL": np.bool_}
+
+
+def read_safetensors(path):
+    out = {}
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = info["data_offsets"]
+        raw = data[a:b]
+        shape = info["shape"]
+        if info["dtype"] == "BF16":
+            u = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+            arr = u.view(np.float32)
+        else:
+            arr = np.frombuffer(raw, dtype=np.dtype(_NP[info["dtype"]]).newbyteorder("<"))
+        arr = arr.reshape(shape)
+        t = torch.from_numpy(arr.copy())
+        if t.is_floating_point():
+            t = t.float()
+        out[name] = t
+    return out
+
+
+def load(folder):
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    index = os.path.join(folder, "model.safetensors.index.json")
+    tensors = {}
+    if os.path.exists(index):
+        with open(index) as f:
+            files = sorted(set(json.load(f)["weight_map"].values()))
+        for fn in files:
+            tensors.update(read_safetensors(os.path.join(folder, fn)))
+    else:
+        tensors = read_safetensors(os.path.join(folder, "model.safetensors"))
+    return cfg, tensors
+
+
+class Tensors:
+    """Looks a name up with or without the base-model prefix, as Hugging
+    Face's loader accepts both."""
+
+    def __init__(self, tensors, prefix):
+        self.t = tensors
+        self.prefix = prefix
+
+    def __contains__(self, name):
+        return self._find(name) is not None
+
+    def _find(self, name):
+        for cand in (name, self.prefix + name,
+                     name[len(self.prefix):] if self.prefix and name.startswith(self.prefix) else None):
+            if cand is not None and cand in self.t:
+                return cand
+        return None
+
+    def __getitem__(self, name):
+        k = self._find(name)
+        if k is None:
+            raise KeyError("tensor %s not in the checkpoint" % name)
+        return self.t[k]
+
+    def get(self, name):
+        k = self._find(name)
+        return self.t[k] if k is not None else None
+
+
+# ---------------------------------------------------------------------------
+# building blocks
+
+def act_fn(name):
+    fns = {
+        "gelu": F.gelu,
+        "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+        "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+        "gelu_fast": lambda x: F.gelu(x, approximate="tanh"),
+        "relu": F.relu,
+        "silu": F.silu,
+        "swish": F.silu,
+        "quick_gelu": lambda x: x * torch.sigmoid(1.702 * x),
+    }
+    if name not in fns:
+        raise NotImplementedError("activation %s" % name)
+    return fns[name]
+
+
+def bloom_gelu(x):
+    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+
+
+def linear(x, W, prefix):
+    return F.linear(x, W[prefix + ".weight"], W.get(prefix + ".bias"))
+
+
+def layernorm(x, W, prefix, eps):
+    return F.layer_norm(x, (x.shape[-1],), W[prefix + ".weight"], W.get(prefix + ".bias"), eps)
+
+
+def rmsnorm(x, w, eps, offset=0.0):
+    var = x.pow(2).mean(-1, keepdim=True)
+    return x * torch.rsqrt(var + eps) * (offset + w)
+
+
+def t5_layernorm(x, w, eps):
+    # T5LayerNorm: no mean subtraction, no bias
+    var = x.pow(2).mean(-1, keepdim=True)
+    return w * (x * torch.rsqrt(var + eps))
+
+
+def split_heads(x, n, hd):
+    b, t, _ = x.shape
+    return x.view(b, t, n, hd).transpose(1, 2)
+
+
+def merge_heads(x):
+    b, h, t, hd = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * hd)
+
+
+def attention(q, k, v, scale, causal=False, window=0, bias=None, softcap=0.0):
+    """q [B, H, T, D], k and v [B, KV, S, D] (query head h reads kv head
+    h // (H / KV)); bias added to the scores (broadcast to [B, H, T, S])."""
+    h, kv = q.shape[1], k.shape[1]
+    if kv != h:
+        k = k.repeat_interleave(h // kv, 1)
+        v = v.repeat_interleave(h // kv, 1)
+    s = torch.matmul(q, k.transpose(-1, -2)) * scale
+    if softcap:
+        s = torch.tanh(s / softcap) * softcap
+    if bias is not None:
+        s = s + bias
+    t, sk = q.shape[2], k.shape[2]
+    i = torch.arange(t)[:, None] + (sk - t)
+    j = torch.arange(sk)[None, :]
+    masked = torch.zeros(t, sk, dtype=torch.bool)
+    if causal:
+        masked |= j > i
+    if window:
+        masked |= j <= i - window
+    s = s.masked_fill(masked, float("-inf"))
+    p = torch.softmax(s.float(), -1)
+    return torch.matmul(p, v)
+
+
+def rope_inv_freq(cfg, dim, theta):
+    """Default inverse frequencies, then rope_scaling (linear / llama3) as
+    Hugging Face's modeling_rope_utils computes them."""
+    inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.int64).double() / dim))
+    sc = cfg.get("rope_scaling")
+    if not sc:
+        return inv
+    kind = sc.get("rope_type", sc.get("type"))
+    if kind in (None, "default"):
+        return inv
+    if kind == "linear":
+        return inv / sc["factor"]
+    if kind == "llama3":
+        factor = sc["factor"]
+        low, high = sc["low_freq_factor"], sc["high_freq_factor"]
+        old = sc["original_max_position_embeddings"]
+        low_wl, high_wl = old / low, old / high
+        wl = 2 * math.pi / inv
+        scaled = torch.where(wl > low_wl, inv / factor, inv)
+        smooth = (old / wl - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wl < high_wl) & ~(wl > low_wl)
+        return torch.where(medium, smoothed, scaled)
+    raise NotImplementedError("rope_scaling type %s" % kind)
+
+
+def rope_half(x, inv, rot):
+    """rotate_half RoPE on the first `rot` dims of each head (the rest pass)."""
+    t = x.shape[2]
+    ang = torch.arange(t, dtype=torch.float64)[:, None] * inv[None, :]
+    ang = torch.cat([ang, ang], -1)
+    cos, sin = ang.cos().float(), ang.sin().float()
+    xr, xp = x[..., :rot], x[..., rot:]
+    x1, x2 = xr[..., : rot // 2], xr[..., rot // 2:]
+    rotated = torch.cat([-x2, x1], -1)
+    return torch.cat([xr * cos + rotated * sin, xp], -1)
+
+
+def rope_interleaved(x, inv, rot):
+    """GPT-J's rotate_every_two on the first `rot` dims."""
+    t = x.shape[2]
+    ang = torch.arange(t, dtype=torch.float64)[:, None] * inv[None, :]
+    cos = ang.cos().float().repeat_interleave(2, -1)
+    sin = ang.sin().float().repeat_interleave(2, -1)
+    xr, xp = x[..., :rot], x[..., rot:]
+    x1, x2 = xr[..., 0::2], xr[..., 1::2]
+    rotated = torch.stack([-x2, x1], -1).flatten(-2)
+    return torch.cat([xr * cos + rotated * sin, xp], -1)
+
+
+def embed(W, name, ids):
+    return F.embedding(ids.long(), W[name])
+
+
+# ---------------------------------------------------------------------------
+# decoders
+
+def gpt2(cfg, W, inp):
+    ids = inp["tokens"]
+    t = ids.shape[1]
+    d, H = cfg["n_embd"], cfg["n_head"]
+    eps = cfg.get("layer_norm_epsilon", 1e-5)
+    act = act_fn(cfg.get("activation_function", "gelu_new"))
+    hd = d // H
+
+    def conv1d(x, p):  # Conv1D: weight [in, out]
+        return x @ W[p + ".weight"] + W[p + ".bias"]
+
+    x = embed(W, "wte.weight", ids) + W["wpe.weight"][:t]
+    for i in range(cfg["n_layer"]):
+        p = "h.%d." % i
+        h = layernorm(x, W, p + "ln_1", eps)
+        q, k, v = conv1d(h, p + "attn.c_attn").split(d, -1)
+        q, k, v = (split_heads(z, H, hd) for z in (q, k, v))
+        scale = 1.0 / math.sqrt(hd) if cfg.get("scale_attn_weights", True) else 1.0
+        if cfg.get("scale_attn_by_inverse_layer_idx"):
+            scale /= float(i + 1)
+        a = merge_heads(attention(q, k, v, scale, causal=True))
+        x = x + conv1d(a, p + "attn.c_proj")
+        h = layernorm(x, W, p + "ln_2", eps)
+        x = x + conv1d(act(conv1d(h, p + "mlp.c_fc")), p + "mlp.c_proj")
+    x = layernorm(x, W, "ln_f", eps)
+    return x @ W["wte.weight"].t()
+
+
+def gpt_neox(cfg, W, inp):
+    ids = inp["tokens"]
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd = d // H
+    eps = cfg.get("layer_norm_eps", 1e-5)
+    rot = int(hd * cfg.get("rotary_pct", 0.25))
+    theta = cfg.get("rope_theta", cfg.get("rotary_emb_base", 10000))
+    inv = rope_inv_freq(cfg, rot, theta)
+    act = act_fn(cfg.get("hidden_act", "gelu"))
+    x = embed(W, "gpt_neox.embed_in.weight", ids)
+    for i in range(cfg["num_hidden_layers"]):
+        p = "gpt_neox.layers.%d." % i
+        h = layernorm(x, W, p + "input_layernorm", eps)
+        qkv = linear(h, W, p + "attention.query_key_value")
+        b, t, _ = qkv.shape
+        qkv = qkv.view(b, t, H, 3 * hd).permute(0, 2, 1, 3)  # per head: q, k, v
+        q, k, v = qkv[..., :hd], qkv[..., hd:2 * hd], qkv[..., 2 * hd:]
+        q, k = rope_half(q, inv, rot), rope_half(k, inv, rot)
+        a = linear(merge_heads(attention(q, k, v, 1.0 / math.sqrt(hd), causal=True)), W, p + "attention.dense")
+
+        def mlp(z):
+            return linear(act(linear(z, W, p + "mlp.dense_h_to_4h")), W, p + "mlp.dense_4h_to_h")
+        if cfg.get("use_parallel_residual", True):
+            x = x + a + mlp(layernorm(x, W, p + "post_attention_layernorm", eps))
+        else:
+            x = x + a
+            x = x + mlp(layernorm(x, W, p + "post_attention_layernorm", eps))
+    x = layernorm(x, W, "gpt_neox.final_layer_norm", eps)
+    if cfg.get("tie_word_embeddings", False):
+        return x @ W["gpt_neox.embed_in.weight"].t()
+    return x @ W["embed_out.weight"].t()
+
+
+def gptj(cfg, W, inp):
+    ids = inp["tokens"]
+    d, H = cfg["n_embd"], cfg["n_head"]
+    hd = d // H
+    eps = cfg.get("layer_norm_epsilon", 1e-5)
+    rot = cfg.get("rotary_dim") or hd
+    inv = rope_inv_freq(cfg, rot, 10000.0)
+    act = act_fn(cfg.get("activation_function", "gelu_new"))
+    x = embed(W, "transformer.wte.weight", ids)
+    for i in range(cfg["n_layer"]):
+        p = "transformer.h.%d." % i
+        h = layernorm(x, W, p + "ln_1", eps)
+        q, k, v = (split_heads(linear(h, W, p + "attn.%s_proj" % m), H, hd) for m in "qkv")
+        q, k = rope_interleaved(q, inv, rot), rope_interleaved(k, inv, rot)
+        a = linear(merge_heads(attention(q, k, v, 1.0 / math.sqrt(hd), causal=True)), W, p + "attn.out_proj")
+        m = linear(act(linear(h, W, p + "mlp.fc_in")), W, p + "mlp.fc_out")
+        x = x + a + m
+    x = layernorm(x, W, "transformer.ln_f", eps)
+    return linear(x, W, "lm_head")
+
+
+TIED_DEFAULT = {"llama": False, "mistral": False, "qwen2": False, "qwen3": False,
+                "gemma": True, "gemma2": True, "phi3": False}
+
+
+def llama_family(cfg, W, inp):
+    """llama, mistral, qwen2, qwen3, gemma, gemma2, phi3."""
+    mt = cfg["model_type"]
+    ids = inp["tokens"]
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim") or d // H
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    gemma = mt in ("gemma", "gemma2")
+    off = 1.0 if gemma else 0.0
+    rot = int(hd * cfg.get("partial_rotary_factor", 1.0))
+    inv = rope_inv_freq(cfg, rot, cfg.get("rope_theta", 10000.0))
+    if gemma:
+        act = act_fn(cfg.get("hidden_activation") or "gelu_pytorch_tanh")
+    else:
+        act = act_fn(cfg.get("hidden_act", "silu"))
+    scale = 1.0 / math.sqrt(hd)
+    softcap = 0.0
+    if mt == "gemma2":
+        scale = cfg["query_pre_attn_scalar"] ** -0.5
+        softcap = cfg.get("attn_logit_softcapping") or 0.0
+    if mt in ("qwen2", "qwen3") and cfg.get("use_sliding_window"):
+        raise NotImplementedError("use_sliding_window")
+
+    def norm(z, name):
+        return rmsnorm(z, W[name + ".weight"], eps, off)
+
+    x = embed(W, "model.embed_tokens.weight", ids)
+    if gemma:
+        x = x * torch.tensor(d ** 0.5, dtype=x.dtype)
+    for i in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        window = 0
+        if mt in ("mistral", "phi3") and cfg.get("sliding_window"):
+            window = cfg["sliding_window"]
+        if mt == "gemma2" and i % 2 == 0:  # is_sliding = not bool(layer_idx % 2)
+            window = cfg["sliding_window"]
+        h = norm(x, p + "input_layernorm")
+        if mt == "phi3":
+            qkv = linear(h, W, p + "self_attn.qkv_proj")
+            q, k, v = qkv.split([H * hd, KV * hd, KV * hd], -1)
+        else:
+            q, k, v = (linear(h, W, p + "self_attn.%s_proj" % m) for m in "qkv")
+        q, k, v = split_heads(q, H, hd), split_heads(k, KV, hd), split_heads(v, KV, hd)
+        if mt == "qwen3":
+            q = rmsnorm(q, W[p + "self_attn.q_norm.weight"], eps)
+            k = rmsnorm(k, W[p + "self_attn.k_norm.weight"], eps)
+        q, k = rope_half(q, inv, rot), rope_half(k, inv, rot)
+        a = attention(q, k, v, scale, causal=True, window=window, softcap=softcap)
+        a = linear(merge_heads(a), W, p + "self_attn.o_proj")
+        if mt == "gemma2":
+            x = x + norm(a, p + "post_attention_layernorm")
+            h = norm(x, p + "pre_feedforward_layernorm")
+        else:
+            x = x + a
+            h = norm(x, p + "post_attention_layernorm")
+        if mt == "phi3":
+            gate, up = linear(h, W, p + "mlp.gate_up_proj").chunk(2, -1)
+        else:
+            gate, up = linear(h, W, p + "mlp.gate_proj"), linear(h, W, p + "mlp.up_proj")
+        m = linear(act(gate) * up, W, p + "mlp.down_proj")
+        if mt == "gemma2":
+            m = norm(m, p + "post_feedforward_layernorm")
+        x = x + m
+    x = norm(x, "model.norm")
+    if cfg.get("tie_word_embeddings", TIED_DEFAULT[mt]):
+        logits = x @ W["model.embed_tokens.weight"].t()
+    else:
+        logits = x @ W["lm_head.weight"].t()
+    if mt == "gemma2" and cfg.get("final_logit_softcapping"):
+        c = cfg["final_logit_softcapping"]
+        logits = torch.tanh(logits / c) * c
+    return logits
+
+
+def phi(cfg, W, inp):
+    ids = inp["tokens"]
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = d // H
+    eps = cfg.get("layer_norm_eps", 1e-5)
+    rot = int(hd * cfg.get("partial_rotary_factor", 0.5))
+    inv = rope_inv_freq(cfg, rot, cfg.get("rope_theta", 10000.0))
+    act = act_fn(cfg.get("hidden_act", "gelu_new"))
+    if cfg.get("qk_layernorm"):
+        raise NotImplementedError("qk_layernorm")
+    x = embed(W, "model.embed_tokens.weight", ids)
+    for i in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        h = layernorm(x, W, p + "input_layernorm", eps)
+        q = split_heads(linear(h, W, p + "self_attn.q_proj"), H, hd)
+        k = split_heads(linear(h, W, p + "self_attn.k_proj"), KV, hd)
+        v = split_heads(linear(h, W, p + "self_attn.v_proj"), KV, hd)
+        q, k = rope_half(q, inv, rot), rope_half(k, inv, rot)
+        a = linear(merge_heads(attention(q, k, v, 1.0 / math.sqrt(hd), causal=True)), W, p + "self_attn.dense")
+        m = linear(act(linear(h, W, p + "mlp.fc1")), W, p + "mlp.fc2")
+        x = x + a + m
+    x = layernorm(x, W, "model.final_layernorm", eps)
+    if cfg.get("tie_word_embeddings", False):
+        return x @ W["model.embed_tokens.weight"].t()
+    return linear(x, W, "lm_head")
+
+
+def falcon(cfg, W, inp):
+    ids = inp["tokens"]
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd = d // H
+    eps = cfg.get("layer_norm_epsilon", 1e-5)
+    new = cfg.get("new_decoder_architecture", False)
+    mq = cfg.get("multi_query", True)
+    parallel = cfg.get("parallel_attn", True)
+    n_ln = cfg.get("num_ln_in_parallel_attn") or (2 if new else 1)
+    KV = (cfg.get("num_kv_heads") or H) if (new or not mq) else 1
+    if cfg.get("alibi"):
+        raise NotImplementedError("falcon with alibi")
+    inv = rope_inv_freq(cfg, hd, cfg.get("rope_theta", 10000.0))
+    act = act_fn(cfg.get("activation", "gelu"))
+    x = embed(W, "transformer.word_embeddings.weight", ids)
+    for i in range(cfg["num_hidden_layers"]):
+        p = "transformer.h.%d." % i
+        if new and n_ln == 2:
+            ha = layernorm(x, W, p + "ln_attn", eps)
+            hm = layernorm(x, W, p + "ln_mlp", eps)
+        else:
+            ha = layernorm(x, W, p + "input_layernorm", eps)
+            hm = ha
+        fused = linear(ha, W, p + "self_attention.query_key_value")
+        b, t, _ = fused.shape
+        if new:
+            g = fused.view(b, t, KV, H // KV + 2, hd)
+            q = g[:, :, :, :-2].reshape(b, t, H, hd)
+            k, v = g[:, :, :, -2], g[:, :, :, -1]  # [b, t, KV, hd]
+        elif mq:
+            g = fused.view(b, t, H + 2, hd)
+            q, k, v = g[:, :, :-2], g[:, :, -2:-1], g[:, :, -1:]
+        else:
+            g = fused.view(b, t, H, 3, hd)
+            q, k, v = g[..., 0, :], g[..., 1, :], g[..., 2, :]
+        q, k, v = (z.transpose(1, 2) for z in (q, k, v))
+        q, k = rope_half(q, inv, hd), rope_half(k, inv, hd)
+        a = linear(merge_heads(attention(q, k, v, 1.0 / math.sqrt(hd), causal=True)), W, p + "self_attention.dense")
+        if not new and not parallel:
+            x = x + a
+            hm = layernorm(x, W, p + "post_attention_layernorm", eps)
+        m = linear(act(linear(hm, W, p + "mlp.dense_h_to_4h")), W, p + "mlp.dense_4h_to_h")
+        x = x + m + a if (new or parallel) else x + m
+    x = layernorm(x, W, "transformer.ln_f", eps)
+    if cfg.get("tie_word_embeddings", True):
+        return x @ W["transformer.word_embeddings.weight"].t()
+    return x @ W["lm_head.weight"].t()
+
+
+def alibi_slopes(n):
+    """BLOOM's build_alibi_tensor slopes."""
+    closest = 2 ** math.floor(math.log2(n))
+    base = 2 ** (-(2 ** -(math.log2(closest) - 3)))
+    slopes = [base ** k for k in range(1, closest + 1)]
+    if closest != n:
+        extra_base = 2 ** (-(2 ** -(math.log2(2 * closest) - 3)))
+        rem = min(closest, n - closest)
+        slopes += [extra_base ** k for k in range(1, 1 + 2 * rem, 2)]
+    return torch.tensor(slopes, dtype=torch.float32)
+
+
+def bloom(cfg, W, inp):
+    ids = inp["tokens"]
+    d = cfg["hidden_size"]
+    H = cfg.get("n_head", cfg.get("num_attention_heads"))
+    L = cfg.get("n_layer", cfg.get("num_hidden_layers"))
+    hd = d // H
+    eps = cfg.get("layer_norm_epsilon", 1e-5)
+    post = cfg.get("apply_residual_connection_post_layernorm", False)
+    b, t = ids.shape
+    # alibi = slope_h * key position (the same softmax as slope_h * (j - i))
+    alibi = alibi_slopes(H)[:, None, None] * torch.arange(t, dtype=torch.float32)[None, None, :]
+    x = embed(W, "transformer.word_embeddings.weight", ids)
+    x = layernorm(x, W, "transformer.word_embeddings_layernorm", eps)
+    for i in range(L):
+        p = "transformer.h.%d." % i
+        h = layernorm(x, W, p + "input_layernorm", eps)
+        g = linear(h, W, p + "self_attention.query_key_value").view(b, t, H, 3, hd)
+        q, k, v = (g[..., j, :].transpose(1, 2) for j in range(3))
+        a = attention(q, k, v, 1.0 / math.sqrt(hd), causal=True, bias=alibi[None])
+        a = linear(merge_heads(a), W, p + "self_attention.dense")
+        x = (h if post else x) + a
+        h2 = layernorm(x, W, p + "post_attention_layernorm", eps)
+        m = linear(bloom_gelu(linear(h2, W, p + "mlp.dense_h_to_4h")), W, p + "mlp.dense_4h_to_h")
+        x = (h2 if post else x) + m
+    x = layernorm(x, W, "transformer.ln_f", eps)
+    return x @ W["transformer.word_embeddings.weight"].t()
+
+
+# ---------------------------------------------------------------------------
+# encoders
+
+def bert(cfg, W, inp):
+    mt = cfg["model_type"]
+    ids = inp["tokens"].long()
+    b, t = ids.shape
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd = d // H
+    eps = cfg.get("layer_norm_eps", 1e-12)
+    act = act_fn(cfg.get("hidden_act", "gelu"))
+    if cfg.get("position_embedding_type", "absolute") != "absolute":
+        raise NotImplementedError("position_embedding_type")
+    e = "embeddings."
+    if mt == "roberta":
+        pad = cfg["pad_token_id"]
+        mask = (ids != pad).long()
+        pos = torch.cumsum(mask, 1) * mask + pad
+    else:
+        pos = torch.arange(t)[None, :].expand(b, t)
+    types = inp.get("types")
+    types = torch.zeros_like(ids) if types is None else types.long()
+    x = (F.embedding(ids, W[e + "word_embeddings.weight"])
+         + F.embedding(types, W[e + "token_type_embeddings.weight"])
+         + F.embedding(pos, W[e + "position_embeddings.weight"]))
+    x = layernorm(x, W, e + "LayerNorm", eps)
+    for i in range(cfg["num_hidden_layers"]):
+        p = "encoder.layer.%d." % i
+        q, k, v = (split_heads(linear(x, W, p + "attention.self." + m), H, hd)
+                   for m in ("query", "key", "value"))
+        a = linear(merge_heads(attention(q, k, v, 1.0 / math.sqrt(hd))), W, p + "attention.output.dense")
+        x = layernorm(a + x, W, p + "attention.output.LayerNorm", eps)
+        m = linear(act(linear(x, W, p + "intermediate.dense")), W, p + "output.dense")
+        x = layernorm(m + x, W, p + "output.LayerNorm", eps)
+    return x
+
+
+def vit(cfg, W, inp):
+    px = inp["pixels"].float()
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd = d // H
+    eps = cfg.get("layer_norm_eps", 1e-12)
+    act = act_fn(cfg.get("hidden_act", "gelu"))
+    e = "embeddings."
+    P = cfg["patch_size"]
+    x = F.conv2d(px, W[e + "patch_embeddings.projection.weight"],
+                 W[e + "patch_embeddings.projection.bias"], stride=P)
+    x = x.flatten(2).transpose(1, 2)
+    b = x.shape[0]
+    x = torch.cat([W[e + "cls_token"].expand(b, -1, -1), x], 1)
+    x = x + W[e + "position_embeddings"]
+    for i in range(cfg["num_hidden_layers"]):
+        p = "encoder.layer.%d." % i
+        h = layernorm(x, W, p + "layernorm_before", eps)
+        q, k, v = (split_heads(linear(h, W, p + "attention.attention." + m), H, hd)
+                   for m in ("query", "key", "value"))
+        x = x + linear(merge_heads(attention(q, k, v, 1.0 / math.sqrt(hd))), W, p + "attention.output.dense")
+        h = layernorm(x, W, p + "layernorm_after", eps)
+        x = x + linear(act(linear(h, W, p + "intermediate.dense")), W, p + "output.dense")
+    return layernorm(x, W, "layernorm", eps)
+
+
+def whisper_encoder(cfg, W, inp):
+    x = inp["features"].float()
+    t = x.shape[1]
+    d, H = cfg["d_model"], cfg["encoder_attention_heads"]
+    hd = d // H
+    act = act_fn(cfg.get("activation_function", "gelu"))
+    e = "encoder."
+    x = x + W[e + "embed_positions.weight"][:t]
+    for i in range(cfg["encoder_layers"]):
+        p = e + "layers.%d." % i
+        h = layernorm(x, W, p + "self_attn_layer_norm", 1e-5)
+        q = split_heads(linear(h, W, p + "self_attn.q_proj") * hd ** -0.5, H, hd)
+        k = split_heads(linear(h, W, p + "self_attn.k_proj"), H, hd)
+        v = split_heads(linear(h, W, p + "self_attn.v_proj"), H, hd)
+        x = x + linear(merge_heads(attention(q, k, v, 1.0)), W, p + "self_attn.out_proj")
+        h = layernorm(x, W, p + "final_layer_norm", 1e-5)
+        x = x + linear(act(linear(h, W, p + "fc1")), W, p + "fc2")
+    return layernorm(x, W, e + "layer_norm", 1e-5)
+
+
+# ---------------------------------------------------------------------------
+# encoder-decoders
+
+def t5_bucket(rel, bidirectional, num_buckets, max_distance):
+    buckets = torch.zeros_like(rel)
+    if bidirectional:
+        num_buckets //= 2
+        buckets = buckets + (rel > 0).long() * num_buckets
+        rel = rel.abs()
+    else:
+        rel = -torch.min(rel, torch.zeros_like(rel))
+    max_exact = num_buckets // 2
+    small = rel < max_exact
+    large = max_exact + (torch.log(rel.float() / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).long()
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return buckets + torch.where(small, rel, large)
+
+
+def t5(cfg, W, inp):
+    src, tgt = inp["src"].long(), inp["tgt"].long()
+    d, H, dkv = cfg["d_model"], cfg["num_heads"], cfg["d_kv"]
+    eps = cfg.get("layer_norm_epsilon", 1e-6)
+    nb = cfg.get("relative_attention_num_buckets", 32)
+    md = cfg.get("relative_attention_max_distance", 128)
+    proj = cfg.get("feed_forward_proj", "relu")
+    parts = proj.split("-")
+    gated = parts[0] == "gated"
+    act = act_fn("gelu_new" if proj == "gated-gelu" else parts[-1])
+    L = cfg["num_layers"]
+    LD = cfg.get("num_decoder_layers") or L
+    emb = W["shared.weight"] if "shared.weight" in W else W["encoder.embed_tokens.weight"]
+
+    def pos_bias(stack, t, s, bidirectional):
+        table = W["%s.block.0.layer.0.SelfAttention.relative_attention_bias.weight" % stack]
+        rel = torch.arange(s)[None, :] - torch.arange(t)[:, None]
+        bucket = t5_bucket(rel, bidirectional, nb, md)
+        return table[bucket].permute(2, 0, 1)[None]  # [1, H, t, s]
+
+    def attn(x, mem, p, bias, causal):
+        q = split_heads(linear(x, W, p + ".q"), H, dkv)
+        k = split_heads(linear(mem, W, p + ".k"), H, dkv)
+        v = split_heads(linear(mem, W, p + ".v"), H, dkv)
+        return linear(merge_heads(attention(q, k, v, 1.0, causal=causal, bias=bias)), W, p + ".o")
+
+    def ff(x, p):
+        if gated:
+            h = act(linear(x, W, p + ".wi_0")) * linear(x, W, p + ".wi_1")
+        else:
+            h = act(linear(x, W, p + ".wi"))
+        return linear(h, W, p + ".wo")
+
+    def ln(x, name):
+        return t5_layernorm(x, W[name + ".weight"], eps)
+
+    x = F.embedding(src, emb)
+    bias = pos_bias("encoder", src.shape[1], src.shape[1], True)
+    for i in range(L):
+        p = "encoder.block.%d.layer." % i
+        x = x + attn(ln(x, p + "0.layer_norm"), ln(x, p + "0.layer_norm"), p + "0.SelfAttention", bias, False)
+        x = x + ff(ln(x, p + "1.layer_norm"), p + "1.DenseReluDense")
+    mem = ln(x, "encoder.final_layer_norm")
+
+    y = F.embedding(tgt, emb)
+    bias = pos_bias("decoder", tgt.shape[1], tgt.shape[1], False)
+    for i in range(LD):
+        p = "decoder.block.%d.layer." % i
+        h = ln(y, p + "0.layer_norm")
+        y = y + attn(h, h, p + "0.SelfAttention", bias, True)
+        y = y + attn(ln(y, p + "1.layer_norm"), mem, p + "1.EncDecAttention", None, False)
+        y = y + ff(ln(y, p + "2.layer_norm"), p + "2.DenseReluDense")
+    y = ln(y, "decoder.final_layer_norm")
+    if cfg.get("tie_word_embeddings", True):
+        return (y * d ** -0.5) @ emb.t()
+    return y @ W["lm_head.weight"].t()
+
+
+def bart(cfg, W, inp):
+    src, tgt = inp["src"].long(), inp["tgt"].long()
+    d = cfg["d_model"]
+    act = act_fn(cfg.get("activation_function", "gelu"))
+    scale = math.sqrt(d) if cfg.get("scale_embedding", False) else 1.0
+    emb = W["model.shared.weight"]
+    if cfg.get("normalize_before"):
+        raise NotImplementedError("normalize_before")
+
+    def attn(x, mem, p, H, causal):
+        hd = d // H
+        q = split_heads(linear(x, W, p + ".q_proj") * hd ** -0.5, H, hd)
+        k = split_heads(linear(mem, W, p + ".k_proj"), H, hd)
+        v = split_heads(linear(mem, W, p + ".v_proj"), H, hd)
+        return linear(merge_heads(attention(q, k, v, 1.0, causal=causal)), W, p + ".out_proj")
+
+    def embed_stack(ids, stack):
+        t = ids.shape[1]
+        x = F.embedding(ids, emb) * scale
+        x = x + W["model.%s.embed_positions.weight" % stack][torch.arange(t) + 2]
+        return layernorm(x, W, "model.%s.layernorm_embedding" % stack, 1e-5)
+
+    x = embed_stack(src, "encoder")
+    H = cfg["encoder_attention_heads"]
+    for i in range(cfg["encoder_layers"]):
+        p = "model.encoder.layers.%d." % i
+        x = layernorm(x + attn(x, x, p + "self_attn", H, False), W, p + "self_attn_layer_norm", 1e-5)
+        x = layernorm(x + linear(act(linear(x, W, p + "fc1")), W, p + "fc2"), W, p + "final_layer_norm", 1e-5)
+    if "model.encoder.layer_norm.weight" in W:
+        x = layernorm(x, W, "model.encoder.layer_norm", 1e-5)
+    mem = x
+
+    y = embed_stack(tgt, "decoder")
+    H = cfg["decoder_attention_heads"]
+    for i in range(cfg["decoder_layers"]):
+        p = "model.decoder.layers.%d." % i
+        y = layernorm(y + attn(y, y, p + "self_attn", H, True), W, p + "self_attn_layer_norm", 1e-5)
+        y = layernorm(y + attn(y, mem, p + "encoder_attn", H, False), W, p + "encoder_attn_layer_norm", 1e-5)
+        y = layernorm(y + linear(act(linear(y, W, p + "fc1")), W, p + "fc2"), W, p + "final_layer_norm", 1e-5)
+    if "model.decoder.layer_norm.weight" in W:
+        y = layernorm(y, W, "model.decoder.layer_norm", 1e-5)
+    head = emb if cfg.get("tie_word_embeddings", True) else W["lm_head.weight"]
+    logits = y @ head.t()
+    if "final_logits_bias" in W:
+        logits = logits + W["final_logits_bias"]
+    return logits
+
+
+# ---------------------------------------------------------------------------
+
+# model_type -> (forward, base-model prefix of its published checkpoints)
+MODELS = {
+    "gpt2": (gpt2, "transformer."),
+    "gpt_neox": (gpt_neox, "gpt_neox."),
+    "gptj": (gptj, "transformer."),
+    "llama": (llama_family, "model."),
+    "mistral": (llama_family, "model."),
+    "qwen2": (llama_family, "model."),
+    "qwen3": (llama_family, "model."),
+    "gemma": (llama_family, "model."),
+    "gemma2": (llama_family, "model."),
+    "phi3": (llama_family, "model."),
+    "phi": (phi, "model."),
+    "falcon": (falcon, "transformer."),
+    "bloom": (bloom, "transformer."),
+    "bert": (bert, "bert."),
+    "roberta": (bert, "roberta."),
+    "vit": (vit, "vit."),
+    "whisper": (whisper_encoder, "model."),
+    "t5": (t5, ""),
+    "bart": (bart, ""),
+}
+
+
+def forward(folder, inputs):
+    """inputs: dict of numpy arrays (tokens / types / pixels / features /
+    src / tgt). Returns a float32 numpy array."""
+    cfg, tensors = load(folder)
+    mt = cfg["model_type"]
+    if mt not in MODELS:
+        raise NotImplementedError("model_type %s" % mt)
+    fn, prefix = MODELS[mt]
+    W = Tensors(tensors, prefix)
+    inp = {k: torch.from_numpy(np.asarray(v)) for k, v in inputs.items()}
+    with torch.no_grad():
+        return fn(cfg, W, inp).float().numpy()
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) < 3:
+        print("usage: hf_reference.py FOLDER NAME=x.npy... [-o out.npy]", file=sys.stderr)
+        sys.exit(2)
+    args = sys.argv[2:]
+    out = None
+    if "-o" in args:
+        k = args.index("-o")
+        out = args[k + 1]
+        del args[k:k + 2]
+    inputs = {a.split("=", 1)[0]: np.load(a.split("=", 1)[1]) for a in args}
+    y = forward(sys.argv[1], inputs)
+    if out:
+        np.save(out, y)
+    print(list(y.shape), float(np.abs(y).max()))
