@@ -1453,12 +1453,12 @@ void importBart(Importer &I, Section &m) {
   m.set("vocab", str(I.sizeOr("vocab_size", 50265)));
   m.set("context", str(maxPos));
   m.set("d_model", str(d));
-  m.set("output", "lm_head");
+  m.set("output", "lm_head(bias = true)");
   I.note("positions: BART's learned position tables have 2 extra leading "
          "rows (positions start at 2); the checkpoint reader skips them.");
-  I.note("BartForConditionalGeneration adds final_logits_bias, a buffer of "
-         "zeros in the published checkpoints, to the logits; the description "
-         "has no LM-head bias.");
+  I.note("BartForConditionalGeneration adds final_logits_bias, a buffer "
+         "stored in the checkpoints, to the logits: it is read as the LM "
+         "head's bias.");
   auto act = I.activation("activation_function",
                           I.strOr("activation_function", "gelu"), false);
   bool scale = I.boolOr("scale_embedding", false);

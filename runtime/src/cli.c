@@ -351,8 +351,8 @@ int tfm_main(int argc, char **argv, const char *model_json,
   char *prompt_text = NULL;
   size_t prompt_len = 0;
   if (tokenize || detokenize || prompt || prompt_file) {
-    if (open_tokenizer(tokenizer_path, num_weights ? weights[0] : NULL,
-                       &tok) != TFM_OK)
+    if (open_tokenizer(tokenizer_path, num_weights ? weights[0] : NULL, &tok) !=
+        TFM_OK)
       return fail(prog, tfm_last_error());
   }
   if (detokenize) {

@@ -53,6 +53,12 @@ float tfm_bf16_to_f32(uint16_t h);
 uint16_t tfm_f32_to_f16(float f);
 uint16_t tfm_f32_to_bf16(float f);
 
+/* Tensor dtypes of safetensors files that the runtime reads but does not
+ * compute with (BOOL, U8, ...): TFM_DTYPE_OPAQUE_BASE + an index. */
+#define TFM_DTYPE_OPAQUE_BASE 100
+/* The opaque dtype code of a safetensors dtype name; -1 if not one. */
+int32_t tfm_opaque_dtype(const char *name);
+
 /*===- safetensors --------------------------------------------------------===*/
 
 /* Sanity limits on the dimensions and element counts of files. */

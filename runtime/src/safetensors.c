@@ -27,6 +27,11 @@ struct tfm_safetensors {
 };
 
 static int parse_dtype(const char *s, int32_t *out) {
+  int32_t opaque = tfm_opaque_dtype(s);
+  if (opaque >= 0) {
+    *out = opaque;
+    return 1;
+  }
   if (!strcmp(s, "F32"))
     *out = TFM_F32;
   else if (!strcmp(s, "F16"))
@@ -142,8 +147,9 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
     entry *e = &st->entries[st->count];
     if (!parse_dtype(json_string_value(dt), &e->view.dtype)) {
       status = tfm_fail(TFM_ERR_FORMAT,
-                        "%s: tensor '%s' has dtype %s; supported: F32, F16, "
-                        "BF16, I32, I64",
+                        "%s: tensor '%s' has dtype %s; known: F32, F16, "
+                        "BF16, I32, I64, BOOL, U8, I8, I16, U16, U32, U64, "
+                        "F64, F8_E4M3, F8_E5M2",
                         path, key, json_string_value(dt));
       goto fail;
     }
@@ -183,16 +189,16 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
     }
     uint64_t nbytes =
         (uint64_t)(json_integer_value(b1) - json_integer_value(b0));
-    if (nbytes != numel * tfm_dtype_size(e->view.dtype)) {
+    size_t esize = tfm_dtype_size(e->view.dtype);
+    if (nbytes != numel * esize) {
       char s[TFM_SHAPE_STR_SIZE];
       tfm_shape_str(e->view.rank, e->view.shape, s, sizeof s);
-      status =
-          tfm_fail(TFM_ERR_FORMAT,
-                   "%s: tensor '%s' (%s %s) needs %llu bytes but its "
-                   "data_offsets span %llu",
-                   path, key, json_string_value(dt), s,
-                   (unsigned long long)(numel * tfm_dtype_size(e->view.dtype)),
-                   (unsigned long long)nbytes);
+      status = tfm_fail(TFM_ERR_FORMAT,
+                        "%s: tensor '%s' (%s %s) needs %llu bytes but its "
+                        "data_offsets span %llu",
+                        path, key, json_string_value(dt), s,
+                        (unsigned long long)(numel * esize),
+                        (unsigned long long)nbytes);
       goto fail;
     }
     e->view.data =

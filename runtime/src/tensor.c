@@ -95,6 +95,25 @@ const char *tfm_status_string(tfm_status s) {
   return "unknown status";
 }
 
+/* The safetensors dtypes the runtime does not compute with, and their
+ * element sizes: such tensors (buffers such as GPT-NeoX's BOOL attention
+ * mask) are read and size-checked, and only an error where a parameter
+ * reads one. */
+static const struct {
+  const char *name;
+  size_t size;
+} kOpaqueDtypes[] = {{"BOOL", 1},    {"U8", 1},     {"I8", 1},  {"I16", 2},
+                     {"U16", 2},     {"U32", 4},    {"U64", 8}, {"F64", 8},
+                     {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+#define NUM_OPAQUE (sizeof kOpaqueDtypes / sizeof *kOpaqueDtypes)
+
+int32_t tfm_opaque_dtype(const char *name) {
+  for (size_t i = 0; i < NUM_OPAQUE; ++i)
+    if (!strcmp(name, kOpaqueDtypes[i].name))
+      return TFM_DTYPE_OPAQUE_BASE + (int32_t)i;
+  return -1;
+}
+
 const char *tfm_dtype_name(int32_t d) {
   switch (d) {
   case TFM_F32:
@@ -108,6 +127,8 @@ const char *tfm_dtype_name(int32_t d) {
   case TFM_I64:
     return "int64";
   }
+  if (d >= TFM_DTYPE_OPAQUE_BASE && d < TFM_DTYPE_OPAQUE_BASE + (int)NUM_OPAQUE)
+    return kOpaqueDtypes[d - TFM_DTYPE_OPAQUE_BASE].name;
   return "unknown";
 }
 
@@ -122,6 +143,8 @@ size_t tfm_dtype_size(int32_t d) {
   case TFM_I64:
     return 8;
   }
+  if (d >= TFM_DTYPE_OPAQUE_BASE && d < TFM_DTYPE_OPAQUE_BASE + (int)NUM_OPAQUE)
+    return kOpaqueDtypes[d - TFM_DTYPE_OPAQUE_BASE].size;
   return 0;
 }
 

@@ -64,16 +64,14 @@ func.func @gelu(%x: tensor<?x?x16xf32>, %wu: tensor<64x16xf32>, %wd: tensor<16x6
 }
 
 // DSL v2: q/k/v biases without an output bias, Q/K norms (rmsnorm with
-// offset 1: weight + 1), ALiBi, the relative bias and softcap as score
+// offset 1 on the norm), ALiBi, the relative bias and softcap as score
 // modifiers in tfm.attention's order.
 // CHECK-LABEL: func.func @v2_modifiers
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?x16xf32>, %{{.*}}: tensor<16x16xf32>, %{{.*}}: tensor<16xf32>, %[[N:.*]]: tensor<4xf32>, %[[T:.*]]: tensor<32x4xf32>)
-// CHECK: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<4xf32>
 // CHECK: tfm.linear %[[X]], %{{.*}}, %{{.*}} : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<16xf32>)
 // CHECK: %[[QH:.*]] = tfm.split_heads
 // CHECK: %[[KH:.*]] = tfm.split_heads
-// CHECK: %[[W:.*]] = tfm.add %[[N]], %[[ONE]] : tensor<4xf32>
-// CHECK: %[[QN:.*]] = tfm.norm %[[QH]], %[[W]] {eps = 9.9999999999999995E-7 : f64, kind = #tfm.norm<rmsnorm>} : (tensor<?x4x?x4xf32>, tensor<4xf32>) -> tensor<?x4x?x4xf32>
+// CHECK: %[[QN:.*]] = tfm.norm %[[QH]], %[[N]] {eps = 9.9999999999999995E-7 : f64, kind = #tfm.norm<rmsnorm>, offset = 1.000000e+00 : f64} : (tensor<?x4x?x4xf32>, tensor<4xf32>) -> tensor<?x4x?x4xf32>
 // CHECK: %[[KN:.*]] = tfm.norm %[[KH]]
 // CHECK: %[[S:.*]] = tfm.matmul %[[QN]], %[[KN]] {transpose_rhs}
 // CHECK: %[[SS:.*]] = tfm.scale %[[S]]

@@ -51,7 +51,11 @@ def main():
     write(os.path.join(out, "badjson.safetensors"), {}, raw_header=b"{not json")
     write(os.path.join(out, "hugeheader.safetensors"), good, header_len=1 << 40)
     write(os.path.join(out, "dtype.safetensors"), {"embed.tokens.weight": good["embed.tokens.weight"]},
-          dtype_override="F64")
+          dtype_override="X32")
+    # A dtype safetensors knows but a parameter cannot read.
+    write(os.path.join(out, "u32.safetensors"),
+          {"embed.tokens.weight": good["embed.tokens.weight"]},
+          dtype_override="U32")
 
     np.save(os.path.join(out, "tokens.npy"), np.arange(8, dtype=np.int32).reshape(2, 4))
     np.save(os.path.join(out, "tokens64.npy"), np.arange(8, dtype=np.int64).reshape(2, 4))
