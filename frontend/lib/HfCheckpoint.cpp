@@ -10,24 +10,24 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Frontend/HfCheckpoint.h"
+#include "tfm/Frontend/Keys.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include <set>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::tfm;
 namespace json = llvm::json;
 
-static const llvm::StringRef kTypes[] = {
-    "gpt2",    "gpt_neox", "gptj", "llama", "mistral", "qwen2", "qwen3",
-    "gemma",   "gemma2",   "phi",  "phi3",  "falcon",  "bloom", "bert",
-    "roberta", "vit",      "t5",   "bart",  "whisper"};
-
+/// The words of `checkpoint = huggingface(type = ...)` in Keys.def.
 llvm::ArrayRef<llvm::StringRef> mlir::tfm::hfCheckpointTypes() {
-  return kTypes;
+  const KeySchema *key = findKeySchema(SectionId::Model, KeyId::Checkpoint);
+  return findValueSchema(*key, "huggingface")->args.front().words;
 }
 
 bool mlir::tfm::isHfCheckpointType(llvm::StringRef type) {
-  return llvm::is_contained(kTypes, type);
+  return llvm::is_contained(hfCheckpointTypes(), type);
 }
 
 namespace {
@@ -672,7 +672,12 @@ mlir::tfm::hfCheckpointProblems(const ModelSpec &spec) {
     problems.push_back("unknown Hugging Face model type '" + spec.hfType + "'");
     return problems;
   }
+  // Every layer of a stack maps the same way: report the first layer's.
+  std::set<std::tuple<int32_t, ParamBlock, ParamRole>> seen;
   for (const ParamSpec &p : spec.params()) {
+    if (p.key.layer >= 0 &&
+        !seen.insert({p.key.stack, p.key.block, p.key.role}).second)
+      continue;
     std::optional<HfSource> s = getHfSource(spec, p);
     if (s && s->kind == HfSource::Kind::Unmapped)
       problems.push_back("model type " + spec.hfType + " has no tensor for '" +

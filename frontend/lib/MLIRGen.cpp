@@ -283,13 +283,8 @@ Value Generator::lmHead(Value x) {
   x = LinearOp::create(b, loc, act(xt.getDimSize(1), spec.vocab), x, w, bias);
   if (out.lmScale != 1.0)
     x = ScaleOp::create(b, loc, x, b.getF64FloatAttr(out.lmScale));
-  if (out.lmSoftcap > 0.0) {
-    // softcap * tanh(logits / softcap)
-    x = ScaleOp::create(b, loc, x, b.getF64FloatAttr(1.0 / out.lmSoftcap));
-    x = ActivationOp::create(
-        b, loc, x, ActivationAttr::get(b.getContext(), Activation::tanh));
-    x = ScaleOp::create(b, loc, x, b.getF64FloatAttr(out.lmSoftcap));
-  }
+  if (out.lmSoftcap > 0.0)
+    x = SoftcapOp::create(b, loc, x, b.getF64FloatAttr(out.lmSoftcap));
   return x;
 }
 

@@ -16,7 +16,6 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include <cmath>
 
@@ -919,28 +918,11 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     return std::nullopt;
   }
   // A Hugging Face layout must provide every parameter of the model; report
-  // what it cannot at compile time rather than at load time. One message
-  // per kind of problem: a deep model repeats it for every layer.
+  // what it cannot at compile time rather than at load time.
   if (!spec.hfType.empty()) {
     std::vector<std::string> problems = hfCheckpointProblems(spec);
-    llvm::StringSet<> seen;
-    for (const std::string &p : problems) {
-      // "... 'layers.3.ffn.gate.weight' ..." and layer 4 are the same
-      // problem; keep the first.
-      std::string key;
-      for (size_t i = 0; i < p.size(); ++i) {
-        if (!std::isdigit(static_cast<unsigned char>(p[i]))) {
-          key += p[i];
-          continue;
-        }
-        key += '#';
-        while (i + 1 < p.size() &&
-               std::isdigit(static_cast<unsigned char>(p[i + 1])))
-          ++i;
-      }
-      if (seen.insert(key).second)
-        diags.error(top->valueLoc(KeyId::Checkpoint), p);
-    }
+    for (const std::string &p : problems)
+      diags.error(top->valueLoc(KeyId::Checkpoint), p);
     if (!problems.empty())
       return std::nullopt;
   }

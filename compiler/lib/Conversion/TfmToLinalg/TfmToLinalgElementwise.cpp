@@ -92,8 +92,6 @@ Value activation(OpBuilder &b, Location l, Activation kind, Value x) {
     return arith::DivFOp::create(b, l, x,
                                  arith::AddFOp::create(b, l, e, c(1.0)));
   }
-  case Activation::tanh:
-    return math::TanhOp::create(b, l, x);
   case Activation::quick_gelu: {
     // x * sigmoid(1.702 x), as CLIP.
     Value e =

@@ -29,8 +29,7 @@ def Tfm_Activation : I32EnumAttr<"Activation", "activation function", [
     I32EnumAttrCase<"relu", 0>, I32EnumAttrCase<"gelu", 1>,
     I32EnumAttrCase<"gelu_tanh", 2>, I32EnumAttrCase<"silu", 3>,
     I32EnumAttrCase<"swiglu", 4>, I32EnumAttrCase<"geglu", 5>,
-    I32EnumAttrCase<"geglu_tanh", 6>, I32EnumAttrCase<"quick_gelu", 7>,
-    I32EnumAttrCase<"tanh", 8>]> {
+    I32EnumAttrCase<"geglu_tanh", 6>, I32EnumAttrCase<"quick_gelu", 7>]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;
 }

@@ -427,7 +427,8 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, SameOperandsAndResultType]> {
 def Tfm_SoftcapOp : Tfm_Op<"softcap", [Pure, SameOperandsAndResultType]> {
   let summary = "cap * tanh(x / cap), elementwise";
   let description = [{
-    Soft-caps attention scores (Gemma 2). `cap` is > 0.
+    Soft-caps attention scores and the LM head's logits (Gemma 2). `cap`
+    is > 0.
 
     ```mlir
     %c = tfm.softcap %s {cap = 5.0e+01 : f64} : tensor<?x4x?x?xf32>
