@@ -46,6 +46,28 @@ LogicalResult checkDim(Operation *op, int64_t actual, int64_t expected,
   return success();
 }
 
+/// Checks the sizes that attention divides by or loops over: the heads of
+/// the query and of the keys/values, and the head dimensions of the query
+/// and of the values, each > 0 where static (GQA divides by the kv heads).
+LogicalResult checkAttentionSizes(Operation *op, int64_t heads, int64_t kvHeads,
+                                  int64_t headDim, int64_t valueDim) {
+  auto positive = [&](int64_t d, StringRef what) -> LogicalResult {
+    if (!ShapedType::isDynamic(d) && d <= 0)
+      return op->emitOpError() << what << " must be > 0, got " << d;
+    return success();
+  };
+  if (failed(positive(heads, "the query's heads (dimension 1)")) ||
+      failed(positive(kvHeads, "the key's heads (dimension 1)")) ||
+      failed(positive(headDim, "the head dimension (query dimension 3)")) ||
+      failed(positive(valueDim, "the value's head dimension (dimension 3)")))
+    return failure();
+  if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(kvHeads) &&
+      heads % kvHeads != 0)
+    return op->emitOpError() << "kv_heads (" << kvHeads
+                             << ") must divide heads (" << heads << ")";
+  return success();
+}
+
 /// Checks that every float operand and result share one element type.
 LogicalResult checkSameElementType(Operation *op) {
   Type elt;
@@ -681,12 +703,9 @@ LogicalResult AttentionOp::verify() {
       failed(checkDim(op, v[0], q[0], "value dimension 0")) ||
       failed(checkDim(op, v[1], k[1], "value dimension 1")) ||
       failed(checkDim(op, v[2], k[2], "value dimension 2")) ||
-      failed(checkDim(op, k[3], q[3], "key dimension 3")))
+      failed(checkDim(op, k[3], q[3], "key dimension 3")) ||
+      failed(checkAttentionSizes(op, q[1], k[1], q[3], v[3])))
     return failure();
-  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
-      q[1] % k[1] != 0)
-    return emitOpError() << "kv_heads (" << k[1] << ") must divide heads ("
-                         << q[1] << ")";
   if (failed(checkShape(op, getResult(), {q[0], q[1], q[2], v[3]}, "result")) ||
       failed(checkLengths(op, getLengths(), q[0])) ||
       failed(checkMask(op, getMask(), optInt(getWindowAttr()))) ||
@@ -812,10 +831,8 @@ LogicalResult AttentionKernelOp::verify() {
       return emitOpError() << "output must match the query in dimension " << i;
   if (!dimsCompatible(o[3], v[3]))
     return emitOpError() << "output dimension 3 must match the value's";
-  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
-      q[1] % k[1] != 0)
-    return emitOpError() << "kv_heads (" << k[1] << ") must divide heads ("
-                         << q[1] << ")";
+  if (failed(checkAttentionSizes(*this, q[1], k[1], q[3], v[3])))
+    return failure();
   if (static_cast<bool>(getBias()) != static_cast<bool>(getBiasDistanceAttr()))
     return emitOpError() << "bias and bias_distance go together";
   if (Value bias = getBias()) {

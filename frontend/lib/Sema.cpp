@@ -932,9 +932,16 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
 const ModelDecl *mlir::tfm::selectModel(const FileAST &file,
                                         llvm::StringRef name,
                                         DiagEmitter &diags) {
+  // The models' names for a message: the first few, then how many more.
+  constexpr size_t kMaxListed = 10;
   std::string names;
-  for (auto [i, m] : llvm::enumerate(file.models))
+  for (auto [i, m] : llvm::enumerate(file.models)) {
+    if (i == kMaxListed) {
+      names += llvm::formatv(" and {0} more", file.models.size() - i).str();
+      break;
+    }
     names += (i ? ", " : "") + m.name.str();
+  }
   if (name.empty()) {
     if (file.models.size() == 1)
       return &file.models.front();

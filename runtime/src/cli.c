@@ -64,11 +64,14 @@ static int fail(const char *prog, const char *msg) {
   return 1;
 }
 
+/* A decimal integer in [lo, hi]; a value strtoll clamps (ERANGE) is out of
+ * range, not the nearest bound. */
 static int parse_int(const char *s, long long lo, long long hi,
                      long long *out) {
   char *end;
+  errno = 0;
   long long v = strtoll(s, &end, 10);
-  if (!*s || *end || v < lo || v > hi)
+  if (!*s || *end || errno == ERANGE || v < lo || v > hi)
     return 0;
   *out = v;
   return 1;
@@ -312,7 +315,8 @@ int tfm_main(int argc, char **argv, const char *model_json,
       prompt_file = v;
     else if (!strcmp(a, "--random-weights")) {
       if (!parse_int(v, 0, INT64_MAX, &seed))
-        return fail(prog, "--random-weights expects a non-negative seed");
+        return fail(prog, "--random-weights expects a seed from 0 to "
+                          "9223372036854775807 (2^63-1)");
     } else if (!strcmp(a, "--threads")) {
       if (!parse_int(v, 1, 1024, &threads))
         return fail(prog, "--threads expects a number from 1 to 1024");

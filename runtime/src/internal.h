@@ -25,6 +25,12 @@ void tfm_error_append(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 void tfm_error_clear(void);
 void tfm_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t n);
+/* Room for a name as tfm_clip writes it. */
+#define TFM_CLIP_SIZE 128
+/* `s` for a message: as is when short, else its first bytes (whole UTF-8
+ * characters) and "..."; written to `buf` when clipped. Returns what to
+ * print. */
+const char *tfm_clip(const char *s, char buf[TFM_CLIP_SIZE]);
 
 /*===- Allocation ---------------------------------------------------------===*
  * Every allocation of the runtime goes through these (release with free()),
@@ -242,6 +248,12 @@ struct tfm_model {
   void *io_dev[TFM_MAX_INPUTS + 1];
   size_t io_bytes[TFM_MAX_INPUTS + 1];
 };
+
+/*===- The forward pass's heap (forward.c) --------------------------------===*/
+
+/* The size of the allocation that made this thread's last forward pass
+ * return TFM_FORWARD_OUT_OF_MEMORY. */
+uint64_t tfm_forward_failed_bytes(void);
 
 /*===- CUDA (cuda.c) ------------------------------------------------------===*/
 

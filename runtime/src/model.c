@@ -112,7 +112,13 @@ tfm_status tfm_model_run(tfm_model *m, const tfm_tensor *inputs,
     s = tfm_cuda_forward(m, in, output);
   } else {
     int32_t rc = m->forward((void *const *)m->weights.table, in, output);
-    if (rc != 0)
+    if (rc == TFM_FORWARD_OUT_OF_MEMORY)
+      s = tfm_fail(TFM_ERR_MEMORY,
+                   "model '%s': out of memory in the forward pass (an "
+                   "allocation of %llu bytes failed)",
+                   m->desc.name,
+                   (unsigned long long)tfm_forward_failed_bytes());
+    else if (rc != 0)
       s = tfm_fail(TFM_ERR_FORWARD,
                    "model '%s': the forward pass failed (it returned %d)",
                    m->desc.name, (int)rc);

@@ -1,7 +1,10 @@
 /*===- safetensors.c - memory-mapped safetensors reader -------------------===*
- * Validates the 8-byte header length, the JSON header (jansson), every
- * entry's dtype, shape and data_offsets against the file before any tensor
- * is handed out.
+ * Enforces the format before any tensor is handed out: the 8-byte header
+ * length, the JSON header (jansson) with unique names and a string-to-string
+ * "__metadata__", every entry's dtype, shape (overflow-checked) and
+ * data_offsets, and the offsets tiling the data section exactly: contiguous
+ * from 0, non-overlapping, no byte left over. Every error names the file and
+ * the tensor.
  *===----------------------------------------------------------------------===*/
 #define _DEFAULT_SOURCE
 #include "internal.h"
@@ -17,9 +20,11 @@
 typedef struct entry {
   char *name;
   tfm_tensor view;
+  uint64_t begin, end; /* data_offsets */
 } entry;
 
 struct tfm_safetensors {
+  char *path;
   void *map;
   size_t size;
   entry *entries;
@@ -63,6 +68,89 @@ static const char *other_format(const unsigned char *b, size_t size) {
   return NULL;
 }
 
+/* Largest header read, as the reference implementation's limit. */
+#define ST_MAX_HEADER (100u * 1000 * 1000)
+
+/* The tensor named twice in a header that jansson refused with
+ * json_error_duplicate_key: its "near" token, quotes included. */
+static void duplicate_name(const json_error_t *jerr, char *buf, size_t n) {
+  const char *near = strstr(jerr->text, "near '");
+  const char *last = strrchr(jerr->text, '\'');
+  if (!near || last <= near + 6)
+    snprintf(buf, n, "(unknown)");
+  else
+    snprintf(buf, n, "%.*s", (int)(last - near - 6), near + 6);
+}
+
+/* "__metadata__" must be an object of strings. */
+static tfm_status check_metadata(const char *path, json_t *meta) {
+  if (!json_is_object(meta))
+    return tfm_fail(TFM_ERR_FORMAT,
+                    "%s: '__metadata__' must be an object mapping strings to "
+                    "strings",
+                    path);
+  const char *key;
+  json_t *val;
+  json_object_foreach(meta, key, val) {
+    if (!json_is_string(val)) {
+      char clip[TFM_CLIP_SIZE];
+      return tfm_fail(TFM_ERR_FORMAT,
+                      "%s: '__metadata__' entry '%s' must be a string", path,
+                      tfm_clip(key, clip));
+    }
+  }
+  return TFM_OK;
+}
+
+static int by_offsets(const void *a, const void *b) {
+  const entry *x = *(const entry *const *)a, *y = *(const entry *const *)b;
+  if (x->begin != y->begin)
+    return x->begin < y->begin ? -1 : 1;
+  return (x->end > y->end) - (x->end < y->end);
+}
+
+/* The tensors' data must tile the data section: sorted by offset, each
+ * starts where the one before ends, the first at 0, the last at its end. */
+static tfm_status check_layout(const char *path, tfm_safetensors *st,
+                               uint64_t dataSize) {
+  entry **order = tfm_calloc(st->count ? st->count : 1, sizeof *order);
+  if (!order)
+    return tfm_fail(TFM_ERR_MEMORY, "%s: out of memory", path);
+  for (size_t i = 0; i < st->count; ++i)
+    order[i] = &st->entries[i];
+  qsort(order, st->count, sizeof *order, by_offsets);
+  tfm_status s = TFM_OK;
+  uint64_t at = 0;
+  const entry *prev = NULL;
+  char c1[TFM_CLIP_SIZE], c2[TFM_CLIP_SIZE];
+  for (size_t i = 0; i < st->count && s == TFM_OK; ++i) {
+    const entry *e = order[i];
+    if (e->begin < at)
+      s = tfm_fail(TFM_ERR_FORMAT,
+                   "%s: tensor '%s' (bytes %llu to %llu) overlaps tensor "
+                   "'%s' (bytes %llu to %llu)",
+                   path, tfm_clip(e->name, c1), (unsigned long long)e->begin,
+                   (unsigned long long)e->end, tfm_clip(prev->name, c2),
+                   (unsigned long long)prev->begin,
+                   (unsigned long long)prev->end);
+    else if (e->begin > at)
+      s = tfm_fail(TFM_ERR_FORMAT,
+                   "%s: data bytes %llu to %llu belong to no tensor (before "
+                   "tensor '%s'); the data_offsets must be contiguous from 0",
+                   path, (unsigned long long)at, (unsigned long long)e->begin,
+                   tfm_clip(e->name, c1));
+    at = e->end;
+    prev = e;
+  }
+  if (s == TFM_OK && at != dataSize)
+    s = tfm_fail(TFM_ERR_FORMAT,
+                 "%s: data bytes %llu to %llu belong to no tensor (the file "
+                 "is longer than its tensors)",
+                 path, (unsigned long long)at, (unsigned long long)dataSize);
+  free(order);
+  return s;
+}
+
 tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
   *out = NULL;
   int fd = open(path, O_RDONLY);
@@ -98,6 +186,12 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
     hlen = (hlen << 8) | bytes[i];
   tfm_status status = TFM_OK;
   json_t *root = NULL;
+  char clip[TFM_CLIP_SIZE];
+  st->path = tfm_strdup(path);
+  if (!st->path) {
+    status = tfm_fail(TFM_ERR_MEMORY, "%s: out of memory", path);
+    goto fail;
+  }
   const char *other = (hlen > size - 8 || (size > 8 && bytes[8] != '{'))
                           ? other_format(bytes, size)
                           : NULL;
@@ -114,8 +208,24 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
                       (unsigned long long)hlen, size);
     goto fail;
   }
+  if (hlen > ST_MAX_HEADER) {
+    status = tfm_fail(TFM_ERR_FORMAT,
+                      "%s: header length %llu is above the format's limit of "
+                      "%u bytes",
+                      path, (unsigned long long)hlen, ST_MAX_HEADER);
+    goto fail;
+  }
   json_error_t jerr;
-  root = json_loadb((const char *)bytes + 8, (size_t)hlen, 0, &jerr);
+  root = json_loadb((const char *)bytes + 8, (size_t)hlen,
+                    JSON_REJECT_DUPLICATES, &jerr);
+  if (!root && json_error_code(&jerr) == json_error_duplicate_key) {
+    duplicate_name(&jerr, clip, sizeof clip);
+    status = tfm_fail(TFM_ERR_FORMAT,
+                      "%s: the header names %s twice (byte %d of the "
+                      "header); tensor names must be unique",
+                      path, clip, jerr.position);
+    goto fail;
+  }
   if (!root || !json_is_object(root)) {
     status = tfm_fail(
         TFM_ERR_FORMAT, "%s: the header is not a JSON object (%s at byte %d)",
@@ -123,7 +233,7 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
     goto fail;
   }
   size_t dataStart = 8 + (size_t)hlen, dataSize = size - dataStart;
-  st->entries = tfm_calloc(json_object_size(root), sizeof(entry));
+  st->entries = tfm_calloc(json_object_size(root) + 1, sizeof(entry));
   if (!st->entries) {
     status = tfm_fail(TFM_ERR_MEMORY, "%s: out of memory", path);
     goto fail;
@@ -131,8 +241,12 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
   const char *key;
   json_t *val;
   json_object_foreach(root, key, val) {
-    if (!strcmp(key, "__metadata__"))
+    const char *name = tfm_clip(key, clip);
+    if (!strcmp(key, "__metadata__")) {
+      if ((status = check_metadata(path, val)) != TFM_OK)
+        goto fail;
       continue;
+    }
     json_t *dt = json_object_get(val, "dtype");
     json_t *shape = json_object_get(val, "shape");
     json_t *offs = json_object_get(val, "data_offsets");
@@ -141,38 +255,44 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
       status = tfm_fail(TFM_ERR_FORMAT,
                         "%s: tensor '%s' lacks a valid dtype, shape or "
                         "data_offsets",
-                        path, key);
+                        path, name);
       goto fail;
     }
     entry *e = &st->entries[st->count];
     if (!parse_dtype(json_string_value(dt), &e->view.dtype)) {
+      char dclip[TFM_CLIP_SIZE];
       status = tfm_fail(TFM_ERR_FORMAT,
                         "%s: tensor '%s' has dtype %s; known: F32, F16, "
                         "BF16, I32, I64, BOOL, U8, I8, I16, U16, U32, U64, "
                         "F64, F8_E4M3, F8_E5M2",
-                        path, key, json_string_value(dt));
+                        path, name, tfm_clip(json_string_value(dt), dclip));
       goto fail;
     }
     if (json_array_size(shape) > TFM_MAX_RANK) {
       status = tfm_fail(TFM_ERR_FORMAT, "%s: tensor '%s' has rank above %d",
-                        path, key, TFM_MAX_RANK);
+                        path, name, TFM_MAX_RANK);
       goto fail;
     }
     e->view.rank = (int32_t)json_array_size(shape);
+    /* The element count is checked for overflow at every factor, before it
+     * is compared with anything. */
     uint64_t numel = 1;
     for (size_t i = 0; i < json_array_size(shape); ++i) {
       json_t *d = json_array_get(shape, i);
       if (!json_is_integer(d) || json_integer_value(d) < 0 ||
           json_integer_value(d) > TFM_MAX_DIM) {
         status = tfm_fail(TFM_ERR_FORMAT,
-                          "%s: tensor '%s' has an invalid shape", path, key);
+                          "%s: tensor '%s' has an invalid shape (dimension "
+                          "%zu is not a size up to 2^40)",
+                          path, name, i);
         goto fail;
       }
       e->view.shape[i] = json_integer_value(d);
-      numel *= (uint64_t)e->view.shape[i];
-      if (numel > TFM_MAX_NUMEL) {
+      if (__builtin_mul_overflow(numel, (uint64_t)e->view.shape[i], &numel) ||
+          numel > TFM_MAX_NUMEL) {
         status =
-            tfm_fail(TFM_ERR_FORMAT, "%s: tensor '%s' is too large", path, key);
+            tfm_fail(TFM_ERR_FORMAT,
+                     "%s: tensor '%s' has more than 2^44 elements", path, name);
         goto fail;
       }
     }
@@ -184,11 +304,12 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
       status = tfm_fail(TFM_ERR_FORMAT,
                         "%s: tensor '%s' has data_offsets outside the file's "
                         "%zu data bytes",
-                        path, key, dataSize);
+                        path, name, dataSize);
       goto fail;
     }
-    uint64_t nbytes =
-        (uint64_t)(json_integer_value(b1) - json_integer_value(b0));
+    e->begin = (uint64_t)json_integer_value(b0);
+    e->end = (uint64_t)json_integer_value(b1);
+    uint64_t nbytes = e->end - e->begin;
     size_t esize = tfm_dtype_size(e->view.dtype);
     if (nbytes != numel * esize) {
       char s[TFM_SHAPE_STR_SIZE];
@@ -196,13 +317,12 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
       status = tfm_fail(TFM_ERR_FORMAT,
                         "%s: tensor '%s' (%s %s) needs %llu bytes but its "
                         "data_offsets span %llu",
-                        path, key, json_string_value(dt), s,
+                        path, name, json_string_value(dt), s,
                         (unsigned long long)(numel * esize),
                         (unsigned long long)nbytes);
       goto fail;
     }
-    e->view.data =
-        (void *)(uintptr_t)(bytes + dataStart + json_integer_value(b0));
+    e->view.data = (void *)(uintptr_t)(bytes + dataStart + e->begin);
     e->name = tfm_strdup(key);
     if (!e->name) {
       status = tfm_fail(TFM_ERR_MEMORY, "%s: out of memory", path);
@@ -210,6 +330,8 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
     }
     st->count++;
   }
+  if ((status = check_layout(path, st, dataSize)) != TFM_OK)
+    goto fail;
   json_decref(root);
   *out = st;
   return TFM_OK;
@@ -226,6 +348,7 @@ void tfm_safetensors_close(tfm_safetensors *st) {
   for (size_t i = 0; i < st->count; ++i)
     free(st->entries[i].name);
   free(st->entries);
+  free(st->path);
   munmap(st->map, st->size);
   free(st);
 }
@@ -245,9 +368,22 @@ const tfm_tensor *tfm_safetensors_find(const tfm_safetensors *st,
 
 tfm_status tfm_safetensors_get(const tfm_safetensors *st, const char *name,
                                tfm_tensor *view) {
+  char clip[TFM_CLIP_SIZE];
   const tfm_tensor *v = tfm_safetensors_find(st, name);
   if (!v)
-    return tfm_fail(TFM_ERR_MISMATCH, "no tensor named '%s'", name);
+    return tfm_fail(TFM_ERR_MISMATCH, "%s: no tensor named '%s'", st->path,
+                    tfm_clip(name, clip));
+  /* A typed view must be aligned to its element; the format does not
+   * promise it (the loader copies such tensors with memcpy). */
+  size_t esize = tfm_dtype_size(v->dtype);
+  uintptr_t offset = (uintptr_t)v->data - (uintptr_t)st->map;
+  if (esize > 1 && offset % esize != 0)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    "%s: tensor '%s' starts at byte %llu of the file, not a "
+                    "multiple of its %zu-byte elements: it cannot be viewed "
+                    "in place",
+                    st->path, tfm_clip(name, clip), (unsigned long long)offset,
+                    esize);
   *view = *v;
   return TFM_OK;
 }

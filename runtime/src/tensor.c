@@ -248,6 +248,21 @@ void tfm_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t n) {
     snprintf(buf + at, n - at, "]");
 }
 
+const char *tfm_clip(const char *s, char buf[TFM_CLIP_SIZE]) {
+  size_t keep = TFM_CLIP_SIZE - 4; /* "..." and the terminator */
+  size_t n = 0;
+  while (n < TFM_CLIP_SIZE && s[n])
+    ++n;
+  if (n < TFM_CLIP_SIZE)
+    return s;
+  /* Do not cut a UTF-8 character: back up over continuation bytes. */
+  while (keep > 0 && ((unsigned char)s[keep] & 0xC0) == 0x80)
+    --keep;
+  memcpy(buf, s, keep);
+  memcpy(buf + keep, "...", 4);
+  return buf;
+}
+
 extern void omp_set_num_threads(int);
 extern int omp_get_max_threads(void);
 

@@ -1066,3 +1066,53 @@ func.func @v2w(%q: memref<?x4x?x8xf32>, %k: memref<?x2x8x?xf32>, %v: memref<?x2x
   tfm.attention_kernel ins(%q, %k, %v : memref<?x4x?x8xf32>, memref<?x2x8x?xf32>, memref<?x2x?x8xf32>) bias(%b : memref<4x9xf32>) outs(%o : memref<?x4x?x8xf32>) {mask = #tfm.mask<none>, scale = 0.5 : f64}
   return
 }
+
+// -----
+
+// Sizes attention divides by or loops over (issue 14: K/V of 0 heads
+// divided by zero in this verifier; head dimension 0 in tfm-lower-kernels).
+func.func @zero_kv_heads(%q: tensor<?x4x?x8xf32>, %k: tensor<?x0x?x8xf32>, %v: tensor<?x0x?x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op the key's heads (dimension 1) must be > 0, got 0}}
+  %y = tfm.attention %q, %k, %v {mask = #tfm.mask<none>, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x0x?x8xf32>, tensor<?x0x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @zero_q_heads(%q: tensor<?x0x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op the query's heads (dimension 1) must be > 0, got 0}}
+  %y = tfm.attention %q, %k, %v {mask = #tfm.mask<none>, scale = 0.125 : f64} : (tensor<?x0x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x0x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @zero_head_dim(%q: tensor<?x4x?x0xf32>, %k: tensor<?x2x?x0xf32>, %v: tensor<?x2x?x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op the head dimension (query dimension 3) must be > 0, got 0}}
+  %y = tfm.attention %q, %k, %v {mask = #tfm.mask<none>, scale = 0.125 : f64} : (tensor<?x4x?x0xf32>, tensor<?x2x?x0xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @zero_value_dim(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x0xf32>) {
+  // expected-error @+1 {{'tfm.attention' op the value's head dimension (dimension 3) must be > 0, got 0}}
+  %y = tfm.attention %q, %k, %v {mask = #tfm.mask<none>, scale = 0.125 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x0xf32>) -> tensor<?x4x?x0xf32>
+  return
+}
+
+// -----
+
+func.func @kernel_zero_kv_heads(%q: memref<?x4x?x8xf32>, %k: memref<?x0x8x?xf32>, %v: memref<?x0x?x8xf32>, %o: memref<?x4x?x8xf32>) {
+  // expected-error @+1 {{'tfm.attention_kernel' op the key's heads (dimension 1) must be > 0, got 0}}
+  tfm.attention_kernel ins(%q, %k, %v : memref<?x4x?x8xf32>, memref<?x0x8x?xf32>, memref<?x0x?x8xf32>) outs(%o : memref<?x4x?x8xf32>) {mask = #tfm.mask<none>, scale = 0.5 : f64}
+  return
+}
+
+// -----
+
+func.func @kernel_zero_head_dim(%q: memref<?x4x?x0xf32>, %k: memref<?x2x0x?xf32>, %v: memref<?x2x?x8xf32>, %o: memref<?x4x?x8xf32>) {
+  // expected-error @+1 {{'tfm.attention_kernel' op the head dimension (query dimension 3) must be > 0, got 0}}
+  tfm.attention_kernel ins(%q, %k, %v : memref<?x4x?x0xf32>, memref<?x2x0x?xf32>, memref<?x2x?x8xf32>) outs(%o : memref<?x4x?x8xf32>) {mask = #tfm.mask<none>, scale = 0.5 : f64}
+  return
+}

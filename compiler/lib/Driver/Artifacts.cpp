@@ -96,6 +96,35 @@ std::string HostEmitter::outputPath(StringRef name) const {
   return name.str();
 }
 
+/// The header `-c` writes beside the object at `objectPath`.
+static std::string headerPath(StringRef objectPath) {
+  SmallString<256> header(objectPath);
+  llvm::sys::path::replace_extension(header, "h");
+  return header.str().str();
+}
+
+LogicalResult HostEmitter::checkOutputs(StringRef name) {
+  if (options.emit != Stage::Exe && options.emit != Stage::Obj)
+    return success();
+  std::string out = outputPath(name);
+  if (failed(checkNotInput(ctx, options, out)))
+    return failure();
+  if (options.emit != Stage::Exe || options.artifact != ArtifactKind::Object)
+    return success();
+  std::string header = headerPath(out);
+  if (header == out)
+    return error() << "-c writes an object and a header named after it "
+                      "with '.h': -o '"
+                   << out << "' would be both; name the object FILE.o";
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(out, status) &&
+      status.type() != llvm::sys::fs::file_type::regular_file)
+    return error() << "-c writes a header beside the object, and '" << out
+                   << "' is not a regular file; give -o FILE.o (or "
+                      "--emit=obj for the object alone)";
+  return checkNotInput(ctx, options, header);
+}
+
 LogicalResult HostEmitter::emit(const ModelSpec *spec, StringRef name,
                                 ModuleOp module, const HostCpu &cpu,
                                 const HostInterface &iface,
@@ -175,8 +204,7 @@ LogicalResult HostEmitter::writeObject(llvm::Module &module,
 LogicalResult HostEmitter::writeHeader(const ModelSpec *spec, StringRef name,
                                        const HostInterface &iface,
                                        StringRef objectPath) {
-  SmallString<256> header(objectPath);
-  llvm::sys::path::replace_extension(header, "h");
+  std::string header = headerPath(objectPath);
   std::error_code ec;
   llvm::raw_fd_ostream h(header, ec, llvm::sys::fs::OF_Text);
   if (ec)

@@ -60,6 +60,11 @@ public:
                      const HostCpu &cpu, const HostInterface &iface,
                      llvm::raw_ostream &os);
 
+  /// Checks, before any work, that the files a binary stage writes can be
+  /// written: none is the input, and `-c`'s header is a file of its own
+  /// beside the object.
+  LogicalResult checkOutputs(StringRef name);
+
 private:
   LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &tm,
                             StringRef path);

@@ -33,6 +33,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/WithColor.h"
 
@@ -107,6 +108,20 @@ LogicalResult mlir::tfm::verifyOptions(MLIRContext &ctx,
     return emitError(loc, "--dtype selects the GPU precision and needs "
                           "--target=cuda (the CPU computes in f32)");
   return success();
+}
+
+LogicalResult mlir::tfm::checkNotInput(MLIRContext &ctx,
+                                       const CompileOptions &options,
+                                       StringRef path) {
+  if (path == "-" || options.inputFilename == "-")
+    return success();
+  bool same = false;
+  // Both must exist to be the same file; a new output cannot be the input.
+  if (llvm::sys::fs::equivalent(options.inputFilename, path, same) || !same)
+    return success();
+  return emitError(UnknownLoc::get(&ctx))
+         << "refusing to write '" << path << "': it is the input file '"
+         << options.inputFilename << "'";
 }
 
 //===----------------------------------------------------------------------===//
@@ -367,6 +382,10 @@ LogicalResult Compilation::lower(const ModelSpec *spec, StringRef name,
     targetFields["compute_dtype"] = stringifyDType(dtype).str();
   }
 
+  HostEmitter emitter(ctx, options, timing, progress);
+  if (failed(emitter.checkOutputs(name)))
+    return failure();
+
   progress.step(name, "lowering");
   if (options.emit <= Stage::LLVMDialect) {
     if (failed(runPipeline(module, config, Stage::Primitive, options.emit)))
@@ -393,7 +412,6 @@ LogicalResult Compilation::lower(const ModelSpec *spec, StringRef name,
   if (failed(iface) || failed(runPipeline(module, config, Stage::LLVMDialect,
                                           Stage::LLVMDialect)))
     return failure();
-  HostEmitter emitter(ctx, options, timing, progress);
   return emitter.emit(spec, name, module, *host, *iface, os);
 }
 

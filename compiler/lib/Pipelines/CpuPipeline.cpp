@@ -48,11 +48,15 @@ void pipelines::buildCpuLoopsStage(OpPassManager &pm,
 }
 
 void pipelines::buildCpuLLVMStage(OpPassManager &pm, const PipelineConfig &) {
+  // Heap buffers through the runtime's _mlir_memref_to_llvm_* functions
+  // (use-generic-functions), which report a failed allocation instead of
+  // returning null to the generated code (runtime/src/forward.c).
   addText(pm, "convert-scf-to-openmp, "
               "func.func(tfm-expand-math, tfm-expand-shape-to-cast), "
               "expand-strided-metadata, lower-affine, convert-scf-to-cf, "
               "convert-vector-to-llvm, convert-math-to-llvm, "
-              "convert-math-to-libm, finalize-memref-to-llvm, "
+              "convert-math-to-libm, "
+              "finalize-memref-to-llvm{use-generic-functions=true}, "
               "convert-arith-to-llvm, convert-index-to-llvm, "
               "convert-cf-to-llvm, convert-openmp-to-llvm, "
               "convert-func-to-llvm, convert-ub-to-llvm, "

@@ -206,15 +206,21 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
   llvm::Type *ptr = llvm::PointerType::get(ctx, 0);
   llvm::StructType *tensorTy = getTensorStructType(ctx);
 
-  auto *fnTy = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
-  auto *fn = llvm::Function::Create(fnTy, llvm::GlobalValue::ExternalLinkage,
-                                    name + "_forward", module);
-  llvm::Argument *params = fn->getArg(0), *inputs = fn->getArg(1),
-                 *output = fn->getArg(2);
+  // MODEL_forward runs MODEL_forward_body (the arguments unpacked into
+  // memref descriptors, the model function called) through the runtime's
+  // tfm_forward_guarded, which turns a failed allocation into
+  // TFM_FORWARD_OUT_OF_MEMORY (runtime/src/forward.c).
+  auto *bodyTy = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
+                                         {ptr, ptr, ptr}, false);
+  auto *body =
+      llvm::Function::Create(bodyTy, llvm::GlobalValue::InternalLinkage,
+                             name + "_forward_body", module);
+  llvm::Argument *params = body->getArg(0), *inputs = body->getArg(1),
+                 *output = body->getArg(2);
   params->setName("params");
   inputs->setName("inputs");
   output->setName("output");
-  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", body));
 
   SmallVector<llvm::Value *> args;
   for (const AbiArg &a : abi) {
@@ -261,7 +267,20 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
     return failure();
   }
   b.CreateCall(impl, args);
-  b.CreateRet(b.getInt32(0));
+  b.CreateRetVoid();
+
+  auto *fnTy = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
+  auto *fn = llvm::Function::Create(fnTy, llvm::GlobalValue::ExternalLinkage,
+                                    name + "_forward", module);
+  llvm::FunctionCallee guarded = module.getOrInsertFunction(
+      "tfm_forward_guarded",
+      llvm::FunctionType::get(i32, {ptr, ptr, ptr, ptr}, false));
+  fn->getArg(0)->setName("params");
+  fn->getArg(1)->setName("inputs");
+  fn->getArg(2)->setName("output");
+  llvm::IRBuilder<> e(llvm::BasicBlock::Create(ctx, "entry", fn));
+  e.CreateRet(e.CreateCall(
+      guarded, {body, fn->getArg(0), fn->getArg(1), fn->getArg(2)}));
 
   auto *init = llvm::ConstantDataArray::getString(ctx, metadataJson, true);
   auto *gv = new llvm::GlobalVariable(module, init->getType(), true,

@@ -22,6 +22,7 @@
 #include "tfm/Dialect/TfmOps.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -217,6 +218,17 @@ int main(int argc, char **argv) {
       "  tfmc --shared model.tfm        libMODEL.so\n"
       "  tfmc model.tfm --mlir-timing   where the compile time goes\n");
 
+  // With no input named, tfmc reads stdin; on a terminal that would wait
+  // for typing that nobody means to do.
+  if (inputFilename.getNumOccurrences() == 0 &&
+      llvm::sys::Process::StandardInIsUserInput()) {
+    llvm::errs() << "tfmc: error: no input file\n"
+                 << "usage: tfmc model.tfm [-o OUT] [--emit=STAGE] [-c | "
+                    "--shared] (tfmc --help for all options;\n"
+                    "       tfmc - reads the model from stdin)\n";
+    return 1;
+  }
+
   DialectRegistry registry;
   registerDriverDialects(registry);
   MLIRContext ctx(registry);
@@ -236,8 +248,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  // Binaries are written by the driver under names of their own.
+  // Binaries are written by the driver under names of their own (and
+  // checked against the input there).
   bool binary = emitStage == Stage::Exe || emitStage == Stage::Obj;
+  if (!binary && failed(checkNotInput(ctx, *options, outputFilename)))
+    return 1;
   auto output =
       openOutputFile(binary ? std::string("-") : outputFilename, &errorMessage);
   if (!output) {

@@ -5,7 +5,8 @@
  * inputs a model may take, and how symbolic dimensions are spelled in those
  * arrays. The compiler lays out tfm_tensor with TFM_MAX_RANK
  * (getTensorStructType) and writes the tables of generated headers with
- * these codes. Included by tfm/runtime.h.
+ * these codes, and the forward pass returns these status codes. Included
+ * by tfm/runtime.h.
  *===----------------------------------------------------------------------===*/
 
 #ifndef TFM_ABI_H
@@ -28,5 +29,9 @@
 #define TFM_DIM_S (-3)
 /* How many symbols there are: -TFM_DIM_S. */
 #define TFM_NUM_DIM_SYMBOLS 3
+
+/* What a forward pass (MODEL_forward) returns besides 0: an allocation of
+ * its activations failed. */
+#define TFM_FORWARD_OUT_OF_MEMORY 1
 
 #endif /* TFM_ABI_H */

@@ -64,8 +64,19 @@ typedef struct tfm_io_info {
   int64_t shape[TFM_MAX_RANK]; /* TFM_DIM_B, _T, _S or a size */
 } tfm_io_info;
 
+/* A forward pass (MODEL_forward): 0 on success, TFM_FORWARD_OUT_OF_MEMORY
+ * when an activation could not be allocated (tfm_last_error() says how
+ * large); it frees what it allocated either way. */
 typedef int32_t (*tfm_forward_fn)(void *const *params, const tfm_tensor *inputs,
                                   tfm_tensor *output);
+
+/* For generated code: MODEL_forward runs its body through this, which
+ * turns a failed allocation of the body into TFM_FORWARD_OUT_OF_MEMORY
+ * (see runtime/src/forward.c). */
+typedef void (*tfm_forward_body)(void *const *params, const tfm_tensor *inputs,
+                                 tfm_tensor *output);
+int32_t tfm_forward_guarded(tfm_forward_body body, void *const *params,
+                            const tfm_tensor *inputs, tfm_tensor *output);
 
 /* The message of the last failure on this thread ("" if none). */
 const char *tfm_last_error(void);

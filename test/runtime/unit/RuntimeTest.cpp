@@ -12,6 +12,7 @@
 
 // Runtime internals (runtime/src/internal.h) under test.
 extern "C" {
+void tfm_fail_allocation_after(long n);
 float tfm_f16_to_f32(uint16_t h);
 float tfm_bf16_to_f32(uint16_t h);
 uint16_t tfm_f32_to_f16(float f);
@@ -31,8 +32,13 @@ void writeBytes(const std::string &path, const std::string &bytes) {
   std::fclose(f);
 }
 
-/// A safetensors file with the given header JSON and data bytes.
-std::string safetensors(const std::string &header, const std::string &data) {
+/// A safetensors file with the given header JSON and data bytes; the header
+/// is padded with spaces to a multiple of 8 bytes, as the reference writer
+/// does, unless `pad` is false.
+std::string safetensors(std::string header, const std::string &data,
+                        bool pad = true) {
+  while (pad && header.size() % 8 != 0)
+    header += ' ';
   std::string out(8, '\0');
   uint64_t n = header.size();
   for (int i = 0; i < 8; ++i)
@@ -138,6 +144,273 @@ TEST(Safetensors, RejectsInconsistentHeaders) {
   writeBytes(path, "abc");
   tfm_safetensors *st;
   EXPECT_EQ(tfm_safetensors_open(path.c_str(), &st), TFM_ERR_FORMAT);
+}
+
+/// Opens `header` + `data` as a safetensors file; expects TFM_ERR_FORMAT
+/// with a message holding the file's name and every one of `parts`.
+void expectSafetensorsError(const std::string &header, const std::string &data,
+                            std::vector<std::string> parts) {
+  std::string path = tempPath("bad.safetensors");
+  writeBytes(path, safetensors(header, data));
+  tfm_safetensors *st = nullptr;
+  EXPECT_EQ(tfm_safetensors_open(path.c_str(), &st), TFM_ERR_FORMAT) << header;
+  EXPECT_EQ(st, nullptr);
+  parts.push_back(path + ": ");
+  for (const std::string &p : parts)
+    EXPECT_NE(std::string(tfm_last_error()).find(p), std::string::npos)
+        << "message: " << tfm_last_error() << "\nexpected: " << p;
+  tfm_safetensors_close(st);
+}
+
+// The format to the letter (issue 14): data_offsets contiguous from 0,
+// non-overlapping, covering the data exactly; names unique; __metadata__ a
+// string-to-string map; element counts checked for overflow before use.
+TEST(Safetensors, EnforcesTheLayoutOfTheData) {
+  // Two tensors sharing bytes: accepted before, and the output changed.
+  expectSafetensorsError(
+      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+      R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+      floats({1, 2, 3}),
+      {"tensor 'b' (bytes 4 to 12) overlaps tensor 'a' (bytes 0 to 8)"});
+  // Bytes no tensor covers: at the start, between two, at the end.
+  expectSafetensorsError(
+      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+      floats({1, 2}), {"data bytes 0 to 4 belong to no tensor", "'a'"});
+  expectSafetensorsError(
+      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+      R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+      floats({1, 2, 3}), {"data bytes 4 to 8 belong to no tensor", "'b'"});
+  expectSafetensorsError(
+      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+      floats({1, 2, 3}), {"data bytes 4 to 12 belong to no tensor"});
+  expectSafetensorsError(R"({})", floats({1}),
+                         {"data bytes 0 to 4 belong to no tensor"});
+  // Empty tensors take no bytes, at a tensor's boundary (as the reference
+  // implementation: not inside another tensor).
+  expectSafetensorsError(
+      R"({"e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},)"
+      R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+      floats({1, 2}), {"tensor 'e' (bytes 4 to 4) overlaps tensor 'a'"});
+  std::string path = tempPath("empty.safetensors");
+  writeBytes(path,
+             safetensors(R"({"e":{"dtype":"F32","shape":[0],"data_offsets":)"
+                         R"([8,8]},"a":{"dtype":"F32","shape":[2],)"
+                         R"("data_offsets":[0,8]},"f":{"dtype":"F32",)"
+                         R"("shape":[0,3],"data_offsets":[0,0]}})",
+                         floats({1, 2})));
+  tfm_safetensors *st = nullptr;
+  EXPECT_EQ(tfm_safetensors_open(path.c_str(), &st), TFM_OK)
+      << tfm_last_error();
+  tfm_safetensors_close(st);
+}
+
+TEST(Safetensors, RejectsDuplicateNamesAndBadMetadata) {
+  expectSafetensorsError(
+      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+      R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+      floats({1, 2}), {"the header names \"a\" twice", "must be unique"});
+  expectSafetensorsError(
+      R"({"__metadata__":[1],"a":{"dtype":"F32","shape":[1],)"
+      R"("data_offsets":[0,4]}})",
+      floats({1}), {"'__metadata__' must be an object mapping strings"});
+  expectSafetensorsError(
+      R"({"__metadata__":{"format":"pt","n":3},"a":{"dtype":"F32",)"
+      R"("shape":[1],"data_offsets":[0,4]}})",
+      floats({1}), {"'__metadata__' entry 'n' must be a string"});
+}
+
+TEST(Safetensors, ChecksElementCountsForOverflowFirst) {
+  // 2^40 * 2^40 * 2^40 wraps to 0 in 64 bits: a 0-byte tensor before.
+  expectSafetensorsError(
+      R"({"a":{"dtype":"F32","shape":[1099511627776,1099511627776,)"
+      R"(1099511627776],"data_offsets":[0,0]}})",
+      "", {"tensor 'a' has more than 2^44 elements"});
+  expectSafetensorsError(
+      R"({"a":{"dtype":"F32","shape":[65536,65536,65536,65536,0],)"
+      R"("data_offsets":[0,0]}})",
+      "", {"tensor 'a' has more than 2^44 elements"});
+}
+
+TEST(Safetensors, NamesLongTensorsShortly) {
+  std::string name(100000, 'x');
+  expectSafetensorsError(R"({")" + name +
+                             R"(":{"dtype":"F32","shape":[3],)"
+                             R"("data_offsets":[0,8]}})",
+                         floats({1, 2}), {"xxx...' (F32 [3]) needs 12 bytes"});
+  EXPECT_LT(std::strlen(tfm_last_error()), 400u);
+}
+
+TEST(Safetensors, GetReportsMisalignedData) {
+  // An unpadded 60-byte header puts the F32 data at byte 68 of the file:
+  // aligned. One byte more of header (61) puts it at 69: not a multiple of
+  // 4, so no float view can be handed out in place.
+  std::string header =
+      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  header += std::string(61 - header.size(), ' ');
+  std::string path = tempPath("misaligned.safetensors");
+  writeBytes(path, safetensors(header, floats({1.5f}), /*pad=*/false));
+  tfm_safetensors *st;
+  ASSERT_EQ(tfm_safetensors_open(path.c_str(), &st), TFM_OK)
+      << tfm_last_error();
+  tfm_tensor v;
+  EXPECT_EQ(tfm_safetensors_get(st, "a", &v), TFM_ERR_FORMAT);
+  EXPECT_NE(std::string(tfm_last_error())
+                .find(path + ": tensor 'a' starts at byte 69 of the file, "
+                             "not a multiple of its 4-byte elements"),
+            std::string::npos)
+      << tfm_last_error();
+  EXPECT_EQ(tfm_safetensors_get(st, "b", &v), TFM_ERR_MISMATCH);
+  EXPECT_NE(std::string(tfm_last_error()).find(path + ": no tensor named 'b'"),
+            std::string::npos)
+      << tfm_last_error();
+  tfm_safetensors_close(st);
+}
+
+/// An npy file: version 1 with `header` as its dict (padded as numpy pads
+/// it), then `data`.
+std::string npy(std::string header, const std::string &data) {
+  header += '\n';
+  while ((10 + header.size()) % 64 != 0)
+    header.insert(header.size() - 1, " ");
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  return out + header + data;
+}
+
+/// Reads `header` + `data` as npy; expects `status` and a message holding
+/// the file's name and `message`.
+void expectNpyError(const std::string &header, const std::string &data,
+                    tfm_status status, const std::string &message) {
+  std::string path = tempPath("bad.npy");
+  writeBytes(path, npy(header, data));
+  tfm_tensor t;
+  EXPECT_EQ(tfm_npy_read(path.c_str(), &t), status) << header;
+  std::string got = tfm_last_error();
+  EXPECT_EQ(got.rfind(path + ": ", 0), 0u) << got;
+  EXPECT_NE(got.find(message), std::string::npos)
+      << "message: " << got << "\nexpected: " << message;
+  EXPECT_EQ(t.data, nullptr);
+}
+
+// The header is the Python literal it is, as numpy parses it (issue 14).
+TEST(Npy, ParsesTheHeaderAsAPythonDict) {
+  std::string two = floats({1, 2});
+  // A string value that holds "'shape': (1, 1)" set the shape before.
+  expectNpyError("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), "
+                 "'x': 'shape': (1, 1)}",
+                 two, TFM_ERR_FORMAT,
+                 "has the key 'x'; numpy allows only 'descr', "
+                 "'fortran_order' and 'shape'");
+  expectNpyError("{'descr': '<f4', 'fortran_order': Falsey, 'shape': (2,), }",
+                 two, TFM_ERR_FORMAT, "'fortran_order' must be True or False");
+  expectNpyError("{'descr': '<f4', 'fortran_order': false, 'shape': (2,), }",
+                 two, TFM_ERR_FORMAT, "'fortran_order' must be True or False");
+  expectNpyError("{'descr': '<f4', 'fortran_order': False, 'shape': (2), }",
+                 two, TFM_ERR_FORMAT, "'shape' must be a tuple: write (N,)");
+  expectNpyError("{'descr': '<f4', 'fortran_order': False}", two,
+                 TFM_ERR_FORMAT, "npy header lacks 'shape'");
+  expectNpyError("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, "
+                 "'shape': (2,)}",
+                 two, TFM_ERR_FORMAT, "npy header gives 'descr' twice");
+  expectNpyError("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} x",
+                 two, TFM_ERR_FORMAT, "unexpected text after the dict");
+  expectNpyError("{'descr': '<f4' 'fortran_order': False, 'shape': (2,)}", two,
+                 TFM_ERR_FORMAT, "expected ',' or '}'");
+  expectNpyError("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,)}",
+                 two, TFM_ERR_FORMAT, "must be a decimal size");
+  expectNpyError("{'descr': '<f4', 'fortran_order': True, 'shape': (2,)}", two,
+                 TFM_ERR_FORMAT, "Fortran-order npy arrays are not supported");
+  // What numpy writes, and other spellings of the same literal, are read.
+  for (const char *h :
+       {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+        "{\"shape\": (2, ), \"fortran_order\": False, \"descr\": \"<f4\"}",
+        "{ 'descr' : '<f4' , 'fortran_order' : False , 'shape' : ( 1 , 2 ) "
+        "}"}) {
+    std::string path = tempPath("good.npy");
+    writeBytes(path, npy(h, two));
+    tfm_tensor t;
+    ASSERT_EQ(tfm_npy_read(path.c_str(), &t), TFM_OK) << h << tfm_last_error();
+    EXPECT_EQ(tfm_tensor_numel(&t), 2);
+    EXPECT_EQ(static_cast<const float *>(t.data)[1], 2.0f);
+    tfm_tensor_free(&t);
+  }
+}
+
+TEST(Npy, ChecksTheFileLengthBeforeAllocating) {
+  // 130 bytes that declared 13.6 GB: refused before anything is allocated
+  // (with every allocation failing, the message is still about the size).
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (60000, 60000), }";
+  tfm_fail_allocation_after(1); // the header's buffer only
+  expectNpyError(header, "abcd", TFM_ERR_FORMAT,
+                 "npy data is shorter than its shape says (float32 [60000, "
+                 "60000]: 14400000000 bytes expected, the file holds 4)");
+  tfm_fail_allocation_after(-1);
+  expectNpyError("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
+                 floats({1, 2}), TFM_ERR_FORMAT,
+                 "npy data is longer than its shape says");
+  expectNpyError("{'descr': '<f4', 'fortran_order': False, 'shape': "
+                 "(1048576, 1048576, 1048576), }",
+                 "", TFM_ERR_FORMAT, "has more than 2^44 elements");
+  // Out of memory names the file too.
+  tfm_fail_allocation_after(1);
+  expectNpyError("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+                 floats({1, 2}), TFM_ERR_MEMORY, "out of memory");
+  tfm_fail_allocation_after(-1);
+}
+
+// The generated forward pass allocates through these (issue 14: a failed
+// allocation was a null pointer the generated code wrote through).
+extern "C" {
+void *_mlir_memref_to_llvm_alloc(uint64_t bytes);
+void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t bytes);
+void _mlir_memref_to_llvm_free(void *p);
+}
+
+/// A body that allocates like generated code: two blocks it frees, one it
+/// keeps until the end, then one it cannot get (with allocations set to
+/// fail), and would write through it.
+void allocatingBody(void *const *, const tfm_tensor *, tfm_tensor *out) {
+  void *a = _mlir_memref_to_llvm_aligned_alloc(64, 1000);
+  void *b = _mlir_memref_to_llvm_alloc(24);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  std::memset(a, 1, 1000);
+  std::memset(b, 2, 24);
+  _mlir_memref_to_llvm_free(b);
+  void *kept = _mlir_memref_to_llvm_aligned_alloc(64, 4096);
+  std::memset(kept, 3, 4096);
+  _mlir_memref_to_llvm_free(a);
+  if (out->rank == 1) { // asked to fail
+    tfm_fail_allocation_after(0);
+    void *c = _mlir_memref_to_llvm_aligned_alloc(64, 12345);
+    static_cast<char *>(c)[0] = 1; // never reached
+  }
+  _mlir_memref_to_llvm_free(kept);
+}
+
+TEST(Forward, AFailedAllocationIsAStatusNotACrash) {
+  tfm_tensor out{};
+  out.rank = 0;
+  EXPECT_EQ(tfm_forward_guarded(allocatingBody, nullptr, nullptr, &out), 0);
+  out.rank = 1;
+  EXPECT_EQ(tfm_forward_guarded(allocatingBody, nullptr, nullptr, &out),
+            TFM_FORWARD_OUT_OF_MEMORY);
+  tfm_fail_allocation_after(-1);
+  EXPECT_NE(std::string(tfm_last_error())
+                .find("out of memory in the forward pass (an allocation of "
+                      "12345 bytes failed)"),
+            std::string::npos)
+      << tfm_last_error();
+  // The guard is left: the next call works (and the block kept before the
+  // failure was freed, which a leak checker sees).
+  out.rank = 0;
+  EXPECT_EQ(tfm_forward_guarded(allocatingBody, nullptr, nullptr, &out), 0);
+  // Outside a forward pass the functions work as malloc and free.
+  void *p = _mlir_memref_to_llvm_aligned_alloc(128, 10);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 128, 0u);
+  _mlir_memref_to_llvm_free(p);
+  _mlir_memref_to_llvm_free(nullptr);
 }
 
 TEST(Model, RejectsBadDescription) {

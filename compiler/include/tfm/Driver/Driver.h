@@ -69,6 +69,11 @@ struct CompileOptions {
   std::optional<bool> progress;
 };
 
+/// Fails with an error when writing `path` would replace the input file
+/// (the same file, by any name); "-" is stdout and never the input.
+LogicalResult checkNotInput(MLIRContext &ctx, const CompileOptions &options,
+                            StringRef path);
+
 /// Checks option combinations that no single option can (`--dtype` without
 /// `--target=cuda`, `-c` with `--emit`); reports through `ctx`.
 LogicalResult verifyOptions(MLIRContext &ctx, const CompileOptions &options);

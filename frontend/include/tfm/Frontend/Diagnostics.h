@@ -45,6 +45,7 @@ public:
   DiagRef error(llvm::SMLoc smloc, const llvm::Twine &msg);
   DiagRef warning(llvm::SMLoc smloc, const llvm::Twine &msg);
 
+  /// Every error reported, also those past the limit that were not shown.
   unsigned errorCount() const { return numErrors; }
   bool tooManyErrors() const { return numErrors >= kMaxErrors; }
   MLIRContext *getContext() const { return context; }
@@ -58,6 +59,14 @@ private:
   unsigned numErrors = 0;
   llvm::StringSet<> seen;
 };
+
+/// The longest word (a run without spaces or quotes: an identifier, a
+/// number) a message shows whole.
+constexpr size_t kMaxWordInMessage = 64;
+
+/// `text` with every word longer than kMaxWordInMessage cut to its start
+/// and "...", so that a 10 MB identifier gives a short message.
+std::string clipLongWords(llvm::StringRef text);
 
 /// Returns the candidate closest to `name` by edit distance, or "" when none
 /// is close enough to be a plausible typo.
