@@ -71,15 +71,41 @@ static const char *other_format(const unsigned char *b, size_t size) {
 /* Largest header read, as the reference implementation's limit. */
 #define ST_MAX_HEADER (100u * 1000 * 1000)
 
-/* The tensor named twice in a header that jansson refused with
- * json_error_duplicate_key: its "near" token, quotes included. */
-static void duplicate_name(const json_error_t *jerr, char *buf, size_t n) {
-  const char *near = strstr(jerr->text, "near '");
-  const char *last = strrchr(jerr->text, '\'');
-  if (!near || last <= near + 6)
-    snprintf(buf, n, "(unknown)");
-  else
-    snprintf(buf, n, "%.*s", (int)(last - near - 6), near + 6);
+/* The name given twice at the top level of a header that jansson refused
+ * with json_error_duplicate_key (its message does not always say which):
+ * the keys' raw text, compared as written, through a set. */
+static void duplicate_name(const char *h, size_t n, char *buf, size_t size) {
+  snprintf(buf, size, "a tensor name");
+  json_t *seen = json_object();
+  int depth = 0;
+  for (size_t i = 0; seen && i < n; ++i) {
+    if (h[i] == '{' || h[i] == '[') {
+      ++depth;
+    } else if (h[i] == '}' || h[i] == ']') {
+      --depth;
+    } else if (h[i] == '"') {
+      size_t start = ++i;
+      while (i < n && h[i] != '"')
+        i += h[i] == '\\' ? 2 : 1;
+      if (depth != 1 || i >= n)
+        continue;
+      size_t len = i - start, k = i + 1;
+      while (k < n &&
+             (h[k] == ' ' || h[k] == '\t' || h[k] == '\n' || h[k] == '\r'))
+        ++k;
+      if (k >= n || h[k] != ':')
+        continue;
+      if (json_object_getn(seen, h + start, len)) {
+        int shown = len > TFM_CLIP_SIZE - 4 ? TFM_CLIP_SIZE - 4 : (int)len;
+        snprintf(buf, size, "'%.*s%s'", shown, h + start,
+                 (size_t)shown < len ? "..." : "");
+        break;
+      }
+      if (json_object_setn_new(seen, h + start, len, json_null()))
+        break;
+    }
+  }
+  json_decref(seen);
 }
 
 /* "__metadata__" must be an object of strings. */
@@ -219,11 +245,12 @@ tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out) {
   root = json_loadb((const char *)bytes + 8, (size_t)hlen,
                     JSON_REJECT_DUPLICATES, &jerr);
   if (!root && json_error_code(&jerr) == json_error_duplicate_key) {
-    duplicate_name(&jerr, clip, sizeof clip);
+    char dup[TFM_CLIP_SIZE + 4];
+    duplicate_name((const char *)bytes + 8, (size_t)hlen, dup, sizeof dup);
     status = tfm_fail(TFM_ERR_FORMAT,
-                      "%s: the header names %s twice (byte %d of the "
-                      "header); tensor names must be unique",
-                      path, clip, jerr.position);
+                      "%s: the header names %s twice; tensor names must be "
+                      "unique",
+                      path, dup);
     goto fail;
   }
   if (!root || !json_is_object(root)) {

@@ -210,6 +210,9 @@ public:
 private:
   LogicalResult compileMLIR(llvm::SourceMgr &sourceMgr);
   LogicalResult compileTfm(llvm::SourceMgr &sourceMgr);
+  /// What hand-written IR cannot be compiled with: parameters in an
+  /// artifact, types the target does not compute in.
+  LogicalResult checkHandWritten(ModuleOp module);
   /// Runs the pipeline on `module` (built from `spec`, or hand-written
   /// when it is null) and writes the requested stage.
   LogicalResult lower(const ModelSpec *spec, StringRef name, DType dtype,
@@ -282,8 +285,50 @@ LogicalResult Compilation::compileMLIR(llvm::SourceMgr &sourceMgr) {
     module->print(os);
     return success();
   }
+  if (failed(checkHandWritten(*module)))
+    return failure();
   std::string name = funcs[0].getName().str();
   return lower(nullptr, name, DType::f32, *module);
+}
+
+LogicalResult Compilation::checkHandWritten(ModuleOp module) {
+  // An artifact passes its weights by the description's parameter table,
+  // which hand-written IR does not have: its tensors are its arguments.
+  if (options.emit == Stage::Obj || options.emit == Stage::Exe) {
+    WalkResult params =
+        module.walk([](ParamOp param) {
+          param.emitOpError()
+              << "'" << param.getName()
+              << "': hand-written IR compiles to an artifact without "
+                 "parameters (its tensors are the function's arguments); a "
+                 "model with weights is written as a .tfm description";
+          return WalkResult::interrupt();
+        });
+    if (params.wasInterrupted())
+      return failure();
+  }
+  // The CPU stages compute in f32, as the runtime passes inputs and
+  // outputs; f16 and bf16 compute on the GPU.
+  if (options.target != TargetKind::CPU || options.emit <= Stage::Fused)
+    return success();
+  WalkResult types = module.walk([](Operation *op) {
+    auto notF32 = [](Type t) -> FloatType {
+      auto shaped = dyn_cast<ShapedType>(t);
+      auto f = dyn_cast<FloatType>(shaped ? shaped.getElementType() : t);
+      return f && !f.isF32() ? f : FloatType();
+    };
+    for (Type t :
+         llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+      if (FloatType f = notF32(t)) {
+        op->emitOpError() << "computes in " << f
+                          << ", which the CPU target does not support (it "
+                             "computes in f32); compile f16 and bf16 with "
+                             "--target=cuda";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(types.wasInterrupted());
 }
 
 LogicalResult Compilation::compileTfm(llvm::SourceMgr &sourceMgr) {

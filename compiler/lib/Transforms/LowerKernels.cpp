@@ -484,6 +484,23 @@ struct TfmLowerKernelsPass
   using TfmLowerKernelsBase::TfmLowerKernelsBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    // The CPU kernels compute in f32 (f16 and bf16 kernels are the GPU's).
+    WalkResult types = getOperation().walk([](Operation *op) {
+      if (!isa<LinearKernelOp, AttentionKernelOp>(op))
+        return WalkResult::advance();
+      for (Type t : op->getOperandTypes()) {
+        Type elt = cast<ShapedType>(t).getElementType();
+        if (isa<FloatType>(elt) && !elt.isF32()) {
+          op->emitOpError() << "computes in " << elt
+                            << ", which the CPU kernels do not support (they "
+                               "compute in f32)";
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    if (types.wasInterrupted())
+      return signalPassFailure();
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, math::MathDialect,
                            memref::MemRefDialect, scf::SCFDialect,

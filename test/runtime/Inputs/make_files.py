@@ -57,6 +57,49 @@ def main():
           {"embed.tokens.weight": good["embed.tokens.weight"]},
           dtype_override="U32")
 
+    # The format to the letter: tensors sharing bytes, bytes in no tensor, a
+    # name twice, metadata that is not a string map, a wrapping shape.
+    def raw(name, header, body):
+        h = header.encode()
+        h += b" " * (-len(h) % 8)
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(struct.pack("<Q", len(h)) + h + body)
+    emb = good["embed.tokens.weight"]
+    n = emb.nbytes
+    raw("overlap.safetensors",
+        '{"embed.tokens.weight":{"dtype":"F32","shape":%s,"data_offsets":[0,%d]},'
+        '"final_norm.bias":{"dtype":"F32","shape":[48],"data_offsets":[%d,%d]}}'
+        % (list(emb.shape), n, n - 96, n + 96), emb.tobytes() + bytes(96))
+    raw("gap.safetensors",
+        '{"embed.tokens.weight":{"dtype":"F32","shape":%s,"data_offsets":[0,%d]}}'
+        % (list(emb.shape), n), emb.tobytes() + bytes(16))
+    raw("dup.safetensors",
+        '{"embed.tokens.weight":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
+        '"embed.tokens.weight":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}',
+        bytes(8))
+    raw("meta.safetensors",
+        '{"__metadata__":{"format":["pt"]},'
+        '"embed.tokens.weight":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}',
+        bytes(4))
+    raw("wrap.safetensors",
+        '{"embed.tokens.weight":{"dtype":"F32","shape":[1099511627776,'
+        '1099511627776,1099511627776],"data_offsets":[0,0]}}', b"")
+
+    # npy headers as numpy reads them: a string value holding a shape, a
+    # bool that is not True or False, a size the file does not hold.
+    def npy(name, header, body):
+        h = header.encode() + b"\n"
+        h = h[:-1] + b" " * (-(10 + len(h)) % 64) + b"\n"
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h + body)
+    tok = np.arange(8, dtype=np.int32).tobytes()
+    npy("strshape.npy", "{'descr': '<i4', 'fortran_order': False, "
+        "'shape': (2, 4), 'note': 'shape': (1, 1)}", tok)
+    npy("falsey.npy", "{'descr': '<i4', 'fortran_order': Falsey, "
+        "'shape': (2, 4), }", tok)
+    npy("huge.npy", "{'descr': '<i4', 'fortran_order': False, "
+        "'shape': (60000, 60000), }", tok)
+
     np.save(os.path.join(out, "tokens.npy"), np.arange(8, dtype=np.int32).reshape(2, 4))
     np.save(os.path.join(out, "tokens64.npy"), np.arange(8, dtype=np.int64).reshape(2, 4))
     oov = np.zeros((2, 4), np.int32)

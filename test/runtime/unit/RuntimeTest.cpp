@@ -208,7 +208,7 @@ TEST(Safetensors, RejectsDuplicateNamesAndBadMetadata) {
   expectSafetensorsError(
       R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
       R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-      floats({1, 2}), {"the header names \"a\" twice", "must be unique"});
+      floats({1, 2}), {"the header names 'a' twice", "must be unique"});
   expectSafetensorsError(
       R"({"__metadata__":[1],"a":{"dtype":"F32","shape":[1],)"
       R"("data_offsets":[0,4]}})",
