@@ -15,6 +15,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -190,6 +191,9 @@ llvm::StructType *mlir::tfm::getTensorStructType(llvm::LLVMContext &ctx) {
       ctx, {ptr, i32, i32, llvm::ArrayType::get(i64, TFM_MAX_RANK)});
 }
 
+/// Marks the entry body (MODEL_forward_body) for shortenEntryBody.
+static constexpr llvm::StringLiteral kEntryBodyAttr = "tfm-entry-body";
+
 LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
                                         StringRef metadataJson,
                                         ArrayRef<AbiArg> abi, bool exeAliases,
@@ -266,8 +270,22 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
                 .str();
     return failure();
   }
-  b.CreateCall(impl, args);
+  llvm::CallInst *call = b.CreateCall(impl, args);
   b.CreateRetVoid();
+  // The model function takes every parameter as a memref descriptor: with
+  // many layers, one call of tens of thousands of arguments, on which O3's
+  // CalledValuePropagation is quadratic (512 layers: 250 s). Inlined, the
+  // arguments are loads in the body and the compile stays linear in depth.
+  llvm::InlineFunctionInfo inlineInfo;
+  llvm::InlineResult inlined = llvm::InlineFunction(*call, inlineInfo);
+  if (!inlined.isSuccess()) {
+    error = ("cannot inline the model function '" + name +
+             "' into its entry point: " + inlined.getFailureReason())
+                .str();
+    return failure();
+  }
+  impl->eraseFromParent();
+  body->addFnAttr(kEntryBodyAttr);
 
   auto *fnTy = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
   auto *fn = llvm::Function::Create(fnTy, llvm::GlobalValue::ExternalLinkage,
@@ -297,6 +315,52 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
   return success();
 }
 
+/// After O3, the loads of a deep model's entry body (a parameter's pointer
+/// from the table, read by one layer call) all sit at the top of one block
+/// of tens of thousands of instructions, live until their call: instruction
+/// selection, a block at a time, grows quadratically with such a block (1024
+/// layers: 100 s). Each load moves down to its call, and each call starts a
+/// block, so the blocks stay the size of one layer's arguments.
+static void shortenEntryBody(llvm::Function &body) {
+  SmallVector<llvm::CallInst *> calls;
+  for (llvm::BasicBlock &block : body)
+    for (llvm::Instruction &inst : block)
+      if (auto *call = dyn_cast<llvm::CallInst>(&inst))
+        if (llvm::Function *f = call->getCalledFunction();
+            f && !f->isDeclaration())
+          calls.push_back(call);
+  llvm::Argument *params = body.getArg(0);
+  for (llvm::CallInst *call : calls) {
+    for (llvm::Use &arg : call->args()) {
+      auto *load = dyn_cast<llvm::LoadInst>(arg.get());
+      // Only the table's loads: nothing writes the table during a pass.
+      if (!load || !load->hasOneUse() ||
+          load->getParent() != call->getParent() ||
+          load->getPointerOperand()->stripInBoundsConstantOffsets() != params)
+        continue;
+      load->moveBefore(call->getIterator());
+      // Its address (params + a constant) moves with it.
+      auto *gep = dyn_cast<llvm::GetElementPtrInst>(load->getPointerOperand());
+      if (gep && gep->hasOneUse() && gep->getParent() == load->getParent() &&
+          gep->getPointerOperand() == params)
+        gep->moveBefore(load->getIterator());
+    }
+  }
+  for (llvm::CallInst *call : calls) {
+    llvm::Instruction *first = call;
+    while (llvm::Instruction *prev = first->getPrevNode()) {
+      auto *load = dyn_cast<llvm::LoadInst>(prev);
+      auto *gep = dyn_cast<llvm::GetElementPtrInst>(prev);
+      if (!(load && load->hasOneUse() && load->user_back() == call) &&
+          !(gep && gep->hasOneUse() && isa<llvm::LoadInst>(gep->user_back()) &&
+            gep->user_back()->getParent() == call->getParent()))
+        break;
+      first = prev;
+    }
+    first->getParent()->splitBasicBlock(first);
+  }
+}
+
 void mlir::tfm::optimizeModule(llvm::Module &module, llvm::TargetMachine &tm) {
   for (llvm::Function &f : module) {
     if (f.isDeclaration())
@@ -323,6 +387,9 @@ void mlir::tfm::optimizeModule(llvm::Module &module, llvm::TargetMachine &tm) {
   llvm::ModulePassManager mpm =
       pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(module, mam);
+  for (llvm::Function &f : module)
+    if (f.hasFnAttribute(kEntryBodyAttr))
+      shortenEntryBody(f);
 }
 
 LogicalResult mlir::tfm::emitMachineCode(llvm::Module &module,

@@ -201,6 +201,21 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
   }
 };
 
+/// Most output vectors of a query row held in registers by the attention
+/// kernel; wider heads loop over their chunks in memory.
+constexpr int64_t kMaxRegisterChunks = 16;
+
+/// Builds `for c in [0, chunks)` with `body(c)`.
+void forChunks(OpBuilder &b, Location loc, int64_t chunks,
+               function_ref<void(OpBuilder &, Location, Value)> body) {
+  scf::ForOp::create(b, loc, cIdx(b, loc, 0), cIdx(b, loc, chunks),
+                     cIdx(b, loc, 1), ValueRange{},
+                     [&](OpBuilder &cb, Location cl, Value c, ValueRange) {
+                       body(cb, cl, c);
+                       scf::YieldOp::create(cb, cl);
+                     });
+}
+
 struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
   LowerAttentionKernel(MLIRContext *ctx, int64_t vl)
       : OpRewritePattern(ctx), vl(vl) {}
@@ -222,9 +237,13 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
     while (wv > 1 && dv % wv != 0)
       wv /= 2;
     int64_t chunks = dv / wv;
+    // Past kMaxRegisterChunks vectors a row's output accumulators cannot
+    // stay in registers: a wide head keeps them in the output row and
+    // loops over its chunks, so the code does not grow with head_dim.
+    bool wide = chunks > kMaxRegisterChunks;
     // Query rows per block: as many as keep the output accumulators
     // (rows x chunks vectors) within half the vector registers.
-    int64_t rows = std::clamp<int64_t>(16 / chunks, 1, 8);
+    int64_t rows = wide ? 1 : std::clamp<int64_t>(16 / chunks, 1, 8);
     int64_t bk = 2 * vl; // keys per block: two vector registers
     Type f32 = b.getF32Type();
     auto vk = VectorType::get({bk}, f32);
@@ -312,8 +331,16 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
             init.push_back(ninf);             // running max
             init.push_back(cF32(nb, l, 0.0)); // running sum
           }
-          for (int64_t i = 0; i < rows * chunks; ++i)
-            init.push_back(zeroVV); // output accumulators
+          if (!wide) {
+            for (int64_t i = 0; i < rows * chunks; ++i)
+              init.push_back(zeroVV); // output accumulators
+          } else {
+            forChunks(nb, l, chunks, [&](OpBuilder &cb, Location cl, Value c) {
+              Value col = arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
+              vector::StoreOp::create(cb, cl, zeroVV, out,
+                                      ValueRange{bi, hi, row[0], col});
+            });
+          }
           auto keys = scf::ForOp::create(
               nb, l, first, end, cIdx(nb, l, bk), init,
               [&](OpBuilder &kb, Location kl, Value j0, ValueRange st) {
@@ -424,13 +451,47 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
                       kb, kl, arith::MulFOp::create(kb, kl, lOld, corr), sum);
                   corrV[r] = vector::BroadcastOp::create(kb, kl, vvT, corr);
                 }
+                Value lastKey = arith::SubIOp::create(kb, kl, tk, c1);
+                if (wide) {
+                  // The same in the output row, one chunk at a time.
+                  SmallVector<Value> js, pbs;
+                  for (int64_t jj = 0; jj < bk; ++jj) {
+                    js.push_back(arith::MinSIOp::create(
+                        kb, kl,
+                        arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
+                        lastKey));
+                    pbs.push_back(vector::BroadcastOp::create(
+                        kb, kl, vvT,
+                        vector::ExtractOp::create(kb, kl, p[0],
+                                                  ArrayRef<int64_t>{jj})));
+                  }
+                  forChunks(
+                      kb, kl, chunks, [&](OpBuilder &cb, Location cl, Value c) {
+                        Value col =
+                            arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
+                        SmallVector<Value, 4> at{bi, hi, row[0], col};
+                        Value acc = arith::MulFOp::create(
+                            cb, cl,
+                            vector::LoadOp::create(cb, cl, vvT, out, at),
+                            corrV[0]);
+                        for (int64_t jj = 0; jj < bk; ++jj)
+                          acc = vector::FMAOp::create(
+                              cb, cl, pbs[jj],
+                              vector::LoadOp::create(
+                                  cb, cl, vvT, v,
+                                  ValueRange{bi, kvh, js[jj], col}),
+                              acc);
+                        vector::StoreOp::create(cb, cl, acc, out, at);
+                      });
+                  scf::YieldOp::create(kb, kl, next);
+                  return;
+                }
                 // O = O * corr + P V: each V row is loaded once for all rows.
                 SmallVector<Value> acc;
                 for (int64_t r = 0; r < rows; ++r)
                   for (int64_t c = 0; c < chunks; ++c)
                     acc.push_back(arith::MulFOp::create(
                         kb, kl, st[2 * rows + r * chunks + c], corrV[r]));
-                Value lastKey = arith::SubIOp::create(kb, kl, tk, c1);
                 for (int64_t jj = 0; jj < bk; ++jj) {
                   // Keys past the end have p = 0; read a valid row instead.
                   Value j = arith::MinSIOp::create(
@@ -465,6 +526,21 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
                 arith::DivFOp::create(nb, l, cF32(nb, l, 1.0), lFin),
                 cF32(nb, l, 0.0));
             Value invV = vector::BroadcastOp::create(nb, l, vvT, inv);
+            if (wide) {
+              forChunks(
+                  nb, l, chunks, [&](OpBuilder &cb, Location cl, Value c) {
+                    Value col =
+                        arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
+                    SmallVector<Value, 4> at{bi, hi, row[r], col};
+                    vector::StoreOp::create(
+                        cb, cl,
+                        arith::MulFOp::create(
+                            cb, cl,
+                            vector::LoadOp::create(cb, cl, vvT, out, at), invV),
+                        out, at);
+                  });
+              continue;
+            }
             for (int64_t c = 0; c < chunks; ++c)
               vector::StoreOp::create(
                   nb, l,
