@@ -263,6 +263,9 @@ LogicalResult HostEmitter::link(StringRef object, StringRef output) {
   // Debian's libjansson.a is not position independent, so a shared library
   // links libjansson.so.4 instead.
   args.push_back(shared ? "-ljansson" : TFM_JANSSON_STATIC);
+#ifdef TFM_SANITIZE_LINK
+  args.push_back(TFM_SANITIZE_LINK);
+#endif
   for (const char *a :
        {"-L" TFM_OMP_DIR, "-lomp", "-Wl,-rpath," TFM_OMP_DIR, "-lm", "-o"})
     args.push_back(a);
