@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 using namespace mlir;
 
@@ -30,9 +31,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     c->getDiagEngine().registerHandler([](Diagnostic &) {});
     return c;
   }();
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
-      llvm::StringRef(reinterpret_cast<const char *>(data), size),
-      ParserConfig(ctx));
+  // MLIR's lexer reads up to a terminating NUL, as a file buffer has.
+  std::string text(reinterpret_cast<const char *>(data), size);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(text, ParserConfig(ctx));
   if (module)
     (void)verify(*module);
   return 0;
