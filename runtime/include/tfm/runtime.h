@@ -95,13 +95,16 @@ void tfm_tensor_free(tfm_tensor *t);
 tfm_status tfm_npy_read(const char *path, tfm_tensor *out);
 tfm_status tfm_npy_write(const char *path, const tfm_tensor *t);
 
-/* safetensors files, memory-mapped. */
+/* safetensors files, memory-mapped and checked to the letter of the format
+ * (data_offsets tiling the data, unique names, string metadata). */
 typedef struct tfm_safetensors tfm_safetensors;
 tfm_status tfm_safetensors_open(const char *path, tfm_safetensors **out);
 void tfm_safetensors_close(tfm_safetensors *st);
 size_t tfm_safetensors_count(const tfm_safetensors *st);
 const char *tfm_safetensors_name(const tfm_safetensors *st, size_t i);
-/* Looks up `name`; returns TFM_ERR_MISMATCH if the file has no such tensor. */
+/* Looks up `name`; returns TFM_ERR_MISMATCH if the file has no such tensor,
+ * TFM_ERR_FORMAT if its data is not aligned to its element size (the format
+ * does not promise it; such a tensor can only be copied, not viewed). */
 tfm_status tfm_safetensors_get(const tfm_safetensors *st, const char *name,
                                tfm_tensor *view);
 
