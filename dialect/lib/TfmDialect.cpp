@@ -77,3 +77,26 @@ LogicalResult TfmDialect::verifyOperationAttribute(Operation *op,
   }
   return op->emitOpError() << "has an unknown tfm attribute '" << name << "'";
 }
+
+std::optional<size_t> mlir::tfm::findExcessiveNesting(llvm::StringRef text) {
+  size_t depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') { // a string literal, with escapes
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i;
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i < text.size() && text[i] != '\n')
+        ++i;
+    } else if (c == '(' || c == '[' || c == '{' || c == '<') {
+      if (++depth > kMaxIRNesting)
+        return i;
+    } else if ((c == ')' || c == ']' || c == '}' ||
+                (c == '>' && (i == 0 || text[i - 1] != '-'))) &&
+               depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}

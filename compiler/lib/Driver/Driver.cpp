@@ -270,6 +270,17 @@ LogicalResult Compilation::compileMLIR(llvm::SourceMgr &sourceMgr) {
   // tensor result, compiled like a model without parameters.
   if (options.emit <= Stage::JSON)
     return error() << "--emit=tokens, ast and json need a .tfm input";
+  // MLIR's parser has no nesting limit: deep enough IR overflows its stack.
+  const llvm::MemoryBuffer *buf =
+      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+  if (std::optional<size_t> at = findExcessiveNesting(buf->getBuffer())) {
+    DiagEmitter diags(sourceMgr, &ctx);
+    diags.error(llvm::SMLoc::getFromPointer(buf->getBufferStart() + *at),
+                llvm::formatv("brackets nested more than {0} levels deep",
+                              kMaxIRNesting)
+                    .str());
+    return failure();
+  }
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   if (!module)
     return failure();
