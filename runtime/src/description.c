@@ -581,6 +581,29 @@ static tfm_status parse_target(json_t *root, tfm_description *d) {
   return TFM_OK;
 }
 
+/* "generation": the KV-cache entry point's cache sizes (decoders). */
+static tfm_status parse_generation(json_t *root, tfm_description *d) {
+  tfm_status s;
+  json_t *g =
+      field(root, "the model", "generation", is_object, "an object", 1, &s);
+  if (!g)
+    return s;
+  const char *what = "the model's generation entry";
+  if ((s = get_integer(g, what, "layers", 0, 1, TFM_MAX_DIM, &d->gen_layers)) !=
+          TFM_OK ||
+      (s = get_integer(g, what, "kv_heads", 0, 1, TFM_MAX_DIM,
+                       &d->gen_kv_heads)) != TFM_OK ||
+      (s = get_integer(g, what, "head_dim", 0, 1, TFM_MAX_DIM,
+                       &d->gen_head_dim)) != TFM_OK)
+    return s;
+  if (d->gen_layers * 2 + 2 > TFM_MAX_GEN_INPUTS)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%lld layers of KV cache are above the runtime's "
+                           "limit of %d",
+                    (long long)d->gen_layers, (TFM_MAX_GEN_INPUTS - 2) / 2);
+  return TFM_OK;
+}
+
 static tfm_status parse_root(json_t *root, tfm_description *d) {
   const char *what = "the model";
   json_t *ps, *abi, *ins, *outs;
@@ -597,6 +620,7 @@ static tfm_status parse_root(json_t *root, tfm_description *d) {
       (s = get_array(root, what, "inputs", &ins)) != TFM_OK ||
       (s = get_array(root, what, "outputs", &outs)) != TFM_OK ||
       (s = parse_target(root, d)) != TFM_OK ||
+      (s = parse_generation(root, d)) != TFM_OK ||
       (s = parse_checkpoint(root, d)) != TFM_OK)
     return s;
 

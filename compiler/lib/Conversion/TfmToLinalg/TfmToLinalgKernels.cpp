@@ -115,8 +115,11 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
     auto rt = op.getType();
     Value q = adaptor.getQuery(), v = adaptor.getValue();
     Value init = emptyTensor(b, loc, rt, {{q, 0}, {q, 1}, {q, 2}, {v, 3}});
-    // The kernel streams K^T ([B, KV, D, S]): one transposed copy of K.
-    Value kt = transposeTensor(b, loc, adaptor.getKey(), {0, 1, 3, 2});
+    // The kernel streams K^T ([B, KV, D, S]): one transposed copy of K,
+    // unless K is kept transposed (a KV cache).
+    Value kt = op.getKeyTransposed()
+                   ? adaptor.getKey()
+                   : transposeTensor(b, loc, adaptor.getKey(), {0, 1, 3, 2});
     // The relative bias, tabulated by distance for the kernel:
     // bias[h, r + M] = table[bucket(r), h] for r in [-M, M].
     Value bias;
@@ -143,10 +146,73 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
       distance = b.getI64IntegerAttr(m);
     }
     auto kernel = AttentionKernelOp::create(
-        b, loc, TypeRange{rt}, q, kt, v, adaptor.getLengths(), bias, init,
+        b, loc, TypeRange{rt}, q, kt, v, adaptor.getLengths(),
+        adaptor.getPositions(), bias, init,
         op.getMaskAttr(), op.getWindowAttr(), op.getScaleAttr(),
         op.getSoftcapAttr(), op.getAlibiSlopesAttr(), distance);
     b.replaceOp(op, kernel.getResult()[0]);
+    return success();
+  }
+};
+
+/// tfm.cache_write: for each sequence b, the cache's window at positions[b]
+/// is extracted, overwritten by a linalg.generic copying the update's
+/// [KV, T, D] block (transposing it for a key cache: the transpose is the
+/// generic's indexing map) and inserted back; bufferized in place, this
+/// writes the block straight into the cache, with no copy of the cache.
+struct LowerCacheWrite : OpConversionPattern<CacheWriteOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CacheWriteOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    Value update = adaptor.getUpdate(), cache = adaptor.getCache(),
+          positions = adaptor.getPositions();
+    bool transposed = op.getTransposed();
+    auto ut = tensorType(update);
+    Type elt = ut.getElementType();
+    Value c0 = constIdx(b, loc, 0), c1 = constIdx(b, loc, 1);
+    auto loop = scf::ForOp::create(
+        b, loc, c0, dimOf(b, loc, update, 0), c1, ValueRange{cache},
+        [&](OpBuilder &nb, Location l, Value bi, ValueRange iter) {
+          auto size = [&](int64_t i) -> OpFoldResult {
+            return ut.isDynamicDim(i) ? OpFoldResult(dimOf(nb, l, update, i))
+                                      : nb.getIndexAttr(ut.getDimSize(i));
+          };
+          SmallVector<OpFoldResult> ones(4, nb.getIndexAttr(1));
+          SmallVector<OpFoldResult> srcOff{OpFoldResult(bi), nb.getIndexAttr(0),
+                                           nb.getIndexAttr(0),
+                                           nb.getIndexAttr(0)};
+          SmallVector<OpFoldResult> srcSizes{nb.getIndexAttr(1), size(1),
+                                             size(2), size(3)};
+          Value block = tensor::ExtractSliceOp::create(nb, l, update, srcOff,
+                                                       srcSizes, ones);
+          SmallVector<OpFoldResult> dstOff(srcOff), dstSizes(srcSizes);
+          int64_t posDim = transposed ? 3 : 2;
+          dstOff[posDim] = OpFoldResult(positionOf(nb, l, positions, bi));
+          if (transposed)
+            std::swap(dstSizes[2], dstSizes[3]);
+          SmallVector<int64_t> dstShape{1, ut.getDimSize(1),
+                                        ut.getDimSize(transposed ? 3 : 2),
+                                        ut.getDimSize(transposed ? 2 : 3)};
+          auto dstType = RankedTensorType::get(dstShape, elt);
+          Value window = tensor::ExtractSliceOp::create(
+              nb, l, dstType, iter[0], dstOff, dstSizes, ones);
+          auto dim = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+          AffineMap in = transposed
+                             ? AffineMap::get(4, 0,
+                                              {dim(0), dim(1), dim(3), dim(2)},
+                                              ctx)
+                             : nb.getMultiDimIdentityMap(4);
+          Value written = generic(nb, l, ValueRange{block}, {in}, window,
+                                  [](OpBuilder &, Location, ValueRange a) {
+                                    return a[0];
+                                  });
+          Value next = tensor::InsertSliceOp::create(
+              nb, l, written, iter[0], dstOff, dstSizes, ones);
+          scf::YieldOp::create(nb, l, next);
+        });
+    b.replaceOp(op, loop.getResult(0));
     return success();
   }
 };
@@ -238,6 +304,7 @@ struct LowerPatchEmbed : OpConversionPattern<PatchEmbedOp> {
 
 void mlir::tfm::populateTfmKernelOpsToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerLinear, LowerAttention, LowerMatmul, LowerPatchEmbed>(
+  patterns.add<LowerLinear, LowerAttention, LowerCacheWrite, LowerMatmul,
+               LowerPatchEmbed>(
       patterns.getContext());
 }
