@@ -26,7 +26,9 @@ struct tfm_spm_model {
 
 namespace {
 
-void setError(char *err, size_t errLen, const std::string &message) {
+void setError(char *err, size_t errLen, std::string message) {
+  while (!message.empty() && message.back() == ' ')
+    message.pop_back();
   if (errLen)
     std::snprintf(err, errLen, "%s", message.c_str());
 }

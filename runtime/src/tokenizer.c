@@ -976,13 +976,13 @@ static bool class_is(const slow_config *c, const char *name) {
 /* tokenizer_config.json's added_tokens_decoder: {"id": {"content": ...,
  * "special": ..., "lstrip": ..., ...}} (ids beyond the vocabulary, as
  * Qwen2's <|endoftext|> and <|im_start|>, included). */
-static tfm_status read_added_decoder(tfm_tokenizer *t, const json_t *d,
+static tfm_status read_added_decoder(tfm_tokenizer *t, json_t *d,
                                      const char *where) {
   if (!json_is_object(d))
     return TFM_OK;
   const char *key;
-  const json_t *v;
-  json_object_foreach((json_t *)d, key, v) {
+  json_t *v;
+  json_object_foreach(d, key, v) {
     char *end;
     long id = strtol(key, &end, 10);
     const json_t *content = json_object_get(v, "content");
@@ -1820,7 +1820,9 @@ tfm_status tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
  * ------------------------------------------------------------===*/
 
 /* libsentencepiece decodes the runs of ids between special tokens, whose
- * text goes in between as it is (or not, with skip_special). */
+ * text goes in between as it is (or not, with skip_special), so that
+ * decode(encode(x)) gives x back where SentencePiece's normalization keeps
+ * it. */
 static tfm_status decode_spm(const tfm_tokenizer *t, const int32_t *v,
                              size_t n, int skip_special, char **text,
                              size_t *len) {
@@ -1840,6 +1842,12 @@ static tfm_status decode_spm(const tfm_tokenizer *t, const int32_t *v,
       char *part = NULL;
       size_t pn = 0;
       s = tk_spm_decode(t->spm, v + run, i - run, &part, &pn, t->file);
+      /* SentencePiece drops the space of a leading "▁" (its dummy prefix);
+       * after a special token that space is the text's. */
+      const tk_str *first = &t->tokens[v[run]];
+      if (s == TFM_OK && run > 0 && first->n >= 3 &&
+          !memcmp(first->s, "\xE2\x96\x81", 3) && (!pn || part[0] != ' '))
+        s = tk_buf_add(&b, " ", 1);
       if (s == TFM_OK)
         s = tk_buf_add(&b, part, pn);
       free(part);

@@ -32,15 +32,15 @@ static const tfm_spm_api *try_open(const char *path, const char *what,
   size_t used = strlen(tried);
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
-    const char *e = dlerror();
-    snprintf(tried + used, cap - used, "%s%s %s: %s", used ? "; " : "", what,
-             path, e ? e : "cannot be loaded");
+    const char *e = dlerror(); /* names the path */
+    snprintf(tried + used, cap - used, "%s%s: %s", used ? "; " : "", what,
+             e ? e : path);
     return NULL;
   }
   tfm_spm_bridge_fn fn;
   *(void **)&fn = dlsym(h, TFM_SPM_BRIDGE_SYMBOL);
   if (!fn) {
-    snprintf(tried + used, cap - used, "%s%s %s: it lacks %s", used ? "; " : "",
+    snprintf(tried + used, cap - used, "%s%s: %s lacks %s", used ? "; " : "",
              what, path, TFM_SPM_BRIDGE_SYMBOL);
     dlclose(h);
     return NULL;
@@ -57,11 +57,12 @@ static void open_bridge(void) {
                           sizeof tried);
   } else {
     if (*TFM_SPM_BRIDGE_PATH)
-      bridge.api =
-          try_open(TFM_SPM_BRIDGE_PATH, "the built", tried, sizeof tried);
-    if (!bridge.api)
-      bridge.api = try_open(TFM_SPM_BRIDGE_NAME, "the loader's search for",
+      bridge.api = try_open(TFM_SPM_BRIDGE_PATH, "where the build put it",
                             tried, sizeof tried);
+    if (!bridge.api)
+      bridge.api =
+          try_open(TFM_SPM_BRIDGE_NAME, "the loader's search", tried,
+                   sizeof tried);
   }
   if (!bridge.api)
     snprintf(bridge.error, sizeof bridge.error,
@@ -98,8 +99,8 @@ tfm_status tk_spm_open(const char *path, tk_spm **out) {
   if (!m->model) {
     free(m);
     return tfm_fail(TFM_ERR_FORMAT,
-                    "%s: not a SentencePiece model that libsentencepiece "
-                    "reads: %s",
+                    "%s: not a SentencePiece model (truncated, empty, or "
+                    "another kind of file); libsentencepiece says: %s",
                     path, err);
   }
   if (a->size(m->model) <= 0) {
