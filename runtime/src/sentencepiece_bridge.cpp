@@ -100,22 +100,22 @@ bool readProtoFacts(const std::string &proto, tfm_spm_model &m) {
                         return;
                       if (field == 1) {
                         int type = TFM_SPM_NORMAL;
-                        ok &= forEachField(
-                            data, data + size,
-                            [&](uint64_t f, uint64_t w, uint64_t v,
-                                const unsigned char *, uint64_t) {
-                              if (f == 3 && w == 0)
-                                type = int(v);
-                            });
+                        ok &=
+                            forEachField(data, data + size,
+                                         [&](uint64_t f, uint64_t w, uint64_t v,
+                                             const unsigned char *, uint64_t) {
+                                           if (f == 3 && w == 0)
+                                             type = int(v);
+                                         });
                         m.types.push_back(type);
                       } else if (field == 2) {
-                        ok &= forEachField(
-                            data, data + size,
-                            [&](uint64_t f, uint64_t w, uint64_t v,
-                                const unsigned char *, uint64_t) {
-                              if (f == 3 && w == 0)
-                                m.modelType = int(v);
-                            });
+                        ok &=
+                            forEachField(data, data + size,
+                                         [&](uint64_t f, uint64_t w, uint64_t v,
+                                             const unsigned char *, uint64_t) {
+                                           if (f == 3 && w == 0)
+                                             m.modelType = int(v);
+                                         });
                       }
                     }) &&
        ok;
@@ -171,7 +171,8 @@ int encode(const tfm_spm_model *m, const char *text, size_t n, int32_t **ids,
     setError(err, errLen, status.ToString());
     return -1;
   }
-  *ids = static_cast<int32_t *>(std::malloc((out.size() + 1) * sizeof(int32_t)));
+  *ids =
+      static_cast<int32_t *>(std::malloc((out.size() + 1) * sizeof(int32_t)));
   if (!*ids) {
     setError(err, errLen, "out of memory");
     return -1;
@@ -202,9 +203,8 @@ int decode(const tfm_spm_model *m, const int32_t *ids, size_t n, char **text,
   return 0;
 }
 
-const tfm_spm_api api = {load,   release, size,  piece, pieceType,
-                         modelType, unkId, bosId, eosId, encode,
-                         decode};
+const tfm_spm_api api = {load,  release, size,  piece,  pieceType, modelType,
+                         unkId, bosId,   eosId, encode, decode};
 
 } // namespace
 

@@ -1009,8 +1009,8 @@ static tfm_status read_added_decoder(tfm_tokenizer *t, json_t *d,
     tfm_status s = grow_tokens(t, a.id + 1);
     if (s == TFM_OK)
       s = set_token(t, a.id, json_string_value(content), a.len);
-    if (s == TFM_OK && !(a.content = tfm_strndup(json_string_value(content),
-                                                 a.len)))
+    if (s == TFM_OK &&
+        !(a.content = tfm_strndup(json_string_value(content), a.len)))
       s = OOM();
     if (s == TFM_OK && (s = push_added(t, &a)) != TFM_OK)
       free(a.content);
@@ -1203,11 +1203,11 @@ static bool exists(const char *dir, const char *name) {
 /* The tokenizer files of a folder, in order of preference. */
 typedef enum folder_kind {
   FOLDER_NONE,
-  FOLDER_JSON,        /* tokenizer.json */
-  FOLDER_GPT2,        /* encoder.json + vocab.bpe */
-  FOLDER_VOCAB_JSON,  /* vocab.json + merges.txt */
-  FOLDER_SPM,         /* tokenizer.model */
-  FOLDER_SPIECE,      /* spiece.model */
+  FOLDER_JSON,       /* tokenizer.json */
+  FOLDER_GPT2,       /* encoder.json + vocab.bpe */
+  FOLDER_VOCAB_JSON, /* vocab.json + merges.txt */
+  FOLDER_SPM,        /* tokenizer.model */
+  FOLDER_SPIECE,     /* spiece.model */
 } folder_kind;
 
 static folder_kind folder_tokenizer(const char *dir) {
@@ -1823,9 +1823,8 @@ tfm_status tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
  * text goes in between as it is (or not, with skip_special), so that
  * decode(encode(x)) gives x back where SentencePiece's normalization keeps
  * it. */
-static tfm_status decode_spm(const tfm_tokenizer *t, const int32_t *v,
-                             size_t n, int skip_special, char **text,
-                             size_t *len) {
+static tfm_status decode_spm(const tfm_tokenizer *t, const int32_t *v, size_t n,
+                             int skip_special, char **text, size_t *len) {
   tk_buf b = {0};
   tfm_status s = tk_buf_add(&b, "", 0);
   size_t run = 0; /* start of the run of ordinary ids */

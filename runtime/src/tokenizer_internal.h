@@ -162,8 +162,8 @@ typedef struct tk_charsmap {
 
 typedef struct tk_step {
   tk_step_kind kind;
-  tk_regex *re;        /* Split, Replace: the pattern */
-  tk_charsmap *map;    /* Precompiled */
+  tk_regex *re;     /* Split, Replace: the pattern */
+  tk_charsmap *map; /* Precompiled */
   char *text;       /* Replace: content; Prepend: prepend; Metaspace:
                        replacement; Strip: content; WordPiece: prefix; BPE:
                        suffix */

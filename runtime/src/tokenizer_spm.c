@@ -53,16 +53,15 @@ static void open_bridge(void) {
   const char *env = getenv("TFM_SENTENCEPIECE_BRIDGE");
   if (env && *env) {
     /* An explicit choice is the only one tried. */
-    bridge.api = try_open(env, "$TFM_SENTENCEPIECE_BRIDGE", tried,
-                          sizeof tried);
+    bridge.api =
+        try_open(env, "$TFM_SENTENCEPIECE_BRIDGE", tried, sizeof tried);
   } else {
     if (*TFM_SPM_BRIDGE_PATH)
       bridge.api = try_open(TFM_SPM_BRIDGE_PATH, "where the build put it",
                             tried, sizeof tried);
     if (!bridge.api)
-      bridge.api =
-          try_open(TFM_SPM_BRIDGE_NAME, "the loader's search", tried,
-                   sizeof tried);
+      bridge.api = try_open(TFM_SPM_BRIDGE_NAME, "the loader's search", tried,
+                            sizeof tried);
   }
   if (!bridge.api)
     snprintf(bridge.error, sizeof bridge.error,

@@ -570,8 +570,8 @@ static tfm_status read_charsmap(const char *b64, tk_step *st, const char *file,
   }
   for (size_t i = 0; i < units; ++i) {
     const unsigned char *u = blob + 4 + i * 4;
-    m->units[i] = (uint32_t)u[0] | (uint32_t)u[1] << 8 |
-                  (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+    m->units[i] = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 |
+                  (uint32_t)u[3] << 24;
   }
   m->num_units = units;
   memcpy(m->normalized, norm, rest);
@@ -1188,8 +1188,8 @@ static tfm_status pre_tokenize_one(const tk_step *st, const tk_str *p,
                    (st->prepend == TK_PREPEND_FIRST && first);
     /* As `tokenizers`: no prefix where the text, spaces replaced, starts
      * with the replacement already. */
-    bool starts = (p->n && p->s[0] == ' ') ||
-                  (p->n >= rl && !memcmp(p->s, st->text, rl));
+    bool starts =
+        (p->n && p->s[0] == ' ') || (p->n >= rl && !memcmp(p->s, st->text, rl));
     if (prepend && !starts)
       s = tk_buf_add(&t, st->text, rl);
     for (size_t i = 0; i < p->n && s == TFM_OK; ++i)

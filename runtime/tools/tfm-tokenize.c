@@ -119,8 +119,8 @@ static int parse_ids(const char *s, size_t n, int32_t **ids, size_t *count) {
     while (i < n && s[i] >= '0' && s[i] <= '9' && v < INT32_MAX)
       v = v * 10 + (s[i++] - '0');
     if (i == b || (i < n && s[i] != ' ')) {
-      fprintf(stderr, "tfm-tokenize: error: expected ids, not '%.*s'\n",
-              (int)n, s);
+      fprintf(stderr, "tfm-tokenize: error: expected ids, not '%.*s'\n", (int)n,
+              s);
       free(*ids);
       return 0;
     }
