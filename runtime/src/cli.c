@@ -41,10 +41,11 @@ static void usage(const char *prog, FILE *out) {
           "                        head prints the prompt and its greedy "
           "next token\n"
           "  --prompt-file FILE    the prompt from a UTF-8 file, as is\n"
-          "  --tokenizer PATH      a tokenizer.json, or a folder holding one "
-          "(or GPT-2's\n"
-          "                        encoder.json and vocab.bpe); default: the "
-          "folder of\n"
+          "  --tokenizer PATH      a tokenizer.json or SentencePiece .model, "
+          "or a folder\n"
+          "                        holding one (or encoder.json + vocab.bpe, "
+          "vocab.json +\n"
+          "                        merges.txt); default: the folder of\n"
           "                        --weights (or --weights itself if a "
           "folder)\n"
           "  --tokenize TEXT       print the ids the model would be given and "
@@ -130,24 +131,6 @@ static tfm_status narrow(tfm_tensor *t, const char *path) {
   return TFM_OK;
 }
 
-static int has_tokenizer(const char *dir) {
-  struct stat sb;
-  size_t n = strlen(dir) + 32;
-  char *p = tfm_malloc(n);
-  if (!p)
-    return 0;
-  snprintf(p, n, "%s/tokenizer.json", dir);
-  int ok = stat(p, &sb) == 0;
-  if (!ok) {
-    snprintf(p, n, "%s/encoder.json", dir);
-    ok = stat(p, &sb) == 0;
-    snprintf(p, n, "%s/vocab.bpe", dir);
-    ok = ok && stat(p, &sb) == 0;
-  }
-  free(p);
-  return ok;
-}
-
 /* Loads --tokenizer PATH, or the tokenizer beside --weights. */
 static tfm_status open_tokenizer(const char *path, const char *weights,
                                  tfm_tokenizer **out) {
@@ -170,12 +153,13 @@ static tfm_status open_tokenizer(const char *path, const char *weights,
   if (!dir)
     return tfm_fail(TFM_ERR_MEMORY, "out of memory");
   tfm_status s;
-  if (has_tokenizer(dir))
+  if (tfm_tokenizer_in_folder(dir))
     s = tfm_tokenizer_load(dir, out);
   else
     s = tfm_fail(TFM_ERR_ARGUMENT,
                  "no tokenizer: %s holds no tokenizer.json (nor encoder.json "
-                 "and vocab.bpe) beside the weights; give --tokenizer PATH",
+                 "and vocab.bpe, vocab.json and merges.txt, or tokenizer.model "
+                 "or spiece.model) beside the weights; give --tokenizer PATH",
                  dir);
   free(dir);
   return s;
