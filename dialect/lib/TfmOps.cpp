@@ -436,6 +436,8 @@ LogicalResult MultiHeadAttentionOp::verify() {
       return emitOpError() << "a KV cache is for self-attention (source must "
                               "be the query)";
   }
+  if (getRing() && cache.empty())
+    return emitOpError() << "ring needs a KV cache";
   if (getCacheOut().size() != cache.size())
     return emitOpError() << "returns one updated cache per cache operand";
   for (auto [in, out] : llvm::zip(cache, getCacheOut()))
@@ -759,6 +761,8 @@ LogicalResult AttentionOp::verify() {
       failed(checkDim(op, k[3], q[3], "key dimension 3")) ||
       failed(checkPositions(op, getPositions(), q[0])))
     return failure();
+  if (getRing() && !getPositions())
+    return emitOpError() << "a ring buffer needs positions";
   if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
       q[1] % k[1] != 0)
     return emitOpError() << "kv_heads (" << k[1] << ") must divide heads ("
@@ -878,6 +882,8 @@ LogicalResult AttentionKernelOp::verify() {
     return emitOpError() << "lengths must be 1-D";
   if (getPositions() && bufShape(getPositions()).size() != 1)
     return emitOpError() << "positions must be 1-D";
+  if (getRing() && !getPositions())
+    return emitOpError() << "a ring buffer needs positions";
   auto q = bufShape(getQuery()), k = bufShape(getKey()),
        v = bufShape(getValue()), o = bufShape(getOutput());
   // key is transposed: [B, KV, D, S].

@@ -252,7 +252,10 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
       b.getI64IntegerAttr(a.kvHeads), b.getI64IntegerAttr(a.headDim),
       MaskKindAttr::get(ctx, a.mask), window, b.getF64FloatAttr(a.scale),
       invFreq, style, qkKind, qkEps, qkOffset, softcap, slopes, maxDistance,
-      bidirectional ? b.getUnitAttr() : UnitAttr());
+      bidirectional ? b.getUnitAttr() : UnitAttr(),
+      // A sliding window's cache is a ring buffer (the runtime sizes it).
+      !cache.empty() && a.mask == MaskKind::sliding ? b.getUnitAttr()
+                                                    : UnitAttr());
   cacheOut.append(op.getCacheOut().begin(), op.getCacheOut().end());
   return op.getResult();
 }

@@ -601,6 +601,26 @@ static tfm_status parse_generation(json_t *root, tfm_description *d) {
                     PREFIX "%lld layers of KV cache are above the runtime's "
                            "limit of %d",
                     (long long)d->gen_layers, (TFM_MAX_GEN_INPUTS - 2) / 2);
+  json_t *w;
+  if ((s = get_array(g, what, "windows", &w)) != TFM_OK)
+    return s;
+  if ((int64_t)json_array_size(w) != d->gen_layers)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s has %zu windows for %lld layers", what,
+                    json_array_size(w), (long long)d->gen_layers);
+  d->gen_windows = tfm_calloc((size_t)d->gen_layers, sizeof *d->gen_windows);
+  if (!d->gen_windows)
+    return tfm_fail(TFM_ERR_MEMORY, PREFIX "out of memory");
+  for (size_t i = 0; i < json_array_size(w); ++i) {
+    json_t *v = json_array_get(w, i);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        json_integer_value(v) > INT32_MAX)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "window %zu of %s must be an integer in [0, "
+                             "2^31-1]",
+                      i, what);
+    d->gen_windows[i] = (int64_t)json_integer_value(v);
+  }
   return TFM_OK;
 }
 
@@ -701,6 +721,7 @@ tfm_status tfm_description_parse(const char *json, tfm_description *out) {
 
 void tfm_description_free(tfm_description *d) {
   free(d->name);
+  free(d->gen_windows);
   for (size_t i = 0; i < d->num_params; ++i) {
     free(d->params[i].name);
     free_source(&d->params[i].source);

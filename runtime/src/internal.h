@@ -179,6 +179,7 @@ typedef struct tfm_description {
   int32_t compute_dtype; /* CUDA: TFM_F32, TFM_F16 or TFM_BF16 */
   /* "generation": the KV-cache entry point's caches (0: none). */
   int64_t gen_layers, gen_kv_heads, gen_head_dim;
+  int64_t *gen_windows; /* per layer: sliding window (ring buffer) or 0 */
 } tfm_description;
 
 /* Inputs of the KV-cache entry point: tokens, positions, 2 per layer. */

@@ -5,7 +5,11 @@
  * [B', KV, S, D]) and returns the last row's logits [B, 1, vocab], writing
  * the new keys and values of sequence b at positions[b].. in place. A
  * session owns one such pair per layer for max_batch sequences of max_len
- * positions and each sequence's length.
+ * positions and each sequence's length. A layer with a sliding window W
+ * keeps a ring buffer of S = min(max_len, 2W - 1) slots instead (position
+ * p in slot p mod S), so its memory is bounded by the window; prefill then
+ * runs in chunks of at most W tokens, so that a chunk never overwrites a
+ * key that one of its queries still sees.
  *===----------------------------------------------------------------------===*/
 #include "internal.h"
 
@@ -17,8 +21,10 @@ struct tfm_session {
   int64_t max_batch, max_len;
   int64_t *lengths;
   float **cache; /* 2 per layer: keys (transposed), values */
+  int64_t *slots; /* per layer: positions (max_len) or ring slots */
   size_t layers;
   int64_t kv, hd;
+  int64_t chunk; /* most tokens one prefill step takes */
 };
 
 tfm_status tfm_model_set_step(tfm_model *m, tfm_forward_fn step) {
@@ -69,7 +75,6 @@ tfm_status tfm_session_create(tfm_model *m, int64_t max_batch,
                     "a KV cache of %lld sequences x %lld positions does not "
                     "fit in memory",
                     (long long)max_batch, (long long)max_len);
-  size_t floats = (size_t)(per * max_len * max_batch);
   tfm_session *s = tfm_calloc(1, sizeof *s);
   if (!s)
     return tfm_fail(TFM_ERR_MEMORY, "out of memory creating a session");
@@ -79,18 +84,28 @@ tfm_status tfm_session_create(tfm_model *m, int64_t max_batch,
   s->layers = (size_t)d->gen_layers;
   s->kv = d->gen_kv_heads;
   s->hd = d->gen_head_dim;
+  s->chunk = max_len;
   s->lengths = tfm_calloc((size_t)max_batch, sizeof *s->lengths);
   s->cache = tfm_calloc(2 * s->layers, sizeof *s->cache);
-  int ok = s->lengths && s->cache;
-  for (size_t i = 0; ok && i < 2 * s->layers; ++i)
-    ok = (s->cache[i] = tfm_calloc(floats, sizeof(float))) != NULL;
+  s->slots = tfm_calloc(s->layers, sizeof *s->slots);
+  int ok = s->lengths && s->cache && s->slots;
+  size_t total = 0;
+  for (size_t l = 0; ok && l < s->layers; ++l) {
+    int64_t w = d->gen_windows ? d->gen_windows[l] : 0;
+    s->slots[l] = w > 0 && 2 * w - 1 < max_len ? 2 * w - 1 : max_len;
+    if (w > 0 && w < s->chunk)
+      s->chunk = w;
+    size_t floats = (size_t)(per * s->slots[l] * max_batch);
+    total += 2 * floats * sizeof(float);
+    ok = (s->cache[2 * l] = tfm_calloc(floats, sizeof(float))) != NULL &&
+         (s->cache[2 * l + 1] = tfm_calloc(floats, sizeof(float))) != NULL;
+  }
   if (!ok) {
     tfm_session_free(s);
     return tfm_fail(TFM_ERR_MEMORY,
                     "out of memory allocating the KV cache (%zu MB for %lld "
                     "sequences x %lld positions)",
-                    floats * sizeof(float) * 2 * (size_t)d->gen_layers >> 20,
-                    (long long)max_batch, (long long)max_len);
+                    total >> 20, (long long)max_batch, (long long)max_len);
   }
   *out = s;
   return TFM_OK;
@@ -102,6 +117,7 @@ void tfm_session_free(tfm_session *s) {
   for (size_t i = 0; s->cache && i < 2 * s->layers; ++i)
     free(s->cache[i]);
   free(s->cache);
+  free(s->slots);
   free(s->lengths);
   free(s);
 }
@@ -146,16 +162,17 @@ static tfm_status run_step(tfm_session *s, int64_t first, int64_t n, int64_t t,
     positions[b] = (int32_t)s->lengths[first + b];
   in[0] = (tfm_tensor){(void *)tokens, TFM_I32, 2, {n, t}};
   in[1] = (tfm_tensor){positions, TFM_I32, 1, {n}};
-  size_t seq = (size_t)(s->kv * s->hd * s->max_len);
   for (size_t l = 0; l < s->layers; ++l) {
+    int64_t slots = s->slots[l];
+    size_t seq = (size_t)(s->kv * s->hd * slots);
     in[2 + 2 * l] = (tfm_tensor){s->cache[2 * l] + (size_t)first * seq,
                                  TFM_F32,
                                  4,
-                                 {n, s->kv, s->hd, s->max_len}};
+                                 {n, s->kv, s->hd, slots}};
     in[3 + 2 * l] = (tfm_tensor){s->cache[2 * l + 1] + (size_t)first * seq,
                                  TFM_F32,
                                  4,
-                                 {n, s->kv, s->max_len, s->hd}};
+                                 {n, s->kv, slots, s->hd}};
   }
   tfm_tensor out = {logits, TFM_F32, 3, {n, 1, vocab}};
   int32_t rc = m->step((void *const *)m->weights.table, in, &out);
@@ -191,9 +208,20 @@ tfm_status tfm_session_prefill(tfm_session *s, int64_t n,
       st = tfm_fail(TFM_ERR_ARGUMENT,
                     "prompt %lld has %lld tokens; a prompt needs at least one",
                     (long long)i, (long long)lens[i]);
+    else if (lens[i] > s->max_len - s->lengths[i])
+      st = tfm_fail(TFM_ERR_ARGUMENT,
+                    "sequence %lld would hold %lld tokens, past the "
+                    "session's max length %lld",
+                    (long long)i, (long long)(s->lengths[i] + lens[i]),
+                    (long long)s->max_len);
+  /* In chunks of at most s->chunk tokens (a ring buffer's bound); the
+   * logits are the last chunk's. */
   for (int64_t i = 0; st == TFM_OK && i < n; ++i)
-    st = run_step(s, i, 1, lens[i], tokens[i],
-                  logits + (size_t)i * (size_t)s->model->desc.vocab);
+    for (int64_t at = 0; st == TFM_OK && at < lens[i]; at += s->chunk) {
+      int64_t t = lens[i] - at < s->chunk ? lens[i] - at : s->chunk;
+      st = run_step(s, i, 1, t, tokens[i] + at,
+                    logits + (size_t)i * (size_t)s->model->desc.vocab);
+    }
   return st;
 }
 

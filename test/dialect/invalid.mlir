@@ -1077,9 +1077,9 @@ func.func @cache1(%x: tensor<?x?x16xf32>, %kc: tensor<?x2x4x?xf32>, %wq: tensor<
 
 // -----
 
-func.func @cache2(%x: tensor<?x?x16xf32>, %kc: tensor<?x2x?x4xf32>, %vc: tensor<?x2x?x4xf32>, %pos: tensor<?xi32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>) {
-  // expected-error @+1 {{'tfm.multi_head_attention' op key cache dimension 2 is ?, expected 4}}
-  %y, %a, %b = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wq) cache(%kc, %vc) positions(%pos) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 5.000000e-01 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?xi32>) -> (tensor<?x?x16xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>)
+func.func @cache2(%x: tensor<?x?x16xf32>, %kc: tensor<?x2x3x?xf32>, %vc: tensor<?x2x?x4xf32>, %pos: tensor<?xi32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op key cache dimension 2 is 3, expected 4}}
+  %y, %a, %b = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wq) cache(%kc, %vc) positions(%pos) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 5.000000e-01 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<?x2x3x?xf32>, tensor<?x2x?x4xf32>, tensor<?xi32>) -> (tensor<?x?x16xf32>, tensor<?x2x3x?xf32>, tensor<?x2x?x4xf32>)
   return
 }
 

@@ -97,11 +97,20 @@ driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
     }
     iface.stepAbi = std::move(*stepAbi);
     const StackSpec &s = spec->mainStack();
+    // Each layer's sliding window (0: none): its cache is a ring buffer.
+    llvm::json::Array windows;
+    for (int64_t l = 0; l < s.layers; ++l) {
+      const AttentionSpec &a = s.attention;
+      bool global = a.globalEvery > 0 && (l + 1) % a.globalEvery == 0;
+      windows.push_back(a.mask == MaskKind::sliding && !global ? a.window
+                                                               : int64_t(0));
+    }
     fields["generation"] = llvm::json::Object{
         {"entry", (name + "_step").str()},
         {"layers", s.layers},
         {"kv_heads", s.attention.kvHeads},
-        {"head_dim", s.attention.headDim}};
+        {"head_dim", s.attention.headDim},
+        {"windows", std::move(windows)}};
   }
   iface.metadata = modelMetadata(*spec, iface.table, iface.params, fields);
   return iface;

@@ -101,16 +101,17 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
       // With a KV cache: the new keys and values go into the cache, and the
       // queries attend to it in one fused tfm.attention (grouped heads read
       // their shared K/V head; no textbook form to match).
+      UnitAttr ring = op.getRingAttr();
       Value kc = CacheWriteOp::create(b, loc, cache[0].getType(), kh, cache[0],
-                                      positions, b.getUnitAttr());
+                                      positions, b.getUnitAttr(), ring);
       Value vc = CacheWriteOp::create(b, loc, cache[1].getType(), vh, cache[1],
-                                      positions, UnitAttr());
+                                      positions, UnitAttr(), ring);
       Value o = AttentionOp::create(
           b, loc, headsType(heads, tq), qh, kc, vc, op.getRelative(),
           op.getLengths(), positions, op.getMaskAttr(), op.getWindowAttr(),
           op.getScaleAttr(), op.getSoftcapAttr(), op.getAlibiSlopesAttr(),
           op.getRelativeMaxDistanceAttr(), op.getRelativeBidirectionalAttr(),
-          b.getUnitAttr());
+          b.getUnitAttr(), ring);
       b.replaceOp(op, ValueRange{merge(o), kc, vc});
       return success();
     }

@@ -320,7 +320,7 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
         alibi ? alibi.getSlopesAttr() : DenseF64ArrayAttr(),
         relative ? relative.getMaxDistanceAttr() : IntegerAttr(),
         relative ? relative.getBidirectionalAttr() : UnitAttr(),
-        /*key_transposed=*/UnitAttr());
+        /*key_transposed=*/UnitAttr(), /*ring=*/UnitAttr());
     b.replaceOp(pv, attn.getResult());
     return success();
   }

@@ -214,6 +214,7 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
     Value q = op.getQuery(), kt = op.getKey(), v = op.getValue(),
           out = op.getOutput(), lengths = op.getLengths(),
           positions = op.getPositions();
+    bool ring = op.getRing() && positions;
     auto qt = cast<MemRefType>(q.getType());
     auto vtT = cast<MemRefType>(v.getType());
     if (qt.isDynamicDim(3) || vtT.isDynamicDim(3))
@@ -276,8 +277,9 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
             offset = arith::MaxSIOp::create(
                 nb, l, arith::IndexCastOp::create(nb, l, nb.getIndexType(), p),
                 c0);
-            limit = arith::MinSIOp::create(
-                nb, l, limit, arith::AddIOp::create(nb, l, offset, tq));
+            Value end = arith::AddIOp::create(nb, l, offset, tq);
+            // Positions, not slots, for a ring buffer.
+            limit = ring ? end : arith::MinSIOp::create(nb, l, limit, end);
           }
           if (lengths) {
             Value len = memref::LoadOp::create(nb, l, lengths, ValueRange{bi});
@@ -315,6 +317,14 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
           for (Value h : hiK)
             end = arith::MaxSIOp::create(nb, l, end, h);
           end = arith::MaxSIOp::create(nb, l, end, first);
+          // A ring buffer: every written slot may hold a visible key; the
+          // slots' positions are computed per block below.
+          Value written;
+          if (ring) {
+            first = c0;
+            written = arith::AddIOp::create(nb, l, offset, tq);
+            end = arith::MinSIOp::create(nb, l, tk, written);
+          }
           Value slopeV;
           if (slopes)
             slopeV = vector::BroadcastOp::create(
@@ -354,6 +364,29 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
                 Value jv = arith::AddIOp::create(
                     kb, kl, lanes,
                     vector::BroadcastOp::create(kb, kl, idxV, j0));
+                if (ring) {
+                  // Slot j holds position e - 1 - ((e - 1 - j) mod S), or
+                  // none (-1) if j >= e or j >= S.
+                  auto splat = [&](Value x) {
+                    return vector::BroadcastOp::create(kb, kl, idxV, x);
+                  };
+                  Value last = splat(arith::SubIOp::create(kb, kl, written, c1));
+                  Value back = arith::SubIOp::create(kb, kl, last, jv);
+                  // Lanes past the last slot hold nothing either.
+                  Value unwritten = arith::OrIOp::create(
+                      kb, kl,
+                      arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::slt,
+                                            back, splat(c0)),
+                      arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::sge,
+                                            jv, splat(tk)));
+                  Value held = arith::SubIOp::create(
+                      kb, kl, last,
+                      arith::RemSIOp::create(
+                          kb, kl, arith::MaxSIOp::create(kb, kl, back, splat(c0)),
+                          splat(tk)));
+                  jv = arith::SelectOp::create(kb, kl, unwritten,
+                                               splat(cIdx(kb, kl, -1)), held);
+                }
                 SmallVector<Value> next(st.begin(), st.end());
                 SmallVector<Value> p(rows), corrV(rows);
                 for (int64_t r = 0; r < rows; ++r) {

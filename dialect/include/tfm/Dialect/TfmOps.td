@@ -147,7 +147,9 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     each sequence's cached length), the new keys and values of sequence b
     are written at positions[b].., the queries attend to the cache (query
     row t of sequence b is at position positions[b] + t), and the updated
-    caches are the second and third results.
+    caches are the second and third results. With `ring` (a sliding
+    window), the caches are ring buffers of S slots: position p is kept in
+    slot p mod S (see tfm.attention).
 
     ```mlir
     %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wv, %wo)
@@ -178,7 +180,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                    OptionalAttr<F64Attr>:$softcap,
                    OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
                    OptionalAttr<I64Attr>:$relative_max_distance,
-                   UnitAttr:$relative_bidirectional);
+                   UnitAttr:$relative_bidirectional, UnitAttr:$ring);
   let results = (outs Tfm_FloatTensor:$result,
                  Variadic<Tfm_FloatTensor>:$cache_out);
   let assemblyFormat = [{
@@ -539,6 +541,9 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     sequence b is at position positions[b] + i, and keys past
     positions[b] + T are not read (a KV cache filled up to there). With
     `key_transposed`, `key` is [B, KV, D, S] (the layout of the cache).
+    With `ring` (and `positions`), the S keys are a ring buffer: with
+    e = positions[b] + T positions written, slot j holds position
+    e - 1 - ((e - 1 - j) mod S), or none if j >= e.
 
     ```mlir
     %o = tfm.attention %q, %k, %v {mask = #tfm.mask<causal>, scale = 1.250000e-01 : f64}
@@ -553,7 +558,8 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                    F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
                    OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
                    OptionalAttr<I64Attr>:$relative_max_distance,
-                   UnitAttr:$relative_bidirectional, UnitAttr:$key_transposed);
+                   UnitAttr:$relative_bidirectional, UnitAttr:$key_transposed,
+                   UnitAttr:$ring);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`relative` `(` $relative^ `)`)?
@@ -571,15 +577,17 @@ def Tfm_CacheWriteOp : Tfm_Op<"cache_write", [Pure,
     cache[b, h, positions[b] + t, :] = update[b, h, t, :], or, with
     `transposed`, into a key cache kept as [B', KV, D, S]:
     cache[b, h, :, positions[b] + t]. The cache may hold more sequences than
-    the update (B' >= B); the others are unchanged. The result is the
-    updated cache (bufferized in place).
+    the update (B' >= B); the others are unchanged. With `ring`, position
+    p goes to slot p mod S (a sliding window's ring buffer). The result is
+    the updated cache (bufferized in place).
 
     ```mlir
     %c2 = tfm.cache_write %k into %c at %pos {transposed} : tensor<?x2x1x8xf32> into tensor<?x2x8x?xf32> at tensor<?xi32>
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$update, Tfm_FloatTensor:$cache,
-                   Tfm_IntTensor:$positions, UnitAttr:$transposed);
+                   Tfm_IntTensor:$positions, UnitAttr:$transposed,
+                   UnitAttr:$ring);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $update `into` $cache `at` $positions attr-dict `:` type($update) `into`
@@ -659,7 +667,8 @@ def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel",
     to the score of query i and key j (the T5 relative bias, tabulated per
     distance by convert-tfm-to-linalg). `softcap` and `alibi_slopes` as in
     `tfm.attention`; optional `positions` [B] place query row i of sequence
-    b at key position positions[b] + i (otherwise i + S - T).
+    b at key position positions[b] + i (otherwise i + S - T); `ring` reads
+    the keys as a ring buffer, as `tfm.attention` does.
 
     ```mlir
     %o = tfm.attention_kernel ins(%q, %kt, %v : tensor<?x4x?x8xf32>, tensor<?x2x8x?xf32>, tensor<?x2x?x8xf32>) outs(%init : tensor<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64} -> tensor<?x4x?x8xf32>
@@ -672,7 +681,7 @@ def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel",
                    Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
                    F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
                    OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
-                   OptionalAttr<I64Attr>:$bias_distance);
+                   OptionalAttr<I64Attr>:$bias_distance, UnitAttr:$ring);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `,` $value (`,` $lengths^)? `:` type($query)
