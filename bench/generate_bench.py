@@ -738,6 +738,8 @@ def main():
             sys.exit("unknown model " + name)
         r = bench_model(m, args, quiet, work, report, long_model=lm)
         report["models"].append(r)
+        with open((args.json or os.path.join(work, "generate.json")) + ".partial", "w") as f:
+            json.dump(report, f, indent=1, default=float)  # raw rounds so far, in case of a kill
     report["gpt2_long_note"] = ("GPT-2 has 1024 learned positions; its decode at %d is measured on gpt2-c4608 "
                                 "(the same model with 4608 positions)" % args.long)
     if "ort" in args.peers:

@@ -78,8 +78,8 @@ static float vsum(vec v) {
 /* Sum of `streams` arrays over [b, e): all streams advance together, two
  * vectors (128 bytes, two cache lines) per stream per iteration, each into
  * its own accumulator: 2 * streams independent dependency chains. */
-#define READ_STREAMS(S)                                                       \
-  static float read_streams_##S(size_t b, size_t e) {                         \
+#define READ_STREAMS(S)                                                        \
+  static float read_streams_##S(size_t b, size_t e) {                          \
     vec acc[2 * S];                                                            \
     const float *p[S];                                                         \
     _Pragma("GCC unroll 16") for (int s = 0; s < S; ++s) p[s] = arrays[s];     \
@@ -144,8 +144,7 @@ static void copy_streams(size_t b, size_t e, int nt_stores) {
 }
 
 enum { K_READ, K_READ1, K_COPY, K_COPY_NT, K_COUNT };
-static const char *kernel_names[K_COUNT] = {"read", "read1", "copy",
-                                            "copy_nt"};
+static const char *kernel_names[K_COUNT] = {"read", "read1", "copy", "copy_nt"};
 
 /* Best-of-reps GB/s of kernel k on nt threads. */
 static double measure(int k, int nt, int reps) {
@@ -255,8 +254,8 @@ int main(int argc, char **argv) {
            mb, VW * 32, reps);
     for (int ti = 0; ti < n_threads; ++ti)
       for (int k = 0; k < K_COUNT; ++k)
-        printf("  %-8s threads=%d  %7.2f GB/s\n", kernel_names[k],
-               threads[ti], res[ti][k]);
+        printf("  %-8s threads=%d  %7.2f GB/s\n", kernel_names[k], threads[ti],
+               res[ti][k]);
   }
   return 0;
 }

@@ -54,9 +54,9 @@ Operation *createAttention(RewriterBase &rewriter, AttentionKernelOp k,
   Value bias = k.getBias() ? bufs[next++] : Value();
   return AttentionKernelOp::create(
       rewriter, k.getLoc(), TypeRange{}, bufs[0], bufs[1], bufs[2], lengths,
-      positions, bias, bufs.back(), k.getMaskAttr(), k.getWindowAttr(), k.getScaleAttr(),
-      k.getSoftcapAttr(), k.getAlibiSlopesAttr(), k.getBiasDistanceAttr(),
-      k.getRingAttr());
+      positions, bias, bufs.back(), k.getMaskAttr(), k.getWindowAttr(),
+      k.getScaleAttr(), k.getSoftcapAttr(), k.getAlibiSlopesAttr(),
+      k.getBiasDistanceAttr(), k.getRingAttr());
 }
 
 /// The kernels read their inputs, overwrite their destination (so do not

@@ -423,14 +423,14 @@ LogicalResult MultiHeadAttentionOp::verify() {
                            << cache.size() << " tensors"
                            << (getPositions() ? "" : " and no positions");
     if (failed(checkPositions(op, getPositions(), q[0])) ||
-        failed(checkShape(op, cache[0],
-                          {ShapedType::kDynamic, kvHeads, hd,
-                           ShapedType::kDynamic},
-                          "key cache")) ||
-        failed(checkShape(op, cache[1],
-                          {ShapedType::kDynamic, kvHeads, ShapedType::kDynamic,
-                           hd},
-                          "value cache")))
+        failed(checkShape(
+            op, cache[0],
+            {ShapedType::kDynamic, kvHeads, hd, ShapedType::kDynamic},
+            "key cache")) ||
+        failed(checkShape(
+            op, cache[1],
+            {ShapedType::kDynamic, kvHeads, ShapedType::kDynamic, hd},
+            "value cache")))
       return failure();
     if (getQuery() != getSource())
       return emitOpError() << "a KV cache is for self-attention (source must "

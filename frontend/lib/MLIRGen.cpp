@@ -500,8 +500,7 @@ void Generator::buildStep(ModuleOp module) {
   // [B', KV, head_dim, S]) and the value cache ([B', KV, S, head_dim]).
   SmallVector<Type> inputs{RankedTensorType::get({kDyn, kDyn}, b.getI32Type()),
                            RankedTensorType::get({kDyn}, b.getI32Type())};
-  auto keyType =
-      RankedTensorType::get({kDyn, a.kvHeads, a.headDim, kDyn}, elt);
+  auto keyType = RankedTensorType::get({kDyn, a.kvHeads, a.headDim, kDyn}, elt);
   auto valueType =
       RankedTensorType::get({kDyn, a.kvHeads, kDyn, a.headDim}, elt);
   for (int64_t l = 0; l < s.layers; ++l) {
@@ -523,8 +522,8 @@ void Generator::buildStep(ModuleOp module) {
                  entry->getArguments().end());
   cacheOut.clear();
   int32_t index = int32_t(spec.stacks.size()) - 1;
-  Value x = stack(embedTokens(entry->getArgument(0), s), index, Value(), {},
-                  {});
+  Value x =
+      stack(embedTokens(entry->getArgument(0), s), index, Value(), {}, {});
   if (failed)
     return;
   // Only the last row's logits: [B, T, d] -> [B, 1, d].

@@ -362,8 +362,7 @@ int tfm_main_step(int argc, char **argv, const char *model_json,
       if (gen.num_stop == TFM_GEN_MAX_STOPS)
         return fail(prog, "too many --stop flags");
       gen.stop[gen.num_stop++] = v;
-    }
-    else if (!strcmp(a, "--random-weights")) {
+    } else if (!strcmp(a, "--random-weights")) {
       if (!parse_int(v, 0, INT64_MAX, &seed))
         return fail(prog, "--random-weights expects a non-negative seed");
     } else if (!strcmp(a, "--threads")) {

@@ -605,9 +605,8 @@ static tfm_status parse_generation(json_t *root, tfm_description *d) {
   if ((s = get_array(g, what, "windows", &w)) != TFM_OK)
     return s;
   if ((int64_t)json_array_size(w) != d->gen_layers)
-    return tfm_fail(TFM_ERR_FORMAT,
-                    PREFIX "%s has %zu windows for %lld layers", what,
-                    json_array_size(w), (long long)d->gen_layers);
+    return tfm_fail(TFM_ERR_FORMAT, PREFIX "%s has %zu windows for %lld layers",
+                    what, json_array_size(w), (long long)d->gen_layers);
   d->gen_windows = tfm_calloc((size_t)d->gen_layers, sizeof *d->gen_windows);
   if (!d->gen_windows)
     return tfm_fail(TFM_ERR_MEMORY, PREFIX "out of memory");

@@ -1,4 +1,5 @@
-/*===- generate.c - the executables' --generate -----------------------------===*
+/*===- generate.c - the executables' --generate
+ * -----------------------------===*
  *
  * Token-by-token generation over a session: prefill the prompt(s), then one
  * batched decode step per token. Greedy by default; with --temperature > 0
@@ -36,8 +37,8 @@ static int by_prob_desc(const void *a, const void *b) {
   return ((const prob *)a)->id - ((const prob *)b)->id;
 }
 
-int32_t tfm_sample(const float *logits, int64_t vocab,
-                   const tfm_gen_options *o, uint64_t *state, void *scratch) {
+int32_t tfm_sample(const float *logits, int64_t vocab, const tfm_gen_options *o,
+                   uint64_t *state, void *scratch) {
   int64_t best = 0;
   for (int64_t i = 1; i < vocab; ++i)
     if (logits[i] > logits[best])
@@ -120,10 +121,9 @@ static int cmp_ms(const void *a, const void *b) {
 }
 
 int tfm_cli_generate(const char *prog, tfm_model *m,
-                     const struct tfm_tokenizer *tok,
-                     const tfm_tensor *tokens, const char *prompt_text,
-                     size_t prompt_len, const tfm_gen_options *o,
-                     const char *output) {
+                     const struct tfm_tokenizer *tok, const tfm_tensor *tokens,
+                     const char *prompt_text, size_t prompt_len,
+                     const tfm_gen_options *o, const char *output) {
   if (!tfm_model_can_generate(m)) {
     tfm_session *none;
     tfm_session_create(m, 1, 1, &none);
@@ -274,8 +274,8 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
             "%lld, %d threads\n",
             (long long)batch, (long long)plen, prefill_s * 1e3,
             (double)(batch * plen) / prefill_s, (long long)steps, median,
-            median > 0.0 ? 1e3 / median * (double)batch : 0.0,
-            (long long)batch, tfm_get_threads());
+            median > 0.0 ? 1e3 / median * (double)batch : 0.0, (long long)batch,
+            tfm_get_threads());
   }
   if (output) {
     int64_t shape[2] = {batch, made};

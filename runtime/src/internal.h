@@ -290,16 +290,15 @@ typedef struct tfm_gen_options {
 
 /* The next token from one row of logits (greedy, or sampled as `o` says);
  * `scratch` holds vocab (float, int32) pairs. */
-int32_t tfm_sample(const float *logits, int64_t vocab,
-                   const tfm_gen_options *o, uint64_t *state, void *scratch);
+int32_t tfm_sample(const float *logits, int64_t vocab, const tfm_gen_options *o,
+                   uint64_t *state, void *scratch);
 /* --generate: `tokens` [B, T] int32 (B <= TFM_GEN_MAX_BATCH) are the
  * prompts; with a tokenizer (B = 1) the text streams to stdout; the ids go
  * to `output` (npy) when given. Returns the exit status. */
 struct tfm_tokenizer;
 int tfm_cli_generate(const char *prog, tfm_model *m,
-                     const struct tfm_tokenizer *tok,
-                     const tfm_tensor *tokens, const char *prompt_text,
-                     size_t prompt_len, const tfm_gen_options *o,
-                     const char *output);
+                     const struct tfm_tokenizer *tok, const tfm_tensor *tokens,
+                     const char *prompt_text, size_t prompt_len,
+                     const tfm_gen_options *o, const char *output);
 
 #endif

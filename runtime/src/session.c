@@ -20,7 +20,7 @@ struct tfm_session {
   tfm_model *model;
   int64_t max_batch, max_len;
   int64_t *lengths;
-  float **cache; /* 2 per layer: keys (transposed), values */
+  float **cache;  /* 2 per layer: keys (transposed), values */
   int64_t *slots; /* per layer: positions (max_len) or ring slots */
   size_t layers;
   int64_t kv, hd;
@@ -41,8 +41,8 @@ int tfm_model_can_generate(const tfm_model *m) {
   return m->step != NULL && m->desc.gen_layers > 0 && !m->desc.cuda;
 }
 
-tfm_status tfm_session_create(tfm_model *m, int64_t max_batch,
-                              int64_t max_len, tfm_session **out) {
+tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
+                              tfm_session **out) {
   *out = NULL;
   if (!m->step || !m->desc.gen_layers)
     return tfm_fail(TFM_ERR_ARGUMENT,

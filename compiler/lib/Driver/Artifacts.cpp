@@ -105,12 +105,11 @@ driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
       windows.push_back(a.mask == MaskKind::sliding && !global ? a.window
                                                                : int64_t(0));
     }
-    fields["generation"] = llvm::json::Object{
-        {"entry", (name + "_step").str()},
-        {"layers", s.layers},
-        {"kv_heads", s.attention.kvHeads},
-        {"head_dim", s.attention.headDim},
-        {"windows", std::move(windows)}};
+    fields["generation"] = llvm::json::Object{{"entry", (name + "_step").str()},
+                                              {"layers", s.layers},
+                                              {"kv_heads", s.attention.kvHeads},
+                                              {"head_dim", s.attention.headDim},
+                                              {"windows", std::move(windows)}};
   }
   iface.metadata = modelMetadata(*spec, iface.table, iface.params, fields);
   return iface;

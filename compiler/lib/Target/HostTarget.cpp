@@ -278,9 +278,8 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
   if (!fn)
     return failure();
   if (stepAbi) {
-    llvm::Function *step =
-        addWrapper(module, (name + "_cached").str(), name + "_step", *stepAbi,
-                   error);
+    llvm::Function *step = addWrapper(module, (name + "_cached").str(),
+                                      name + "_step", *stepAbi, error);
     if (!step)
       return failure();
     if (exeAliases)
@@ -377,8 +376,7 @@ std::string mlir::tfm::generateHeader(const ModelSpec &spec,
         "shape. Returns 0. Inputs are not checked: use tfm_model_run() for "
         "that. */\n"
      << "int32_t " << spec.name << "_forward(void *const *params, "
-     << "const tfm_tensor *inputs, tfm_tensor *output);\n\n"
-     ;
+     << "const tfm_tensor *inputs, tfm_tensor *output);\n\n";
   if (hasStepFunction(spec))
     os << "/* The forward pass over a KV cache, for generation: give it to "
           "the model\n   with tfm_model_set_step(m, "

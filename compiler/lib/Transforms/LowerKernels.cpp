@@ -370,7 +370,8 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
                   auto splat = [&](Value x) {
                     return vector::BroadcastOp::create(kb, kl, idxV, x);
                   };
-                  Value last = splat(arith::SubIOp::create(kb, kl, written, c1));
+                  Value last =
+                      splat(arith::SubIOp::create(kb, kl, written, c1));
                   Value back = arith::SubIOp::create(kb, kl, last, jv);
                   // Lanes past the last slot hold nothing either.
                   Value unwritten = arith::OrIOp::create(
@@ -382,7 +383,8 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
                   Value held = arith::SubIOp::create(
                       kb, kl, last,
                       arith::RemSIOp::create(
-                          kb, kl, arith::MaxSIOp::create(kb, kl, back, splat(c0)),
+                          kb, kl,
+                          arith::MaxSIOp::create(kb, kl, back, splat(c0)),
                           splat(tk)));
                   jv = arith::SelectOp::create(kb, kl, unwritten,
                                                splat(cIdx(kb, kl, -1)), held);

@@ -141,8 +141,8 @@ typedef struct tfm_session tfm_session;
 tfm_status tfm_model_set_step(tfm_model *m, tfm_forward_fn step);
 /* Whether the model can generate (it has a step entry point). */
 int tfm_model_can_generate(const tfm_model *m);
-tfm_status tfm_session_create(tfm_model *m, int64_t max_batch,
-                              int64_t max_len, tfm_session **out);
+tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
+                              tfm_session **out);
 void tfm_session_free(tfm_session *s);
 /* Empties every sequence. */
 void tfm_session_reset(tfm_session *s);

@@ -130,21 +130,20 @@ struct LowerPositions : OpConversionPattern<PositionsOp> {
       // runtime checks that sequences fit the context).
       Value table = adaptor.getTable();
       int64_t rows = tensorType(table).getDimSize(0);
-      b.replaceOp(op, elementwise(b, loc, ValueRange{x},
-                                  [&](OpBuilder &nb, Location l, ValueRange a) {
-                                    Value bi = linalg::IndexOp::create(nb, l, 0);
-                                    Value t = linalg::IndexOp::create(nb, l, 1);
-                                    Value j = linalg::IndexOp::create(nb, l, 2);
-                                    Value p = arith::AddIOp::create(
-                                        nb, l, t,
-                                        positionOf(nb, l, positions, bi));
-                                    p = arith::MinSIOp::create(
-                                        nb, l, p, constIdx(nb, l, rows - 1));
-                                    Value e = tensor::ExtractOp::create(
-                                        nb, l, table, ValueRange{p, j});
-                                    return arith::AddFOp::create(nb, l, a[0],
-                                                                 e);
-                                  }));
+      b.replaceOp(op,
+                  elementwise(b, loc, ValueRange{x},
+                              [&](OpBuilder &nb, Location l, ValueRange a) {
+                                Value bi = linalg::IndexOp::create(nb, l, 0);
+                                Value t = linalg::IndexOp::create(nb, l, 1);
+                                Value j = linalg::IndexOp::create(nb, l, 2);
+                                Value p = arith::AddIOp::create(
+                                    nb, l, t, positionOf(nb, l, positions, bi));
+                                p = arith::MinSIOp::create(
+                                    nb, l, p, constIdx(nb, l, rows - 1));
+                                Value e = tensor::ExtractOp::create(
+                                    nb, l, table, ValueRange{p, j});
+                                return arith::AddFOp::create(nb, l, a[0], e);
+                              }));
       return success();
     }
     if (op.getKind() == PositionKind::learned) {

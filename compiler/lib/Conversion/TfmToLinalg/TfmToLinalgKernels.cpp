@@ -148,10 +148,9 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
     }
     auto kernel = AttentionKernelOp::create(
         b, loc, TypeRange{rt}, q, kt, v, adaptor.getLengths(),
-        adaptor.getPositions(), bias, init,
-        op.getMaskAttr(), op.getWindowAttr(), op.getScaleAttr(),
-        op.getSoftcapAttr(), op.getAlibiSlopesAttr(), distance,
-        op.getRingAttr());
+        adaptor.getPositions(), bias, init, op.getMaskAttr(),
+        op.getWindowAttr(), op.getScaleAttr(), op.getSoftcapAttr(),
+        op.getAlibiSlopesAttr(), distance, op.getRingAttr());
     b.replaceOp(op, kernel.getResult()[0]);
     return success();
   }
@@ -188,12 +187,12 @@ struct LowerCacheWrite : OpConversionPattern<CacheWriteOp> {
         return ut.isDynamicDim(i) ? OpFoldResult(dimOf(nb, l, update, i))
                                   : nb.getIndexAttr(ut.getDimSize(i));
       };
-      SmallVector<OpFoldResult> srcOff{OpFoldResult(bi), nb.getIndexAttr(0),
-                                       t0, nb.getIndexAttr(0)};
+      SmallVector<OpFoldResult> srcOff{OpFoldResult(bi), nb.getIndexAttr(0), t0,
+                                       nb.getIndexAttr(0)};
       SmallVector<OpFoldResult> srcSizes{nb.getIndexAttr(1), size(1), n,
                                          size(3)};
-      Value block = tensor::ExtractSliceOp::create(nb, l, update, srcOff,
-                                                   srcSizes, ones);
+      Value block =
+          tensor::ExtractSliceOp::create(nb, l, update, srcOff, srcSizes, ones);
       SmallVector<OpFoldResult> dstOff{OpFoldResult(bi), nb.getIndexAttr(0),
                                        nb.getIndexAttr(0), nb.getIndexAttr(0)};
       dstOff[posDim] = OpFoldResult(at);
@@ -208,10 +207,9 @@ struct LowerCacheWrite : OpConversionPattern<CacheWriteOp> {
       Value window = tensor::ExtractSliceOp::create(
           nb, l, RankedTensorType::get(dstShape, elt), into, dstOff, dstSizes,
           ones);
-      Value written = generic(nb, l, ValueRange{block}, {in}, window,
-                              [](OpBuilder &, Location, ValueRange a) {
-                                return a[0];
-                              });
+      Value written =
+          generic(nb, l, ValueRange{block}, {in}, window,
+                  [](OpBuilder &, Location, ValueRange a) { return a[0]; });
       return tensor::InsertSliceOp::create(nb, l, written, into, dstOff,
                                            dstSizes, ones);
     };
@@ -332,6 +330,5 @@ struct LowerPatchEmbed : OpConversionPattern<PatchEmbedOp> {
 void mlir::tfm::populateTfmKernelOpsToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<LowerLinear, LowerAttention, LowerCacheWrite, LowerMatmul,
-               LowerPatchEmbed>(
-      patterns.getContext());
+               LowerPatchEmbed>(patterns.getContext());
 }
