@@ -46,6 +46,19 @@ config.substitutions.append(("%node", node if node else
 config.substitutions.append(("%npm_modules",
     os.path.join(config.tfm_src_root, "test", "tokenizer", "node_modules")))
 
+# SentencePiece's own library for the tokenizer tests: Debian's
+# python3-sentencepiece under /usr/bin/python3. Missing, those tests fail
+# with a message saying so (they are not skipped).
+spm_python = "/usr/bin/python3"
+try:
+    subprocess.run([spm_python, "-c", "import sentencepiece"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    config.substitutions.append(("%spm_python", spm_python))
+except Exception:
+    config.substitutions.append(("%spm_python",
+        "sh -c 'echo error: /usr/bin/python3 lacks sentencepiece: apt-get install "
+        "python3-sentencepiece >&2; exit 1' --"))
+
 # Peers: PyTorch 1.13 from Debian under /usr/bin/python3.
 torch_python = getattr(config, "torch_python", "") or ""
 if torch_python and os.path.exists(torch_python):

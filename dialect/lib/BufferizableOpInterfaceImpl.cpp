@@ -50,11 +50,13 @@ Operation *createAttention(RewriterBase &rewriter, AttentionKernelOp k,
                            ArrayRef<Value> bufs) {
   unsigned next = 3;
   Value lengths = k.getLengths() ? bufs[next++] : Value();
+  Value positions = k.getPositions() ? bufs[next++] : Value();
   Value bias = k.getBias() ? bufs[next++] : Value();
   return AttentionKernelOp::create(
       rewriter, k.getLoc(), TypeRange{}, bufs[0], bufs[1], bufs[2], lengths,
-      bias, bufs.back(), k.getMaskAttr(), k.getWindowAttr(), k.getScaleAttr(),
-      k.getSoftcapAttr(), k.getAlibiSlopesAttr(), k.getBiasDistanceAttr());
+      positions, bias, bufs.back(), k.getMaskAttr(), k.getWindowAttr(),
+      k.getScaleAttr(), k.getSoftcapAttr(), k.getAlibiSlopesAttr(),
+      k.getBiasDistanceAttr(), k.getRingAttr());
 }
 
 /// The kernels read their inputs, overwrite their destination (so do not

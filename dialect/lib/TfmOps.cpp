@@ -141,6 +141,16 @@ LogicalResult checkLengths(Operation *op, Value lengths, int64_t batch) {
                   "lengths dimension 0");
 }
 
+/// `positions` (each sequence's first position) is [B] like `lengths`.
+LogicalResult checkPositions(Operation *op, Value positions, int64_t batch) {
+  if (!positions)
+    return success();
+  if (failed(checkRank(op, positions, 1, "positions")))
+    return failure();
+  return checkDim(op, tensorType(positions).getDimSize(0), batch,
+                  "positions dimension 0");
+}
+
 LogicalResult checkScale(Operation *op, double scale, StringRef name) {
   if (!std::isfinite(scale) || scale == 0.0)
     return op->emitOpError() << name << " must be finite and nonzero";
@@ -293,6 +303,8 @@ LogicalResult PositionsOp::verify() {
   if (getInput().getType() != getResult().getType())
     return emitOpError() << "result type must equal the input type";
   auto in = tensorType(getInput()).getShape();
+  if (failed(checkPositions(*this, getPositions(), in[0])))
+    return failure();
   if (getKind() == PositionKind::sinusoidal) {
     if (getTable())
       return emitOpError() << "sinusoidal positions take no table";
@@ -425,6 +437,34 @@ LogicalResult MultiHeadAttentionOp::verify() {
     return failure();
   if (getQuery().getType() != getResult().getType())
     return emitOpError() << "result type must equal the query type";
+  auto cache = getCache();
+  if (!cache.empty() || getPositions()) {
+    if (cache.size() != 2 || !getPositions())
+      return emitOpError() << "a KV cache is 2 tensors (keys transposed, "
+                              "values) with positions, got "
+                           << cache.size() << " tensors"
+                           << (getPositions() ? "" : " and no positions");
+    if (failed(checkPositions(op, getPositions(), q[0])) ||
+        failed(checkShape(
+            op, cache[0],
+            {ShapedType::kDynamic, kvHeads, hd, ShapedType::kDynamic},
+            "key cache")) ||
+        failed(checkShape(
+            op, cache[1],
+            {ShapedType::kDynamic, kvHeads, ShapedType::kDynamic, hd},
+            "value cache")))
+      return failure();
+    if (getQuery() != getSource())
+      return emitOpError() << "a KV cache is for self-attention (source must "
+                              "be the query)";
+  }
+  if (getRing() && cache.empty())
+    return emitOpError() << "ring needs a KV cache";
+  if (getCacheOut().size() != cache.size())
+    return emitOpError() << "returns one updated cache per cache operand";
+  for (auto [in, out] : llvm::zip(cache, getCacheOut()))
+    if (in.getType() != out.getType())
+      return emitOpError() << "an updated cache has its cache's type";
   return checkSameElementType(op);
 }
 
@@ -646,7 +686,8 @@ LogicalResult TransposeOp::verify() {
 }
 
 LogicalResult RopeOp::verify() {
-  if (failed(checkRank(*this, getInput(), 4, "input")))
+  if (failed(checkRank(*this, getInput(), 4, "input")) ||
+      failed(checkPositions(*this, getPositions(), getType().getDimSize(0))))
     return failure();
   return checkInvFreq(*this, getInvFreq(), getType().getDimSize(3), "inv_freq");
 }
@@ -686,6 +727,29 @@ LogicalResult RepeatKvOp::verify() {
   return checkSameElementType(*this);
 }
 
+LogicalResult CacheWriteOp::verify() {
+  if (failed(checkRank(*this, getUpdate(), 4, "update")) ||
+      failed(checkRank(*this, getCache(), 4, "cache")))
+    return failure();
+  auto u = tensorType(getUpdate()).getShape();
+  SmallVector<int64_t> c(tensorType(getCache()).getShape());
+  if (getTransposed())
+    std::swap(c[2], c[3]);
+  if (!ShapedType::isDynamic(c[0]) && !ShapedType::isDynamic(u[0]) &&
+      c[0] < u[0])
+    return emitOpError() << "the cache holds " << c[0]
+                         << " sequences, fewer than the update's " << u[0];
+  if (failed(checkDim(*this, c[1], u[1], "cache heads")) ||
+      failed(checkDim(*this, c[3], u[3], "cache head dimension")) ||
+      failed(checkPositions(*this, getPositions(), u[0])))
+    return failure();
+  if (!ShapedType::isDynamic(c[2]) && !ShapedType::isDynamic(u[2]) &&
+      c[2] < u[2])
+    return emitOpError() << "the cache holds " << c[2]
+                         << " positions, fewer than the update's " << u[2];
+  return checkSameElementType(*this);
+}
+
 //===----------------------------------------------------------------------===//
 // Fused level
 //===----------------------------------------------------------------------===//
@@ -697,15 +761,31 @@ LogicalResult AttentionOp::verify() {
       failed(checkRank(op, getValue(), 4, "value")))
     return failure();
   auto q = tensorType(getQuery()).getShape();
-  auto k = tensorType(getKey()).getShape();
+  SmallVector<int64_t> k(tensorType(getKey()).getShape());
   auto v = tensorType(getValue()).getShape();
-  if (failed(checkDim(op, k[0], q[0], "key dimension 0")) ||
-      failed(checkDim(op, v[0], q[0], "value dimension 0")) ||
-      failed(checkDim(op, v[1], k[1], "value dimension 1")) ||
+  // A transposed key [B, KV, D, S] is checked as [B, KV, S, D].
+  if (getKeyTransposed())
+    std::swap(k[2], k[3]);
+  if (getPositions()) {
+    // A cache may hold more sequences than the batch.
+    if (!ShapedType::isDynamic(k[0]) && !ShapedType::isDynamic(q[0]) &&
+        k[0] < q[0])
+      return emitOpError() << "key dimension 0 is " << k[0]
+                           << ", less than the batch " << q[0];
+    if (failed(checkDim(op, v[0], k[0], "value dimension 0")))
+      return failure();
+  } else if (failed(checkDim(op, k[0], q[0], "key dimension 0")) ||
+             failed(checkDim(op, v[0], q[0], "value dimension 0"))) {
+    return failure();
+  }
+  if (failed(checkDim(op, v[1], k[1], "value dimension 1")) ||
       failed(checkDim(op, v[2], k[2], "value dimension 2")) ||
       failed(checkDim(op, k[3], q[3], "key dimension 3")) ||
+      failed(checkPositions(op, getPositions(), q[0])) ||
       failed(checkAttentionSizes(op, q[1], k[1], q[3], v[3])))
     return failure();
+  if (getRing() && !getPositions())
+    return emitOpError() << "a ring buffer needs positions";
   if (failed(checkShape(op, getResult(), {q[0], q[1], q[2], v[3]}, "result")) ||
       failed(checkLengths(op, getLengths(), q[0])) ||
       failed(checkMask(op, getMask(), optInt(getWindowAttr()))) ||
@@ -819,6 +899,10 @@ LogicalResult AttentionKernelOp::verify() {
                               "one element type: f32, f16 or bf16";
   if (getLengths() && bufShape(getLengths()).size() != 1)
     return emitOpError() << "lengths must be 1-D";
+  if (getPositions() && bufShape(getPositions()).size() != 1)
+    return emitOpError() << "positions must be 1-D";
+  if (getRing() && !getPositions())
+    return emitOpError() << "a ring buffer needs positions";
   auto q = bufShape(getQuery()), k = bufShape(getKey()),
        v = bufShape(getValue()), o = bufShape(getOutput());
   // key is transposed: [B, KV, D, S].

@@ -11,7 +11,9 @@
 
 #include "tfm/Frontend/MLIRGen.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
@@ -42,6 +44,10 @@ public:
   OwningOpRef<ModuleOp> build();
 
 private:
+  /// Builds `<name>_cached`, the forward pass over a KV cache (prefill and
+  /// decode), for a decoder with token input and an LM head.
+  void buildStep(ModuleOp module);
+
   static constexpr int64_t kDyn = ShapedType::kDynamic;
 
   RankedTensorType act(int64_t t, int64_t d) {
@@ -120,6 +126,10 @@ private:
   /// Names of the table entries the IR uses; build() checks it is all.
   llvm::StringSet<> used;
   bool failed = false;
+  /// While building the step function: each sequence's cached length, the
+  /// caches of every layer (key, value; as arguments) and their updates.
+  Value stepPositions;
+  SmallVector<Value> cacheIn, cacheOut;
 };
 
 } // namespace
@@ -230,13 +240,24 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
   }
   FloatAttr softcap =
       a.softcap > 0.0 ? b.getF64FloatAttr(a.softcap) : FloatAttr();
-  return MultiHeadAttentionOp::create(
-      b, loc, q.getType(), q, kv, wq, wk, wv, wo, biases, outBias, qkNorm,
-      relative, lengths, b.getI64IntegerAttr(a.heads),
+  SmallVector<Value> cache;
+  if (stepPositions && pos) {
+    cache.push_back(cacheIn[2 * layer]);
+    cache.push_back(cacheIn[2 * layer + 1]);
+  }
+  auto op = MultiHeadAttentionOp::create(
+      b, loc, q.getType(), ValueRange(cache).getTypes(), q, kv, wq, wk, wv, wo,
+      biases, outBias, qkNorm, relative, lengths, cache,
+      cache.empty() ? Value() : stepPositions, b.getI64IntegerAttr(a.heads),
       b.getI64IntegerAttr(a.kvHeads), b.getI64IntegerAttr(a.headDim),
       MaskKindAttr::get(ctx, a.mask), window, b.getF64FloatAttr(a.scale),
       invFreq, style, qkKind, qkEps, qkOffset, softcap, slopes, maxDistance,
-      bidirectional ? b.getUnitAttr() : UnitAttr());
+      bidirectional ? b.getUnitAttr() : UnitAttr(),
+      // A sliding window's cache is a ring buffer (the runtime sizes it).
+      !cache.empty() && a.mask == MaskKind::sliding ? b.getUnitAttr()
+                                                    : UnitAttr());
+  cacheOut.append(op.getCacheOut().begin(), op.getCacheOut().end());
+  return op.getResult();
 }
 
 Value Generator::ffn(Value x, const FfnSpec &f) {
@@ -299,10 +320,10 @@ Value Generator::stack(Value x, int32_t index, Value lengths, Value memory,
     x = PositionsOp::create(
         b, embLoc, x.getType(), x,
         param(ParamBlock::PositionEmbed, ParamRole::Weight, embLoc),
-        PositionKindAttr::get(ctx, PositionKind::learned));
+        stepPositions, PositionKindAttr::get(ctx, PositionKind::learned));
   else if (s.embedding.position == PositionEncoding::sinusoidal)
     x = PositionsOp::create(
-        b, embLoc, x.getType(), x, Value(),
+        b, embLoc, x.getType(), x, Value(), stepPositions,
         PositionKindAttr::get(ctx, PositionKind::sinusoidal));
   if (s.embedding.norm)
     x = norm(x, ParamBlock::EmbedNorm, s.norm);
@@ -457,14 +478,78 @@ OwningOpRef<ModuleOp> Generator::build() {
                           << "' of the parameter table is not used by the IR";
       return nullptr;
     }
-  if (mlir::failed(verify(*module)))
+  buildStep(*module);
+  if (failed || mlir::failed(verify(*module)))
     return nullptr;
   return module;
+}
+
+bool mlir::tfm::hasStepFunction(const ModelSpec &spec) {
+  const StackSpec &s = spec.mainStack();
+  return spec.arch == Arch::decoder && !spec.input.image &&
+         !spec.input.features && spec.output.kind == OutputKind::lm_head &&
+         s.embedding.types == 0;
+}
+
+void Generator::buildStep(ModuleOp module) {
+  if (!hasStepFunction(spec))
+    return;
+  const StackSpec &s = spec.mainStack();
+  const AttentionSpec &a = s.attention;
+  // tokens [B, T], positions [B], then per layer the key cache (transposed,
+  // [B', KV, head_dim, S]) and the value cache ([B', KV, S, head_dim]).
+  SmallVector<Type> inputs{RankedTensorType::get({kDyn, kDyn}, b.getI32Type()),
+                           RankedTensorType::get({kDyn}, b.getI32Type())};
+  auto keyType = RankedTensorType::get({kDyn, a.kvHeads, a.headDim, kDyn}, elt);
+  auto valueType =
+      RankedTensorType::get({kDyn, a.kvHeads, kDyn, a.headDim}, elt);
+  for (int64_t l = 0; l < s.layers; ++l) {
+    inputs.push_back(keyType);
+    inputs.push_back(valueType);
+  }
+  SmallVector<Type> results{RankedTensorType::get({kDyn, 1, spec.vocab}, elt)};
+  results.append(inputs.begin() + 2, inputs.end());
+  b.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(b, modelLoc, spec.name + "_cached",
+                                   b.getFunctionType(inputs, results));
+  // Result i + 1 is written into argument i + 2 (the cache it updates).
+  for (unsigned i = 1; i < results.size(); ++i)
+    func.setResultAttr(i, "tfm.cache_of", b.getI64IntegerAttr(i + 1));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  stepPositions = entry->getArgument(1);
+  cacheIn.assign(entry->getArguments().begin() + 2,
+                 entry->getArguments().end());
+  cacheOut.clear();
+  int32_t index = int32_t(spec.stacks.size()) - 1;
+  Value x =
+      stack(embedTokens(entry->getArgument(0), s), index, Value(), {}, {});
+  if (failed)
+    return;
+  // Only the last row's logits: [B, T, d] -> [B, 1, d].
+  Location loc = locOf(spec.output.loc);
+  Value t = tensor::DimOp::create(b, loc, x, 1);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value last = arith::SubIOp::create(b, loc, t, one);
+  Value batch = tensor::DimOp::create(b, loc, x, 0);
+  SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), OpFoldResult(last),
+                                    b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes{OpFoldResult(batch), b.getIndexAttr(1),
+                                  b.getIndexAttr(spec.dModel)};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  x = tensor::ExtractSliceOp::create(b, loc, act(1, spec.dModel), x, offsets,
+                                     sizes, strides);
+  x = lmHead(x);
+  SmallVector<Value> rets{x};
+  rets.append(cacheOut.begin(), cacheOut.end());
+  func::ReturnOp::create(b, modelLoc, rets);
+  stepPositions = Value();
 }
 
 OwningOpRef<ModuleOp> mlir::tfm::buildModule(MLIRContext &context,
                                              const ModelSpec &spec,
                                              Location loc) {
-  context.loadDialect<TfmDialect, func::FuncDialect>();
+  context.loadDialect<TfmDialect, func::FuncDialect, tensor::TensorDialect,
+                      arith::ArithDialect>();
   return Generator(context, spec, loc).build();
 }

@@ -41,10 +41,11 @@ static void usage(const char *prog, FILE *out) {
           "                        head prints the prompt and its greedy "
           "next token\n"
           "  --prompt-file FILE    the prompt from a UTF-8 file, as is\n"
-          "  --tokenizer PATH      a tokenizer.json, or a folder holding one "
-          "(or GPT-2's\n"
-          "                        encoder.json and vocab.bpe); default: the "
-          "folder of\n"
+          "  --tokenizer PATH      a tokenizer.json or SentencePiece .model, "
+          "or a folder\n"
+          "                        holding one (or encoder.json + vocab.bpe, "
+          "vocab.json +\n"
+          "                        merges.txt); default: the folder of\n"
           "                        --weights (or --weights itself if a "
           "folder)\n"
           "  --tokenize TEXT       print the ids the model would be given and "
@@ -55,6 +56,25 @@ static void usage(const char *prog, FILE *out) {
           "  --threads N           worker threads (default: all cores)\n"
           "  --bench N             time N forward passes after a warm-up and "
           "print the median\n"
+          "  --generate N          generate N tokens with a KV cache "
+          "(decoders): with\n"
+          "                        --prompt the text streams to stdout; with "
+          "token ids\n"
+          "                        (--input, --random-input) the ids [B, N] "
+          "go to --output\n"
+          "  --temperature T       sample at temperature T (default 0: "
+          "greedy)\n"
+          "  --top-k K, --top-p P  sample among the K likeliest tokens / the "
+          "likeliest\n"
+          "                        whose probabilities add up to P\n"
+          "  --seed S              the sampler's seed (default 0)\n"
+          "  --stop TEXT           stop at this text or token (repeatable); "
+          "the\n"
+          "                        tokenizer's EOS always stops\n"
+          "  --bench-generate      print prefill tokens/s and decode "
+          "ms/token (median)\n"
+          "  --logits FILE         with --generate: every step's logits "
+          "[B, N, vocab] as .npy\n"
           "  --info                list parameters, sizes and inputs\n",
           prog, prog);
 }
@@ -72,6 +92,16 @@ static int parse_int(const char *s, long long lo, long long hi,
   errno = 0;
   long long v = strtoll(s, &end, 10);
   if (!*s || *end || errno == ERANGE || v < lo || v > hi)
+    return 0;
+  *out = v;
+  return 1;
+}
+
+static int parse_real(const char *s, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (!*s || *end || errno || !(v >= lo && v <= hi))
     return 0;
   *out = v;
   return 1;
@@ -104,24 +134,6 @@ static tfm_status narrow(tfm_tensor *t, const char *path) {
   return TFM_OK;
 }
 
-static int has_tokenizer(const char *dir) {
-  struct stat sb;
-  size_t n = strlen(dir) + 32;
-  char *p = tfm_malloc(n);
-  if (!p)
-    return 0;
-  snprintf(p, n, "%s/tokenizer.json", dir);
-  int ok = stat(p, &sb) == 0;
-  if (!ok) {
-    snprintf(p, n, "%s/encoder.json", dir);
-    ok = stat(p, &sb) == 0;
-    snprintf(p, n, "%s/vocab.bpe", dir);
-    ok = ok && stat(p, &sb) == 0;
-  }
-  free(p);
-  return ok;
-}
-
 /* Loads --tokenizer PATH, or the tokenizer beside --weights. */
 static tfm_status open_tokenizer(const char *path, const char *weights,
                                  tfm_tokenizer **out) {
@@ -144,12 +156,13 @@ static tfm_status open_tokenizer(const char *path, const char *weights,
   if (!dir)
     return tfm_fail(TFM_ERR_MEMORY, "out of memory");
   tfm_status s;
-  if (has_tokenizer(dir))
+  if (tfm_tokenizer_in_folder(dir))
     s = tfm_tokenizer_load(dir, out);
   else
     s = tfm_fail(TFM_ERR_ARGUMENT,
                  "no tokenizer: %s holds no tokenizer.json (nor encoder.json "
-                 "and vocab.bpe) beside the weights; give --tokenizer PATH",
+                 "and vocab.bpe, vocab.json and merges.txt, or tokenizer.model "
+                 "or spiece.model) beside the weights; give --tokenizer PATH",
                  dir);
   free(dir);
   return s;
@@ -256,6 +269,11 @@ static tfm_status print_continuation(const tfm_tokenizer *tok,
 
 int tfm_main(int argc, char **argv, const char *model_json,
              tfm_forward_fn forward) {
+  return tfm_main_step(argc, argv, model_json, forward, NULL);
+}
+
+int tfm_main_step(int argc, char **argv, const char *model_json,
+                  tfm_forward_fn forward, tfm_forward_fn step) {
   const char *prog = argc > 0 ? argv[0] : "model";
   const char *output = NULL;
   /* --weights, as often as given. */
@@ -269,6 +287,8 @@ int tfm_main(int argc, char **argv, const char *model_json,
   const char *input_files[TFM_MAX_INPUTS] = {0};
   size_t input_name_len[TFM_MAX_INPUTS] = {0};
   int num_inputs = 0, info = 0;
+  tfm_gen_options gen = {0};
+  gen.top_p = 1.0;
   long long seed = -1, threads = 0, bench = 0, rb = 0, rt = 0;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
@@ -279,11 +299,16 @@ int tfm_main(int argc, char **argv, const char *model_json,
     } else if (!strcmp(a, "--info")) {
       info = 1;
       continue;
+    } else if (!strcmp(a, "--bench-generate")) {
+      gen.bench = 1;
+      continue;
     }
     static const char *const with_value[] = {
         "--weights",  "--output",       "--random-weights", "--threads",
         "--bench",    "--random-input", "--input",          "--tokenizer",
-        "--tokenize", "--detokenize",   "--prompt",         "--prompt-file"};
+        "--tokenize", "--detokenize",   "--prompt",         "--prompt-file",
+        "--generate", "--temperature",  "--top-k",          "--top-p",
+        "--seed",     "--stop",         "--logits"};
     int known = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof *with_value; ++k)
       known |= !strcmp(a, with_value[k]);
@@ -313,7 +338,34 @@ int tfm_main(int argc, char **argv, const char *model_json,
       prompt = v;
     else if (!strcmp(a, "--prompt-file"))
       prompt_file = v;
-    else if (!strcmp(a, "--random-weights")) {
+    else if (!strcmp(a, "--generate")) {
+      long long g;
+      if (!parse_int(v, 1, INT32_MAX, &g))
+        return fail(prog, "--generate expects a number of tokens >= 1");
+      gen.generate = g;
+    } else if (!strcmp(a, "--temperature")) {
+      if (!parse_real(v, 0.0, 1e6, &gen.temperature))
+        return fail(prog, "--temperature expects a number >= 0");
+    } else if (!strcmp(a, "--top-p")) {
+      if (!parse_real(v, 0.0, 1.0, &gen.top_p) || gen.top_p <= 0.0)
+        return fail(prog, "--top-p expects a number in (0, 1]");
+    } else if (!strcmp(a, "--top-k")) {
+      long long k;
+      if (!parse_int(v, 1, INT32_MAX, &k))
+        return fail(prog, "--top-k expects a number of tokens >= 1");
+      gen.top_k = k;
+    } else if (!strcmp(a, "--seed")) {
+      long long sd;
+      if (!parse_int(v, 0, INT64_MAX, &sd))
+        return fail(prog, "--seed expects a non-negative integer");
+      gen.seed = (uint64_t)sd;
+    } else if (!strcmp(a, "--logits")) {
+      gen.logits_path = v;
+    } else if (!strcmp(a, "--stop")) {
+      if (gen.num_stop == TFM_GEN_MAX_STOPS)
+        return fail(prog, "too many --stop flags");
+      gen.stop[gen.num_stop++] = v;
+    } else if (!strcmp(a, "--random-weights")) {
       if (!parse_int(v, 0, INT64_MAX, &seed))
         return fail(prog, "--random-weights expects a seed from 0 to "
                           "9223372036854775807 (2^63-1)");
@@ -421,7 +473,8 @@ int tfm_main(int argc, char **argv, const char *model_json,
     }
   }
   tfm_model *m;
-  if (tfm_model_create(model_json, forward, &m) != TFM_OK) {
+  if (tfm_model_create(model_json, forward, &m) != TFM_OK ||
+      (step && tfm_model_set_step(m, step) != TFM_OK)) {
     free(prompt_ids);
     free(prompt_text);
     tfm_tokenizer_free(tok);
@@ -585,6 +638,33 @@ int tfm_main(int argc, char **argv, const char *model_json,
               tfm_model_input_name(m, i), tfm_model_name(m));
       goto done;
     }
+  if (gen.generate) {
+    const tfm_tensor *ids = NULL;
+    for (size_t i = 0; i < n_in; ++i)
+      if (m->desc.inputs[i].usage == TFM_USAGE_TOKENS)
+        ids = &inputs[i];
+    if (!ids || ids->dtype != TFM_I32 || ids->rank != 2 ||
+        ids->shape[0] > TFM_GEN_MAX_BATCH || ids->shape[1] < 1) {
+      fprintf(stderr,
+              "%s: error: --generate needs token ids [B, T] (B <= %d, "
+              "T >= 1): --prompt, --input or --random-input\n",
+              prog, TFM_GEN_MAX_BATCH);
+      goto done;
+    }
+    if (!prompt_ids && !output && !gen.bench) {
+      fail(prog, "--generate from token ids writes them with --output "
+                 "FILE.npy (or times them with --bench-generate)");
+      goto done;
+    }
+    for (size_t k = 0; tok && k < gen.num_stop; ++k) {
+      int32_t id = tfm_tokenizer_token_to_id(tok, gen.stop[k]);
+      if (id >= 0 && gen.num_stop_ids < TFM_GEN_MAX_STOPS)
+        gen.stop_ids[gen.num_stop_ids++] = id;
+    }
+    rc = tfm_cli_generate(prog, m, tok, ids, prompt_text, prompt_len, &gen,
+                          output);
+    goto done;
+  }
   double t0 = tfm_now_seconds();
   if (tfm_model_run(m, inputs, &out) != TFM_OK) {
     fail(prog, tfm_last_error());

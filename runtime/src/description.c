@@ -581,6 +581,48 @@ static tfm_status parse_target(json_t *root, tfm_description *d) {
   return TFM_OK;
 }
 
+/* "generation": the KV-cache entry point's cache sizes (decoders). */
+static tfm_status parse_generation(json_t *root, tfm_description *d) {
+  tfm_status s;
+  json_t *g =
+      field(root, "the model", "generation", is_object, "an object", 1, &s);
+  if (!g)
+    return s;
+  const char *what = "the model's generation entry";
+  if ((s = get_integer(g, what, "layers", 0, 1, TFM_MAX_DIM, &d->gen_layers)) !=
+          TFM_OK ||
+      (s = get_integer(g, what, "kv_heads", 0, 1, TFM_MAX_DIM,
+                       &d->gen_kv_heads)) != TFM_OK ||
+      (s = get_integer(g, what, "head_dim", 0, 1, TFM_MAX_DIM,
+                       &d->gen_head_dim)) != TFM_OK)
+    return s;
+  if (d->gen_layers * 2 + 2 > TFM_MAX_GEN_INPUTS)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%lld layers of KV cache are above the runtime's "
+                           "limit of %d",
+                    (long long)d->gen_layers, (TFM_MAX_GEN_INPUTS - 2) / 2);
+  json_t *w;
+  if ((s = get_array(g, what, "windows", &w)) != TFM_OK)
+    return s;
+  if ((int64_t)json_array_size(w) != d->gen_layers)
+    return tfm_fail(TFM_ERR_FORMAT, PREFIX "%s has %zu windows for %lld layers",
+                    what, json_array_size(w), (long long)d->gen_layers);
+  d->gen_windows = tfm_calloc((size_t)d->gen_layers, sizeof *d->gen_windows);
+  if (!d->gen_windows)
+    return tfm_fail(TFM_ERR_MEMORY, PREFIX "out of memory");
+  for (size_t i = 0; i < json_array_size(w); ++i) {
+    json_t *v = json_array_get(w, i);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        json_integer_value(v) > INT32_MAX)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "window %zu of %s must be an integer in [0, "
+                             "2^31-1]",
+                      i, what);
+    d->gen_windows[i] = (int64_t)json_integer_value(v);
+  }
+  return TFM_OK;
+}
+
 static tfm_status parse_root(json_t *root, tfm_description *d) {
   const char *what = "the model";
   json_t *ps, *abi, *ins, *outs;
@@ -597,6 +639,7 @@ static tfm_status parse_root(json_t *root, tfm_description *d) {
       (s = get_array(root, what, "inputs", &ins)) != TFM_OK ||
       (s = get_array(root, what, "outputs", &outs)) != TFM_OK ||
       (s = parse_target(root, d)) != TFM_OK ||
+      (s = parse_generation(root, d)) != TFM_OK ||
       (s = parse_checkpoint(root, d)) != TFM_OK)
     return s;
 
@@ -677,6 +720,7 @@ tfm_status tfm_description_parse(const char *json, tfm_description *out) {
 
 void tfm_description_free(tfm_description *d) {
   free(d->name);
+  free(d->gen_windows);
   for (size_t i = 0; i < d->num_params; ++i) {
     free(d->params[i].name);
     free_source(&d->params[i].source);

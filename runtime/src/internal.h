@@ -183,7 +183,13 @@ typedef struct tfm_description {
   int logits;            /* the output is logits over the vocabulary */
   int cuda;              /* "target": "cuda" */
   int32_t compute_dtype; /* CUDA: TFM_F32, TFM_F16 or TFM_BF16 */
+  /* "generation": the KV-cache entry point's caches (0: none). */
+  int64_t gen_layers, gen_kv_heads, gen_head_dim;
+  int64_t *gen_windows; /* per layer: sliding window (ring buffer) or 0 */
 } tfm_description;
+
+/* Inputs of the KV-cache entry point: tokens, positions, 2 per layer. */
+#define TFM_MAX_GEN_INPUTS 4098
 
 /* Parses `json` into `out`, which is all zeros on failure. */
 tfm_status tfm_description_parse(const char *json, tfm_description *out);
@@ -240,6 +246,7 @@ tfm_status tfm_inputs_check(const tfm_description *d, tfm_tensor *inputs,
 struct tfm_model {
   tfm_description desc;
   tfm_forward_fn forward;
+  tfm_forward_fn step; /* the KV-cache entry point, or NULL */
   tfm_weights weights;
   int loaded;
   char *warnings; /* of the last weight load, or NULL */
@@ -271,5 +278,39 @@ tfm_status tfm_cuda_forward(tfm_model *m, const tfm_tensor *inputs,
                             tfm_tensor *output);
 /* Frees the model's input and output buffers. */
 void tfm_cuda_free_io(tfm_model *m);
+
+/*===- Generation (session.c, generate.c) -------------------------------===*/
+
+/* Most sequences one --generate runs at once. */
+#define TFM_GEN_MAX_BATCH 4096
+/* Most --stop flags. */
+#define TFM_GEN_MAX_STOPS 16
+
+typedef struct tfm_gen_options {
+  int64_t generate;   /* tokens to generate (> 0) */
+  double temperature; /* 0: greedy */
+  int64_t top_k;      /* 0: all */
+  double top_p;       /* 1: all */
+  uint64_t seed;
+  const char *stop[TFM_GEN_MAX_STOPS]; /* stop strings */
+  size_t num_stop;
+  int32_t stop_ids[TFM_GEN_MAX_STOPS]; /* stop tokens */
+  size_t num_stop_ids;
+  int bench;               /* --bench-generate */
+  const char *logits_path; /* --logits: every step's logits as npy */
+} tfm_gen_options;
+
+/* The next token from one row of logits (greedy, or sampled as `o` says);
+ * `scratch` holds vocab (float, int32) pairs. */
+int32_t tfm_sample(const float *logits, int64_t vocab, const tfm_gen_options *o,
+                   uint64_t *state, void *scratch);
+/* --generate: `tokens` [B, T] int32 (B <= TFM_GEN_MAX_BATCH) are the
+ * prompts; with a tokenizer (B = 1) the text streams to stdout; the ids go
+ * to `output` (npy) when given. Returns the exit status. */
+struct tfm_tokenizer;
+int tfm_cli_generate(const char *prog, tfm_model *m,
+                     const struct tfm_tokenizer *tok, const tfm_tensor *tokens,
+                     const char *prompt_text, size_t prompt_len,
+                     const tfm_gen_options *o, const char *output);
 
 #endif

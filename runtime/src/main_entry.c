@@ -6,7 +6,11 @@
 extern const char tfm_model_json[];
 extern int32_t tfm_model_forward(void *const *, const tfm_tensor *,
                                  tfm_tensor *);
+/* Decoders also define the KV-cache entry point; others leave it out. */
+extern int32_t tfm_model_step(void *const *, const tfm_tensor *, tfm_tensor *)
+    __attribute__((weak));
 
 int main(int argc, char **argv) {
-  return tfm_main(argc, argv, tfm_model_json, tfm_model_forward);
+  return tfm_main_step(argc, argv, tfm_model_json, tfm_model_forward,
+                       tfm_model_step);
 }

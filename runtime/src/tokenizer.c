@@ -48,7 +48,8 @@ typedef struct added_token {
 typedef enum model_kind {
   MODEL_BPE,
   MODEL_WORDPIECE,
-  MODEL_UNIGRAM
+  MODEL_UNIGRAM,
+  MODEL_SPM /* a SentencePiece .model, run by libsentencepiece */
 } model_kind;
 
 struct tfm_tokenizer {
@@ -81,6 +82,7 @@ struct tfm_tokenizer {
   int32_t *prefix, *suffix;
   size_t num_prefix, num_suffix;
   int32_t bos, eos;
+  tk_spm *spm; /* MODEL_SPM */
 };
 
 static size_t pow2_at_least(size_t n) {
@@ -212,6 +214,7 @@ void tfm_tokenizer_free(tfm_tokenizer *t) {
   tk_steps_free(&t->decoder);
   free(t->prefix);
   free(t->suffix);
+  tk_spm_close(t->spm);
   free(t);
 }
 
@@ -222,6 +225,7 @@ int32_t tfm_tokenizer_eos_id(const tfm_tokenizer *t) { return t->eos; }
 const char *tfm_tokenizer_model_type(const tfm_tokenizer *t) {
   return t->kind == MODEL_BPE         ? "BPE"
          : t->kind == MODEL_WORDPIECE ? "WordPiece"
+         : t->kind == MODEL_SPM       ? tk_spm_model_type(t->spm)
                                       : "Unigram";
 }
 
@@ -906,20 +910,136 @@ static tfm_status load_tokenizer_json(tfm_tokenizer *t, const char *path) {
   return s;
 }
 
-/* GPT-2's encoder.json ({token: id}) and vocab.bpe ("#version" line, then
- * "a b" per line). */
-static tfm_status load_gpt2_pair(tfm_tokenizer *t, const char *dir) {
+/* The pre-tokenizer regexes of GPT-2 (GPT2Tokenizer, RobertaTokenizer) and
+ * Qwen2 (Qwen2Tokenizer's PRETOKENIZE_REGEX). */
+static const char gpt2_regex[] =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|"
+    "\\s+(?!\\S)|\\s+";
+static const char qwen2_regex[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+/* Adds `content` as a special added token if the vocabulary has it and it
+ * is not one yet; returns its id or -1. */
+static int32_t add_special_if_known(tfm_tokenizer *t, const char *content,
+                                    tfm_status *st) {
+  *st = TFM_OK;
+  size_t n = strlen(content);
+  for (size_t i = 0; i < t->num_added; ++i)
+    if (t->added[i].len == n && !memcmp(t->added[i].content, content, n))
+      return t->added[i].id;
+  int32_t id = str_map_get(&t->vocab, t->tokens, content, n);
+  if (id < 0)
+    return -1;
+  added_token a = {0};
+  a.id = id;
+  a.len = n;
+  a.special = true;
+  if (!(a.content = tfm_strdup(content))) {
+    *st = OOM();
+    return -1;
+  }
+  if ((*st = push_added(t, &a)) != TFM_OK) {
+    free(a.content);
+    return -1;
+  }
+  return id;
+}
+
+/* What tokenizer_config.json says about a slow tokenizer's files. */
+typedef struct slow_config {
+  json_t *json;      /* NULL: no tokenizer_config.json */
+  const char *klass; /* tokenizer_class, "Fast" or not; NULL: none */
+} slow_config;
+
+static tfm_status read_slow_config(const char *dir, slow_config *c) {
+  memset(c, 0, sizeof *c);
+  size_t n = strlen(dir) + 32;
+  char *path = tfm_malloc(n);
+  if (!path)
+    return OOM();
+  snprintf(path, n, "%s/tokenizer_config.json", dir);
+  struct stat sb;
+  tfm_status s = TFM_OK;
+  if (stat(path, &sb) == 0 && (c->json = load_json(path, 0, &s)))
+    c->klass = json_string_value(json_object_get(c->json, "tokenizer_class"));
+  free(path);
+  return s;
+}
+
+static bool class_is(const slow_config *c, const char *name) {
+  size_t n = strlen(name);
+  return c->klass && !strncmp(c->klass, name, n) &&
+         (!c->klass[n] || !strcmp(c->klass + n, "Fast"));
+}
+
+/* tokenizer_config.json's added_tokens_decoder: {"id": {"content": ...,
+ * "special": ..., "lstrip": ..., ...}} (ids beyond the vocabulary, as
+ * Qwen2's <|endoftext|> and <|im_start|>, included). */
+static tfm_status read_added_decoder(tfm_tokenizer *t, json_t *d,
+                                     const char *where) {
+  if (!json_is_object(d))
+    return TFM_OK;
+  const char *key;
+  json_t *v;
+  json_object_foreach(d, key, v) {
+    char *end;
+    long id = strtol(key, &end, 10);
+    const json_t *content = json_object_get(v, "content");
+    if (*end || end == key || id < 0 || id >= INT32_MAX ||
+        !json_is_string(content) || !json_string_length(content))
+      return tfm_fail(TFM_ERR_FORMAT,
+                      "%s: added_tokens_decoder entry '%s' is not an id with "
+                      "a non-empty content",
+                      where, key);
+    bool known = false;
+    for (size_t i = 0; i < t->num_added && !known; ++i)
+      known = t->added[i].id == (int32_t)id;
+    if (known)
+      continue;
+    added_token a = {0};
+    a.id = (int32_t)id;
+    a.len = json_string_length(content);
+    a.special = json_is_true(json_object_get(v, "special"));
+    a.lstrip = json_is_true(json_object_get(v, "lstrip"));
+    a.rstrip = json_is_true(json_object_get(v, "rstrip"));
+    a.single_word = json_is_true(json_object_get(v, "single_word"));
+    const json_t *norm = json_object_get(v, "normalized");
+    a.normalized = json_is_boolean(norm) ? json_is_true(norm) : !a.special;
+    tfm_status s = grow_tokens(t, a.id + 1);
+    if (s == TFM_OK)
+      s = set_token(t, a.id, json_string_value(content), a.len);
+    if (s == TFM_OK &&
+        !(a.content = tfm_strndup(json_string_value(content), a.len)))
+      s = OOM();
+    if (s == TFM_OK && (s = push_added(t, &a)) != TFM_OK)
+      free(a.content);
+    if (s != TFM_OK)
+      return s;
+  }
+  return TFM_OK;
+}
+
+/* A slow tokenizer's byte-level BPE pair: GPT-2's encoder.json + vocab.bpe,
+ * or Hugging Face's vocab.json + merges.txt ({token: id}; then "a b" per
+ * line, a first line "#version..." skipped). tokenizer_config.json's
+ * tokenizer_class picks the pre-tokenizer regex (Qwen2Tokenizer: Qwen2's,
+ * with NFC first; otherwise GPT-2's) and, for RobertaTokenizer and
+ * BartTokenizer, <s> ... </s> around the text. */
+static tfm_status load_bpe_pair(tfm_tokenizer *t, const char *dir,
+                                const char *vocab_name,
+                                const char *merges_name) {
   size_t n = strlen(dir) + 32;
   char *enc = tfm_malloc(n), *bpe = tfm_malloc(n);
   tfm_status s = TFM_OK;
-  json_t *j = NULL;
+  slow_config cfg = {0};
   char *text = NULL;
   if (!enc || !bpe) {
     s = OOM();
     goto done;
   }
-  snprintf(enc, n, "%s/encoder.json", dir);
-  snprintf(bpe, n, "%s/vocab.bpe", dir);
+  snprintf(enc, n, "%s/%s", dir, vocab_name);
+  snprintf(bpe, n, "%s/%s", dir, merges_name);
   free(t->file);
   if (!(t->file = tfm_strdup(enc))) {
     s = OOM();
@@ -970,45 +1090,147 @@ static tfm_status load_gpt2_pair(tfm_tokenizer *t, const char *dir) {
     }
     i = e + 1;
   }
-  /* As GPT2Tokenizer: <|endoftext|> is BOS, EOS and a special token. */
-  int32_t eot = str_map_get(&t->vocab, t->tokens, "<|endoftext|>", 13);
-  if (eot >= 0) {
-    added_token a = {0};
-    a.id = eot;
-    a.len = 13;
-    a.special = true;
-    if (!(a.content = tfm_strdup("<|endoftext|>"))) {
-      s = OOM();
-      goto done;
-    }
-    if ((s = push_added(t, &a)) != TFM_OK) {
-      free(a.content);
-      goto done;
-    }
-    t->bos = t->eos = eot;
-  }
-  tk_step pre = {.kind = TK_P_BYTELEVEL, .flag = false, .use_regex = true};
-  if ((s = tk_regex_compile("'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| "
-                            "?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
-                            false, &pre.re, bpe)) != TFM_OK)
+  if ((s = read_slow_config(dir, &cfg)) != TFM_OK)
     goto done;
+  bool qwen2 = class_is(&cfg, "Qwen2Tokenizer");
+  bool roberta =
+      class_is(&cfg, "RobertaTokenizer") || class_is(&cfg, "BartTokenizer");
+  if (cfg.json) {
+    char where[600];
+    snprintf(where, sizeof where, "%s/tokenizer_config.json", dir);
+    s = read_added_decoder(t, json_object_get(cfg.json, "added_tokens_decoder"),
+                           where);
+    if (s != TFM_OK)
+      goto done;
+  }
+  /* The class's special tokens, as its constructor makes them (GPT-2's and
+   * Qwen2's <|endoftext|>, RoBERTa's <s> </s> <unk> <pad> <mask>). */
+  static const char *const gpt2_specials[] = {"<|endoftext|>"};
+  static const char *const roberta_specials[] = {"<s>", "</s>", "<unk>",
+                                                 "<pad>", "<mask>"};
+  const char *const *specials = roberta ? roberta_specials : gpt2_specials;
+  size_t num_specials = roberta ? 5 : 1;
+  for (size_t i = 0; i < num_specials; ++i)
+    if (add_special_if_known(t, specials[i], &s) < 0 && s != TFM_OK)
+      goto done;
+  if (roberta) {
+    t->bos = tfm_tokenizer_token_to_id(t, "<s>");
+    t->eos = tfm_tokenizer_token_to_id(t, "</s>");
+    if (t->bos >= 0 && t->eos >= 0 &&
+        ((s = push_id(&t->prefix, &t->num_prefix, t->bos)) != TFM_OK ||
+         (s = push_id(&t->suffix, &t->num_suffix, t->eos)) != TFM_OK))
+      goto done;
+  } else {
+    /* GPT2Tokenizer: <|endoftext|> is BOS and EOS; Qwen2Tokenizer: EOS. */
+    int32_t eot = tfm_tokenizer_token_to_id(t, "<|endoftext|>");
+    t->eos = eot;
+    t->bos = qwen2 ? -1 : eot;
+  }
+  t->normalizer.v = tfm_malloc(sizeof(tk_step));
   t->pre_tokenizer.v = tfm_malloc(sizeof(tk_step));
   t->decoder.v = tfm_malloc(sizeof(tk_step));
-  if (!t->pre_tokenizer.v || !t->decoder.v) {
-    tk_regex_free(pre.re);
+  if (!t->normalizer.v || !t->pre_tokenizer.v || !t->decoder.v) {
     s = OOM();
     goto done;
   }
+  t->normalizer.cap = t->pre_tokenizer.cap = t->decoder.cap = 1;
+  if (qwen2) /* prepare_for_tokenization: NFC */
+    t->normalizer.v[t->normalizer.n++] = (tk_step){.kind = TK_N_NFC};
+  tk_step pre = {.kind = TK_P_BYTELEVEL, .flag = false, .use_regex = true};
+  if ((s = tk_regex_compile(qwen2 ? qwen2_regex : gpt2_regex, false, &pre.re,
+                            bpe)) != TFM_OK)
+    goto done;
   t->pre_tokenizer.v[0] = pre;
-  t->pre_tokenizer.n = t->pre_tokenizer.cap = 1;
+  t->pre_tokenizer.n = 1;
   t->decoder.v[0] = (tk_step){.kind = TK_D_BYTELEVEL};
-  t->decoder.n = t->decoder.cap = 1;
+  t->decoder.n = 1;
 done:
-  json_decref(j);
+  json_decref(cfg.json);
   free(text);
   free(enc);
   free(bpe);
   return s;
+}
+
+/* A SentencePiece .model file: libsentencepiece encodes and decodes; the
+ * pieces are the vocabulary, and the control pieces (<s>, </s>, ...) are
+ * special tokens split out of the text first, as Hugging Face's
+ * SentencePiece tokenizers do. */
+static tfm_status load_spm(tfm_tokenizer *t, const char *path) {
+  t->kind = MODEL_SPM;
+  tfm_status s = tk_spm_open(path, &t->spm);
+  if (s != TFM_OK)
+    return s;
+  int32_t n = tk_spm_size(t->spm);
+  if ((s = grow_tokens(t, n)) != TFM_OK ||
+      (s = str_map_init(&t->vocab, (size_t)n)) != TFM_OK)
+    return s;
+  for (int32_t id = 0; id < n && s == TFM_OK; ++id) {
+    size_t len;
+    const char *p = tk_spm_piece(t->spm, id, &len);
+    s = set_token(t, id, p, len);
+    if (s == TFM_OK)
+      str_map_put(&t->vocab, t->tokens, id);
+    if (s == TFM_OK && len && tk_spm_is_control(t->spm, id)) {
+      added_token a = {0};
+      a.id = id;
+      a.len = len;
+      a.special = true;
+      if (!(a.content = tfm_strndup(p, len)))
+        return OOM();
+      if ((s = push_added(t, &a)) != TFM_OK)
+        free(a.content);
+    }
+  }
+  t->unk = tk_spm_special(t->spm, 'u');
+  t->bos = tk_spm_special(t->spm, 'b');
+  t->eos = tk_spm_special(t->spm, 'e');
+  return s;
+}
+
+static bool exists(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = tfm_malloc(n);
+  if (!p)
+    return false;
+  snprintf(p, n, "%s/%s", dir, name);
+  struct stat sb;
+  bool ok = stat(p, &sb) == 0 && !S_ISDIR(sb.st_mode);
+  free(p);
+  return ok;
+}
+
+/* The tokenizer files of a folder, in order of preference. */
+typedef enum folder_kind {
+  FOLDER_NONE,
+  FOLDER_JSON,       /* tokenizer.json */
+  FOLDER_GPT2,       /* encoder.json + vocab.bpe */
+  FOLDER_VOCAB_JSON, /* vocab.json + merges.txt */
+  FOLDER_SPM,        /* tokenizer.model */
+  FOLDER_SPIECE,     /* spiece.model */
+} folder_kind;
+
+static folder_kind folder_tokenizer(const char *dir) {
+  if (exists(dir, "tokenizer.json"))
+    return FOLDER_JSON;
+  if (exists(dir, "encoder.json") && exists(dir, "vocab.bpe"))
+    return FOLDER_GPT2;
+  if (exists(dir, "vocab.json") && exists(dir, "merges.txt"))
+    return FOLDER_VOCAB_JSON;
+  if (exists(dir, "tokenizer.model"))
+    return FOLDER_SPM;
+  if (exists(dir, "spiece.model"))
+    return FOLDER_SPIECE;
+  return FOLDER_NONE;
+}
+
+int tfm_tokenizer_in_folder(const char *dir) {
+  return folder_tokenizer(dir) != FOLDER_NONE;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && !strcmp(s + n - k, suffix);
 }
 
 tfm_status tfm_tokenizer_load(const char *path, tfm_tokenizer **out) {
@@ -1028,46 +1250,47 @@ tfm_status tfm_tokenizer_load(const char *path, tfm_tokenizer **out) {
     goto done;
   }
   if (S_ISDIR(sb.st_mode)) {
-    dir = tfm_strdup(path);
+    static const char *const names[] = {
+        [FOLDER_JSON] = "tokenizer.json",
+        [FOLDER_SPM] = "tokenizer.model",
+        [FOLDER_SPIECE] = "spiece.model",
+    };
+    folder_kind kind = folder_tokenizer(path);
     size_t n = strlen(path) + 32;
+    dir = tfm_strdup(path);
     file = tfm_malloc(n);
     if (!dir || !file) {
       s = OOM();
       goto done;
     }
-    snprintf(file, n, "%s/tokenizer.json", path);
-    if (stat(file, &sb) != 0) {
-      snprintf(file, n, "%s/encoder.json", path);
-      struct stat b2;
-      char *bpe = tfm_malloc(n);
-      if (!bpe) {
-        s = OOM();
-        goto done;
-      }
-      snprintf(bpe, n, "%s/vocab.bpe", path);
-      bool pair = stat(file, &sb) == 0 && stat(bpe, &b2) == 0;
-      free(bpe);
-      if (!pair) {
-        s = tfm_fail(TFM_ERR_IO,
-                     "%s: the folder holds no tokenizer.json (nor GPT-2's "
-                     "encoder.json and vocab.bpe)",
-                     path);
-        goto done;
-      }
-      s = load_gpt2_pair(t, path);
-    } else {
+    if (kind == FOLDER_NONE) {
+      s = tfm_fail(TFM_ERR_IO,
+                   "%s: the folder holds no tokenizer.json (nor GPT-2's "
+                   "encoder.json and vocab.bpe, vocab.json and merges.txt, "
+                   "or a SentencePiece tokenizer.model or spiece.model)",
+                   path);
+      goto done;
+    }
+    if (kind == FOLDER_GPT2)
+      s = load_bpe_pair(t, path, "encoder.json", "vocab.bpe");
+    else if (kind == FOLDER_VOCAB_JSON)
+      s = load_bpe_pair(t, path, "vocab.json", "merges.txt");
+    else {
+      snprintf(file, n, "%s/%s", path, names[kind]);
       if (!(t->file = tfm_strdup(file))) {
         s = OOM();
         goto done;
       }
-      s = load_tokenizer_json(t, file);
+      s = kind == FOLDER_JSON ? load_tokenizer_json(t, file)
+                              : load_spm(t, file);
     }
   } else {
     if (!(dir = dir_of(path)) || !(t->file = tfm_strdup(path))) {
       s = OOM();
       goto done;
     }
-    s = load_tokenizer_json(t, path);
+    s = ends_with(path, ".model") ? load_spm(t, path)
+                                  : load_tokenizer_json(t, path);
   }
   if (s == TFM_OK && t->size == 0)
     s = tfm_fail(TFM_ERR_FORMAT, "%s: the vocabulary is empty", t->file);
@@ -1519,6 +1742,15 @@ static tfm_status encode_normalized(const tfm_tokenizer *t, const char *s,
  * normalized added tokens, encode the rest. */
 static tfm_status encode_section(const tfm_tokenizer *t, const char *s,
                                  size_t n, bool first, int flags, ids *out) {
+  if (t->kind == MODEL_SPM) {
+    int32_t *v = NULL;
+    size_t k = 0;
+    tfm_status st = tk_spm_encode(t->spm, s, n, &v, &k, t->file);
+    for (size_t i = 0; i < k && st == TFM_OK; ++i)
+      st = ids_push(out, v[i]);
+    free(v);
+    return st;
+  }
   tk_buf norm = {0};
   tfm_status st = tk_normalize(&t->normalizer, s, n, &norm);
   if (st != TFM_OK)
@@ -1587,10 +1819,58 @@ tfm_status tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
 /*===- Decoding
  * ------------------------------------------------------------===*/
 
+/* libsentencepiece decodes the runs of ids between special tokens, whose
+ * text goes in between as it is (or not, with skip_special), so that
+ * decode(encode(x)) gives x back where SentencePiece's normalization keeps
+ * it. */
+static tfm_status decode_spm(const tfm_tokenizer *t, const int32_t *v, size_t n,
+                             int skip_special, char **text, size_t *len) {
+  tk_buf b = {0};
+  tfm_status s = tk_buf_add(&b, "", 0);
+  size_t run = 0; /* start of the run of ordinary ids */
+  for (size_t i = 0; i <= n && s == TFM_OK; ++i) {
+    if (i < n && (v[i] < 0 || v[i] >= t->size)) {
+      s = tfm_fail(TFM_ERR_ARGUMENT,
+                   "token id %d is outside the vocabulary of %s (%d ids)", v[i],
+                   t->file, t->size);
+      break;
+    }
+    if (i < n && !t->is_special[v[i]])
+      continue;
+    if (i > run) {
+      char *part = NULL;
+      size_t pn = 0;
+      s = tk_spm_decode(t->spm, v + run, i - run, &part, &pn, t->file);
+      /* SentencePiece drops the space of a leading "▁" (its dummy prefix);
+       * after a special token that space is the text's. */
+      const tk_str *first = &t->tokens[v[run]];
+      if (s == TFM_OK && run > 0 && first->n >= 3 &&
+          !memcmp(first->s, "\xE2\x96\x81", 3) && (!pn || part[0] != ' '))
+        s = tk_buf_add(&b, " ", 1);
+      if (s == TFM_OK)
+        s = tk_buf_add(&b, part, pn);
+      free(part);
+    }
+    if (s == TFM_OK && i < n && !skip_special)
+      s = tk_buf_add(&b, t->tokens[v[i]].s, t->tokens[v[i]].n);
+    run = i + 1;
+  }
+  if (s != TFM_OK) {
+    free(b.s);
+    return s;
+  }
+  *text = b.s;
+  if (len)
+    *len = b.n;
+  return TFM_OK;
+}
+
 tfm_status tfm_tokenizer_decode(const tfm_tokenizer *t, const int32_t *v,
                                 size_t n, int skip_special, char **text,
                                 size_t *len) {
   *text = NULL;
+  if (t->kind == MODEL_SPM)
+    return decode_spm(t, v, n, skip_special, text, len);
   tk_list l = {0};
   tfm_status s = TFM_OK;
   for (size_t i = 0; i < n && s == TFM_OK; ++i) {

@@ -113,6 +113,7 @@ typedef enum tk_step_kind {
   TK_N_REPLACE,
   TK_N_PREPEND,
   TK_N_BERT,
+  TK_N_PRECOMPILED,
   /* pre-tokenizers */
   TK_P_BYTELEVEL,
   TK_P_SPLIT,
@@ -149,9 +150,20 @@ typedef enum tk_prepend {
 } tk_prepend;
 
 /* One normalizer, pre-tokenizer or decoder (Sequences are flattened). */
+/* SentencePiece's precompiled_charsmap: a darts-clone double-array trie
+ * over UTF-8 keys whose values are offsets into NUL-separated replacement
+ * strings. */
+typedef struct tk_charsmap {
+  uint32_t *units; /* the trie's units */
+  size_t num_units;
+  char *normalized; /* the replacements */
+  size_t normalized_len;
+} tk_charsmap;
+
 typedef struct tk_step {
   tk_step_kind kind;
   tk_regex *re;     /* Split, Replace: the pattern */
+  tk_charsmap *map; /* Precompiled */
   char *text;       /* Replace: content; Prepend: prepend; Metaspace:
                        replacement; Strip: content; WordPiece: prefix; BPE:
                        suffix */
@@ -200,5 +212,28 @@ tfm_status tk_bytes_to_chars(const char *s, size_t n, tk_buf *out);
 bool tk_is_whitespace(int32_t cp);
 /* Letters and numbers (L* and N*), as Rust's char::is_alphanumeric. */
 bool tk_is_alnum(int32_t cp);
+
+/*===- SentencePiece .model files (tokenizer_spm.c) ----------------------===*/
+
+/* A model loaded by libsentencepiece through libtfm_sentencepiece.so. */
+typedef struct tk_spm tk_spm;
+
+/* Loads `path`: TFM_ERR_IO naming the places tried when the bridge library
+ * cannot be loaded, TFM_ERR_FORMAT naming the file when it is not a model. */
+tfm_status tk_spm_open(const char *path, tk_spm **out);
+void tk_spm_close(tk_spm *m);
+int32_t tk_spm_size(const tk_spm *m);
+/* The piece of id (not NUL-terminated: *len bytes). */
+const char *tk_spm_piece(const tk_spm *m, int32_t id, size_t *len);
+bool tk_spm_is_control(const tk_spm *m, int32_t id);
+/* "Unigram", "BPE", "WordLevel" or "Char". */
+const char *tk_spm_model_type(const tk_spm *m);
+/* The unk ('u'), bos ('b') or eos ('e') id; -1: none. */
+int32_t tk_spm_special(const tk_spm *m, char which);
+/* Encodes or decodes through libsentencepiece; results are malloc'd. */
+tfm_status tk_spm_encode(const tk_spm *m, const char *text, size_t n,
+                         int32_t **ids, size_t *count, const char *file);
+tfm_status tk_spm_decode(const tk_spm *m, const int32_t *ids, size_t n,
+                         char **text, size_t *len, const char *file);
 
 #endif

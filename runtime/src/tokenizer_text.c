@@ -172,6 +172,8 @@ static struct {
   utf8proc_ssize_t (*map)(const utf8proc_uint8_t *, utf8proc_ssize_t,
                           utf8proc_uint8_t **, utf8proc_option_t);
   const char *(*errmsg)(utf8proc_ssize_t);
+  utf8proc_bool (*grapheme_break)(utf8proc_int32_t, utf8proc_int32_t,
+                                  utf8proc_int32_t *);
 } lib;
 
 static void *open_first(const char *const *names, size_t count) {
@@ -227,6 +229,7 @@ static int load_libs(void) {
   SYM(h, tolower, "utf8proc_tolower");
   SYM(h, map, "utf8proc_map");
   SYM(h, errmsg, "utf8proc_errmsg");
+  SYM(h, grapheme_break, "utf8proc_grapheme_break_stateful");
   return 1;
 }
 
@@ -433,10 +436,19 @@ static tfm_status push_step(tk_steps *s, const tk_step *st) {
   return TFM_OK;
 }
 
+static void charsmap_free(tk_charsmap *m) {
+  if (!m)
+    return;
+  free(m->units);
+  free(m->normalized);
+  free(m);
+}
+
 void tk_steps_free(tk_steps *s) {
   for (size_t i = 0; i < s->n; ++i) {
     tk_regex_free(s->v[i].re);
     free(s->v[i].text);
+    charsmap_free(s->v[i].map);
   }
   free(s->v);
   memset(s, 0, sizeof *s);
@@ -475,6 +487,100 @@ static tfm_status read_pattern(const json_t *j, tk_step *st, const char *file,
   char where[512];
   snprintf(where, sizeof where, "%s: %s", file, what);
   return tk_regex_compile(lit ? lit : re, lit != NULL, &st->re, where);
+}
+
+/* Standard base64 (RFC 4648, '=' padding optional); NULL if `in` is not
+ * base64. */
+static unsigned char *base64_decode(const char *in, size_t n, size_t *len) {
+  unsigned char *out = tfm_malloc(n / 4 * 3 + 3);
+  if (!out)
+    return NULL;
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t o = 0, i = 0;
+  for (; i < n && in[i] != '='; ++i) {
+    char c = in[i];
+    int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+            : c >= 'a' && c <= 'z' ? c - 'a' + 26
+            : c >= '0' && c <= '9' ? c - '0' + 52
+            : c == '+'             ? 62
+            : c == '/'             ? 63
+                                   : -1;
+    if (v < 0) {
+      free(out);
+      return NULL;
+    }
+    acc = acc << 6 | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (unsigned char)(acc >> bits);
+      acc &= (1u << bits) - 1;
+    }
+  }
+  for (; i < n; ++i)
+    if (in[i] != '=') {
+      free(out);
+      return NULL;
+    }
+  *len = o;
+  return out;
+}
+
+/* Reads a precompiled_charsmap: a little-endian uint32 holding the trie's
+ * size in bytes, the trie's 32-bit units, then the replacement strings (as
+ * the spm_precompiled crate that Hugging Face's tokenizers use). */
+static tfm_status read_charsmap(const char *b64, tk_step *st, const char *file,
+                                const char *what) {
+  size_t n = 0;
+  unsigned char *blob = base64_decode(b64, strlen(b64), &n);
+  if (!blob && *b64 == 0)
+    blob = tfm_malloc(1);
+  if (!blob)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    "%s: %s: precompiled_charsmap is not base64", file, what);
+  tfm_status s = TFM_OK;
+  uint32_t trie_bytes = 0;
+  if (n >= 4)
+    trie_bytes = (uint32_t)blob[0] | (uint32_t)blob[1] << 8 |
+                 (uint32_t)blob[2] << 16 | (uint32_t)blob[3] << 24;
+  size_t units = trie_bytes / 4;
+  if (n < 4 || units > (n - 4) / 4 || units == 0) {
+    s = tfm_fail(TFM_ERR_FORMAT,
+                 "%s: %s: precompiled_charsmap is not a charsmap (%zu bytes; "
+                 "it starts with the trie's size, then the trie)",
+                 file, what, n);
+    goto done;
+  }
+  size_t rest = n - 4 - units * 4;
+  const char *norm = (const char *)blob + 4 + units * 4;
+  if (!tk_utf8_valid(norm, rest)) {
+    s = tfm_fail(TFM_ERR_FORMAT,
+                 "%s: %s: the replacement strings of precompiled_charsmap "
+                 "are not valid UTF-8",
+                 file, what);
+    goto done;
+  }
+  tk_charsmap *m = tfm_calloc(1, sizeof *m);
+  if (!m || !(m->units = tfm_malloc(units * sizeof *m->units)) ||
+      !(m->normalized = tfm_malloc(rest + 1))) {
+    charsmap_free(m);
+    s = tfm_fail(TFM_ERR_MEMORY, "tokenizer: out of memory");
+    goto done;
+  }
+  for (size_t i = 0; i < units; ++i) {
+    const unsigned char *u = blob + 4 + i * 4;
+    m->units[i] = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 |
+                  (uint32_t)u[3] << 24;
+  }
+  m->num_units = units;
+  memcpy(m->normalized, norm, rest);
+  m->normalized[rest] = 0;
+  m->normalized_len = rest;
+  st->map = m;
+done:
+  free(blob);
+  return s;
 }
 
 typedef enum { NORMALIZER, PRE_TOKENIZER, DECODER } step_family;
@@ -539,6 +645,14 @@ static tfm_status read_step(const json_t *j, tk_steps *out, const char *file,
       st.chinese_chars = get_bool(j, "handle_chinese_chars", true);
       st.lowercase = get_bool(j, "lowercase", true);
       st.strip_accents = get_bool(j, "strip_accents", st.lowercase);
+    } else if (!strcmp(type, "Precompiled")) {
+      st.kind = TK_N_PRECOMPILED;
+      const char *map = get_str(j, "precompiled_charsmap");
+      if (!map)
+        return tfm_fail(TFM_ERR_FORMAT,
+                        "%s: %s lacks the string 'precompiled_charsmap'", file,
+                        what);
+      s = read_charsmap(map, &st, file, what);
     } else
       known = false;
   } else if (fam == PRE_TOKENIZER) {
@@ -655,6 +769,7 @@ static tfm_status read_step(const json_t *j, tk_steps *out, const char *file,
   if (s != TFM_OK) {
     tk_regex_free(st.re);
     free(st.text);
+    charsmap_free(st.map);
   }
   return s;
 }
@@ -703,6 +818,73 @@ static tfm_status replace_all(const tk_regex *re, const char *with,
   if (f < 0)
     return TFM_ERR_ARGUMENT;
   return tk_buf_add(out, in + pos, n - pos);
+}
+
+/* The replacement of the shortest key of the trie that is a prefix of
+ * s[0, n), or NULL (darts-clone's common prefix search, first result, as
+ * spm_precompiled's `transform`). The trie's unit: bits 0-7 the label (bit
+ * 31 set on a leaf's value unit), bit 8 "has a leaf", bit 9 the offset's
+ * scale, bits 10-31 the offset to the children. */
+static const char *charsmap_find(const tk_charsmap *m, const char *s,
+                                 size_t n) {
+  const uint32_t *u = m->units;
+  size_t pos = 0;
+#define OFFSET(x) (((size_t)(x) >> 10) << (((x) & (1u << 9)) >> 6))
+  pos ^= OFFSET(u[0]);
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char c = (unsigned char)s[i];
+    if (!c)
+      return NULL;
+    pos ^= c;
+    if (pos >= m->num_units)
+      return NULL;
+    uint32_t unit = u[pos];
+    if ((unit & ((1u << 31) | 0xFF)) != c)
+      return NULL;
+    pos ^= OFFSET(unit);
+    if (pos >= m->num_units)
+      return NULL;
+    if ((unit >> 8) & 1) {
+      size_t v = u[pos] & ((1u << 31) - 1);
+      return v <= m->normalized_len ? m->normalized + v : NULL;
+    }
+  }
+#undef OFFSET
+  return NULL;
+}
+
+/* Hugging Face's Precompiled normalizer: per extended grapheme cluster, the
+ * cluster's replacement if it is shorter than 6 bytes and the trie has one,
+ * else each character's replacement or the character itself. */
+static tfm_status precompiled(const tk_charsmap *m, const char *in, size_t n,
+                              tk_buf *out) {
+  tfm_status s = TFM_OK;
+  utf8proc_int32_t state = 0;
+  size_t g = 0; /* the cluster's start */
+  while (g < n && s == TFM_OK) {
+    int32_t prev, cp;
+    size_t e = g + tk_utf8_next(in + g, n - g, &prev);
+    while (e < n) {
+      size_t l = tk_utf8_next(in + e, n - e, &cp);
+      if (lib.grapheme_break(prev, cp, &state))
+        break;
+      prev = cp;
+      e += l;
+    }
+    const char *r = e - g < 6 ? charsmap_find(m, in + g, e - g) : NULL;
+    if (r) {
+      s = tk_buf_add(out, r, strlen(r));
+    } else {
+      for (size_t i = g; i < e && s == TFM_OK;) {
+        size_t l = tk_utf8_next(in + i, e - i, &cp);
+        r = charsmap_find(m, in + i, l);
+        s = r ? tk_buf_add(out, r, strlen(r)) : tk_buf_add(out, in + i, l);
+        i += l;
+      }
+    }
+    g = e;
+  }
+  return s;
 }
 
 static tfm_status normalize_one(const tk_step *st, const char *in, size_t n,
@@ -806,6 +988,8 @@ static tfm_status normalize_one(const tk_step *st, const char *in, size_t n,
     free(a.s);
     return s;
   }
+  case TK_N_PRECOMPILED:
+    return precompiled(st->map, in, n, out);
   default:
     return tfm_fail(TFM_ERR_ARGUMENT, "tokenizer: not a normalizer");
   }
@@ -1002,7 +1186,11 @@ static tfm_status pre_tokenize_one(const tk_step *st, const tk_str *p,
     size_t rl = strlen(st->text);
     bool prepend = st->prepend == TK_PREPEND_ALWAYS ||
                    (st->prepend == TK_PREPEND_FIRST && first);
-    if (prepend && (p->n < rl || memcmp(p->s, st->text, rl)))
+    /* As `tokenizers`: no prefix where the text, spaces replaced, starts
+     * with the replacement already. */
+    bool starts =
+        (p->n && p->s[0] == ' ') || (p->n >= rl && !memcmp(p->s, st->text, rl));
+    if (prepend && !starts)
       s = tk_buf_add(&t, st->text, rl);
     for (size_t i = 0; i < p->n && s == TFM_OK; ++i)
       s = p->s[i] == ' ' ? tk_buf_add(&t, st->text, rl)

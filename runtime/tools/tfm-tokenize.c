@@ -4,15 +4,19 @@
  *   tfm-tokenize [--plain] [--special-as-text] TOKENIZER --corpus FILE
  *   tfm-tokenize TOKENIZER --roundtrip FILE
  *   tfm-tokenize [--skip-special] TOKENIZER --decode "IDS"
+ *   tfm-tokenize [--skip-special] TOKENIZER --decode-corpus FILE
  *   tfm-tokenize TOKENIZER --info
  *
  * A corpus has one text per line; in a line, \n, \t, \r and \\ stand for
  * those characters. --corpus prints one line of space-separated ids per
  * text; --roundtrip checks decode(encode(text)) == text for every line and
  * lists the lines where it differs (exit 1). --plain adds no special tokens.
+ * --decode-corpus decodes each line of space-separated ids of FILE and
+ * prints the texts with the corpus escapes.
  *===----------------------------------------------------------------------===*/
 #include "tfm/tokenizer.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +26,8 @@ static int usage(void) {
           "usage: tfm-tokenize [--plain] [--special-as-text] [--skip-special] "
           "TOKENIZER\n"
           "                    (--text TEXT | --corpus FILE | --roundtrip "
-          "FILE | --decode IDS | --info)\n");
+          "FILE | --decode IDS\n"
+          "                     | --decode-corpus FILE | --info)\n");
   return 2;
 }
 
@@ -95,10 +100,39 @@ static void print_escaped(const char *s, size_t n) {
   }
 }
 
+/* Parses space-separated ids of s[0, n) into a malloc'd array; 1 on
+ * success, 0 (reported) if it is not ids. */
+static int parse_ids(const char *s, size_t n, int32_t **ids, size_t *count) {
+  *ids = malloc((n / 2 + 1) * sizeof **ids);
+  *count = 0;
+  if (!*ids) {
+    fprintf(stderr, "tfm-tokenize: error: out of memory\n");
+    return 0;
+  }
+  for (size_t i = 0; i < n;) {
+    if (s[i] == ' ') {
+      ++i;
+      continue;
+    }
+    long v = 0;
+    size_t b = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9' && v < INT32_MAX)
+      v = v * 10 + (s[i++] - '0');
+    if (i == b || (i < n && s[i] != ' ')) {
+      fprintf(stderr, "tfm-tokenize: error: expected ids, not '%.*s'\n", (int)n,
+              s);
+      free(*ids);
+      return 0;
+    }
+    (*ids)[(*count)++] = (int32_t)v;
+  }
+  return 1;
+}
+
 int main(int argc, char **argv) {
   int flags = TFM_TOKENIZE_ADD_SPECIAL, skip = 0, info = 0;
   const char *path = NULL, *text = NULL, *corpus = NULL, *roundtrip = NULL,
-             *decode = NULL;
+             *decode = NULL, *decode_corpus = NULL;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -118,12 +152,15 @@ int main(int argc, char **argv) {
       roundtrip = argv[++i];
     else if (!strcmp(a, "--decode") && v)
       decode = argv[++i];
+    else if (!strcmp(a, "--decode-corpus") && v)
+      decode_corpus = argv[++i];
     else if (a[0] == '-' || path)
       return usage();
     else
       path = a;
   }
-  if (!path || !!text + !!corpus + !!roundtrip + !!decode + info != 1)
+  if (!path ||
+      !!text + !!corpus + !!roundtrip + !!decode + !!decode_corpus + info != 1)
     return usage();
   tfm_tokenizer *t;
   double t0 = tfm_now_seconds();
@@ -137,33 +174,39 @@ int main(int argc, char **argv) {
     printf("model %s, %lld ids, bos %d, eos %d, loaded in %.3f s\n",
            tfm_tokenizer_model_type(t), (long long)tfm_tokenizer_vocab_size(t),
            tfm_tokenizer_bos_id(t), tfm_tokenizer_eos_id(t), load);
-  } else if (decode) {
-    size_t cap = strlen(decode) / 2 + 1, n = 0;
-    int32_t *ids = malloc(cap * sizeof *ids);
-    char *end;
-    for (const char *p = decode; ids && *p;) {
-      while (*p == ' ')
-        ++p;
-      if (!*p)
-        break;
-      long v = strtol(p, &end, 10);
-      if (end == p) {
-        fprintf(stderr, "tfm-tokenize: error: --decode expects ids\n");
+  } else if (decode || decode_corpus) {
+    size_t len = decode ? strlen(decode) : 0;
+    char *buf = decode ? NULL : slurp(decode_corpus, &len);
+    const char *all = decode ? decode : buf;
+    if (!all)
+      rc = 1;
+    for (size_t i = 0; all && !rc && i < len;) {
+      size_t e = i;
+      while (e < len && all[e] != '\n')
+        ++e;
+      int32_t *ids;
+      size_t n;
+      char *out;
+      size_t out_len;
+      if (!parse_ids(all + i, e - i, &ids, &n)) {
         rc = 1;
         break;
       }
-      ids[n++] = (int32_t)v;
-      p = end;
+      if (tfm_tokenizer_decode(t, ids, n, skip, &out, &out_len) != TFM_OK) {
+        fprintf(stderr, "tfm-tokenize: error: %s\n", tfm_last_error());
+        rc = 1;
+      } else {
+        if (decode)
+          fputs(out, stdout);
+        else
+          print_escaped(out, out_len);
+        putchar('\n');
+        free(out);
+      }
+      free(ids);
+      i = e + 1;
     }
-    char *out;
-    if (!rc && tfm_tokenizer_decode(t, ids, n, skip, &out, NULL) != TFM_OK) {
-      fprintf(stderr, "tfm-tokenize: error: %s\n", tfm_last_error());
-      rc = 1;
-    } else if (!rc) {
-      printf("%s\n", out);
-      free(out);
-    }
-    free(ids);
+    free(buf);
   } else {
     size_t len = 0;
     char *buf = NULL;

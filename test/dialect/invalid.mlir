@@ -1116,3 +1116,43 @@ func.func @kernel_zero_head_dim(%q: memref<?x4x?x0xf32>, %k: memref<?x2x0x?xf32>
   tfm.attention_kernel ins(%q, %k, %v : memref<?x4x?x0xf32>, memref<?x2x0x?xf32>, memref<?x2x?x8xf32>) outs(%o : memref<?x4x?x8xf32>) {mask = #tfm.mask<none>, scale = 0.5 : f64}
   return
 }
+
+// -----
+
+func.func @cache1(%x: tensor<?x?x16xf32>, %kc: tensor<?x2x4x?xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op a KV cache is 2 tensors (keys transposed, values) with positions, got 1 tensors and no positions}}
+  %y, %c = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wq) cache(%kc) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 5.000000e-01 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<?x2x4x?xf32>) -> (tensor<?x?x16xf32>, tensor<?x2x4x?xf32>)
+  return
+}
+
+// -----
+
+func.func @cache2(%x: tensor<?x?x16xf32>, %kc: tensor<?x2x3x?xf32>, %vc: tensor<?x2x?x4xf32>, %pos: tensor<?xi32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op key cache dimension 2 is 3, expected 4}}
+  %y, %a, %b = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wk, %wq) cache(%kc, %vc) positions(%pos) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 5.000000e-01 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<?x2x3x?xf32>, tensor<?x2x?x4xf32>, tensor<?xi32>) -> (tensor<?x?x16xf32>, tensor<?x2x3x?xf32>, tensor<?x2x?x4xf32>)
+  return
+}
+
+// -----
+
+func.func @cache3(%k: tensor<4x2x3x8xf32>, %c: tensor<2x2x8x16xf32>, %pos: tensor<4xi32>) {
+  // expected-error @+1 {{'tfm.cache_write' op the cache holds 2 sequences, fewer than the update's 4}}
+  %r = tfm.cache_write %k into %c at %pos {transposed} : tensor<4x2x3x8xf32> into tensor<2x2x8x16xf32> at tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @cache4(%k: tensor<1x2x3x8xf32>, %c: tensor<2x2x16x8xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{'tfm.cache_write' op positions dimension 0 is 2, expected 1}}
+  %r = tfm.cache_write %k into %c at %pos : tensor<1x2x3x8xf32> into tensor<2x2x16x8xf32> at tensor<2xi32>
+  return
+}
+
+// -----
+
+func.func @cache5(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %pos: tensor<?x1xi32>) {
+  // expected-error @+1 {{'tfm.attention' op positions must have rank 1, got rank 2}}
+  %o = tfm.attention %q, %k, %v positions(%pos) {mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x1xi32>) -> tensor<?x4x?x8xf32>
+  return
+}

@@ -157,3 +157,22 @@ func.func @discardable_attrs(%x: memref<?xf32>, %out: memref<?xf32>, %wp: memref
   } {tfm.keep_parallel}
   return
 }
+
+// The KV-cache forms: multi-head attention over a cache, the cache write,
+// attention over a transposed key cache from each sequence's position.
+// CHECK-LABEL: func.func @kv_cache
+func.func @kv_cache(%x: tensor<?x?x16xf32>, %kc: tensor<?x2x4x?xf32>, %vc: tensor<?x2x?x4xf32>, %pos: tensor<?xi32>, %q: tensor<?x4x?x4xf32>, %k: tensor<?x2x?x4xf32>) -> tensor<?x4x?x4xf32> {
+  %wq = tfm.param "wq" : tensor<16x16xf32>
+  %wk = tfm.param "wk" : tensor<8x16xf32>
+  %wv = tfm.param "wv" : tensor<8x16xf32>
+  %wo = tfm.param "wo" : tensor<16x16xf32>
+  // CHECK: tfm.multi_head_attention %{{.*}}, %{{.*}} weights(%{{.*}}) cache(%{{.*}}, %{{.*}}) positions(%{{.*}}) {{{.*}}} : ({{.*}}) -> (tensor<?x?x16xf32>, tensor<?x2x4x?xf32>, tensor<?x2x?x4xf32>)
+  %y, %kc2, %vc2 = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wv, %wo) cache(%kc, %vc) positions(%pos) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 5.000000e-01 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<?x2x4x?xf32>, tensor<?x2x?x4xf32>, tensor<?xi32>) -> (tensor<?x?x16xf32>, tensor<?x2x4x?xf32>, tensor<?x2x?x4xf32>)
+  // CHECK: tfm.cache_write %{{.*}} into %{{.*}} at %{{.*}} {transposed} : tensor<?x2x?x4xf32> into tensor<?x2x4x?xf32> at tensor<?xi32>
+  %kc3 = tfm.cache_write %k into %kc at %pos {transposed} : tensor<?x2x?x4xf32> into tensor<?x2x4x?xf32> at tensor<?xi32>
+  // CHECK: tfm.rope %{{.*}} positions(%{{.*}} : tensor<?xi32>)
+  %r = tfm.rope %q positions(%pos : tensor<?xi32>) {inv_freq = array<f64: 1.0, 0.1>, style = #tfm.rope_style<half>} : tensor<?x4x?x4xf32>
+  // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} positions(%{{.*}}) {key_transposed, mask = #tfm.mask<causal>
+  %o = tfm.attention %r, %kc3, %vc positions(%pos) {key_transposed, mask = #tfm.mask<causal>, scale = 5.000000e-01 : f64} : (tensor<?x4x?x4xf32>, tensor<?x2x4x?xf32>, tensor<?x2x?x4xf32>, tensor<?xi32>) -> tensor<?x4x?x4xf32>
+  return %o : tensor<?x4x?x4xf32>
+}

@@ -12,6 +12,7 @@
 #include "tfm/Frontend/Parser.h"
 #include "tfm/Frontend/Sema.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -46,8 +47,11 @@ std::vector<MultiHeadAttentionOp> attentions(MLIRContext &ctx,
                                              OwningOpRef<ModuleOp> &module) {
   module = buildModule(ctx, spec, UnknownLoc::get(&ctx));
   std::vector<MultiHeadAttentionOp> ops;
+  // The forward pass's (a decoder's KV-cache function has the same ones,
+  // with caches: test/e2e/generate.test).
   if (module)
-    module->walk([&](MultiHeadAttentionOp op) { ops.push_back(op); });
+    if (auto forward = module->lookupSymbol<func::FuncOp>(spec.name))
+      forward.walk([&](MultiHeadAttentionOp op) { ops.push_back(op); });
   return ops;
 }
 

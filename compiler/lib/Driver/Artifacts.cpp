@@ -68,7 +68,50 @@ driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
   if (failed(params))
     return failure();
   iface.params = std::move(*params);
-  iface.metadata = modelMetadata(*spec, iface.table, iface.params, target);
+  llvm::json::Object fields(target);
+  std::string cached = (name + "_cached").str();
+  if (auto step = module.lookupSymbol<func::FuncOp>(cached)) {
+    FailureOr<std::vector<AbiArg>> stepAbi = readAbi(module, cached);
+    ArrayAttr stepParams = module.getContext()
+                               ->getLoadedDialect<TfmDialect>()
+                               ->getParamsAttrHelper()
+                               .getAttr(step);
+    if (failed(stepAbi) || !stepParams)
+      return emitError(step.getLoc(), "internal: no lowered step function");
+    auto resolved = resolveAbiParams(iface.table, stepParams, step.getLoc());
+    if (failed(resolved))
+      return failure();
+    // The step function reads the forward pass's parameter table.
+    for (AbiArg &a : *stepAbi) {
+      if (a.kind != AbiArg::Param)
+        continue;
+      const AbiParam &p = (*resolved)[a.index];
+      auto it = llvm::find_if(iface.params, [&](const AbiParam &f) {
+        return f.index == p.index && f.panel == p.panel;
+      });
+      if (it == iface.params.end())
+        return emitError(step.getLoc(), "internal: the step function reads '")
+               << iface.table[p.index].name
+               << "' in a layout the forward pass does not";
+      a.index = it - iface.params.begin();
+    }
+    iface.stepAbi = std::move(*stepAbi);
+    const StackSpec &s = spec->mainStack();
+    // Each layer's sliding window (0: none): its cache is a ring buffer.
+    llvm::json::Array windows;
+    for (int64_t l = 0; l < s.layers; ++l) {
+      const AttentionSpec &a = s.attention;
+      bool global = a.globalEvery > 0 && (l + 1) % a.globalEvery == 0;
+      windows.push_back(a.mask == MaskKind::sliding && !global ? a.window
+                                                               : int64_t(0));
+    }
+    fields["generation"] = llvm::json::Object{{"entry", (name + "_step").str()},
+                                              {"layers", s.layers},
+                                              {"kv_heads", s.attention.kvHeads},
+                                              {"head_dim", s.attention.headDim},
+                                              {"windows", std::move(windows)}};
+  }
+  iface.metadata = modelMetadata(*spec, iface.table, iface.params, fields);
   return iface;
 }
 
@@ -139,7 +182,8 @@ LogicalResult HostEmitter::emit(const ModelSpec *spec, StringRef name,
   bool exe = options.emit == Stage::Exe &&
              options.artifact == ArtifactKind::Executable;
   if (failed(addEntryPoints(*llvmModule, name, iface.metadata, iface.abi, exe,
-                            message)))
+                            message,
+                            iface.stepAbi ? &*iface.stepAbi : nullptr)))
     return error() << message;
   translate.stop();
   auto tm = createTargetMachine(cpu, message);

@@ -13,6 +13,7 @@
 #include "tfm/Target/HostTarget.h"
 
 #include <chrono>
+#include <optional>
 
 namespace mlir::tfm::driver {
 
@@ -34,6 +35,9 @@ private:
 /// buffers (before the LLVM dialect erases its signature).
 struct HostInterface {
   std::vector<AbiArg> abi;
+  /// The KV-cache entry point's (`<name>_step`), parameters numbered as the
+  /// forward pass's; empty without one.
+  std::optional<std::vector<AbiArg>> stepAbi;
   ParamTable table;
   std::vector<AbiParam> params;
   std::string metadata; ///< the description embedded in the artifact

@@ -35,8 +35,12 @@ void pipelines::buildCpuLoopsStage(OpPassManager &pm,
                                    const PipelineConfig &config) {
   // One function per distinct layer: compile time independent of depth.
   pm.addPass(createTfmOutlineLayers());
+  // A layer that updates a KV cache in place returns the cache it was
+  // given: drop-equivalent-buffer-results lets its callers use their own
+  // buffer instead of a copy.
   addText(pm, "one-shot-bufferize{bufferize-function-boundaries "
               "function-boundary-type-conversion=identity-layout-map}, "
+              "canonicalize, drop-equivalent-buffer-results, canonicalize, "
               "buffer-deallocation-pipeline, convert-bufferization-to-memref, "
               "func.func(convert-linalg-to-parallel-loops)");
   TfmLowerKernelsOptions kernels;

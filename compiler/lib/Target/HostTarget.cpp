@@ -3,6 +3,7 @@
 #include "tfm/Target/HostTarget.h"
 
 #include "tfm/Dialect/TfmOps.h"
+#include "tfm/Frontend/MLIRGen.h"
 #include "tfm/runtime.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -194,15 +195,17 @@ llvm::StructType *mlir::tfm::getTensorStructType(llvm::LLVMContext &ctx) {
 /// Marks the entry body (MODEL_forward_body) for shortenEntryBody.
 static constexpr llvm::StringLiteral kEntryBodyAttr = "tfm-entry-body";
 
-LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
-                                        StringRef metadataJson,
-                                        ArrayRef<AbiArg> abi, bool exeAliases,
-                                        std::string &error) {
+/// Adds `entry` (int32_t entry(void *const *params, const tfm_tensor
+/// *inputs, tfm_tensor *output)) running the lowered function `implName`
+/// on the memref descriptors `abi` describes.
+static llvm::Function *addWrapper(llvm::Module &module, StringRef implName,
+                                  const llvm::Twine &entry,
+                                  ArrayRef<AbiArg> abi, std::string &error) {
   llvm::LLVMContext &ctx = module.getContext();
-  llvm::Function *impl = module.getFunction(name);
+  llvm::Function *impl = module.getFunction(implName);
   if (!impl) {
-    error = ("lowered model function '" + name + "' not found").str();
-    return failure();
+    error = ("lowered model function '" + implName + "' not found").str();
+    return nullptr;
   }
   impl->setLinkage(llvm::GlobalValue::InternalLinkage);
   llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
@@ -216,9 +219,8 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
   // TFM_FORWARD_OUT_OF_MEMORY (runtime/src/forward.c).
   auto *bodyTy = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
                                          {ptr, ptr, ptr}, false);
-  auto *body =
-      llvm::Function::Create(bodyTy, llvm::GlobalValue::InternalLinkage,
-                             name + "_forward_body", module);
+  auto *body = llvm::Function::Create(
+      bodyTy, llvm::GlobalValue::InternalLinkage, entry + "_body", module);
   llvm::Argument *params = body->getArg(0), *inputs = body->getArg(1),
                  *output = body->getArg(2);
   params->setName("params");
@@ -268,7 +270,7 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
     error = llvm::formatv("ABI mismatch: {0} arguments for {1} parameters",
                           args.size(), impl->arg_size())
                 .str();
-    return failure();
+    return nullptr;
   }
   llvm::CallInst *call = b.CreateCall(impl, args);
   b.CreateRetVoid();
@@ -279,17 +281,17 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
   llvm::InlineFunctionInfo inlineInfo;
   llvm::InlineResult inlined = llvm::InlineFunction(*call, inlineInfo);
   if (!inlined.isSuccess()) {
-    error = ("cannot inline the model function '" + name +
+    error = ("cannot inline the model function '" + implName +
              "' into its entry point: " + inlined.getFailureReason())
                 .str();
-    return failure();
+    return nullptr;
   }
   impl->eraseFromParent();
   body->addFnAttr(kEntryBodyAttr);
 
   auto *fnTy = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
   auto *fn = llvm::Function::Create(fnTy, llvm::GlobalValue::ExternalLinkage,
-                                    name + "_forward", module);
+                                    entry, module);
   llvm::FunctionCallee guarded = module.getOrInsertFunction(
       "tfm_forward_guarded",
       llvm::FunctionType::get(i32, {ptr, ptr, ptr, ptr}, false));
@@ -300,6 +302,26 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
   e.CreateRet(e.CreateCall(
       guarded, {body, fn->getArg(0), fn->getArg(1), fn->getArg(2)}));
 
+  return fn;
+}
+
+LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
+                                        StringRef metadataJson,
+                                        ArrayRef<AbiArg> abi, bool exeAliases,
+                                        std::string &error,
+                                        const std::vector<AbiArg> *stepAbi) {
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::Function *fn = addWrapper(module, name, name + "_forward", abi, error);
+  if (!fn)
+    return failure();
+  if (stepAbi) {
+    llvm::Function *step = addWrapper(module, (name + "_cached").str(),
+                                      name + "_step", *stepAbi, error);
+    if (!step)
+      return failure();
+    if (exeAliases)
+      llvm::GlobalAlias::create("tfm_model_step", step);
+  }
   auto *init = llvm::ConstantDataArray::getString(ctx, metadataJson, true);
   auto *gv = new llvm::GlobalVariable(module, init->getType(), true,
                                       llvm::GlobalValue::ExternalLinkage, init,
@@ -439,8 +461,18 @@ std::string mlir::tfm::generateHeader(const ModelSpec &spec,
         "shape. Returns 0. Inputs are not checked: use tfm_model_run() for "
         "that. */\n"
      << "int32_t " << spec.name << "_forward(void *const *params, "
-     << "const tfm_tensor *inputs, tfm_tensor *output);\n\n"
-     << "#define " << up << "_NUM_PARAMS " << abiParams.size() << "\n"
+     << "const tfm_tensor *inputs, tfm_tensor *output);\n\n";
+  if (hasStepFunction(spec))
+    os << "/* The forward pass over a KV cache, for generation: give it to "
+          "the model\n   with tfm_model_set_step(m, "
+       << spec.name
+       << "_step), then create a session per\n   thread "
+          "(tfm_session_create) and call tfm_session_prefill and\n   "
+          "tfm_session_decode. Sessions share the model's weights; a "
+          "session is\n   used by one thread at a time. */\n"
+       << "int32_t " << spec.name << "_step(void *const *params, "
+       << "const tfm_tensor *inputs, tfm_tensor *output);\n\n";
+  os << "#define " << up << "_NUM_PARAMS " << abiParams.size() << "\n"
      << "#define " << up << "_NUM_INPUTS " << spec.inputs().size() << "\n"
      << "#define " << up << "_PARAMETER_COUNT " << spec.paramCount()
      << "LL\n\n";

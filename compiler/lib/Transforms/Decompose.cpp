@@ -84,9 +84,36 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
       qh = normHeads(qh, qkNorm[0]);
       kh = normHeads(kh, qkNorm[1]);
     }
+    Value positions = op.getPositions();
     if (auto invFreq = op.getRopeInvFreqAttr()) {
-      qh = RopeOp::create(b, loc, qh, invFreq, op.getRopeStyleAttr());
-      kh = RopeOp::create(b, loc, kh, invFreq, op.getRopeStyleAttr());
+      qh =
+          RopeOp::create(b, loc, qh, positions, invFreq, op.getRopeStyleAttr());
+      kh =
+          RopeOp::create(b, loc, kh, positions, invFreq, op.getRopeStyleAttr());
+    }
+    auto merge = [&](Value o) {
+      Value merged = MergeHeadsOp::create(
+          b, loc,
+          RankedTensorType::get({xt.getDimSize(0), tq, heads * hd}, elt), o);
+      return linear(b, loc, merged, op.getWo(), op.getOutBias());
+    };
+    if (auto cache = op.getCache(); !cache.empty()) {
+      // With a KV cache: the new keys and values go into the cache, and the
+      // queries attend to it in one fused tfm.attention (grouped heads read
+      // their shared K/V head; no textbook form to match).
+      UnitAttr ring = op.getRingAttr();
+      Value kc = CacheWriteOp::create(b, loc, cache[0].getType(), kh, cache[0],
+                                      positions, b.getUnitAttr(), ring);
+      Value vc = CacheWriteOp::create(b, loc, cache[1].getType(), vh, cache[1],
+                                      positions, UnitAttr(), ring);
+      Value o = AttentionOp::create(
+          b, loc, headsType(heads, tq), qh, kc, vc, op.getRelative(),
+          op.getLengths(), positions, op.getMaskAttr(), op.getWindowAttr(),
+          op.getScaleAttr(), op.getSoftcapAttr(), op.getAlibiSlopesAttr(),
+          op.getRelativeMaxDistanceAttr(), op.getRelativeBidirectionalAttr(),
+          b.getUnitAttr(), ring);
+      b.replaceOp(op, ValueRange{merge(o), kc, vc});
+      return success();
     }
     if (kvHeads != heads) {
       auto rep = b.getI64IntegerAttr(heads / kvHeads);
@@ -114,10 +141,7 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     Value p = SoftmaxOp::create(b, loc, s, b.getI64IntegerAttr(3));
     Value o =
         MatmulOp::create(b, loc, headsType(heads, tq), p, vh, false, false);
-    Value merged = MergeHeadsOp::create(
-        b, loc, RankedTensorType::get({xt.getDimSize(0), tq, heads * hd}, elt),
-        o);
-    b.replaceOp(op, linear(b, loc, merged, op.getWo(), op.getOutBias()));
+    b.replaceOp(op, merge(o));
     return success();
   }
 };

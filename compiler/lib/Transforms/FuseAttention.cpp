@@ -314,12 +314,13 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     auto attn = AttentionOp::create(
         b, pv.getLoc(), pv.getType(), q, k0, v0,
         relative ? relative.getTable() : Value(),
-        mask ? mask.getLengths() : Value(),
+        mask ? mask.getLengths() : Value(), /*positions=*/Value(),
         MaskKindAttr::get(b.getContext(), kind), window,
         b.getF64FloatAttr(scale), softcap ? softcap.getCapAttr() : FloatAttr(),
         alibi ? alibi.getSlopesAttr() : DenseF64ArrayAttr(),
         relative ? relative.getMaxDistanceAttr() : IntegerAttr(),
-        relative ? relative.getBidirectionalAttr() : UnitAttr());
+        relative ? relative.getBidirectionalAttr() : UnitAttr(),
+        /*key_transposed=*/UnitAttr(), /*ring=*/UnitAttr());
     b.replaceOp(pv, attn.getResult());
     return success();
   }

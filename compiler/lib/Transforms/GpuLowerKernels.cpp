@@ -34,6 +34,9 @@ struct GpuAttention : OpRewritePattern<AttentionKernelOp> {
                                 PatternRewriter &rw) const override {
     if (!op.hasPureBufferSemantics())
       return rw.notifyMatchFailure(op, "not bufferized yet");
+    if (op.getPositions())
+      return op.emitOpError("KV-cache attention (positions) is not lowered "
+                            "for CUDA yet");
     ImplicitLocOpBuilder b(op.getLoc(), rw);
     KB k{b};
     AttentionShape s;

@@ -227,7 +227,9 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
       return b.notifyMatchFailure(op, "not bufferized yet");
     Location loc = op.getLoc();
     Value q = op.getQuery(), kt = op.getKey(), v = op.getValue(),
-          out = op.getOutput(), lengths = op.getLengths();
+          out = op.getOutput(), lengths = op.getLengths(),
+          positions = op.getPositions();
+    bool ring = op.getRing() && positions;
     auto qt = cast<MemRefType>(q.getType());
     auto vtT = cast<MemRefType>(v.getType());
     if (qt.isDynamicDim(3) || vtT.isDynamicDim(3))
@@ -267,7 +269,7 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
           tq = dim(b, loc, q, 2), kvHeads = dim(b, loc, kt, 1),
           tk = dim(b, loc, kt, 3);
     Value group = arith::DivUIOp::create(b, loc, heads, kvHeads);
-    Value offset = arith::SubIOp::create(b, loc, tk, tq);
+    Value alignedOffset = arith::SubIOp::create(b, loc, tk, tq);
     Value qBlocks = arith::CeilDivUIOp::create(b, loc, tq, cIdx(b, loc, rows));
     Value ninf = cF32(b, loc, -INFINITY);
     Value ninfV = vector::BroadcastOp::create(b, loc, vk, ninf);
@@ -286,6 +288,18 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
           Value kvh = arith::DivUIOp::create(nb, l, hi, group);
           Value lastRow = arith::SubIOp::create(nb, l, tq, c1);
           Value limit = tk;
+          Value offset = alignedOffset;
+          if (positions) {
+            // A KV cache: this sequence's rows start at positions[b], and
+            // nothing past its last row's position was written.
+            Value p = memref::LoadOp::create(nb, l, positions, ValueRange{bi});
+            offset = arith::MaxSIOp::create(
+                nb, l, arith::IndexCastOp::create(nb, l, nb.getIndexType(), p),
+                c0);
+            Value end = arith::AddIOp::create(nb, l, offset, tq);
+            // Positions, not slots, for a ring buffer.
+            limit = ring ? end : arith::MinSIOp::create(nb, l, limit, end);
+          }
           if (lengths) {
             Value len = memref::LoadOp::create(nb, l, lengths, ValueRange{bi});
             len = arith::IndexCastOp::create(nb, l, nb.getIndexType(), len);
@@ -322,6 +336,14 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
           for (Value h : hiK)
             end = arith::MaxSIOp::create(nb, l, end, h);
           end = arith::MaxSIOp::create(nb, l, end, first);
+          // A ring buffer: every written slot may hold a visible key; the
+          // slots' positions are computed per block below.
+          Value written;
+          if (ring) {
+            first = c0;
+            written = arith::AddIOp::create(nb, l, offset, tq);
+            end = arith::MinSIOp::create(nb, l, tk, written);
+          }
           Value slopeV;
           if (slopes)
             slopeV = vector::BroadcastOp::create(
@@ -369,6 +391,31 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
                 Value jv = arith::AddIOp::create(
                     kb, kl, lanes,
                     vector::BroadcastOp::create(kb, kl, idxV, j0));
+                if (ring) {
+                  // Slot j holds position e - 1 - ((e - 1 - j) mod S), or
+                  // none (-1) if j >= e or j >= S.
+                  auto splat = [&](Value x) {
+                    return vector::BroadcastOp::create(kb, kl, idxV, x);
+                  };
+                  Value last =
+                      splat(arith::SubIOp::create(kb, kl, written, c1));
+                  Value back = arith::SubIOp::create(kb, kl, last, jv);
+                  // Lanes past the last slot hold nothing either.
+                  Value unwritten = arith::OrIOp::create(
+                      kb, kl,
+                      arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::slt,
+                                            back, splat(c0)),
+                      arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::sge,
+                                            jv, splat(tk)));
+                  Value held = arith::SubIOp::create(
+                      kb, kl, last,
+                      arith::RemSIOp::create(
+                          kb, kl,
+                          arith::MaxSIOp::create(kb, kl, back, splat(c0)),
+                          splat(tk)));
+                  jv = arith::SelectOp::create(kb, kl, unwritten,
+                                               splat(cIdx(kb, kl, -1)), held);
+                }
                 SmallVector<Value> next(st.begin(), st.end());
                 SmallVector<Value> p(rows), corrV(rows);
                 for (int64_t r = 0; r < rows; ++r) {
@@ -555,6 +602,39 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
   }
 };
 
+/// Whether memref.copy lowers to a plain memcpy (identity layouts), rather
+/// than to the generic `memrefCopy` of MLIR's C runner utilities, which
+/// tfm artifacts do not link.
+bool isContiguousCopy(memref::CopyOp op) {
+  return cast<MemRefType>(op.getSource().getType()).getLayout().isIdentity() &&
+         cast<MemRefType>(op.getTarget().getType()).getLayout().isIdentity();
+}
+
+/// A copy between strided buffers (a window of a KV cache, the last row of
+/// a sequence): an element loop nest, innermost dimension last.
+struct LowerStridedCopy : OpRewritePattern<memref::CopyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(memref::CopyOp op,
+                                PatternRewriter &b) const override {
+    if (isContiguousCopy(op))
+      return b.notifyMatchFailure(op, "contiguous");
+    Location loc = op.getLoc();
+    Value src = op.getSource(), dst = op.getTarget();
+    int64_t rank = cast<MemRefType>(src.getType()).getRank();
+    SmallVector<Value> lbs(rank, cIdx(b, loc, 0)), steps(rank, cIdx(b, loc, 1)),
+        ubs;
+    for (int64_t i = 0; i < rank; ++i)
+      ubs.push_back(dim(b, loc, src, i));
+    scf::buildLoopNest(b, loc, lbs, ubs, steps,
+                       [&](OpBuilder &nb, Location l, ValueRange ivs) {
+                         Value v = memref::LoadOp::create(nb, l, src, ivs);
+                         memref::StoreOp::create(nb, l, v, dst, ivs);
+                       });
+    b.eraseOp(op);
+    return success();
+  }
+};
+
 struct TfmLowerKernelsPass
     : mlir::tfm::impl::TfmLowerKernelsBase<TfmLowerKernelsPass> {
   using TfmLowerKernelsBase::TfmLowerKernelsBase;
@@ -582,8 +662,10 @@ struct TfmLowerKernelsPass
                            memref::MemRefDialect, scf::SCFDialect,
                            vector::VectorDialect>();
     target.addIllegalOp<LinearKernelOp, AttentionKernelOp>();
+    target.addDynamicallyLegalOp<memref::CopyOp>(isContiguousCopy);
     RewritePatternSet patterns(ctx);
     populateLowerKernelPatterns(patterns, vectorWidth);
+    patterns.add<LowerStridedCopy>(ctx);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();

@@ -17,6 +17,7 @@
 
 #include "tfm/Transforms/Passes.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir::tfm {
@@ -47,9 +48,23 @@ bool wantsPacked(OpOperand &use) {
 
 LogicalResult rewriteFunction(func::FuncOp func, int64_t panel) {
   FunctionType type = func.getFunctionType();
-  if (type.getNumResults() != 1)
-    return func.emitError("tfm-model-abi expects a model function with one "
+  if (type.getNumResults() < 1)
+    return func.emitError("tfm-model-abi expects a model function with a "
                           "result");
+  // Results after the first update an input in place (a KV cache): the
+  // input they write is their `tfm.cache_of` attribute.
+  SmallVector<int64_t> cacheOf;
+  llvm::SmallDenseSet<int64_t> updated;
+  for (unsigned r = 1; r < type.getNumResults(); ++r) {
+    auto of = func.getResultAttrOfType<IntegerAttr>(r, "tfm.cache_of");
+    if (!of || of.getInt() < 0 || of.getInt() >= type.getNumInputs() ||
+        type.getInput(of.getInt()) != type.getResult(r) ||
+        !updated.insert(of.getInt()).second)
+      return func.emitError("tfm-model-abi: result ")
+             << r << " must name the input of its type it updates "
+             << "(tfm.cache_of), once";
+    cacheOf.push_back(of.getInt());
+  }
   for (Type t : type.getInputs())
     if (!isa<RankedTensorType>(t))
       return func.emitError("tfm-model-abi expects ranked tensor inputs");
@@ -71,9 +86,9 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel) {
     MemRefType mt = bufferType(old.getType());
     newInputs.push_back(mt);
     Value m = entry.addArgument(mt, old.getLoc());
-    Value t = bufferization::ToTensorOp::create(b, loc, old.getType(), m,
-                                                /*restrict=*/true,
-                                                /*writable=*/false);
+    Value t = bufferization::ToTensorOp::create(
+        b, loc, old.getType(), m,
+        /*restrict=*/true, /*writable=*/updated.contains(int64_t(i)));
     old.replaceAllUsesWith(t);
   }
   // Output.
@@ -127,11 +142,18 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel) {
   bufferization::MaterializeInDestinationOp::create(
       b, loc, TypeRange{}, ret.getOperand(0), out, /*restrict=*/true,
       /*writable=*/true);
+  for (auto [r, of] : llvm::enumerate(cacheOf))
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, TypeRange{}, ret.getOperand(r + 1),
+        entry.getArgument(numOld + of), /*restrict=*/true, /*writable=*/true);
   func::ReturnOp::create(b, loc);
   ret->erase();
 
   entry.eraseArguments(0, numOld);
+  for (unsigned r = 0; r < type.getNumResults(); ++r)
+    func.setResultAttrs(r, DictionaryAttr::get(ctx));
   func.setFunctionType(FunctionType::get(ctx, newInputs, {}));
+  func.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
   auto *tfm = ctx->getLoadedDialect<TfmDialect>();
   tfm->getParamsAttrHelper().setAttr(func, ArrayAttr::get(ctx, table));
   tfm->getNumInputsAttrHelper().setAttr(func, b.getI64IntegerAttr(numOld));

@@ -139,6 +139,41 @@ tfm_status tfm_model_run(tfm_model *m, const tfm_tensor *inputs,
                          tfm_tensor *output);
 void tfm_model_print_info(const tfm_model *m, FILE *out);
 
+/* Generation with a KV cache (decoder models).
+ *
+ * A decoder artifact also has `<name>_step`, the forward pass over a KV
+ * cache; tfm_model_set_step() gives it to a model created with
+ * tfm_model_create() (executables do this themselves). A session holds the
+ * caches of up to `max_batch` sequences of up to `max_len` tokens each
+ * (per layer kv_heads x head_dim floats per token, twice) and shares the
+ * model's weights: create one session per thread; a model and its weights
+ * may be shared by any number of sessions, on any threads, as long as
+ * nothing loads new weights meanwhile. A session is not thread-safe.
+ *
+ * Sequences are numbered 0..max_batch-1 and start empty. */
+typedef struct tfm_session tfm_session;
+tfm_status tfm_model_set_step(tfm_model *m, tfm_forward_fn step);
+/* Whether the model can generate (it has a step entry point). */
+int tfm_model_can_generate(const tfm_model *m);
+tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
+                              tfm_session **out);
+void tfm_session_free(tfm_session *s);
+/* Empties every sequence. */
+void tfm_session_reset(tfm_session *s);
+/* The number of tokens sequence `seq` holds. */
+int64_t tfm_session_length(const tfm_session *s, int64_t seq);
+/* Prefill: appends lens[i] tokens (tokens[i]) to sequence i for i < n,
+ * computing and caching their keys and values, and writes the logits of
+ * each sequence's last token to logits[i * vocab ...] (f32, n x vocab).
+ * Sequences of different lengths are run one by one (no padding). */
+tfm_status tfm_session_prefill(tfm_session *s, int64_t n,
+                               const int32_t *const *tokens,
+                               const int64_t *lens, float *logits);
+/* Decode: appends one token to each of sequences 0..n-1 (all non-empty) in
+ * one batched step; logits as for prefill. */
+tfm_status tfm_session_decode(tfm_session *s, int64_t n, const int32_t *tokens,
+                              float *logits);
+
 /* Threads (OpenMP) and time. */
 void tfm_set_threads(int n);
 int tfm_get_threads(void);
@@ -158,6 +193,9 @@ void tfm_cuda_clear_status(void);
 /* The executable's main: tfmc links it with the model's entry point. */
 int tfm_main(int argc, char **argv, const char *model_json,
              tfm_forward_fn forward);
+/* The same for a model that can generate: `step` may be NULL. */
+int tfm_main_step(int argc, char **argv, const char *model_json,
+                  tfm_forward_fn forward, tfm_forward_fn step);
 
 #ifdef __cplusplus
 }

@@ -3,14 +3,20 @@
  * Hugging Face tokenizers in C: a `tokenizer.json` (byte-level BPE as GPT-2,
  * LLaMA-3 and Qwen use it; BPE with byte fallback and SentencePiece "▁"
  * spaces as LLaMA-2, Mistral and Gemma use it; WordPiece as BERT; Unigram as
- * T5) with its normalizer, pre-tokenizer, post-processor, decoder and added
- * tokens, plus `tokenizer_config.json` beside it (add_bos_token,
- * add_eos_token, bos_token, eos_token); or GPT-2's `encoder.json` +
- * `vocab.bpe`.
+ * T5, with SentencePiece's Precompiled normalizer) with its normalizer,
+ * pre-tokenizer, post-processor, decoder and added tokens, plus
+ * `tokenizer_config.json` beside it (add_bos_token, add_eos_token,
+ * bos_token, eos_token); GPT-2's `encoder.json` + `vocab.bpe`, or the same
+ * content as `vocab.json` + `merges.txt` (GPT2Tokenizer, RobertaTokenizer,
+ * Qwen2Tokenizer by tokenizer_config.json's tokenizer_class); or a
+ * SentencePiece `.model` file, encoded and decoded by libsentencepiece.
  *
  * Regular expressions are PCRE2's and Unicode normalization utf8proc's; both
  * libraries are loaded at first use (libpcre2-8.so.0, libutf8proc.so), so an
- * executable needs them only when it tokenizes.
+ * executable needs them only when it tokenizes. Likewise libsentencepiece
+ * is reached through tfm's bridge library libtfm_sentencepiece.so, loaded the
+ * first time a `.model` file is read: from $TFM_SENTENCEPIECE_BRIDGE if set,
+ * else from where the build put it, else by the loader's search.
  *
  * Every call that can fail returns a tfm_status; tfm_last_error() holds the
  * message, which names the file and the problem.
@@ -27,10 +33,15 @@ extern "C" {
 
 typedef struct tfm_tokenizer tfm_tokenizer;
 
-/* Loads a tokenizer from `path`: a tokenizer.json file, or a folder holding
- * tokenizer.json, or a folder holding GPT-2's encoder.json and vocab.bpe. A
- * tokenizer_config.json in the same folder is read too. */
+/* Loads a tokenizer from `path`: a tokenizer.json file, a SentencePiece
+ * `.model` file, or a folder holding (in this order of preference)
+ * tokenizer.json, GPT-2's encoder.json and vocab.bpe, vocab.json and
+ * merges.txt, tokenizer.model, or spiece.model. A tokenizer_config.json in
+ * the same folder is read too. */
 tfm_status tfm_tokenizer_load(const char *path, tfm_tokenizer **out);
+/* Non-zero if the folder `dir` holds tokenizer files tfm_tokenizer_load
+ * reads. */
+int tfm_tokenizer_in_folder(const char *dir);
 void tfm_tokenizer_free(tfm_tokenizer *t);
 
 /* Encoding flags. */
@@ -67,7 +78,8 @@ const char *tfm_tokenizer_id_to_token(const tfm_tokenizer *t, int32_t id);
 /* BOS and EOS ids, or -1 where the tokenizer has none. */
 int32_t tfm_tokenizer_bos_id(const tfm_tokenizer *t);
 int32_t tfm_tokenizer_eos_id(const tfm_tokenizer *t);
-/* "BPE", "WordPiece" or "Unigram". */
+/* "BPE", "WordPiece" or "Unigram" (a SentencePiece .model may also be
+ * "WordLevel" or "Char"). */
 const char *tfm_tokenizer_model_type(const tfm_tokenizer *t);
 
 #ifdef __cplusplus

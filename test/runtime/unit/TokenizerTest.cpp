@@ -189,4 +189,46 @@ TEST(Tokenizer, Unigram) {
   tfm_tokenizer_free(t);
 }
 
+// The Precompiled normalizer on a hand-made charsmap: a darts-clone trie of
+// 66 units holding one key, "A", whose replacement is "a". Per Hugging Face's
+// grapheme rule, a cluster shorter than 6 bytes takes the replacement of the
+// trie's shortest key that is a prefix of it (so "A" + U+0301 becomes "a",
+// the accent dropped), a longer one is replaced character by character.
+const char *kCharsmap =
+    "CAEAAAAEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    "AAAAAAAAAAAAAAAAAAAAAAAAAABBBQAAAAAAgGEA";
+
+TEST(Tokenizer, PrecompiledFollowsTheGraphemeRule) {
+  std::string json = std::string(R"({"normalizer": {"type": "Precompiled",
+      "precompiled_charsmap": ")") +
+                     kCharsmap + R"("},
+      "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "A": 2,
+                "\u0301": 3}, "merges": []}})";
+  std::string path = writeTokenizer("precompiled.json", json);
+  tfm_tokenizer *t = nullptr;
+  ASSERT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_OK) << tfm_last_error();
+  EXPECT_EQ(encode(t, "AbA"), (std::vector<int32_t>{0, 1, 0}));
+  EXPECT_EQ(encode(t, "A\xCC\x81"
+                      "b"),
+            (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(encode(t, "A\xCC\x81\xCC\x81\xCC\x81"),
+            (std::vector<int32_t>{0, 3, 3, 3}));
+  tfm_tokenizer_free(t);
+}
+
+TEST(Tokenizer, PrecompiledRejectsABadCharsmap) {
+  std::string path = writeTokenizer("badmap.json", R"({"normalizer":
+      {"type": "Precompiled", "precompiled_charsmap": "CAEAAAAE"},
+      "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})");
+  tfm_tokenizer *t = nullptr;
+  EXPECT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_ERR_FORMAT);
+  EXPECT_NE(std::string(tfm_last_error()).find("is not a charsmap"),
+            std::string::npos)
+      << tfm_last_error();
+}
+
 } // namespace

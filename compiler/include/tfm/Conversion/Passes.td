@@ -16,6 +16,7 @@ def ConvertTfmToLinalg : Pass<"convert-tfm-to-linalg", "func::FuncOp"> {
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",

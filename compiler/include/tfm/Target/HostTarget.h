@@ -50,9 +50,13 @@ std::unique_ptr<llvm::TargetMachine> createTargetMachine(const HostCpu &target,
 /// the entry points read inputs and the output through.
 llvm::StructType *getTensorStructType(llvm::LLVMContext &ctx);
 
+/// With `stepAbi`, also `<name>_step` over the lowered `<name>_cached` (its
+/// parameters numbered as the forward pass's), and with `exeAliases` its
+/// `tfm_model_step` alias.
 LogicalResult addEntryPoints(llvm::Module &module, StringRef name,
                              StringRef metadataJson, ArrayRef<AbiArg> abi,
-                             bool exeAliases, std::string &error);
+                             bool exeAliases, std::string &error,
+                             const std::vector<AbiArg> *stepAbi = nullptr);
 
 /// The JSON the runtime reads: the description plus "abi_params", plus the
 /// fields of `target` (for a CUDA artifact "target" and "compute_dtype").

@@ -124,6 +124,28 @@ struct LowerPositions : OpConversionPattern<PositionsOp> {
     Value x = adaptor.getInput();
     int64_t d = tensorType(x).getDimSize(2);
     MLIRContext *ctx = b.getContext();
+    Value positions = adaptor.getPositions();
+    if (positions && op.getKind() == PositionKind::learned) {
+      // Row t of sequence b reads table[positions[b] + t] (clamped: the
+      // runtime checks that sequences fit the context).
+      Value table = adaptor.getTable();
+      int64_t rows = tensorType(table).getDimSize(0);
+      b.replaceOp(op,
+                  elementwise(b, loc, ValueRange{x},
+                              [&](OpBuilder &nb, Location l, ValueRange a) {
+                                Value bi = linalg::IndexOp::create(nb, l, 0);
+                                Value t = linalg::IndexOp::create(nb, l, 1);
+                                Value j = linalg::IndexOp::create(nb, l, 2);
+                                Value p = arith::AddIOp::create(
+                                    nb, l, t, positionOf(nb, l, positions, bi));
+                                p = arith::MinSIOp::create(
+                                    nb, l, p, constIdx(nb, l, rows - 1));
+                                Value e = tensor::ExtractOp::create(
+                                    nb, l, table, ValueRange{p, j});
+                                return arith::AddFOp::create(nb, l, a[0], e);
+                              }));
+      return success();
+    }
     if (op.getKind() == PositionKind::learned) {
       // table[0:T, :]
       Value table = adaptor.getTable();
@@ -151,6 +173,11 @@ struct LowerPositions : OpConversionPattern<PositionsOp> {
                 [&](OpBuilder &nb, Location l, ValueRange a) {
                   Type f64 = nb.getF64Type();
                   Value p = linalg::IndexOp::create(nb, l, 1);
+                  if (positions)
+                    p = arith::AddIOp::create(
+                        nb, l, p,
+                        positionOf(nb, l, positions,
+                                   linalg::IndexOp::create(nb, l, 0)));
                   Value j = linalg::IndexOp::create(nb, l, 2);
                   Value two = constIdx(nb, l, 2);
                   Value odd = arith::RemUIOp::create(nb, l, j, two);
@@ -370,6 +397,7 @@ struct LowerRope : OpConversionPattern<RopeOp> {
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
+    Value positions = adaptor.getPositions();
     ArrayRef<double> invFreq = op.getInvFreq();
     int64_t n = int64_t(invFreq.size()), r = 2 * n;
     bool half = op.getStyle() == RopeStyle::half;
@@ -430,9 +458,13 @@ struct LowerRope : OpConversionPattern<RopeOp> {
               } else {
                 freq = selectByIndex(nb, l, pair, invFreq, f64);
               }
+              Value p = t;
+              if (positions)
+                p = arith::AddIOp::create(nb, l, t,
+                                          positionOf(nb, l, positions, bi));
               Value tf = arith::SIToFPOp::create(
                   nb, l, f64,
-                  arith::IndexCastOp::create(nb, l, nb.getI64Type(), t));
+                  arith::IndexCastOp::create(nb, l, nb.getI64Type(), p));
               Value angle = arith::MulFOp::create(nb, l, tf, freq);
               Type elt = a[0].getType();
               Value c = arith::TruncFOp::create(

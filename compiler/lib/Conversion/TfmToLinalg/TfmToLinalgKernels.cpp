@@ -13,6 +13,7 @@
 
 #include "TfmToLinalgUtils.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -115,8 +116,11 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
     auto rt = op.getType();
     Value q = adaptor.getQuery(), v = adaptor.getValue();
     Value init = emptyTensor(b, loc, rt, {{q, 0}, {q, 1}, {q, 2}, {v, 3}});
-    // The kernel streams K^T ([B, KV, D, S]): one transposed copy of K.
-    Value kt = transposeTensor(b, loc, adaptor.getKey(), {0, 1, 3, 2});
+    // The kernel streams K^T ([B, KV, D, S]): one transposed copy of K,
+    // unless K is kept transposed (a KV cache).
+    Value kt = op.getKeyTransposed()
+                   ? adaptor.getKey()
+                   : transposeTensor(b, loc, adaptor.getKey(), {0, 1, 3, 2});
     // The relative bias, tabulated by distance for the kernel:
     // bias[h, r + M] = table[bucket(r), h] for r in [-M, M].
     Value bias;
@@ -143,10 +147,97 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
       distance = b.getI64IntegerAttr(m);
     }
     auto kernel = AttentionKernelOp::create(
-        b, loc, TypeRange{rt}, q, kt, v, adaptor.getLengths(), bias, init,
-        op.getMaskAttr(), op.getWindowAttr(), op.getScaleAttr(),
-        op.getSoftcapAttr(), op.getAlibiSlopesAttr(), distance);
+        b, loc, TypeRange{rt}, q, kt, v, adaptor.getLengths(),
+        adaptor.getPositions(), bias, init, op.getMaskAttr(),
+        op.getWindowAttr(), op.getScaleAttr(), op.getSoftcapAttr(),
+        op.getAlibiSlopesAttr(), distance, op.getRingAttr());
     b.replaceOp(op, kernel.getResult()[0]);
+    return success();
+  }
+};
+
+/// tfm.cache_write: for each sequence b, the cache's window at positions[b]
+/// is extracted, overwritten by a linalg.generic copying the update's
+/// [KV, T, D] block (transposing it for a key cache: the transpose is the
+/// generic's indexing map) and inserted back; bufferized in place, this
+/// writes the block straight into the cache, with no copy of the cache. A
+/// ring buffer is written one position at a time, at slot p mod S.
+struct LowerCacheWrite : OpConversionPattern<CacheWriteOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CacheWriteOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    Value update = adaptor.getUpdate(), cache = adaptor.getCache(),
+          positions = adaptor.getPositions();
+    bool transposed = op.getTransposed(), ring = op.getRing();
+    auto ut = tensorType(update);
+    Type elt = ut.getElementType();
+    int64_t posDim = transposed ? 3 : 2;
+    Value c0 = constIdx(b, loc, 0), c1 = constIdx(b, loc, 1);
+    auto dim = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    AffineMap in =
+        transposed ? AffineMap::get(4, 0, {dim(0), dim(1), dim(3), dim(2)}, ctx)
+                   : b.getMultiDimIdentityMap(4);
+    // Copies update[b, :, t0 : t0 + n, :] to the cache at position `at`.
+    auto write = [&](OpBuilder &nb, Location l, Value into, Value bi,
+                     OpFoldResult t0, OpFoldResult n, Value at) -> Value {
+      SmallVector<OpFoldResult> ones(4, nb.getIndexAttr(1));
+      auto size = [&](int64_t i) -> OpFoldResult {
+        return ut.isDynamicDim(i) ? OpFoldResult(dimOf(nb, l, update, i))
+                                  : nb.getIndexAttr(ut.getDimSize(i));
+      };
+      SmallVector<OpFoldResult> srcOff{OpFoldResult(bi), nb.getIndexAttr(0), t0,
+                                       nb.getIndexAttr(0)};
+      SmallVector<OpFoldResult> srcSizes{nb.getIndexAttr(1), size(1), n,
+                                         size(3)};
+      Value block =
+          tensor::ExtractSliceOp::create(nb, l, update, srcOff, srcSizes, ones);
+      SmallVector<OpFoldResult> dstOff{OpFoldResult(bi), nb.getIndexAttr(0),
+                                       nb.getIndexAttr(0), nb.getIndexAttr(0)};
+      dstOff[posDim] = OpFoldResult(at);
+      SmallVector<OpFoldResult> dstSizes(srcSizes);
+      if (transposed)
+        std::swap(dstSizes[2], dstSizes[3]);
+      std::optional<int64_t> nStatic = getConstantIntValue(n);
+      int64_t nDim = nStatic ? *nStatic : ShapedType::kDynamic;
+      SmallVector<int64_t> dstShape{1, ut.getDimSize(1),
+                                    transposed ? ut.getDimSize(3) : nDim,
+                                    transposed ? nDim : ut.getDimSize(3)};
+      Value window = tensor::ExtractSliceOp::create(
+          nb, l, RankedTensorType::get(dstShape, elt), into, dstOff, dstSizes,
+          ones);
+      Value written =
+          generic(nb, l, ValueRange{block}, {in}, window,
+                  [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+      return tensor::InsertSliceOp::create(nb, l, written, into, dstOff,
+                                           dstSizes, ones);
+    };
+    auto loop = scf::ForOp::create(
+        b, loc, c0, dimOf(b, loc, update, 0), c1, ValueRange{cache},
+        [&](OpBuilder &nb, Location l, Value bi, ValueRange iter) {
+          Value p = positionOf(nb, l, positions, bi);
+          if (!ring) {
+            OpFoldResult t = ut.isDynamicDim(2)
+                                 ? OpFoldResult(dimOf(nb, l, update, 2))
+                                 : nb.getIndexAttr(ut.getDimSize(2));
+            scf::YieldOp::create(
+                nb, l, write(nb, l, iter[0], bi, nb.getIndexAttr(0), t, p));
+            return;
+          }
+          Value slots = dimOf(nb, l, cache, posDim);
+          auto inner = scf::ForOp::create(
+              nb, l, c0, dimOf(nb, l, update, 2), c1, ValueRange{iter[0]},
+              [&](OpBuilder &ib, Location il, Value t, ValueRange it) {
+                Value slot = arith::RemUIOp::create(
+                    ib, il, arith::AddIOp::create(ib, il, p, t), slots);
+                scf::YieldOp::create(ib, il,
+                                     write(ib, il, it[0], bi, OpFoldResult(t),
+                                           ib.getIndexAttr(1), slot));
+              });
+          scf::YieldOp::create(nb, l, inner.getResult(0));
+        });
+    b.replaceOp(op, loop.getResult(0));
     return success();
   }
 };
@@ -238,6 +329,6 @@ struct LowerPatchEmbed : OpConversionPattern<PatchEmbedOp> {
 
 void mlir::tfm::populateTfmKernelOpsToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerLinear, LowerAttention, LowerMatmul, LowerPatchEmbed>(
-      patterns.getContext());
+  patterns.add<LowerLinear, LowerAttention, LowerCacheWrite, LowerMatmul,
+               LowerPatchEmbed>(patterns.getContext());
 }

@@ -30,7 +30,8 @@ void mlir::tfm::populateTfmToLinalgConversionPatterns(
 
 void mlir::tfm::populateTfmToLinalgConversionTarget(ConversionTarget &target) {
   target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                         math::MathDialect, tensor::TensorDialect>();
+                         math::MathDialect, tensor::TensorDialect,
+                         scf::SCFDialect>();
   target.addIllegalDialect<TfmDialect>();
   target.addLegalOp<LinearKernelOp, AttentionKernelOp>();
   target.addDynamicallyLegalOp<UnpackWeightOp>(

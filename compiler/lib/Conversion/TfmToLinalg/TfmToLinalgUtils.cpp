@@ -205,3 +205,9 @@ Value linalg_lowering::indexToF32(OpBuilder &b, Location loc, Value i) {
       b, loc, b.getF32Type(),
       arith::IndexCastOp::create(b, loc, b.getI64Type(), i));
 }
+
+Value linalg_lowering::positionOf(OpBuilder &b, Location loc, Value positions,
+                                  Value batch) {
+  Value p = tensor::ExtractOp::create(b, loc, positions, ValueRange{batch});
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), p);
+}

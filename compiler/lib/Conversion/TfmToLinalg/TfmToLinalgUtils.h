@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace mlir::tfm::linalg_lowering {
@@ -93,6 +94,9 @@ Value indexToF32(OpBuilder &b, Location loc, Value i);
 /// Whether `op` is read only by tfm.linear / tfm.patch_embed, whose kernels
 /// take the packed weight directly: it then stays until they are lowered.
 bool isFoldedIntoKernel(UnpackWeightOp op);
+
+/// positions[batch] (an integer tensor [B]) as an index.
+Value positionOf(OpBuilder &b, Location loc, Value positions, Value batch);
 
 } // namespace mlir::tfm::linalg_lowering
 

@@ -52,13 +52,15 @@ def Tfm_EmbedOp : Tfm_Op<"embed", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_PositionsOp : Tfm_Op<"positions", [Pure]> {
+def Tfm_PositionsOp : Tfm_Op<"positions", [Pure, AttrSizedOperandSegments]> {
   let summary = "add absolute position embeddings";
   let description = [{
     Adds position `p`'s embedding to row `p` of each sequence of `input`
     ([B, T, d_model]). `learned` reads rows of `table` ([context, d_model]);
     `sinusoidal` computes PE(p, 2i) = sin(p / 10000^(2i/d_model)),
-    PE(p, 2i+1) = cos(...) and takes no table.
+    PE(p, 2i+1) = cos(...) and takes no table. With `positions` ([B]), row
+    `t` of sequence `b` is at position positions[b] + t (a sequence that
+    continues after positions[b] cached tokens).
 
     ```mlir
     %y = tfm.positions %x, %table {kind = #tfm.position<learned>} : (tensor<?x?x16xf32>, tensor<32x16xf32>) -> tensor<?x?x16xf32>
@@ -66,10 +68,13 @@ def Tfm_PositionsOp : Tfm_Op<"positions", [Pure]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Optional<Tfm_FloatTensor>:$table,
+                   Optional<Tfm_IntTensor>:$positions,
                    Tfm_PositionKindAttr:$kind);
   let results = (outs Tfm_FloatTensor:$result);
-  let assemblyFormat =
-      "$input (`,` $table^)? attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = [{
+    $input (`,` $table^)? (`positions` `(` $positions^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 
@@ -137,6 +142,15 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     `biases` are empty or the Q, K and V biases; `out_bias` is the output
     projection's.
 
+    With a KV cache (`cache`: the transposed key cache [B', KV, head_dim, S]
+    and the value cache [B', KV, S, head_dim], B' >= B, and `positions` [B],
+    each sequence's cached length), the new keys and values of sequence b
+    are written at positions[b].., the queries attend to the cache (query
+    row t of sequence b is at position positions[b] + t), and the updated
+    caches are the second and third results. With `ring` (a sliding
+    window), the caches are ring buffers of S slots: position p is kept in
+    slot p mod S (see tfm.attention).
+
     ```mlir
     %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wv, %wo)
            {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64,
@@ -153,6 +167,8 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                    Variadic<Tfm_FloatTensor>:$qk_norm,
                    Optional<Tfm_FloatTensor>:$relative,
                    Optional<Tfm_IntTensor>:$lengths,
+                   Variadic<Tfm_FloatTensor>:$cache,
+                   Optional<Tfm_IntTensor>:$positions,
                    I64Attr:$heads, I64Attr:$kv_heads, I64Attr:$head_dim,
                    Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
                    F64Attr:$scale,
@@ -164,13 +180,15 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                    OptionalAttr<F64Attr>:$softcap,
                    OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
                    OptionalAttr<I64Attr>:$relative_max_distance,
-                   UnitAttr:$relative_bidirectional);
-  let results = (outs Tfm_FloatTensor:$result);
+                   UnitAttr:$relative_bidirectional, UnitAttr:$ring);
+  let results = (outs Tfm_FloatTensor:$result,
+                 Variadic<Tfm_FloatTensor>:$cache_out);
   let assemblyFormat = [{
     $query `,` $source `weights` `(` $wq `,` $wk `,` $wv `,` $wo `)`
     (`biases` `(` $biases^ `)`)? (`out_bias` `(` $out_bias^ `)`)?
     (`qk_norm` `(` $qk_norm^ `)`)? (`relative` `(` $relative^ `)`)?
-    (`lengths` `(` $lengths^ `)`)?
+    (`lengths` `(` $lengths^ `)`)? (`cache` `(` $cache^ `)`)?
+    (`positions` `(` $positions^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -404,23 +422,29 @@ def Tfm_TransposeOp : Tfm_Op<"transpose", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_RopeOp : Tfm_Op<"rope", [Pure, SameOperandsAndResultType]> {
+def Tfm_RopeOp : Tfm_Op<"rope",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "rotary position embedding on [B, H, T, D]";
   let description = [{
     With R = 2 * size(inv_freq) <= D, rotates pairs (i, i + R/2) (`half`) or
     (2i, 2i+1) (`interleaved`) of the first R dimensions of each head vector
     at position p by the angle p * inv_freq[i]; dimensions R.. pass through.
     The front end computes the table (theta^(-2i/R), rescaled by `linear` or
-    `llama3` scaling).
+    `llama3` scaling). Row t of sequence b is at position p = t, or
+    positions[b] + t with `positions` ([B]).
 
     ```mlir
     %r = tfm.rope %q {inv_freq = array<f64: 1.0, 0.1>, style = #tfm.rope_style<half>} : tensor<?x4x?x8xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$input, DenseF64ArrayAttr:$inv_freq,
-                   Tfm_RopeStyleAttr:$style);
+  let arguments = (ins Tfm_FloatTensor:$input,
+                   Optional<Tfm_IntTensor>:$positions,
+                   DenseF64ArrayAttr:$inv_freq, Tfm_RopeStyleAttr:$style);
   let results = (outs Tfm_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $input (`positions` `(` $positions^ `:` type($positions) `)`)? attr-dict
+    `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 
@@ -512,6 +536,15 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     masks keys past each sequence's length. A row whose keys are all masked
     gives zeros. The result is [B, H, T, Dv].
 
+    Key positions are aligned to the end (query row i is at key position
+    i + S - T) unless `positions` ([B]) is given: then query row i of
+    sequence b is at position positions[b] + i, and keys past
+    positions[b] + T are not read (a KV cache filled up to there). With
+    `key_transposed`, `key` is [B, KV, D, S] (the layout of the cache).
+    With `ring` (and `positions`), the S keys are a ring buffer: with
+    e = positions[b] + T positions written, slot j holds position
+    e - 1 - ((e - 1 - j) mod S), or none if j >= e.
+
     ```mlir
     %o = tfm.attention %q, %k, %v {mask = #tfm.mask<causal>, scale = 1.250000e-01 : f64}
            : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
@@ -520,16 +553,45 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
                    Tfm_FloatTensor:$value, Optional<Tfm_FloatTensor>:$relative,
                    Optional<Tfm_IntTensor>:$lengths,
+                   Optional<Tfm_IntTensor>:$positions,
                    Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
                    F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
                    OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
                    OptionalAttr<I64Attr>:$relative_max_distance,
-                   UnitAttr:$relative_bidirectional);
+                   UnitAttr:$relative_bidirectional, UnitAttr:$key_transposed,
+                   UnitAttr:$ring);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`relative` `(` $relative^ `)`)?
-    (`lengths` `(` $lengths^ `)`)? attr-dict `:`
-    functional-type(operands, results)
+    (`lengths` `(` $lengths^ `)`)? (`positions` `(` $positions^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_CacheWriteOp : Tfm_Op<"cache_write", [Pure,
+    AllTypesMatch<["cache", "result"]>]> {
+  let summary = "writes new keys or values into a KV cache";
+  let description = [{
+    Writes `update` ([B, KV, T, D]) into `cache` at each sequence's position:
+    cache[b, h, positions[b] + t, :] = update[b, h, t, :], or, with
+    `transposed`, into a key cache kept as [B', KV, D, S]:
+    cache[b, h, :, positions[b] + t]. The cache may hold more sequences than
+    the update (B' >= B); the others are unchanged. With `ring`, position
+    p goes to slot p mod S (a sliding window's ring buffer). The result is
+    the updated cache (bufferized in place).
+
+    ```mlir
+    %c2 = tfm.cache_write %k into %c at %pos {transposed} : tensor<?x2x1x8xf32> into tensor<?x2x8x?xf32> at tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$update, Tfm_FloatTensor:$cache,
+                   Tfm_IntTensor:$positions, UnitAttr:$transposed,
+                   UnitAttr:$ring);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $update `into` $cache `at` $positions attr-dict `:` type($update) `into`
+    type($cache) `at` type($positions)
   }];
   let hasVerifier = 1;
 }
@@ -604,23 +666,27 @@ def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel",
     adds bias[h, clamp(j - i, -bias_distance, bias_distance) + bias_distance]
     to the score of query i and key j (the T5 relative bias, tabulated per
     distance by convert-tfm-to-linalg). `softcap` and `alibi_slopes` as in
-    `tfm.attention`.
+    `tfm.attention`; optional `positions` [B] place query row i of sequence
+    b at key position positions[b] + i (otherwise i + S - T); `ring` reads
+    the keys as a ring buffer, as `tfm.attention` does.
 
     ```mlir
     %o = tfm.attention_kernel ins(%q, %kt, %v : tensor<?x4x?x8xf32>, tensor<?x2x8x?xf32>, tensor<?x2x?x8xf32>) outs(%init : tensor<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64} -> tensor<?x4x?x8xf32>
     ```
   }];
   let arguments = (ins AnyShaped:$query, AnyShaped:$key, AnyShaped:$value,
-                   Optional<AnyShaped>:$lengths, Optional<AnyShaped>:$bias,
+                   Optional<AnyShaped>:$lengths,
+                   Optional<AnyShaped>:$positions, Optional<AnyShaped>:$bias,
                    AnyShaped:$output,
                    Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
                    F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
                    OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
-                   OptionalAttr<I64Attr>:$bias_distance);
+                   OptionalAttr<I64Attr>:$bias_distance, UnitAttr:$ring);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `,` $value (`,` $lengths^)? `:` type($query)
     `,` type($key) `,` type($value) (`,` type($lengths)^)? `)`
+    (`positions` `(` $positions^ `:` type($positions) `)`)?
     (`bias` `(` $bias^ `:` type($bias) `)`)? `outs` `(`
     $output `:` type($output) `)` attr-dict (`->` type($result)^)?
   }];

@@ -20,6 +20,15 @@ namespace mlir::tfm {
 OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const ModelSpec &spec,
                                   Location loc);
 
+/// Whether buildModule also builds `<name>_cached`, the forward pass over a
+/// KV cache used for generation: (tokens [B, T], positions [B], then per
+/// layer the key cache [B', KV, head_dim, S] and the value cache
+/// [B', KV, S, head_dim]) -> (the last row's logits [B, 1, vocab], the
+/// updated caches, each marked `tfm.cache_of` = its argument). Sequence b's
+/// T new tokens are at positions[b]..; B' >= B. Decoders with token input
+/// and an LM head have it.
+bool hasStepFunction(const ModelSpec &spec);
+
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_MLIRGEN_H

@@ -1,0 +1,239 @@
+/*===- session.c - generation sessions: KV caches over the step entry -----===*
+ *
+ * The compiled `<name>_step` takes (tokens [B, T], positions [B], then per
+ * layer the key cache [B', KV, D, S] (transposed) and the value cache
+ * [B', KV, S, D]) and returns the last row's logits [B, 1, vocab], writing
+ * the new keys and values of sequence b at positions[b].. in place. A
+ * session owns one such pair per layer for max_batch sequences of max_len
+ * positions and each sequence's length. A layer with a sliding window W
+ * keeps a ring buffer of S = min(max_len, 2W - 1) slots instead (position
+ * p in slot p mod S), so its memory is bounded by the window; prefill then
+ * runs in chunks of at most W tokens, so that a chunk never overwrites a
+ * key that one of its queries still sees.
+ *===----------------------------------------------------------------------===*/
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct tfm_session {
+  tfm_model *model;
+  int64_t max_batch, max_len;
+  int64_t *lengths;
+  float **cache;  /* 2 per layer: keys (transposed), values */
+  int64_t *slots; /* per layer: positions (max_len) or ring slots */
+  size_t layers;
+  int64_t kv, hd;
+  int64_t chunk; /* most tokens one prefill step takes */
+};
+
+tfm_status tfm_model_set_step(tfm_model *m, tfm_forward_fn step) {
+  if (!m->desc.gen_layers)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "model '%s' has no KV-cache entry point (generation is "
+                    "for decoder models with an LM head and token input)",
+                    m->desc.name);
+  m->step = step;
+  return TFM_OK;
+}
+
+int tfm_model_can_generate(const tfm_model *m) {
+  return m->step != NULL && m->desc.gen_layers > 0 && !m->desc.cuda;
+}
+
+tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
+                              tfm_session **out) {
+  *out = NULL;
+  if (!m->step || !m->desc.gen_layers)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "model '%s' cannot generate: it has no KV-cache entry "
+                    "point%s",
+                    m->desc.name,
+                    m->desc.cuda ? " (not yet for CUDA artifacts)"
+                    : m->desc.gen_layers
+                        ? " given (tfm_model_set_step)"
+                        : " (generation is for decoder models with an LM "
+                          "head and token input)");
+  if (max_batch < 1 || max_batch > INT32_MAX || max_len < 1 ||
+      max_len > INT32_MAX)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "a session needs max_batch and max_len in [1, 2^31-1], "
+                    "not %lld and %lld",
+                    (long long)max_batch, (long long)max_len);
+  if (m->desc.context > 0 && max_len > m->desc.context)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "a session of max length %lld is longer than model "
+                    "'%s''s context (%lld)",
+                    (long long)max_len, m->desc.name,
+                    (long long)m->desc.context);
+  const tfm_description *d = &m->desc;
+  /* Bytes per cache, checked for overflow. */
+  int64_t per = d->gen_kv_heads * d->gen_head_dim;
+  if (per > INT64_MAX / max_len || per * max_len > INT64_MAX / max_batch ||
+      per * max_len * max_batch > (int64_t)(SIZE_MAX / sizeof(float) / 2))
+    return tfm_fail(TFM_ERR_MEMORY,
+                    "a KV cache of %lld sequences x %lld positions does not "
+                    "fit in memory",
+                    (long long)max_batch, (long long)max_len);
+  tfm_session *s = tfm_calloc(1, sizeof *s);
+  if (!s)
+    return tfm_fail(TFM_ERR_MEMORY, "out of memory creating a session");
+  s->model = m;
+  s->max_batch = max_batch;
+  s->max_len = max_len;
+  s->layers = (size_t)d->gen_layers;
+  s->kv = d->gen_kv_heads;
+  s->hd = d->gen_head_dim;
+  s->chunk = max_len;
+  s->lengths = tfm_calloc((size_t)max_batch, sizeof *s->lengths);
+  s->cache = tfm_calloc(2 * s->layers, sizeof *s->cache);
+  s->slots = tfm_calloc(s->layers, sizeof *s->slots);
+  int ok = s->lengths && s->cache && s->slots;
+  size_t total = 0;
+  for (size_t l = 0; ok && l < s->layers; ++l) {
+    int64_t w = d->gen_windows ? d->gen_windows[l] : 0;
+    s->slots[l] = w > 0 && 2 * w - 1 < max_len ? 2 * w - 1 : max_len;
+    if (w > 0 && w < s->chunk)
+      s->chunk = w;
+    size_t floats = (size_t)(per * s->slots[l] * max_batch);
+    total += 2 * floats * sizeof(float);
+    ok = (s->cache[2 * l] = tfm_calloc(floats, sizeof(float))) != NULL &&
+         (s->cache[2 * l + 1] = tfm_calloc(floats, sizeof(float))) != NULL;
+  }
+  if (!ok) {
+    tfm_session_free(s);
+    return tfm_fail(TFM_ERR_MEMORY,
+                    "out of memory allocating the KV cache (%zu MB for %lld "
+                    "sequences x %lld positions)",
+                    total >> 20, (long long)max_batch, (long long)max_len);
+  }
+  *out = s;
+  return TFM_OK;
+}
+
+void tfm_session_free(tfm_session *s) {
+  if (!s)
+    return;
+  for (size_t i = 0; s->cache && i < 2 * s->layers; ++i)
+    free(s->cache[i]);
+  free(s->cache);
+  free(s->slots);
+  free(s->lengths);
+  free(s);
+}
+
+void tfm_session_reset(tfm_session *s) {
+  memset(s->lengths, 0, (size_t)s->max_batch * sizeof *s->lengths);
+}
+
+int64_t tfm_session_length(const tfm_session *s, int64_t seq) {
+  return seq >= 0 && seq < s->max_batch ? s->lengths[seq] : -1;
+}
+
+/* Runs the step entry on sequences [first, first + n), each getting `t`
+ * tokens from `tokens` ([n, t]); logits [n, vocab]. */
+static tfm_status run_step(tfm_session *s, int64_t first, int64_t n, int64_t t,
+                           const int32_t *tokens, float *logits) {
+  tfm_model *m = s->model;
+  const tfm_description *d = &m->desc;
+  int64_t vocab = d->vocab;
+  for (int64_t i = 0; i < n * t; ++i)
+    if (tokens[i] < 0 || tokens[i] >= vocab)
+      return tfm_fail(TFM_ERR_ARGUMENT,
+                      "token id %d of sequence %lld is outside the "
+                      "vocabulary [0, %lld)",
+                      (int)tokens[i], (long long)(first + i / t),
+                      (long long)vocab);
+  for (int64_t b = first; b < first + n; ++b)
+    if (s->lengths[b] + t > s->max_len)
+      return tfm_fail(TFM_ERR_ARGUMENT,
+                      "sequence %lld would hold %lld tokens, past the "
+                      "session's max length %lld",
+                      (long long)b, (long long)(s->lengths[b] + t),
+                      (long long)s->max_len);
+  int32_t *positions = tfm_malloc((size_t)n * sizeof *positions);
+  tfm_tensor *in = tfm_calloc(2 + 2 * s->layers, sizeof *in);
+  if (!positions || !in) {
+    free(positions);
+    free(in);
+    return tfm_fail(TFM_ERR_MEMORY, "out of memory");
+  }
+  for (int64_t b = 0; b < n; ++b)
+    positions[b] = (int32_t)s->lengths[first + b];
+  in[0] = (tfm_tensor){(void *)tokens, TFM_I32, 2, {n, t}};
+  in[1] = (tfm_tensor){positions, TFM_I32, 1, {n}};
+  for (size_t l = 0; l < s->layers; ++l) {
+    int64_t slots = s->slots[l];
+    size_t seq = (size_t)(s->kv * s->hd * slots);
+    in[2 + 2 * l] = (tfm_tensor){s->cache[2 * l] + (size_t)first * seq,
+                                 TFM_F32,
+                                 4,
+                                 {n, s->kv, s->hd, slots}};
+    in[3 + 2 * l] = (tfm_tensor){s->cache[2 * l + 1] + (size_t)first * seq,
+                                 TFM_F32,
+                                 4,
+                                 {n, s->kv, slots, s->hd}};
+  }
+  tfm_tensor out = {logits, TFM_F32, 3, {n, 1, vocab}};
+  int32_t rc = m->step((void *const *)m->weights.table, in, &out);
+  free(positions);
+  free(in);
+  if (rc != 0)
+    return tfm_fail(TFM_ERR_FORWARD,
+                    "model '%s': the step entry point failed (it returned "
+                    "%d)",
+                    d->name, (int)rc);
+  for (int64_t b = first; b < first + n; ++b)
+    s->lengths[b] += t;
+  return TFM_OK;
+}
+
+static tfm_status check_call(const tfm_session *s, int64_t n) {
+  if (!s->model->loaded)
+    return tfm_fail(TFM_ERR_ARGUMENT, "model '%s' has no weights loaded",
+                    s->model->desc.name);
+  if (n < 1 || n > s->max_batch)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "%lld sequences given; the session holds 1 to %lld",
+                    (long long)n, (long long)s->max_batch);
+  return TFM_OK;
+}
+
+tfm_status tfm_session_prefill(tfm_session *s, int64_t n,
+                               const int32_t *const *tokens,
+                               const int64_t *lens, float *logits) {
+  tfm_status st = check_call(s, n);
+  for (int64_t i = 0; st == TFM_OK && i < n; ++i)
+    if (lens[i] < 1)
+      st = tfm_fail(TFM_ERR_ARGUMENT,
+                    "prompt %lld has %lld tokens; a prompt needs at least one",
+                    (long long)i, (long long)lens[i]);
+    else if (lens[i] > s->max_len - s->lengths[i])
+      st = tfm_fail(TFM_ERR_ARGUMENT,
+                    "sequence %lld would hold %lld tokens, past the "
+                    "session's max length %lld",
+                    (long long)i, (long long)(s->lengths[i] + lens[i]),
+                    (long long)s->max_len);
+  /* In chunks of at most s->chunk tokens (a ring buffer's bound); the
+   * logits are the last chunk's. */
+  for (int64_t i = 0; st == TFM_OK && i < n; ++i)
+    for (int64_t at = 0; st == TFM_OK && at < lens[i]; at += s->chunk) {
+      int64_t t = lens[i] - at < s->chunk ? lens[i] - at : s->chunk;
+      st = run_step(s, i, 1, t, tokens[i] + at,
+                    logits + (size_t)i * (size_t)s->model->desc.vocab);
+    }
+  return st;
+}
+
+tfm_status tfm_session_decode(tfm_session *s, int64_t n, const int32_t *tokens,
+                              float *logits) {
+  tfm_status st = check_call(s, n);
+  for (int64_t i = 0; st == TFM_OK && i < n; ++i)
+    if (s->lengths[i] == 0)
+      st = tfm_fail(TFM_ERR_ARGUMENT,
+                    "sequence %lld is empty: prefill it before decoding",
+                    (long long)i);
+  if (st == TFM_OK)
+    st = run_step(s, 0, n, 1, tokens, logits);
+  return st;
+}
