@@ -132,23 +132,24 @@ LogicalResult checkMask(Operation *op, MaskKind kind,
   return success();
 }
 
-LogicalResult checkLengths(Operation *op, Value lengths, int64_t batch) {
-  if (!lengths)
+/// An optional per-sequence operand (`lengths`, `positions`): [B].
+LogicalResult checkPerSequence(Operation *op, Value v, int64_t batch,
+                               StringRef name) {
+  if (!v)
     return success();
-  if (failed(checkRank(op, lengths, 1, "lengths")))
+  if (failed(checkRank(op, v, 1, name)))
     return failure();
-  return checkDim(op, tensorType(lengths).getDimSize(0), batch,
-                  "lengths dimension 0");
+  return checkDim(op, tensorType(v).getDimSize(0), batch,
+                  Twine(name) + " dimension 0");
+}
+
+LogicalResult checkLengths(Operation *op, Value lengths, int64_t batch) {
+  return checkPerSequence(op, lengths, batch, "lengths");
 }
 
 /// `positions` (each sequence's first position) is [B] like `lengths`.
 LogicalResult checkPositions(Operation *op, Value positions, int64_t batch) {
-  if (!positions)
-    return success();
-  if (failed(checkRank(op, positions, 1, "positions")))
-    return failure();
-  return checkDim(op, tensorType(positions).getDimSize(0), batch,
-                  "positions dimension 0");
+  return checkPerSequence(op, positions, batch, "positions");
 }
 
 LogicalResult checkScale(Operation *op, double scale, StringRef name) {

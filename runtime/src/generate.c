@@ -124,9 +124,7 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
                      const struct tfm_tokenizer *tok, const tfm_tensor *tokens,
                      const char *prompt_text, size_t prompt_len,
                      const tfm_gen_options *o, const char *output) {
-  if (!tfm_model_can_generate(m)) {
-    tfm_session *none;
-    tfm_session_create(m, 1, 1, &none);
+  if (tfm_generation_unavailable(m) != TFM_OK) {
     fprintf(stderr, "%s: error: --generate: %s\n", prog, tfm_last_error());
     return 1;
   }

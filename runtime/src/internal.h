@@ -300,6 +300,8 @@ typedef struct tfm_gen_options {
   const char *logits_path; /* --logits: every step's logits as npy */
 } tfm_gen_options;
 
+/* TFM_OK if `m` can generate, else why not (the error set). */
+tfm_status tfm_generation_unavailable(const tfm_model *m);
 /* The next token from one row of logits (greedy, or sampled as `o` says);
  * `scratch` holds vocab (float, int32) pairs. */
 int32_t tfm_sample(const float *logits, int64_t vocab, const tfm_gen_options *o,

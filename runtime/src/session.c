@@ -41,9 +41,7 @@ int tfm_model_can_generate(const tfm_model *m) {
   return m->step != NULL && m->desc.gen_layers > 0 && !m->desc.cuda;
 }
 
-tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
-                              tfm_session **out) {
-  *out = NULL;
+tfm_status tfm_generation_unavailable(const tfm_model *m) {
   if (!m->step || !m->desc.gen_layers)
     return tfm_fail(TFM_ERR_ARGUMENT,
                     "model '%s' cannot generate: it has no KV-cache entry "
@@ -54,6 +52,15 @@ tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
                         ? " given (tfm_model_set_step)"
                         : " (generation is for decoder models with an LM "
                           "head and token input)");
+  return TFM_OK;
+}
+
+tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
+                              tfm_session **out) {
+  *out = NULL;
+  tfm_status unavailable = tfm_generation_unavailable(m);
+  if (unavailable != TFM_OK)
+    return unavailable;
   if (max_batch < 1 || max_batch > INT32_MAX || max_len < 1 ||
       max_len > INT32_MAX)
     return tfm_fail(TFM_ERR_ARGUMENT,
@@ -160,7 +167,8 @@ static tfm_status run_step(tfm_session *s, int64_t first, int64_t n, int64_t t,
   }
   for (int64_t b = 0; b < n; ++b)
     positions[b] = (int32_t)s->lengths[first + b];
-  in[0] = (tfm_tensor){(void *)tokens, TFM_I32, 2, {n, t}};
+  in[0] = (tfm_tensor){
+      (void *)(uintptr_t)tokens /* only read */, TFM_I32, 2, {n, t}};
   in[1] = (tfm_tensor){positions, TFM_I32, 1, {n}};
   for (size_t l = 0; l < s->layers; ++l) {
     int64_t slots = s->slots[l];

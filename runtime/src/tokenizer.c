@@ -521,6 +521,32 @@ static tfm_status push_added(tfm_tokenizer *t, const added_token *a) {
   return TFM_OK;
 }
 
+/* An added token from its JSON entry `e` (tokenizer.json's added_tokens,
+ * tokenizer_config.json's added_tokens_decoder): the vocabulary gets its
+ * text at `id`, the added list its flags. */
+static tfm_status add_token_entry(tfm_tokenizer *t, const json_t *e, int32_t id,
+                                  const json_t *content) {
+  added_token a = {0};
+  a.id = id;
+  a.len = json_string_length(content);
+  a.special = json_is_true(json_object_get(e, "special"));
+  a.lstrip = json_is_true(json_object_get(e, "lstrip"));
+  a.rstrip = json_is_true(json_object_get(e, "rstrip"));
+  a.single_word = json_is_true(json_object_get(e, "single_word"));
+  const json_t *norm = json_object_get(e, "normalized");
+  a.normalized = json_is_boolean(norm) ? json_is_true(norm) : !a.special;
+  tfm_status s = grow_tokens(t, a.id + 1);
+  if (s == TFM_OK)
+    s = set_token(t, a.id, json_string_value(content), a.len);
+  if (s != TFM_OK)
+    return s;
+  if (!(a.content = tfm_strndup(json_string_value(content), a.len)))
+    return OOM();
+  if ((s = push_added(t, &a)) != TFM_OK)
+    free(a.content);
+  return s;
+}
+
 static tfm_status read_added(tfm_tokenizer *t, const json_t *list) {
   if (json_is_null(list) || !list)
     return TFM_OK;
@@ -547,26 +573,10 @@ static tfm_status read_added(tfm_tokenizer *t, const json_t *list) {
                       "%s: added_tokens entry %zu lacks an id or a "
                       "non-empty content",
                       t->file, i);
-    added_token a = {0};
-    a.id = (int32_t)json_integer_value(id);
-    a.len = json_string_length(content);
-    a.special = json_is_true(json_object_get(e, "special"));
-    a.lstrip = json_is_true(json_object_get(e, "lstrip"));
-    a.rstrip = json_is_true(json_object_get(e, "rstrip"));
-    a.single_word = json_is_true(json_object_get(e, "single_word"));
-    const json_t *norm = json_object_get(e, "normalized");
-    a.normalized = json_is_boolean(norm) ? json_is_true(norm) : !a.special;
-    tfm_status s = grow_tokens(t, a.id + 1);
-    if (s == TFM_OK)
-      s = set_token(t, a.id, json_string_value(content), a.len);
+    tfm_status s =
+        add_token_entry(t, e, (int32_t)json_integer_value(id), content);
     if (s != TFM_OK)
       return s;
-    if (!(a.content = tfm_strndup(json_string_value(content), a.len)))
-      return OOM();
-    if ((s = push_added(t, &a)) != TFM_OK) {
-      free(a.content);
-      return s;
-    }
   }
   return TFM_OK;
 }
@@ -997,23 +1007,7 @@ static tfm_status read_added_decoder(tfm_tokenizer *t, json_t *d,
       known = t->added[i].id == (int32_t)id;
     if (known)
       continue;
-    added_token a = {0};
-    a.id = (int32_t)id;
-    a.len = json_string_length(content);
-    a.special = json_is_true(json_object_get(v, "special"));
-    a.lstrip = json_is_true(json_object_get(v, "lstrip"));
-    a.rstrip = json_is_true(json_object_get(v, "rstrip"));
-    a.single_word = json_is_true(json_object_get(v, "single_word"));
-    const json_t *norm = json_object_get(v, "normalized");
-    a.normalized = json_is_boolean(norm) ? json_is_true(norm) : !a.special;
-    tfm_status s = grow_tokens(t, a.id + 1);
-    if (s == TFM_OK)
-      s = set_token(t, a.id, json_string_value(content), a.len);
-    if (s == TFM_OK &&
-        !(a.content = tfm_strndup(json_string_value(content), a.len)))
-      s = OOM();
-    if (s == TFM_OK && (s = push_added(t, &a)) != TFM_OK)
-      free(a.content);
+    tfm_status s = add_token_entry(t, v, (int32_t)id, content);
     if (s != TFM_OK)
       return s;
   }
