@@ -45,8 +45,26 @@ public:
 
 private:
   /// Builds `<name>_cached`, the forward pass over a KV cache (prefill and
-  /// decode), for a decoder with token input and an LM head.
+  /// decode), for a decoder or encoder-decoder with token input and an LM
+  /// head.
   void buildStep(ModuleOp module);
+  /// Builds `<name>_encoder` for an encoder-decoder: the encoder, then each
+  /// decoder layer's cross-attention keys and values written into caches.
+  void buildEncoder(ModuleOp module);
+  /// Cross-attention over the cached keys and values of the source (the
+  /// step function of an encoder-decoder).
+  Value cachedCrossAttention(Value h, const AttentionSpec &a);
+  /// The key (transposed) and value cache types of self- or
+  /// cross-attention `a`.
+  RankedTensorType keyCacheType(const AttentionSpec &a) {
+    return RankedTensorType::get({kDyn, a.kvHeads, a.headDim, kDyn}, elt);
+  }
+  RankedTensorType valueCacheType(const AttentionSpec &a) {
+    return RankedTensorType::get({kDyn, a.kvHeads, kDyn, a.headDim}, elt);
+  }
+  /// `x` [.., head_dim] normalized per head with `w`, as the query/key norm
+  /// of attention `a` in stack `s`.
+  Value headNorm(Value x, Value w, const NormSpec &n, Location loc);
 
   static constexpr int64_t kDyn = ShapedType::kDynamic;
 
@@ -127,9 +145,11 @@ private:
   llvm::StringSet<> used;
   bool failed = false;
   /// While building the step function: each sequence's cached length, the
-  /// caches of every layer (key, value; as arguments) and their updates.
-  Value stepPositions;
-  SmallVector<Value> cacheIn, cacheOut;
+  /// caches of every layer (key, value; as arguments) and their updates;
+  /// for an encoder-decoder also the source lengths and the cross-attention
+  /// caches of every layer (read only).
+  Value stepPositions, stepSourceLengths;
+  SmallVector<Value> cacheIn, cacheOut, crossIn;
 };
 
 } // namespace
@@ -341,6 +361,8 @@ Value Generator::stack(Value x, int32_t index, Value lengths, Value memory,
       return attention(h, h, ParamBlock::Attn, self, &s.embedding, lengths);
     };
     auto crossAttn = [&](Value h) {
+      if (!crossIn.empty())
+        return cachedCrossAttention(h, s.cross);
       return attention(h, memory, ParamBlock::CrossAttn, s.cross, nullptr,
                        memoryLengths);
     };
@@ -478,6 +500,7 @@ OwningOpRef<ModuleOp> Generator::build() {
                           << "' of the parameter table is not used by the IR";
       return nullptr;
     }
+  buildEncoder(*module);
   buildStep(*module);
   if (failed || mlir::failed(verify(*module)))
     return nullptr;
@@ -486,9 +509,143 @@ OwningOpRef<ModuleOp> Generator::build() {
 
 bool mlir::tfm::hasStepFunction(const ModelSpec &spec) {
   const StackSpec &s = spec.mainStack();
-  return spec.arch == Arch::decoder && !spec.input.image &&
-         !spec.input.features && spec.output.kind == OutputKind::lm_head &&
-         s.embedding.types == 0;
+  return (spec.arch == Arch::decoder || spec.arch == Arch::encoder_decoder) &&
+         !spec.input.image && !spec.input.features &&
+         spec.output.kind == OutputKind::lm_head && s.embedding.types == 0;
+}
+
+bool mlir::tfm::hasEncoderFunction(const ModelSpec &spec) {
+  return spec.arch == Arch::encoder_decoder && hasStepFunction(spec);
+}
+
+Value Generator::headNorm(Value x, Value w, const NormSpec &n, Location loc) {
+  int64_t hd = cast<RankedTensorType>(w.getType()).getDimSize(0);
+  Value zero;
+  if (n.kind == NormKind::layernorm) {
+    auto vecType = RankedTensorType::get({hd}, elt);
+    zero = arith::ConstantOp::create(
+        b, loc, vecType,
+        DenseElementsAttr::get(vecType, b.getFloatAttr(elt, 0.0)));
+  }
+  return NormOp::create(b, loc, x.getType(), x, w, zero,
+                        NormKindAttr::get(b.getContext(), n.kind),
+                        b.getF64FloatAttr(n.eps), b.getF64FloatAttr(n.offset));
+}
+
+Value Generator::cachedCrossAttention(Value h, const AttentionSpec &a) {
+  Location loc = locOf(a.loc);
+  const StackSpec &s = spec.stacks[stackIndex];
+  auto ht = cast<RankedTensorType>(h.getType());
+  int64_t tq = ht.getDimSize(1);
+  Value wq = param(ParamBlock::CrossAttn, ParamRole::QWeight, loc);
+  Value wo = param(ParamBlock::CrossAttn, ParamRole::OWeight, loc);
+  Value bq =
+      a.bias ? param(ParamBlock::CrossAttn, ParamRole::QBias, loc) : Value();
+  Value bo =
+      a.outBias ? param(ParamBlock::CrossAttn, ParamRole::OBias, loc) : Value();
+  if (failed)
+    return h;
+  Value q = LinearOp::create(b, loc, act(tq, a.heads * a.headDim), h, wq, bq);
+  auto headsType = RankedTensorType::get({kDyn, a.heads, tq, a.headDim}, elt);
+  Value qh =
+      SplitHeadsOp::create(b, loc, headsType, q, b.getI64IntegerAttr(a.heads));
+  if (a.qkNorm)
+    qh = headNorm(qh, param(ParamBlock::CrossAttn, ParamRole::QNormWeight, loc),
+                  s.norm, loc);
+  // The keys and values were projected once by the encoder function; the
+  // source lengths mask the cache's unwritten slots.
+  Value o = AttentionOp::create(
+      b, loc, headsType, qh, crossIn[2 * layer], crossIn[2 * layer + 1],
+      /*relative=*/Value(), stepSourceLengths, /*positions=*/Value(),
+      MaskKindAttr::get(b.getContext(), MaskKind::none),
+      /*window=*/IntegerAttr(), b.getF64FloatAttr(a.scale),
+      a.softcap > 0.0 ? b.getF64FloatAttr(a.softcap) : FloatAttr(),
+      /*alibi_slopes=*/DenseF64ArrayAttr(), /*relative_max_distance=*/
+      IntegerAttr(), /*relative_bidirectional=*/UnitAttr(),
+      /*key_transposed=*/b.getUnitAttr(), /*ring=*/UnitAttr());
+  Value merged = MergeHeadsOp::create(b, loc, act(tq, a.heads * a.headDim), o);
+  return LinearOp::create(b, loc, ht, merged, wo, bo);
+}
+
+void Generator::buildEncoder(ModuleOp module) {
+  if (!hasEncoderFunction(spec))
+    return;
+  const StackSpec &enc = spec.stacks[0], &dec = spec.stacks[1];
+  const AttentionSpec &a = dec.cross;
+  // src [B, S] (and its lengths [B] when the encoder pads), then per
+  // decoder layer the cross-attention key cache (transposed) and value
+  // cache; the encoder's output, then the caches written.
+  SmallVector<Type> inputs{RankedTensorType::get({kDyn, kDyn}, b.getI32Type())};
+  if (enc.attention.padding)
+    inputs.push_back(RankedTensorType::get({kDyn}, b.getI32Type()));
+  unsigned firstCache = inputs.size();
+  for (int64_t l = 0; l < dec.layers; ++l) {
+    inputs.push_back(keyCacheType(a));
+    inputs.push_back(valueCacheType(a));
+  }
+  SmallVector<Type> results{act(kDyn, spec.dModel)};
+  results.append(inputs.begin() + firstCache, inputs.end());
+  b.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(b, modelLoc, spec.name + "_encoder",
+                                   b.getFunctionType(inputs, results));
+  for (unsigned i = 1; i < results.size(); ++i)
+    func.setResultAttr(i, "tfm.cache_of",
+                       b.getI64IntegerAttr(firstCache + i - 1));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value srcLen = enc.attention.padding ? entry->getArgument(1) : Value();
+  Value memory =
+      stack(embedTokens(entry->getArgument(0), enc), 0, srcLen, {}, {});
+  if (failed)
+    return;
+  SmallVector<Value> rets{memory};
+  stackIndex = 1;
+  auto zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  for (layer = 0; layer < dec.layers && !failed; ++layer) {
+    Location loc = locOf(a.loc);
+    Value wk = param(ParamBlock::CrossAttn, ParamRole::KWeight, loc);
+    Value wv = param(ParamBlock::CrossAttn, ParamRole::VWeight, loc);
+    Value bk =
+        a.bias ? param(ParamBlock::CrossAttn, ParamRole::KBias, loc) : Value();
+    Value bv =
+        a.bias ? param(ParamBlock::CrossAttn, ParamRole::VBias, loc) : Value();
+    Value kn = a.qkNorm
+                   ? param(ParamBlock::CrossAttn, ParamRole::KNormWeight, loc)
+                   : Value();
+    if (failed)
+      return;
+    auto headsType =
+        RankedTensorType::get({kDyn, a.kvHeads, kDyn, a.headDim}, elt);
+    auto project = [&](Value w, Value bias) {
+      Value x = LinearOp::create(b, loc, act(kDyn, a.kvHeads * a.headDim),
+                                 memory, w, bias);
+      return SplitHeadsOp::create(b, loc, headsType, x,
+                                  b.getI64IntegerAttr(a.kvHeads));
+    };
+    Value k = project(wk, bk), v = project(wv, bv);
+    if (kn)
+      k = headNorm(k, kn, dec.norm, loc);
+    k = TransposeOp::create(b, loc, keyCacheType(a), k,
+                            b.getDenseI64ArrayAttr({0, 1, 3, 2}));
+    // Into the caches' first S positions of the first B sequences.
+    auto write = [&](Value x, Value cache, unsigned seqDim) {
+      Value bsz = tensor::DimOp::create(b, loc, x, 0);
+      Value len = tensor::DimOp::create(b, loc, x, seqDim);
+      SmallVector<OpFoldResult> sizes{bsz, b.getIndexAttr(a.kvHeads),
+                                      b.getIndexAttr(a.headDim),
+                                      b.getIndexAttr(a.headDim)};
+      sizes[seqDim] = len;
+      return tensor::InsertSliceOp::create(
+          b, loc, x, cache, SmallVector<OpFoldResult>(4, zero), sizes,
+          SmallVector<OpFoldResult>(4, one));
+    };
+    rets.push_back(write(k, entry->getArgument(firstCache + 2 * layer), 3));
+    rets.push_back(write(v, entry->getArgument(firstCache + 2 * layer + 1), 2));
+  }
+  layer = -1;
+  if (failed)
+    return;
+  func::ReturnOp::create(b, modelLoc, rets);
 }
 
 void Generator::buildStep(ModuleOp module) {
@@ -496,29 +653,42 @@ void Generator::buildStep(ModuleOp module) {
     return;
   const StackSpec &s = spec.mainStack();
   const AttentionSpec &a = s.attention;
-  // tokens [B, T], positions [B], then per layer the key cache (transposed,
-  // [B', KV, head_dim, S]) and the value cache ([B', KV, S, head_dim]).
+  bool encdec = spec.arch == Arch::encoder_decoder;
+  // tokens [B, T], positions [B], (an encoder-decoder: the source lengths
+  // [B]), then per layer the key cache (transposed, [B', KV, head_dim, S])
+  // and the value cache ([B', KV, S, head_dim]), then (an encoder-decoder)
+  // per layer the cross-attention key and value caches of the source.
   SmallVector<Type> inputs{RankedTensorType::get({kDyn, kDyn}, b.getI32Type()),
                            RankedTensorType::get({kDyn}, b.getI32Type())};
-  auto keyType = RankedTensorType::get({kDyn, a.kvHeads, a.headDim, kDyn}, elt);
-  auto valueType =
-      RankedTensorType::get({kDyn, a.kvHeads, kDyn, a.headDim}, elt);
+  if (encdec)
+    inputs.push_back(RankedTensorType::get({kDyn}, b.getI32Type()));
+  unsigned firstCache = inputs.size();
   for (int64_t l = 0; l < s.layers; ++l) {
-    inputs.push_back(keyType);
-    inputs.push_back(valueType);
+    inputs.push_back(keyCacheType(a));
+    inputs.push_back(valueCacheType(a));
+  }
+  unsigned firstCross = inputs.size();
+  for (int64_t l = 0; encdec && l < s.layers; ++l) {
+    inputs.push_back(keyCacheType(s.cross));
+    inputs.push_back(valueCacheType(s.cross));
   }
   SmallVector<Type> results{RankedTensorType::get({kDyn, 1, spec.vocab}, elt)};
-  results.append(inputs.begin() + 2, inputs.end());
+  results.append(inputs.begin() + firstCache, inputs.begin() + firstCross);
   b.setInsertionPointToEnd(module.getBody());
   auto func = func::FuncOp::create(b, modelLoc, spec.name + "_cached",
                                    b.getFunctionType(inputs, results));
-  // Result i + 1 is written into argument i + 2 (the cache it updates).
+  // Result i is written into argument firstCache + i - 1 (the cache it
+  // updates).
   for (unsigned i = 1; i < results.size(); ++i)
-    func.setResultAttr(i, "tfm.cache_of", b.getI64IntegerAttr(i + 1));
+    func.setResultAttr(i, "tfm.cache_of",
+                       b.getI64IntegerAttr(firstCache + i - 1));
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   stepPositions = entry->getArgument(1);
-  cacheIn.assign(entry->getArguments().begin() + 2,
+  stepSourceLengths = encdec ? entry->getArgument(2) : Value();
+  cacheIn.assign(entry->getArguments().begin() + firstCache,
+                 entry->getArguments().begin() + firstCross);
+  crossIn.assign(entry->getArguments().begin() + firstCross,
                  entry->getArguments().end());
   cacheOut.clear();
   int32_t index = int32_t(spec.stacks.size()) - 1;
@@ -543,7 +713,8 @@ void Generator::buildStep(ModuleOp module) {
   SmallVector<Value> rets{x};
   rets.append(cacheOut.begin(), cacheOut.end());
   func::ReturnOp::create(b, modelLoc, rets);
-  stepPositions = Value();
+  stepPositions = stepSourceLengths = Value();
+  crossIn.clear();
 }
 
 OwningOpRef<ModuleOp> mlir::tfm::buildModule(MLIRContext &context,

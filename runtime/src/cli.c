@@ -61,7 +61,13 @@ static void usage(const char *prog, FILE *out) {
           "                        --prompt the text streams to stdout; with "
           "token ids\n"
           "                        (--input, --random-input) the ids [B, N] "
-          "go to --output\n"
+          "go to --output;\n"
+          "                        encoder-decoders take the prompt or ids "
+          "as the source\n"
+          "  --decoder-start ID    encoder-decoders: the target's first token "
+          "(Hugging\n"
+          "                        Face's decoder_start_token_id; default 0, "
+          "T5's)\n"
           "  --temperature T       sample at temperature T (default 0: "
           "greedy)\n"
           "  --top-k K, --top-p P  sample among the K likeliest tokens / the "
@@ -274,6 +280,12 @@ int tfm_main(int argc, char **argv, const char *model_json,
 
 int tfm_main_step(int argc, char **argv, const char *model_json,
                   tfm_forward_fn forward, tfm_forward_fn step) {
+  return tfm_main_generate(argc, argv, model_json, forward, step, NULL);
+}
+
+int tfm_main_generate(int argc, char **argv, const char *model_json,
+                      tfm_forward_fn forward, tfm_forward_fn step,
+                      tfm_forward_fn encode) {
   const char *prog = argc > 0 ? argv[0] : "model";
   const char *output = NULL;
   /* --weights, as often as given. */
@@ -308,7 +320,7 @@ int tfm_main_step(int argc, char **argv, const char *model_json,
         "--bench",    "--random-input", "--input",          "--tokenizer",
         "--tokenize", "--detokenize",   "--prompt",         "--prompt-file",
         "--generate", "--temperature",  "--top-k",          "--top-p",
-        "--seed",     "--stop",         "--logits"};
+        "--seed",     "--stop",         "--logits",         "--decoder-start"};
     int known = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof *with_value; ++k)
       known |= !strcmp(a, with_value[k]);
@@ -361,6 +373,11 @@ int tfm_main_step(int argc, char **argv, const char *model_json,
       gen.seed = (uint64_t)sd;
     } else if (!strcmp(a, "--logits")) {
       gen.logits_path = v;
+    } else if (!strcmp(a, "--decoder-start")) {
+      long long ds;
+      if (!parse_int(v, 0, INT32_MAX, &ds))
+        return fail(prog, "--decoder-start expects a token id >= 0");
+      gen.decoder_start = (int32_t)ds;
     } else if (!strcmp(a, "--stop")) {
       if (gen.num_stop == TFM_GEN_MAX_STOPS)
         return fail(prog, "too many --stop flags");
@@ -474,7 +491,8 @@ int tfm_main_step(int argc, char **argv, const char *model_json,
   }
   tfm_model *m;
   if (tfm_model_create(model_json, forward, &m) != TFM_OK ||
-      (step && tfm_model_set_step(m, step) != TFM_OK)) {
+      (step && tfm_model_set_step(m, step) != TFM_OK) ||
+      (encode && tfm_model_set_encoder(m, encode) != TFM_OK)) {
     free(prompt_ids);
     free(prompt_text);
     tfm_tokenizer_free(tok);
@@ -492,6 +510,13 @@ int tfm_main_step(int argc, char **argv, const char *model_json,
   }
   int rc = 1;
   size_t n_in = tfm_model_num_inputs(m);
+  /* An encoder-decoder generating reads the source (its first tokens
+   * input) alone: the target is generated. */
+  int source_only = gen.generate && m->desc.gen_encoder;
+  size_t source = n_in;
+  for (size_t i = n_in; i-- > 0;)
+    if (m->desc.inputs[i].usage == TFM_USAGE_TOKENS)
+      source = i;
   tfm_tensor inputs[TFM_MAX_INPUTS];
   memset(inputs, 0, sizeof inputs);
   tfm_tensor out = {0};
@@ -541,8 +566,8 @@ int tfm_main_step(int argc, char **argv, const char *model_json,
           goto done;
         }
         ((int32_t *)inputs[i].data)[0] = (int32_t)num_prompt_ids;
-      } else if (in->optional) {
-        continue; /* left out: zeros */
+      } else if (in->optional || source_only) {
+        continue; /* left out: zeros (or generated) */
       } else {
         fprintf(stderr,
                 "%s: error: --prompt gives the tokens input, but model '%s' "
@@ -588,7 +613,7 @@ int tfm_main_step(int argc, char **argv, const char *model_json,
   } else {
     size_t required = 0;
     for (size_t i = 0; i < n_in; ++i)
-      required += !m->desc.inputs[i].optional;
+      required += !m->desc.inputs[i].optional && (!source_only || i == source);
     if ((size_t)num_inputs < required || (size_t)num_inputs > n_in) {
       fprintf(stderr, "%s: error: model '%s' takes %zu input(s):", prog,
               tfm_model_name(m), n_in);
@@ -633,7 +658,8 @@ int tfm_main_step(int argc, char **argv, const char *model_json,
     }
   }
   for (size_t i = 0; i < n_in; ++i)
-    if (!inputs[i].data && !m->desc.inputs[i].optional) {
+    if (!inputs[i].data && !m->desc.inputs[i].optional &&
+        (!source_only || i == source)) {
       fprintf(stderr, "%s: error: input '%s' of model '%s' is missing\n", prog,
               tfm_model_input_name(m, i), tfm_model_name(m));
       goto done;
@@ -643,6 +669,8 @@ int tfm_main_step(int argc, char **argv, const char *model_json,
     for (size_t i = 0; i < n_in; ++i)
       if (m->desc.inputs[i].usage == TFM_USAGE_TOKENS)
         ids = &inputs[i];
+    if (source_only)
+      ids = &inputs[source];
     if (!ids || ids->dtype != TFM_I32 || ids->rank != 2 ||
         ids->shape[0] > TFM_GEN_MAX_BATCH || ids->shape[1] < 1) {
       fprintf(stderr,

@@ -596,11 +596,29 @@ static tfm_status parse_generation(json_t *root, tfm_description *d) {
       (s = get_integer(g, what, "head_dim", 0, 1, TFM_MAX_DIM,
                        &d->gen_head_dim)) != TFM_OK)
     return s;
-  if (d->gen_layers * 2 + 2 > TFM_MAX_GEN_INPUTS)
+  if (d->gen_layers * 4 + 3 > TFM_MAX_GEN_INPUTS)
     return tfm_fail(TFM_ERR_FORMAT,
                     PREFIX "%lld layers of KV cache are above the runtime's "
                            "limit of %d",
-                    (long long)d->gen_layers, (TFM_MAX_GEN_INPUTS - 2) / 2);
+                    (long long)d->gen_layers, (TFM_MAX_GEN_INPUTS - 3) / 4);
+  json_t *e = field(g, what, "encoder", is_object, "an object", 1, &s);
+  if (!e && s != TFM_OK)
+    return s;
+  if (e) {
+    const char *ewhat = "the model's generation encoder entry";
+    json_t *lengths = field(e, ewhat, "lengths", is_bool, "a boolean", 0, &s);
+    if (!lengths)
+      return s;
+    if ((s = get_integer(e, ewhat, "kv_heads", 0, 1, TFM_MAX_DIM,
+                         &d->gen_cross_kv_heads)) != TFM_OK ||
+        (s = get_integer(e, ewhat, "head_dim", 0, 1, TFM_MAX_DIM,
+                         &d->gen_cross_head_dim)) != TFM_OK ||
+        (s = get_integer(e, ewhat, "d_model", 0, 1, TFM_MAX_DIM,
+                         &d->gen_d_model)) != TFM_OK)
+      return s;
+    d->gen_encoder = 1;
+    d->gen_encoder_lengths = json_is_true(lengths);
+  }
   json_t *w;
   if ((s = get_array(g, what, "windows", &w)) != TFM_OK)
     return s;

@@ -8,7 +8,9 @@
  * with a seeded generator (the same seed gives the same tokens). With a
  * prompt the text streams to stdout as it is produced and stops at the
  * tokenizer's EOS or a --stop string or token; with token ids (--input or
- * --random-input) the generated ids are written as int32 [B, N].
+ * --random-input) the generated ids are written as int32 [B, N]. An
+ * encoder-decoder encodes the prompt(s) as its source once, then generates
+ * the target from the decoder's start token.
  *===----------------------------------------------------------------------===*/
 #include "internal.h"
 #include "tfm/tokenizer.h"
@@ -128,15 +130,35 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
     fprintf(stderr, "%s: error: --generate: %s\n", prog, tfm_last_error());
     return 1;
   }
-  int64_t batch = tokens->shape[0], plen = tokens->shape[1];
+  int encdec = m->desc.gen_encoder;
+  /* The decoder's prompt: the tokens, or an encoder-decoder's start token
+   * after its source (the tokens). */
+  int64_t batch = tokens->shape[0], slen = tokens->shape[1];
+  int64_t plen = encdec ? 1 : slen;
   int64_t n = o->generate, vocab = tfm_model_vocab(m);
   int64_t max_len = plen + n;
+  if (encdec && slen > max_len)
+    max_len = slen;
   if (m->desc.context > 0 && max_len > m->desc.context) {
+    if (encdec)
+      fprintf(stderr,
+              "%s: error: --generate %lld after a source of %lld tokens "
+              "needs %lld positions; model '%s' has a context of %lld\n",
+              prog, (long long)n, (long long)slen, (long long)max_len,
+              tfm_model_name(m), (long long)m->desc.context);
+    else
+      fprintf(stderr,
+              "%s: error: --generate %lld after a prompt of %lld tokens needs "
+              "%lld positions; model '%s' has a context of %lld\n",
+              prog, (long long)n, (long long)plen, (long long)max_len,
+              tfm_model_name(m), (long long)m->desc.context);
+    return 1;
+  }
+  if (encdec && o->decoder_start >= vocab) {
     fprintf(stderr,
-            "%s: error: --generate %lld after a prompt of %lld tokens needs "
-            "%lld positions; model '%s' has a context of %lld\n",
-            prog, (long long)n, (long long)plen, (long long)max_len,
-            tfm_model_name(m), (long long)m->desc.context);
+            "%s: error: --decoder-start %d is outside the vocabulary [0, "
+            "%lld)\n",
+            prog, (int)o->decoder_start, (long long)vocab);
     return 1;
   }
   tfm_session *s = NULL;
@@ -146,7 +168,10 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
   int32_t *out = tfm_calloc((size_t)(batch * n), sizeof(int32_t));
   int32_t *ids = tok ? tfm_malloc((size_t)(plen + n) * sizeof(int32_t)) : NULL;
   const int32_t **rows = tfm_malloc((size_t)batch * sizeof *rows);
+  const int32_t **src = tfm_malloc((size_t)batch * sizeof *src);
+  int32_t *starts = tfm_malloc((size_t)batch * sizeof *starts);
   int64_t *lens = tfm_malloc((size_t)batch * sizeof *lens);
+  int64_t *src_lens = tfm_malloc((size_t)batch * sizeof *src_lens);
   double *step_ms = tfm_malloc((size_t)(n + 1) * sizeof(double));
   /* --logits: every step's logits, [B, N, vocab]. */
   tfm_tensor all = {0};
@@ -159,8 +184,8 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
     }
   }
   char *text = NULL;
-  if (!logits || !scratch || !out || (tok && !ids) || !rows || !lens ||
-      !step_ms) {
+  if (!logits || !scratch || !out || (tok && !ids) || !rows || !src ||
+      !starts || !lens || !src_lens || !step_ms) {
     fprintf(stderr, "%s: error: out of memory\n", prog);
     goto done;
   }
@@ -169,11 +194,14 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
     goto done;
   }
   for (int64_t b = 0; b < batch; ++b) {
-    rows[b] = (const int32_t *)tokens->data + b * plen;
+    src[b] = (const int32_t *)tokens->data + b * slen;
+    src_lens[b] = slen;
+    starts[b] = o->decoder_start;
+    rows[b] = encdec ? starts + b : src[b];
     lens[b] = plen;
   }
   if (ids)
-    memcpy(ids, tokens->data, (size_t)plen * sizeof(int32_t));
+    memcpy(ids, rows[0], (size_t)plen * sizeof(int32_t));
   uint64_t state = o->seed;
   int32_t eos = tok ? tfm_tokenizer_eos_id(tok) : -1;
   size_t printed = 0, prompt_text_len = 0;
@@ -186,10 +214,20 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
     }
     free(text);
     text = NULL;
-    fwrite(prompt_text, 1, prompt_len, stdout);
-    fflush(stdout);
+    /* A decoder continues the prompt; an encoder-decoder's output is new
+     * text. */
+    if (!encdec) {
+      fwrite(prompt_text, 1, prompt_len, stdout);
+      fflush(stdout);
+    }
   }
   double t0 = tfm_now_seconds();
+  if (encdec && tfm_session_encode(s, batch, src, src_lens) != TFM_OK) {
+    fprintf(stderr, "%s: error: %s\n", prog, tfm_last_error());
+    goto done;
+  }
+  double encode_s = tfm_now_seconds() - t0;
+  t0 = tfm_now_seconds();
   if (tfm_session_prefill(s, batch, rows, lens, logits) != TFM_OK) {
     fprintf(stderr, "%s: error: %s\n", prog, tfm_last_error());
     goto done;
@@ -260,6 +298,12 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
   if (tok)
     fputc('\n', stdout);
   if (o->bench) {
+    if (encdec)
+      fprintf(stderr,
+              "generate: encode %lld x %lld source tokens in %.2f ms (%.1f "
+              "tokens/s)\n",
+              (long long)batch, (long long)slen, encode_s * 1e3,
+              (double)(batch * slen) / encode_s);
     int64_t steps = made > 1 ? made - 1 : 0;
     double median = 0.0;
     if (steps) {
@@ -308,7 +352,10 @@ done:
   tfm_tensor_free(&all);
   free(text);
   free(step_ms);
+  free(src_lens);
   free(lens);
+  free(starts);
+  free(src);
   free(rows);
   free(ids);
   free(out);

@@ -186,10 +186,15 @@ typedef struct tfm_description {
   /* "generation": the KV-cache entry point's caches (0: none). */
   int64_t gen_layers, gen_kv_heads, gen_head_dim;
   int64_t *gen_windows; /* per layer: sliding window (ring buffer) or 0 */
+  /* "generation"."encoder" (encoder-decoders): the cross-attention caches'
+   * sizes, d_model, and whether the encoder entry takes source lengths. */
+  int gen_encoder, gen_encoder_lengths;
+  int64_t gen_cross_kv_heads, gen_cross_head_dim, gen_d_model;
 } tfm_description;
 
-/* Inputs of the KV-cache entry point: tokens, positions, 2 per layer. */
-#define TFM_MAX_GEN_INPUTS 4098
+/* Inputs of the KV-cache entry point: tokens, positions, source lengths, 2
+ * per layer and (encoder-decoders) 2 more per layer. */
+#define TFM_MAX_GEN_INPUTS 4099
 
 /* Parses `json` into `out`, which is all zeros on failure. */
 tfm_status tfm_description_parse(const char *json, tfm_description *out);
@@ -246,7 +251,8 @@ tfm_status tfm_inputs_check(const tfm_description *d, tfm_tensor *inputs,
 struct tfm_model {
   tfm_description desc;
   tfm_forward_fn forward;
-  tfm_forward_fn step; /* the KV-cache entry point, or NULL */
+  tfm_forward_fn step;   /* the KV-cache entry point, or NULL */
+  tfm_forward_fn encode; /* an encoder-decoder's encoder entry, or NULL */
   tfm_weights weights;
   int loaded;
   char *warnings; /* of the last weight load, or NULL */
@@ -297,6 +303,7 @@ typedef struct tfm_gen_options {
   int32_t stop_ids[TFM_GEN_MAX_STOPS]; /* stop tokens */
   size_t num_stop_ids;
   int bench;               /* --bench-generate */
+  int32_t decoder_start;   /* encoder-decoders: the first target token */
   const char *logits_path; /* --logits: every step's logits as npy */
 } tfm_gen_options;
 

@@ -10,6 +10,12 @@
  * p in slot p mod S), so its memory is bounded by the window; prefill then
  * runs in chunks of at most W tokens, so that a chunk never overwrites a
  * key that one of its queries still sees.
+ *
+ * An encoder-decoder's step also takes the source lengths [B] after the
+ * positions and, after the caches, each decoder layer's cross-attention
+ * key and value caches, which `<name>_encode` (src [B, S], the source
+ * lengths when the encoder pads, then those caches) fills once per source:
+ * the session holds them for max_batch sources of up to max_len tokens.
  *===----------------------------------------------------------------------===*/
 #include "internal.h"
 
@@ -25,23 +31,46 @@ struct tfm_session {
   size_t layers;
   int64_t kv, hd;
   int64_t chunk; /* most tokens one prefill step takes */
+  /* Encoder-decoders: per sequence its source's length (0: none yet), and
+   * 2 cross-attention caches per layer of [max_batch, KV, D, max_len]
+   * (keys, transposed) and [max_batch, KV, max_len, D]. */
+  int32_t *source;
+  float **cross;
+  int64_t ckv, chd;
 };
 
 tfm_status tfm_model_set_step(tfm_model *m, tfm_forward_fn step) {
   if (!m->desc.gen_layers)
     return tfm_fail(TFM_ERR_ARGUMENT,
                     "model '%s' has no KV-cache entry point (generation is "
-                    "for decoder models with an LM head and token input)",
+                    "for decoder and encoder-decoder models with an LM head "
+                    "and token input)",
                     m->desc.name);
   m->step = step;
   return TFM_OK;
 }
 
+tfm_status tfm_model_set_encoder(tfm_model *m, tfm_forward_fn encode) {
+  if (!m->desc.gen_encoder)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "model '%s' has no encoder entry point (it is for "
+                    "encoder-decoder models that can generate)",
+                    m->desc.name);
+  m->encode = encode;
+  return TFM_OK;
+}
+
 int tfm_model_can_generate(const tfm_model *m) {
-  return m->step != NULL && m->desc.gen_layers > 0 && !m->desc.cuda;
+  return m->step != NULL && m->desc.gen_layers > 0 && !m->desc.cuda &&
+         (!m->desc.gen_encoder || m->encode != NULL);
 }
 
 tfm_status tfm_generation_unavailable(const tfm_model *m) {
+  if (m->step && m->desc.gen_layers && m->desc.gen_encoder && !m->encode)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "model '%s' cannot generate: an encoder-decoder needs its "
+                    "encoder entry point too (tfm_model_set_encoder)",
+                    m->desc.name);
   if (!m->step || !m->desc.gen_layers)
     return tfm_fail(TFM_ERR_ARGUMENT,
                     "model '%s' cannot generate: it has no KV-cache entry "
@@ -50,8 +79,8 @@ tfm_status tfm_generation_unavailable(const tfm_model *m) {
                     m->desc.cuda ? " (not yet for CUDA artifacts)"
                     : m->desc.gen_layers
                         ? " given (tfm_model_set_step)"
-                        : " (generation is for decoder models with an LM "
-                          "head and token input)");
+                        : " (generation is for decoder and encoder-decoder "
+                          "models with an LM head and token input)");
   return TFM_OK;
 }
 
@@ -97,6 +126,21 @@ tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
   s->slots = tfm_calloc(s->layers, sizeof *s->slots);
   int ok = s->lengths && s->cache && s->slots;
   size_t total = 0;
+  if (ok && d->gen_encoder) {
+    int64_t cper = d->gen_cross_kv_heads * d->gen_cross_head_dim;
+    s->ckv = d->gen_cross_kv_heads;
+    s->chd = d->gen_cross_head_dim;
+    s->source = tfm_calloc((size_t)max_batch, sizeof *s->source);
+    s->cross = tfm_calloc(2 * s->layers, sizeof *s->cross);
+    ok = s->source && s->cross && cper <= INT64_MAX / max_len &&
+         cper * max_len <= INT64_MAX / max_batch &&
+         cper * max_len * max_batch <= (int64_t)(SIZE_MAX / sizeof(float));
+    size_t floats = ok ? (size_t)(cper * max_len * max_batch) : 0;
+    for (size_t i = 0; ok && i < 2 * s->layers; ++i) {
+      total += floats * sizeof(float);
+      ok = (s->cross[i] = tfm_calloc(floats, sizeof(float))) != NULL;
+    }
+  }
   for (size_t l = 0; ok && l < s->layers; ++l) {
     int64_t w = d->gen_windows ? d->gen_windows[l] : 0;
     s->slots[l] = w > 0 && 2 * w - 1 < max_len ? 2 * w - 1 : max_len;
@@ -123,6 +167,10 @@ void tfm_session_free(tfm_session *s) {
     return;
   for (size_t i = 0; s->cache && i < 2 * s->layers; ++i)
     free(s->cache[i]);
+  for (size_t i = 0; s->cross && i < 2 * s->layers; ++i)
+    free(s->cross[i]);
+  free(s->cross);
+  free(s->source);
   free(s->cache);
   free(s->slots);
   free(s->lengths);
@@ -131,6 +179,8 @@ void tfm_session_free(tfm_session *s) {
 
 void tfm_session_reset(tfm_session *s) {
   memset(s->lengths, 0, (size_t)s->max_batch * sizeof *s->lengths);
+  if (s->source)
+    memset(s->source, 0, (size_t)s->max_batch * sizeof *s->source);
 }
 
 int64_t tfm_session_length(const tfm_session *s, int64_t seq) {
@@ -158,8 +208,15 @@ static tfm_status run_step(tfm_session *s, int64_t first, int64_t n, int64_t t,
                       "session's max length %lld",
                       (long long)b, (long long)(s->lengths[b] + t),
                       (long long)s->max_len);
+  int encdec = s->source != NULL;
+  for (int64_t b = first; encdec && b < first + n; ++b)
+    if (!s->source[b])
+      return tfm_fail(TFM_ERR_ARGUMENT,
+                      "sequence %lld has no source: encode it "
+                      "(tfm_session_encode) before prefill",
+                      (long long)b);
   int32_t *positions = tfm_malloc((size_t)n * sizeof *positions);
-  tfm_tensor *in = tfm_calloc(2 + 2 * s->layers, sizeof *in);
+  tfm_tensor *in = tfm_calloc(3 + 4 * s->layers, sizeof *in);
   if (!positions || !in) {
     free(positions);
     free(in);
@@ -170,17 +227,31 @@ static tfm_status run_step(tfm_session *s, int64_t first, int64_t n, int64_t t,
   in[0] = (tfm_tensor){
       (void *)(uintptr_t)tokens /* only read */, TFM_I32, 2, {n, t}};
   in[1] = (tfm_tensor){positions, TFM_I32, 1, {n}};
+  tfm_tensor *next = in + 2;
+  if (encdec)
+    *next++ = (tfm_tensor){s->source + first, TFM_I32, 1, {n}};
   for (size_t l = 0; l < s->layers; ++l) {
     int64_t slots = s->slots[l];
     size_t seq = (size_t)(s->kv * s->hd * slots);
-    in[2 + 2 * l] = (tfm_tensor){s->cache[2 * l] + (size_t)first * seq,
-                                 TFM_F32,
-                                 4,
-                                 {n, s->kv, s->hd, slots}};
-    in[3 + 2 * l] = (tfm_tensor){s->cache[2 * l + 1] + (size_t)first * seq,
-                                 TFM_F32,
-                                 4,
-                                 {n, s->kv, slots, s->hd}};
+    *next++ = (tfm_tensor){s->cache[2 * l] + (size_t)first * seq,
+                           TFM_F32,
+                           4,
+                           {n, s->kv, s->hd, slots}};
+    *next++ = (tfm_tensor){s->cache[2 * l + 1] + (size_t)first * seq,
+                           TFM_F32,
+                           4,
+                           {n, s->kv, slots, s->hd}};
+  }
+  for (size_t l = 0; encdec && l < s->layers; ++l) {
+    size_t seq = (size_t)(s->ckv * s->chd * s->max_len);
+    *next++ = (tfm_tensor){s->cross[2 * l] + (size_t)first * seq,
+                           TFM_F32,
+                           4,
+                           {n, s->ckv, s->chd, s->max_len}};
+    *next++ = (tfm_tensor){s->cross[2 * l + 1] + (size_t)first * seq,
+                           TFM_F32,
+                           4,
+                           {n, s->ckv, s->max_len, s->chd}};
   }
   tfm_tensor out = {logits, TFM_F32, 3, {n, 1, vocab}};
   int32_t rc = m->step((void *const *)m->weights.table, in, &out);
@@ -243,5 +314,80 @@ tfm_status tfm_session_decode(tfm_session *s, int64_t n, const int32_t *tokens,
                     (long long)i);
   if (st == TFM_OK)
     st = run_step(s, 0, n, 1, tokens, logits);
+  return st;
+}
+
+tfm_status tfm_session_encode(tfm_session *s, int64_t n,
+                              const int32_t *const *src, const int64_t *lens) {
+  tfm_status st = check_call(s, n);
+  if (st != TFM_OK)
+    return st;
+  tfm_model *m = s->model;
+  const tfm_description *d = &m->desc;
+  if (!s->source)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "model '%s' has no encoder: tfm_session_encode is for "
+                    "encoder-decoder models",
+                    d->name);
+  for (int64_t i = 0; i < n; ++i) {
+    if (lens[i] < 1 || lens[i] > s->max_len)
+      return tfm_fail(TFM_ERR_ARGUMENT,
+                      "source %lld has %lld tokens; the session takes 1 to "
+                      "%lld",
+                      (long long)i, (long long)lens[i], (long long)s->max_len);
+    for (int64_t k = 0; k < lens[i]; ++k)
+      if (src[i][k] < 0 || src[i][k] >= d->vocab)
+        return tfm_fail(TFM_ERR_ARGUMENT,
+                        "token id %d of source %lld is outside the "
+                        "vocabulary [0, %lld)",
+                        (int)src[i][k], (long long)i, (long long)d->vocab);
+  }
+  /* One source at a time (no padding): src [1, S], its length when the
+   * encoder takes it, then sequence i's cross-attention caches. */
+  size_t inputs = 2 + 2 * s->layers;
+  tfm_tensor *in = tfm_calloc(inputs, sizeof *in);
+  int64_t longest = 0;
+  for (int64_t i = 0; i < n; ++i)
+    longest = lens[i] > longest ? lens[i] : longest;
+  float *memory =
+      tfm_malloc((size_t)(longest * d->gen_d_model) * sizeof(float));
+  if (!in || !memory) {
+    free(in);
+    free(memory);
+    return tfm_fail(TFM_ERR_MEMORY, "out of memory");
+  }
+  size_t seq = (size_t)(s->ckv * s->chd * s->max_len);
+  for (int64_t i = 0; st == TFM_OK && i < n; ++i) {
+    int32_t len = (int32_t)lens[i];
+    tfm_tensor *next = in;
+    *next++ = (tfm_tensor){
+        (void *)(uintptr_t)src[i] /* only read */, TFM_I32, 2, {1, len}};
+    if (d->gen_encoder_lengths)
+      *next++ = (tfm_tensor){&len, TFM_I32, 1, {1}};
+    for (size_t l = 0; l < s->layers; ++l) {
+      *next++ = (tfm_tensor){s->cross[2 * l] + (size_t)i * seq,
+                             TFM_F32,
+                             4,
+                             {1, s->ckv, s->chd, s->max_len}};
+      *next++ = (tfm_tensor){s->cross[2 * l + 1] + (size_t)i * seq,
+                             TFM_F32,
+                             4,
+                             {1, s->ckv, s->max_len, s->chd}};
+    }
+    tfm_tensor out = {memory, TFM_F32, 3, {1, len, d->gen_d_model}};
+    int32_t rc = m->encode((void *const *)m->weights.table, in, &out);
+    if (rc != 0)
+      st = tfm_fail(TFM_ERR_FORWARD,
+                    "model '%s': the encoder entry point failed (it returned "
+                    "%d)",
+                    d->name, (int)rc);
+    else {
+      /* A new source: the sequence's target starts again. */
+      s->source[i] = len;
+      s->lengths[i] = 0;
+    }
+  }
+  free(memory);
+  free(in);
   return st;
 }

@@ -3,6 +3,10 @@
 its KV cache) against a PyTorch loop that recomputes the whole prefix at
 every step (reference.py's model on the same random weights).
 
+An encoder-decoder takes the prompts as its sources and generates the
+target from --decoder-start; PyTorch recomputes encoder and decoder at every
+step.
+
 Checks, for B prompts of length T and N generated tokens:
   * greedy tokens identical to PyTorch's, for every sequence;
   * the logits of every step within tol * max|logits| of PyTorch's;
@@ -47,6 +51,11 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--decoder-start", type=int, default=None)
+    ap.add_argument("--tokenizer", default=None,
+                    help="also generate text from --prompt-text: the text "
+                    "streamed must be the ids' text (encoder-decoders)")
+    ap.add_argument("--prompt-text", default="Hello world, how are you?")
     args = ap.parse_args()
 
     os.makedirs(args.work, exist_ok=True)
@@ -65,10 +74,15 @@ def main():
     prompt_path = os.path.join(args.work, "prompts.npy")
     np.save(prompt_path, prompts)
 
+    encdec = spec["arch"] == "encoder_decoder"
+    start = args.decoder_start if args.decoder_start is not None else 0
     exe = os.path.join(args.work, "model")
     run([args.tfmc, args.tfm, "-o", exe] + sel)
     base = [exe, "--weights", weights, "--threads", str(args.threads),
-            "--input", "tokens=" + prompt_path, "--generate", str(n)]
+            "--input", ("src=" if encdec else "tokens=") + prompt_path,
+            "--generate", str(n)]
+    if args.decoder_start is not None:
+        base += ["--decoder-start", str(args.decoder_start)]
     ids_path = os.path.join(args.work, "ids.npy")
     logits_path = os.path.join(args.work, "logits.npy")
     run(base + ["--output", ids_path, "--logits", logits_path])
@@ -84,9 +98,12 @@ def main():
     expected_logits = np.zeros((b, n, spec["vocab"]))
     with torch.no_grad():
         for i in range(b):
-            seq = torch.from_numpy(prompts[i:i + 1].astype(np.int64))
+            prompt = torch.from_numpy(prompts[i:i + 1].astype(np.int64))
+            seq = torch.tensor([[start]]) if encdec else prompt
             for k in range(n):
-                row = model({"tokens": seq})[0, -1].double()
+                inputs = {"src": prompt, "tgt": seq} if encdec else {
+                    "tokens": seq}
+                row = model(inputs)[0, -1].double()
                 expected_logits[i, k] = row.numpy()
                 nxt = int(torch.argmax(row))
                 expected[i, k] = nxt
@@ -97,13 +114,28 @@ def main():
     ok = same and err <= args.tol * scale
 
     # The model's own forward pass over prompt + generated tokens.
-    full = np.concatenate([prompts, ours[:, :-1]], 1).astype(np.int32)
-    full_path = os.path.join(args.work, "full.npy")
-    np.save(full_path, full)
     out_path = os.path.join(args.work, "forward.npy")
-    run([exe, "--weights", weights, "--threads", str(args.threads),
-         "--input", "tokens=" + full_path, "--output", out_path])
-    fwd = np.load(out_path).astype(np.float64)[:, t - 1:]
+    full_path = os.path.join(args.work, "full.npy")
+    if encdec:
+        full = np.concatenate([np.full((b, 1), start), ours[:, :-1]],
+                              1).astype(np.int32)
+        np.save(full_path, full)
+        cmd = [exe, "--weights", weights, "--threads", str(args.threads),
+               "--input", "src=" + prompt_path, "--input", "tgt=" + full_path,
+               "--output", out_path]
+        for st, name, length in ((0, "src_lengths", t), (1, "tgt_lengths", n)):
+            if spec["stacks"][st]["attention"].get("padding"):
+                p = os.path.join(args.work, name + ".npy")
+                np.save(p, np.full((b,), length, dtype=np.int32))
+                cmd += ["--input", name + "=" + p]
+        run(cmd)
+        fwd = np.load(out_path).astype(np.float64)
+    else:
+        full = np.concatenate([prompts, ours[:, :-1]], 1).astype(np.int32)
+        np.save(full_path, full)
+        run([exe, "--weights", weights, "--threads", str(args.threads),
+             "--input", "tokens=" + full_path, "--output", out_path])
+        fwd = np.load(out_path).astype(np.float64)[:, t - 1:]
     ferr = float(np.max(np.abs(fwd - ours_logits)))
     ok = ok and ferr <= args.tol * scale
 
@@ -118,6 +150,33 @@ def main():
     sampled_differs = bool((samp[0] != ours).any())
     ok = ok and reproducible and sampled_differs
 
+    # Text in, text out: what --prompt streams is the text of the ids that
+    # the same source gives through --input (up to EOS).
+    text_note = ""
+    if args.tokenizer:
+        tok = [exe, "--weights", weights, "--tokenizer", args.tokenizer]
+        ids = [int(x) for x in run(tok + ["--tokenize", args.prompt_text])
+               .stdout.split()]
+        src_path = os.path.join(args.work, "text_src.npy")
+        np.save(src_path, np.array([ids], dtype=np.int32))
+        sample = ["--generate", str(n), "--temperature", "1", "--seed", "3"]
+        streamed = run(tok + ["--prompt", args.prompt_text] + sample).stdout
+        gen_path = os.path.join(args.work, "text_ids.npy")
+        run([exe, "--weights", weights, "--input", "src=" + src_path,
+             "--output", gen_path] + sample)
+        gen = [int(x) for x in np.load(gen_path)[0]]
+        eos = int(run(tok + ["--tokenize", "</s>"]).stdout.split()[0])
+        if eos in gen:
+            gen = gen[:gen.index(eos)]
+        expected_text = run(tok + ["--detokenize", " ".join(map(str, gen))]
+                            ).stdout
+        text_ok = streamed == expected_text and len(streamed.strip()) > 0
+        ok = ok and text_ok
+        text_note = "; text %s the ids' (%d characters)" % (
+            "equal to" if text_ok else "DIFFERS from", len(streamed.strip()))
+        if not text_ok:
+            print("streamed %r\nexpected %r" % (streamed, expected_text))
+
     print("%s %s: %d x %d prompt, %d tokens: tokens %s PyTorch's; logits "
           "max |ours - torch| = %.3g (relative %.3g), vs own forward %.3g "
           "(relative %.3g), tolerance %g; sampling %s, %s greedy" % (
@@ -125,7 +184,7 @@ def main():
               "equal" if same else "DIFFER from", err, err / scale, ferr,
               ferr / scale, args.tol,
               "reproducible" if reproducible else "NOT reproducible",
-              "differs from" if sampled_differs else "SAME AS"))
+              "differs from" if sampled_differs else "SAME AS") + text_note)
     if not same:
         print("ours:\n%s\ntorch:\n%s" % (ours, expected))
     return 0 if ok else 1

@@ -69,20 +69,25 @@ driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
     return failure();
   iface.params = std::move(*params);
   llvm::json::Object fields(target);
-  std::string cached = (name + "_cached").str();
-  if (auto step = module.lookupSymbol<func::FuncOp>(cached)) {
-    FailureOr<std::vector<AbiArg>> stepAbi = readAbi(module, cached);
-    ArrayAttr stepParams = module.getContext()
-                               ->getLoadedDialect<TfmDialect>()
-                               ->getParamsAttrHelper()
-                               .getAttr(step);
-    if (failed(stepAbi) || !stepParams)
-      return emitError(step.getLoc(), "internal: no lowered step function");
-    auto resolved = resolveAbiParams(iface.table, stepParams, step.getLoc());
+  // An extra entry point over the forward pass's parameter table
+  // (`<name>_cached`, `<name>_encoder`): its ABI, parameters renumbered as
+  // the forward pass's; none when the module has no such function.
+  auto readExtra =
+      [&](StringRef fn) -> FailureOr<std::optional<std::vector<AbiArg>>> {
+    auto extra = module.lookupSymbol<func::FuncOp>(fn);
+    if (!extra)
+      return std::optional<std::vector<AbiArg>>();
+    FailureOr<std::vector<AbiArg>> extraAbi = readAbi(module, fn);
+    ArrayAttr extraParams = module.getContext()
+                                ->getLoadedDialect<TfmDialect>()
+                                ->getParamsAttrHelper()
+                                .getAttr(extra);
+    if (failed(extraAbi) || !extraParams)
+      return emitError(extra.getLoc(), "internal: no lowered '") << fn << "'";
+    auto resolved = resolveAbiParams(iface.table, extraParams, extra.getLoc());
     if (failed(resolved))
       return failure();
-    // The step function reads the forward pass's parameter table.
-    for (AbiArg &a : *stepAbi) {
+    for (AbiArg &a : *extraAbi) {
       if (a.kind != AbiArg::Param)
         continue;
       const AbiParam &p = (*resolved)[a.index];
@@ -90,12 +95,20 @@ driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
         return f.index == p.index && f.panel == p.panel;
       });
       if (it == iface.params.end())
-        return emitError(step.getLoc(), "internal: the step function reads '")
-               << iface.table[p.index].name
+        return emitError(extra.getLoc(), "internal: '")
+               << fn << "' reads '" << iface.table[p.index].name
                << "' in a layout the forward pass does not";
       a.index = it - iface.params.begin();
     }
-    iface.stepAbi = std::move(*stepAbi);
+    return std::optional<std::vector<AbiArg>>(std::move(*extraAbi));
+  };
+  auto stepAbi = readExtra((name + "_cached").str());
+  auto encodeAbi = readExtra((name + "_encoder").str());
+  if (failed(stepAbi) || failed(encodeAbi))
+    return failure();
+  iface.encodeAbi = std::move(*encodeAbi);
+  if (*stepAbi) {
+    iface.stepAbi = std::move(**stepAbi);
     const StackSpec &s = spec->mainStack();
     // Each layer's sliding window (0: none): its cache is a ring buffer.
     llvm::json::Array windows;
@@ -105,11 +118,22 @@ driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
       windows.push_back(a.mask == MaskKind::sliding && !global ? a.window
                                                                : int64_t(0));
     }
-    fields["generation"] = llvm::json::Object{{"entry", (name + "_step").str()},
-                                              {"layers", s.layers},
-                                              {"kv_heads", s.attention.kvHeads},
-                                              {"head_dim", s.attention.headDim},
-                                              {"windows", std::move(windows)}};
+    llvm::json::Object generation{{"entry", (name + "_step").str()},
+                                  {"layers", s.layers},
+                                  {"kv_heads", s.attention.kvHeads},
+                                  {"head_dim", s.attention.headDim},
+                                  {"windows", std::move(windows)}};
+    // An encoder-decoder: the entry point that encodes the source and the
+    // cross-attention caches' sizes (one pair per decoder layer).
+    if (iface.encodeAbi)
+      generation["encoder"] =
+          llvm::json::Object{{"entry", (name + "_encode").str()},
+                             {"kv_heads", s.cross.kvHeads},
+                             {"head_dim", s.cross.headDim},
+                             {"d_model", spec->dModel},
+                             // It takes the source lengths after the source.
+                             {"lengths", spec->stacks[0].attention.padding}};
+    fields["generation"] = std::move(generation);
   }
   iface.metadata = modelMetadata(*spec, iface.table, iface.params, fields);
   return iface;
@@ -182,8 +206,8 @@ LogicalResult HostEmitter::emit(const ModelSpec *spec, StringRef name,
   bool exe = options.emit == Stage::Exe &&
              options.artifact == ArtifactKind::Executable;
   if (failed(addEntryPoints(*llvmModule, name, iface.metadata, iface.abi, exe,
-                            message,
-                            iface.stepAbi ? &*iface.stepAbi : nullptr)))
+                            message, iface.stepAbi ? &*iface.stepAbi : nullptr,
+                            iface.encodeAbi ? &*iface.encodeAbi : nullptr)))
     return error() << message;
   translate.stop();
   auto tm = createTargetMachine(cpu, message);

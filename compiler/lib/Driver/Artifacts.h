@@ -38,6 +38,9 @@ struct HostInterface {
   /// The KV-cache entry point's (`<name>_step`), parameters numbered as the
   /// forward pass's; empty without one.
   std::optional<std::vector<AbiArg>> stepAbi;
+  /// An encoder-decoder's `<name>_encode` (over `<name>_encoder`), numbered
+  /// the same way; empty without one.
+  std::optional<std::vector<AbiArg>> encodeAbi;
   ParamTable table;
   std::vector<AbiParam> params;
   std::string metadata; ///< the description embedded in the artifact

@@ -387,12 +387,13 @@ LogicalResult Compilation::compileTfm(llvm::SourceMgr &sourceMgr) {
       buildModule(ctx, lowered, diags.loc(decl->loc));
   if (!module)
     return failure();
-  // The KV-cache entry point is CPU-only for now: its attention is not
+  // The KV-cache entry points are CPU-only for now: their attention is not
   // lowered for CUDA yet.
   if (options.target == TargetKind::CUDA)
-    if (auto cached =
-            module->lookupSymbol<func::FuncOp>(spec->name + "_cached"))
-      cached.erase();
+    for (StringRef suffix : {"_cached", "_encoder"})
+      if (auto extra =
+              module->lookupSymbol<func::FuncOp>((spec->name + suffix).str()))
+        extra.erase();
   frontEnd.stop();
   if (options.emit == Stage::Tfm) {
     module->print(os);

@@ -309,7 +309,8 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
                                         StringRef metadataJson,
                                         ArrayRef<AbiArg> abi, bool exeAliases,
                                         std::string &error,
-                                        const std::vector<AbiArg> *stepAbi) {
+                                        const std::vector<AbiArg> *stepAbi,
+                                        const std::vector<AbiArg> *encodeAbi) {
   llvm::LLVMContext &ctx = module.getContext();
   llvm::Function *fn = addWrapper(module, name, name + "_forward", abi, error);
   if (!fn)
@@ -321,6 +322,14 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
       return failure();
     if (exeAliases)
       llvm::GlobalAlias::create("tfm_model_step", step);
+  }
+  if (encodeAbi) {
+    llvm::Function *encode = addWrapper(module, (name + "_encoder").str(),
+                                        name + "_encode", *encodeAbi, error);
+    if (!encode)
+      return failure();
+    if (exeAliases)
+      llvm::GlobalAlias::create("tfm_model_encode", encode);
   }
   auto *init = llvm::ConstantDataArray::getString(ctx, metadataJson, true);
   auto *gv = new llvm::GlobalVariable(module, init->getType(), true,
@@ -471,6 +480,15 @@ std::string mlir::tfm::generateHeader(const ModelSpec &spec,
           "tfm_session_decode. Sessions share the model's weights; a "
           "session is\n   used by one thread at a time. */\n"
        << "int32_t " << spec.name << "_step(void *const *params, "
+       << "const tfm_tensor *inputs, tfm_tensor *output);\n\n";
+  if (hasEncoderFunction(spec))
+    os << "/* Encodes the source once per sequence and caches the "
+          "cross-attention keys\n   and values: give it with "
+          "tfm_model_set_encoder(m, "
+       << spec.name
+       << "_encode)\n   and call tfm_session_encode before "
+          "tfm_session_prefill. */\n"
+       << "int32_t " << spec.name << "_encode(void *const *params, "
        << "const tfm_tensor *inputs, tfm_tensor *output);\n\n";
   os << "#define " << up << "_NUM_PARAMS " << abiParams.size() << "\n"
      << "#define " << up << "_NUM_INPUTS " << spec.inputs().size() << "\n"

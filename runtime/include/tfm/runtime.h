@@ -139,7 +139,7 @@ tfm_status tfm_model_run(tfm_model *m, const tfm_tensor *inputs,
                          tfm_tensor *output);
 void tfm_model_print_info(const tfm_model *m, FILE *out);
 
-/* Generation with a KV cache (decoder models).
+/* Generation with a KV cache (decoder and encoder-decoder models).
  *
  * A decoder artifact also has `<name>_step`, the forward pass over a KV
  * cache; tfm_model_set_step() gives it to a model created with
@@ -150,9 +150,17 @@ void tfm_model_print_info(const tfm_model *m, FILE *out);
  * may be shared by any number of sessions, on any threads, as long as
  * nothing loads new weights meanwhile. A session is not thread-safe.
  *
- * Sequences are numbered 0..max_batch-1 and start empty. */
+ * Sequences are numbered 0..max_batch-1 and start empty.
+ *
+ * An encoder-decoder artifact also has `<name>_encode`, given with
+ * tfm_model_set_encoder(): tfm_session_encode() runs the encoder once on
+ * each sequence's source and caches every decoder layer's cross-attention
+ * keys and values (per layer kv_heads x head_dim floats per source token,
+ * twice); prefill and decode then run the decoder alone. A session's
+ * max_len bounds the source as well as the target. */
 typedef struct tfm_session tfm_session;
 tfm_status tfm_model_set_step(tfm_model *m, tfm_forward_fn step);
+tfm_status tfm_model_set_encoder(tfm_model *m, tfm_forward_fn encode);
 /* Whether the model can generate (it has a step entry point). */
 int tfm_model_can_generate(const tfm_model *m);
 tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
@@ -173,6 +181,12 @@ tfm_status tfm_session_prefill(tfm_session *s, int64_t n,
  * one batched step; logits as for prefill. */
 tfm_status tfm_session_decode(tfm_session *s, int64_t n, const int32_t *tokens,
                               float *logits);
+/* Encoder-decoders: gives sequences 0..n-1 the sources src[i] (lens[i]
+ * tokens each, 1..max_len), encoding each once (no padding), and empties
+ * their targets. A sequence is encoded before it is prefilled (with the
+ * decoder's start token, Hugging Face's decoder_start_token_id). */
+tfm_status tfm_session_encode(tfm_session *s, int64_t n,
+                              const int32_t *const *src, const int64_t *lens);
 
 /* Threads (OpenMP) and time. */
 void tfm_set_threads(int n);
@@ -196,6 +210,11 @@ int tfm_main(int argc, char **argv, const char *model_json,
 /* The same for a model that can generate: `step` may be NULL. */
 int tfm_main_step(int argc, char **argv, const char *model_json,
                   tfm_forward_fn forward, tfm_forward_fn step);
+/* The same for an encoder-decoder that can generate: `encode` may be NULL
+ * (decoders). */
+int tfm_main_generate(int argc, char **argv, const char *model_json,
+                      tfm_forward_fn forward, tfm_forward_fn step,
+                      tfm_forward_fn encode);
 
 #ifdef __cplusplus
 }

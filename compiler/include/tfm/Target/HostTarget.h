@@ -52,11 +52,14 @@ llvm::StructType *getTensorStructType(llvm::LLVMContext &ctx);
 
 /// With `stepAbi`, also `<name>_step` over the lowered `<name>_cached` (its
 /// parameters numbered as the forward pass's), and with `exeAliases` its
-/// `tfm_model_step` alias.
+/// `tfm_model_step` alias; with `encodeAbi`, `<name>_encode` over
+/// `<name>_encoder` (an encoder-decoder's) and its `tfm_model_encode`
+/// alias.
 LogicalResult addEntryPoints(llvm::Module &module, StringRef name,
                              StringRef metadataJson, ArrayRef<AbiArg> abi,
                              bool exeAliases, std::string &error,
-                             const std::vector<AbiArg> *stepAbi = nullptr);
+                             const std::vector<AbiArg> *stepAbi = nullptr,
+                             const std::vector<AbiArg> *encodeAbi = nullptr);
 
 /// The JSON the runtime reads: the description plus "abi_params", plus the
 /// fields of `target` (for a CUDA artifact "target" and "compute_dtype").

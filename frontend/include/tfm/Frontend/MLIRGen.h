@@ -25,9 +25,20 @@ OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const ModelSpec &spec,
 /// layer the key cache [B', KV, head_dim, S] and the value cache
 /// [B', KV, S, head_dim]) -> (the last row's logits [B, 1, vocab], the
 /// updated caches, each marked `tfm.cache_of` = its argument). Sequence b's
-/// T new tokens are at positions[b]..; B' >= B. Decoders with token input
-/// and an LM head have it.
+/// T new tokens are at positions[b]..; B' >= B. Decoders and
+/// encoder-decoders with token input and an LM head have it. An
+/// encoder-decoder's also takes the source lengths [B] after the positions
+/// and, after the caches, each decoder layer's cross-attention key and value
+/// caches (read only), written by `<name>_encoder`.
 bool hasStepFunction(const ModelSpec &spec);
+
+/// Whether buildModule also builds `<name>_encoder` (encoder-decoders with
+/// a step function): (src [B, S], the source lengths [B] when the encoder
+/// pads, then per decoder layer the cross-attention key cache
+/// [B', KV, head_dim, S'] and value cache [B', KV, S', head_dim]) -> (the
+/// encoder's output [B, S, d_model], the caches with the source's keys and
+/// values written at positions 0..S-1, each marked `tfm.cache_of`).
+bool hasEncoderFunction(const ModelSpec &spec);
 
 } // namespace mlir::tfm
 
