@@ -42,6 +42,24 @@ static _Thread_local tfm_guard *current_guard;
 static _Thread_local uint64_t last_failed_bytes;
 
 extern int omp_get_level(void);
+extern void kmp_set_blocktime(int);
+
+/* libomp's threads spin for KMP_BLOCKTIME (200 ms) after a parallel region
+ * before they sleep. On a machine whose cores are also busy with other work
+ * a spinning thread holds a core the others need, and every one of the
+ * hundreds of parallel regions of a forward pass then waits for a time
+ * slice: decoding ran 5 to 20 times slower with one core taken
+ * (bench/busy_bench.py). So the threads a forward pass forks sleep at once,
+ * unless the user set KMP_BLOCKTIME; it applies to the teams the calling
+ * thread forks, so each calling thread sets it once. */
+static void set_wait_policy(void) {
+  static _Thread_local int done;
+  if (done)
+    return;
+  done = 1;
+  if (!getenv("KMP_BLOCKTIME"))
+    kmp_set_blocktime(0);
+}
 
 _Noreturn static void out_of_memory(uint64_t bytes) {
   tfm_guard *g = current_guard;
@@ -114,6 +132,7 @@ static _Thread_local tfm_guard guard;
 
 int32_t tfm_forward_guarded(tfm_forward_body body, void *const *params,
                             const tfm_tensor *inputs, tfm_tensor *output) {
+  set_wait_policy();
   /* A forward pass inside a forward pass shares the outer guard. */
   if (current_guard) {
     body(params, inputs, output);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 // Runtime internals (runtime/src/internal.h) under test.
@@ -387,6 +388,33 @@ void allocatingBody(void *const *, const tfm_tensor *, tfm_tensor *out) {
     static_cast<char *>(c)[0] = 1; // never reached
   }
   _mlir_memref_to_llvm_free(kept);
+}
+
+extern "C" int kmp_get_blocktime(void);
+
+void noopBody(void *const *, const tfm_tensor *, tfm_tensor *) {}
+
+/// The threads a forward pass forks sleep at once (KMP_BLOCKTIME 0) unless
+/// the user set KMP_BLOCKTIME: spinning threads collapse on a busy machine.
+/// The policy is set per calling thread, so each case runs on a new one.
+TEST(Forward, ThreadsSleepAtOnceUnlessTheUserSaysOtherwise) {
+  unsetenv("KMP_BLOCKTIME");
+  int seen = -1;
+  std::thread([&] {
+    tfm_tensor out{};
+    EXPECT_EQ(tfm_forward_guarded(noopBody, nullptr, nullptr, &out), 0);
+    seen = kmp_get_blocktime();
+  }).join();
+  EXPECT_EQ(seen, 0);
+  setenv("KMP_BLOCKTIME", "7", 1);
+  std::thread([&] {
+    int before = kmp_get_blocktime();
+    tfm_tensor out{};
+    EXPECT_EQ(tfm_forward_guarded(noopBody, nullptr, nullptr, &out), 0);
+    seen = kmp_get_blocktime() == before ? 1 : 0;
+  }).join();
+  unsetenv("KMP_BLOCKTIME");
+  EXPECT_EQ(seen, 1);
 }
 
 TEST(Forward, AFailedAllocationIsAStatusNotACrash) {
