@@ -1,5 +1,10 @@
 // RUN: tfm-opt %s --tfm-lower-kernels=vector-width=16 | FileCheck %s
 
+// The decode attention kernels below ask the runtime for the thread count:
+// the pass declares it once in the module.
+// CHECK: func.func private @tfm_get_threads() -> i32
+// CHECK-NOT: @tfm_get_threads() -> i32
+
 // 70 columns in panels of 32: two full panels in parallel, then a masked
 // tail panel; 8-row register blocks, then single rows.
 // CHECK-LABEL: func.func @linear
@@ -58,5 +63,90 @@ func.func @attention(%q: memref<?x4x?x8xf32>, %kt: memref<?x2x8x?xf32>, %v: memr
 // CHECK: vector.reduction <maximumf>
 func.func @attention_modifiers(%q: memref<?x4x?x8xf32>, %kt: memref<?x2x8x?xf32>, %v: memref<?x2x?x8xf32>, %b: memref<4x17xf32>, %o: memref<?x4x?x8xf32>) {
   tfm.attention_kernel ins(%q, %kt, %v : memref<?x4x?x8xf32>, memref<?x2x8x?xf32>, memref<?x2x?x8xf32>) bias(%b : memref<4x17xf32>) outs(%o : memref<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64, softcap = 20.0 : f64, alibi_slopes = array<f64: 0.25, 0.0625, 0.015625, 0.00390625>, bias_distance = 8 : i64}
+  return
+}
+
+// Over a KV cache (positions) with a dynamic T: the decode kernel when
+// T x group <= 16 (here T <= 4: 4 query heads per KV head), else the
+// prefill kernel, chosen at run time. Decode: the thread count from the
+// runtime sets the number of key splits (at least 256 keys each); a task per (sequence, KV head,
+// split) loads each block of K^T once for the 4 query heads of its group
+// (one masked load, four FMAs) and each V vector once for them too, keeping
+// each row's running max and sum (a cache line per row) and unnormalized
+// output in a workspace per split; a second parallel loop over (sequence,
+// head) merges the splits: max, exp-weighted sums, the output.
+// CHECK-LABEL: func.func @attention_decode
+// CHECK: %[[T:.*]] = memref.dim %arg0, %c2 : memref<?x8x?x8xf32>
+// CHECK: %[[DECODE:.*]] = arith.cmpi ule, %[[T]], %c4
+// CHECK: scf.if %[[DECODE]] {
+// CHECK: call @tfm_get_threads() : () -> i32
+// CHECK: arith.ceildivui %{{.*}}, %c256 : index
+// CHECK-NEXT: arith.minsi
+// CHECK-NEXT: %[[SPLITS:.*]] = arith.maxsi
+// CHECK: %[[ML:.*]] = memref.alloc(%{{.*}}, %[[SPLITS]], %{{.*}}) {alignment = 64 : i64} : memref<?x2x?x?x16xf32>
+// CHECK: %[[O:.*]] = memref.alloc(%{{.*}}, %[[SPLITS]], %{{.*}}) {alignment = 64 : i64} : memref<?x2x?x?x8xf32>
+// CHECK: %[[P:.*]] = memref.alloc(%{{.*}}, %[[SPLITS]]) {alignment = 64 : i64} : memref<?x2x?x4x32xf32>
+// CHECK: scf.parallel (%[[B:.*]], %[[KV:.*]], %[[S:.*]]) = (%c0, %c0, %c0) to (%{{.*}}, %c2, %[[SPLITS]])
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %c32 {
+// CHECK: scf.for %[[TI:.*]] = %c0 to %[[T]] step %c1 {
+// CHECK: scf.for %[[D:.*]] = %c0 to %c8 step %c1 iter_args({{.*}}) -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>) {
+// CHECK-NEXT: %[[KB:.*]] = vector.maskedload %arg1[%[[B]], %[[KV]], %[[D]], %[[J]]]
+// CHECK-COUNT-4: vector.fma %{{.*}}, %[[KB]], %{{.*}} : vector<32xf32>
+// CHECK-NEXT: scf.yield
+// CHECK: memref.load %[[ML]][%[[B]], %[[KV]], %[[S]], %{{.*}}, %c0]
+// CHECK: memref.load %[[ML]][%[[B]], %[[KV]], %[[S]], %{{.*}}, %c1]
+// CHECK: vector.reduction <maximumf>
+// CHECK: math.exp %{{.*}} : vector<32xf32>
+// CHECK: vector.store %{{.*}}, %[[P]][%[[B]], %[[KV]], %[[S]], %c0, %c0]
+// CHECK: vector.store %{{.*}}, %[[P]][%[[B]], %[[KV]], %[[S]], %c3, %c0]
+// CHECK: scf.for
+// CHECK: %[[VROW:.*]] = vector.load %arg2[%[[B]], %[[KV]], %{{.*}}, %{{.*}}] : memref<?x2x?x8xf32>, vector<8xf32>
+// CHECK-COUNT-4: vector.fma %{{.*}}, %[[VROW]], %{{.*}} : vector<8xf32>
+// CHECK: vector.store %{{.*}}, %[[O]][%[[B]], %[[KV]], %[[S]], %{{.*}}, %{{.*}}]
+// CHECK: } {tfm.keep_parallel}
+// CHECK: scf.parallel (%[[MB:.*]], %[[MH:.*]]) = (%c0, %c0) to (%{{.*}}, %c8)
+// CHECK: scf.for %{{.*}} = %c0 to %[[SPLITS]] step %c1 iter_args
+// CHECK: arith.maximumf
+// CHECK: scf.for %{{.*}} = %c0 to %[[SPLITS]] step %c1 iter_args
+// CHECK: math.exp
+// CHECK: vector.store %{{.*}}, %arg4[%[[MB]], %[[MH]], %{{.*}}, %{{.*}}]
+// CHECK: } {tfm.keep_parallel}
+// CHECK: memref.dealloc %[[ML]]
+// CHECK: memref.dealloc %[[O]]
+// CHECK: memref.dealloc %[[P]]
+// CHECK: } else {
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = (%c0, %c0, %c0) to (%{{.*}}, %c8, %{{.*}})
+// CHECK: } {tfm.keep_parallel}
+func.func @attention_decode(%q: memref<?x8x?x8xf32>, %kt: memref<?x2x8x?xf32>, %v: memref<?x2x?x8xf32>, %p: memref<?xi32>, %o: memref<?x8x?x8xf32>) {
+  tfm.attention_kernel ins(%q, %kt, %v : memref<?x8x?x8xf32>, memref<?x2x8x?xf32>, memref<?x2x?x8xf32>) positions(%p : memref<?xi32>) outs(%o : memref<?x8x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64}
+  return
+}
+
+// One query row (T = 1, static): the decode kernel alone. Multi-query with
+// 16 heads: two register blocks of 8 rows per block of keys (eight FMAs
+// each on one load of K^T). A ring buffer's slots are mapped to positions
+// per block of keys, and every written slot is in the key range split
+// across tasks.
+// CHECK-LABEL: func.func @attention_step
+// CHECK-NOT: scf.if
+// CHECK: call @tfm_get_threads()
+// CHECK: scf.parallel (%[[B:.*]], %[[KV:.*]], %[[S:.*]]) = (%c0, %c0, %c0) to (%{{.*}}, %c1, %{{.*}})
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %c32 {
+// CHECK: arith.remsi %{{.*}} : vector<32xindex>
+// CHECK: scf.for %[[D:.*]] = %c0 to %c8 step %c1 iter_args
+// CHECK-NEXT: %[[KB:.*]] = vector.maskedload %arg1[%[[B]], %[[KV]], %[[D]], %[[J]]]
+// CHECK-COUNT-8: vector.fma %{{.*}}, %[[KB]], %{{.*}} : vector<32xf32>
+// CHECK-NEXT: scf.yield
+// CHECK: scf.for %[[D2:.*]] = %c0 to %c8 step %c1 iter_args
+// CHECK-NEXT: %[[KB2:.*]] = vector.maskedload %arg1[%[[B]], %[[KV]], %[[D2]], %[[J]]]
+// CHECK-COUNT-8: vector.fma %{{.*}}, %[[KB2]], %{{.*}} : vector<32xf32>
+// CHECK-NEXT: scf.yield
+// CHECK: } {tfm.keep_parallel}
+// CHECK: scf.parallel
+// CHECK: } {tfm.keep_parallel}
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @attention_step(%q: memref<?x16x1x8xf32>, %kt: memref<?x1x8x?xf32>, %v: memref<?x1x?x8xf32>, %p: memref<?xi32>, %o: memref<?x16x1x8xf32>) {
+  tfm.attention_kernel ins(%q, %kt, %v : memref<?x16x1x8xf32>, memref<?x1x8x?xf32>, memref<?x1x?x8xf32>) positions(%p : memref<?xi32>) outs(%o : memref<?x16x1x8xf32>) {mask = #tfm.mask<sliding>, window = 4 : i64, scale = 0.35 : f64, ring}
   return
 }

@@ -45,7 +45,7 @@ void pipelines::buildCpuLoopsStage(OpPassManager &pm,
               "func.func(convert-linalg-to-parallel-loops)");
   TfmLowerKernelsOptions kernels;
   kernels.vectorWidth = config.vectorWidth;
-  pm.addNestedPass<func::FuncOp>(createTfmLowerKernels(kernels));
+  pm.addPass(createTfmLowerKernels(kernels));
   pm.addNestedPass<func::FuncOp>(createTfmParallelizeOuter());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -24,6 +24,17 @@
 // distance vector) and the position bias by distance (a gather from the
 // [H, 2M + 1] table with clamped distances); block skipping is unchanged.
 //
+// Over a KV cache (`positions`) with few query rows per KV head (decode:
+// T x group <= 16, or T = 1) a second kernel, flash decoding, takes over:
+// a task per sequence, KV head and split of the keys computes all the
+// query rows of the KV head's group together, so that each block of K and
+// V is read once for the group, and keeps its partial softmax (max, sum,
+// unnormalized output) in a workspace; a merge step combines the splits
+// with log-sum-exp rescaling. The keys are split when batch x KV heads is
+// smaller than the number of threads (tfm_get_threads, read at run time),
+// in splits of at least 256 keys. With a dynamic T both kernels are
+// emitted, chosen by T at run time.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Transforms/Passes.h"
@@ -205,6 +216,25 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
 /// kernel; wider heads loop over their chunks in memory.
 constexpr int64_t kMaxRegisterChunks = 16;
 
+/// The decode kernel takes an attention over a KV cache when the query rows
+/// of one KV head (T x group) are at most this many, or T is 1: few enough
+/// that reading each block of K and V once for all of them beats the
+/// prefill kernel's register-held output blocks.
+constexpr int64_t kDecodeMaxRows = 16;
+
+/// Fewest keys in one split of the decode kernel. A split costs a task and
+/// a (max, sum, Dv outputs) partial per query row to merge: with 256 keys
+/// it computes 256 x (D + Dv) FMAs per row for D + 2 values merged, so the
+/// merge stays well under 1% of the work.
+constexpr int64_t kMinSplitKeys = 256;
+
+/// Bytes of a cache line: the alignment of the decode kernel's workspace.
+constexpr int64_t kCacheLine = 64;
+
+/// The runtime function that gives the number of threads the generated
+/// code runs on (tfm_set_threads, --threads).
+constexpr StringLiteral kThreadsFn = "tfm_get_threads";
+
 /// Builds `for c in [0, chunks)` with `body(c)`.
 void forChunks(OpBuilder &b, Location loc, int64_t chunks,
                function_ref<void(OpBuilder &, Location, Value)> body) {
@@ -216,6 +246,776 @@ void forChunks(OpBuilder &b, Location loc, int64_t chunks,
                      });
 }
 
+/// `for i in [lb, ub)` with `body(i)`.
+void forRange(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
+              function_ref<void(OpBuilder &, Location, Value)> body) {
+  scf::ForOp::create(b, loc, lb, ub, step, ValueRange{},
+                     [&](OpBuilder &fb, Location fl, Value i, ValueRange) {
+                       body(fb, fl, i);
+                       scf::YieldOp::create(fb, fl);
+                     });
+}
+
+/// The declaration of the runtime's thread count in the module of `op`.
+void declareThreadsFn(OpBuilder &b, Operation *op) {
+  Operation *table = SymbolTable::getNearestSymbolTable(op->getParentOp());
+  if (SymbolTable::lookupSymbolIn(table, kThreadsFn))
+    return;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&table->getRegion(0).front());
+  auto fn = func::FuncOp::create(b, op->getLoc(), kThreadsFn,
+                                 b.getFunctionType({}, {b.getI32Type()}));
+  fn.setPrivate();
+}
+
+/// What the prefill and decode attention kernels share: the operands,
+/// shapes and attributes of the op, the constants emitted before the
+/// kernel, and the computation of one block of scores.
+struct AttentionLowering {
+  AttentionKernelOp op;
+  int64_t vl;
+  Value q, kt, v, out, lengths, positions, bias;
+  bool ring;
+  int64_t d, dv;
+  /// Lanes of an output vector (dv in `chunks` vectors of `wv` lanes).
+  int64_t wv, chunks;
+  /// Keys per block: two vector registers.
+  int64_t bk;
+  MaskKind kind;
+  int64_t window, biasDistance;
+  double scale;
+  std::optional<double> softcap;
+  std::optional<ArrayRef<double>> slopes;
+  VectorType vk, vvT, maskT, idxV, i32V;
+  // Emitted before the kernel by emitCommon.
+  Value c0, c1, bsz, heads, tq, kvHeads, tk, ninf, ninfV, zeroVV, zeroK, scaleV,
+      lanes;
+
+  AttentionLowering(AttentionKernelOp op, int64_t vl) : op(op), vl(vl) {
+    q = op.getQuery();
+    kt = op.getKey();
+    v = op.getValue();
+    out = op.getOutput();
+    lengths = op.getLengths();
+    positions = op.getPositions();
+    bias = op.getBias();
+    ring = op.getRing() && positions;
+    d = cast<MemRefType>(q.getType()).getDimSize(3);
+    dv = cast<MemRefType>(v.getType()).getDimSize(3);
+    wv = vl;
+    while (wv > 1 && dv % wv != 0)
+      wv /= 2;
+    chunks = dv / wv;
+    bk = 2 * vl;
+    kind = op.getMask();
+    window = op.getWindowAttr() ? op.getWindowAttr().getInt() : 0;
+    biasDistance = bias ? op.getBiasDistanceAttr().getInt() : int64_t(0);
+    scale = op.getScale().convertToDouble();
+    if (auto cap = op.getSoftcapAttr())
+      softcap = cap.getValueAsDouble();
+    slopes = op.getAlibiSlopes();
+    MLIRContext *ctx = op.getContext();
+    Type f32 = Float32Type::get(ctx);
+    vk = VectorType::get({bk}, f32);
+    vvT = VectorType::get({wv}, f32);
+    maskT = VectorType::get({bk}, IntegerType::get(ctx, 1));
+    idxV = VectorType::get({bk}, IndexType::get(ctx));
+    i32V = VectorType::get({bk}, IntegerType::get(ctx, 32));
+  }
+
+  void emitCommon(OpBuilder &b, Location loc) {
+    c0 = cIdx(b, loc, 0);
+    c1 = cIdx(b, loc, 1);
+    bsz = dim(b, loc, q, 0);
+    heads = dim(b, loc, q, 1);
+    tq = dim(b, loc, q, 2);
+    kvHeads = dim(b, loc, kt, 1);
+    tk = dim(b, loc, kt, 3);
+    ninf = cF32(b, loc, -INFINITY);
+    ninfV = vector::BroadcastOp::create(b, loc, vk, ninf);
+    zeroVV = arith::ConstantOp::create(
+        b, loc, vvT, DenseElementsAttr::get(vvT, b.getF32FloatAttr(0.0)));
+    zeroK = arith::ConstantOp::create(
+        b, loc, vk, DenseElementsAttr::get(vk, b.getF32FloatAttr(0.0)));
+    scaleV = vector::BroadcastOp::create(b, loc, vk, cF32(b, loc, scale));
+    lanes = vector::StepOp::create(b, loc, idxV);
+  }
+
+  /// The query heads per KV head when both counts are static and the
+  /// attention reads a KV cache: the decode kernel's grouping.
+  std::optional<int64_t> decodeGroup() const {
+    int64_t h = cast<MemRefType>(q.getType()).getDimSize(1);
+    int64_t kv = cast<MemRefType>(kt.getType()).getDimSize(1);
+    if (!positions || ShapedType::isDynamic(h) || ShapedType::isDynamic(kv) ||
+        kv == 0 || h % kv != 0)
+      return std::nullopt;
+    return h / kv;
+  }
+
+  /// The position of query row 0 of sequence `bi` (`alignedOffset` without
+  /// positions) and the end of its visible keys (unwritten cache slots and
+  /// lengths excluded): (offset, limit).
+  std::pair<Value, Value> sequenceBounds(OpBuilder &nb, Location l, Value bi,
+                                         Value alignedOffset) const {
+    Value limit = tk;
+    Value offset = alignedOffset;
+    if (positions) {
+      // A KV cache: this sequence's rows start at positions[b], and
+      // nothing past its last row's position was written.
+      Value p = memref::LoadOp::create(nb, l, positions, ValueRange{bi});
+      offset = arith::MaxSIOp::create(
+          nb, l, arith::IndexCastOp::create(nb, l, nb.getIndexType(), p), c0);
+      Value end = arith::AddIOp::create(nb, l, offset, tq);
+      // Positions, not slots, for a ring buffer.
+      limit = ring ? end : arith::MinSIOp::create(nb, l, limit, end);
+    }
+    if (lengths) {
+      Value len = memref::LoadOp::create(nb, l, lengths, ValueRange{bi});
+      len = arith::IndexCastOp::create(nb, l, nb.getIndexType(), len);
+      len = arith::MaxSIOp::create(nb, l, len, c0);
+      limit = arith::MinSIOp::create(nb, l, limit, len);
+    }
+    return {offset, limit};
+  }
+
+  /// The key positions [lo, hi) that a query at position `pos` sees.
+  std::pair<Value, Value> rowBounds(OpBuilder &nb, Location l, Value pos,
+                                    Value limit) const {
+    Value h = limit;
+    if (kind != MaskKind::none)
+      h = arith::MinSIOp::create(nb, l, h,
+                                 arith::AddIOp::create(nb, l, pos, c1));
+    Value lw = c0;
+    if (kind == MaskKind::sliding)
+      lw = arith::MaxSIOp::create(
+          nb, l, c0,
+          arith::SubIOp::create(nb, l, pos, cIdx(nb, l, window - 1)));
+    return {lw, h};
+  }
+
+  /// The lanes of keys [j0, j0 + bk) inside the buffer.
+  Value keyMask(OpBuilder &kb, Location kl, Value j0) const {
+    Value valid = arith::SubIOp::create(kb, kl, tk, j0);
+    return vector::CreateMaskOp::create(kb, kl, maskT, ValueRange{valid});
+  }
+
+  /// The positions of the keys in slots [j0, j0 + bk): the slots
+  /// themselves, or in a ring buffer with `written` positions written, the
+  /// position each slot holds (-1: none).
+  Value keyPositions(OpBuilder &kb, Location kl, Value j0,
+                     Value written) const {
+    Value jv = arith::AddIOp::create(
+        kb, kl, lanes, vector::BroadcastOp::create(kb, kl, idxV, j0));
+    if (!ring)
+      return jv;
+    // Slot j holds position e - 1 - ((e - 1 - j) mod S), or none (-1) if
+    // j >= e or j >= S.
+    auto splat = [&](Value x) {
+      return vector::BroadcastOp::create(kb, kl, idxV, x);
+    };
+    Value last = splat(arith::SubIOp::create(kb, kl, written, c1));
+    Value back = arith::SubIOp::create(kb, kl, last, jv);
+    // Lanes past the last slot hold nothing either.
+    Value unwritten = arith::OrIOp::create(
+        kb, kl,
+        arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::slt, back,
+                              splat(c0)),
+        arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::sge, jv,
+                              splat(tk)));
+    Value held = arith::SubIOp::create(
+        kb, kl, last,
+        arith::RemSIOp::create(kb, kl,
+                               arith::MaxSIOp::create(kb, kl, back, splat(c0)),
+                               splat(tk)));
+    return arith::SelectOp::create(kb, kl, unwritten, splat(cIdx(kb, kl, -1)),
+                                   held);
+  }
+
+  /// The block of scores of a query of head `head` at position `pos`
+  /// against keys at positions `jv`, from its dot products `qk`: scaled,
+  /// the score modifiers applied (`slopeV`: the head's ALiBi slope), -inf
+  /// outside [lo, hi).
+  Value scores(OpBuilder &kb, Location kl, Value qk, Value jv, Value pos,
+               Value lo, Value hi, Value head, Value slopeV) const {
+    Value s = arith::MulFOp::create(kb, kl, qk, scaleV);
+    if (softcap)
+      s = arith::MulFOp::create(
+          kb, kl,
+          math::TanhOp::create(
+              kb, kl,
+              arith::MulFOp::create(
+                  kb, kl, s,
+                  vector::BroadcastOp::create(kb, kl, vk,
+                                              cF32(kb, kl, 1.0 / *softcap)))),
+          vector::BroadcastOp::create(kb, kl, vk, cF32(kb, kl, *softcap)));
+    if (slopes || bias) {
+      // Distances j - pos of the block's keys.
+      Value rel = arith::SubIOp::create(
+          kb, kl, jv, vector::BroadcastOp::create(kb, kl, idxV, pos));
+      if (slopes) {
+        Value relF = arith::SIToFPOp::create(
+            kb, kl, vk, arith::IndexCastOp::create(kb, kl, i32V, rel));
+        s = vector::FMAOp::create(kb, kl, slopeV, relF, s);
+      }
+      if (bias) {
+        auto splatIdx = [&](int64_t x) {
+          return vector::BroadcastOp::create(kb, kl, idxV, cIdx(kb, kl, x));
+        };
+        Value at = arith::AddIOp::create(
+            kb, kl,
+            arith::MaxSIOp::create(
+                kb, kl,
+                arith::MinSIOp::create(kb, kl, rel, splatIdx(biasDistance)),
+                splatIdx(-biasDistance)),
+            splatIdx(biasDistance));
+        Value all = vector::ConstantMaskOp::create(
+            kb, kl, maskT, vector::ConstantMaskKind::AllTrue);
+        s = arith::AddFOp::create(kb, kl, s,
+                                  vector::GatherOp::create(kb, kl, vk, bias,
+                                                           ValueRange{head, c0},
+                                                           at, all, zeroK));
+      }
+    }
+    Value in = arith::AndIOp::create(
+        kb, kl,
+        arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::slt, jv,
+                              vector::BroadcastOp::create(kb, kl, idxV, hi)),
+        arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::sge, jv,
+                              vector::BroadcastOp::create(kb, kl, idxV, lo)));
+    return arith::SelectOp::create(kb, kl, in, s, ninfV);
+  }
+
+  /// One step of the online softmax over a block of scores `s`, from the
+  /// running max and sum (mOld, lOld): the probabilities relative to the
+  /// new max, the new max and sum, and the factor that rescales what was
+  /// accumulated relative to the old max.
+  struct SoftmaxStep {
+    Value p, m, l, corr;
+  };
+  SoftmaxStep softmaxStep(OpBuilder &kb, Location kl, Value s, Value mOld,
+                          Value lOld) const {
+    Value mx =
+        vector::ReductionOp::create(kb, kl, vector::CombiningKind::MAXIMUMF, s);
+    Value mNew = arith::MaximumFOp::create(kb, kl, mOld, mx);
+    // All keys so far masked: exponents relative to 0 give 0.
+    Value none =
+        arith::CmpFOp::create(kb, kl, arith::CmpFPredicate::OEQ, mNew, ninf);
+    Value mUse = arith::SelectOp::create(kb, kl, none, cF32(kb, kl, 0.0), mNew);
+    Value p = math::ExpOp::create(
+        kb, kl,
+        arith::SubFOp::create(kb, kl, s,
+                              vector::BroadcastOp::create(kb, kl, vk, mUse)));
+    Value corr =
+        math::ExpOp::create(kb, kl, arith::SubFOp::create(kb, kl, mOld, mUse));
+    Value sum =
+        vector::ReductionOp::create(kb, kl, vector::CombiningKind::ADD, p,
+                                    Value(), arith::FastMathFlags::reassoc);
+    Value lNew = arith::AddFOp::create(
+        kb, kl, arith::MulFOp::create(kb, kl, lOld, corr), sum);
+    return {p, mNew, lNew, corr};
+  }
+
+  /// 1 / sum, or 0 for a row that saw no key (its output is zeros).
+  Value inverseSum(OpBuilder &nb, Location l, Value sum) const {
+    Value pos0 = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT, sum,
+                                       cF32(nb, l, 0.0));
+    return arith::SelectOp::create(
+        nb, l, pos0, arith::DivFOp::create(nb, l, cF32(nb, l, 1.0), sum),
+        cF32(nb, l, 0.0));
+  }
+
+  void emitPrefill(OpBuilder &b, Location loc) const;
+  void emitDecode(OpBuilder &b, Location loc, int64_t group) const;
+};
+
+/// The prefill kernel: parallel over batch x heads x blocks of query rows
+/// (as many as keep their output accumulators in registers), each block
+/// against blocks of keys with the online softmax, K/V read from the
+/// query head's KV head.
+void AttentionLowering::emitPrefill(OpBuilder &b, Location loc) const {
+  // Past kMaxRegisterChunks vectors a row's output accumulators cannot
+  // stay in registers: a wide head keeps them in the output row and
+  // loops over its chunks, so the code does not grow with head_dim.
+  bool wide = chunks > kMaxRegisterChunks;
+  // Query rows per block: as many as keep the output accumulators
+  // (rows x chunks vectors) within half the vector registers.
+  int64_t rows = wide ? 1 : std::clamp<int64_t>(16 / chunks, 1, 8);
+  Value group = arith::DivUIOp::create(b, loc, heads, kvHeads);
+  Value alignedOffset = arith::SubIOp::create(b, loc, tk, tq);
+  Value qBlocks = arith::CeilDivUIOp::create(b, loc, tq, cIdx(b, loc, rows));
+
+  auto par = scf::ParallelOp::create(
+      b, loc, ValueRange{c0, c0, c0}, ValueRange{bsz, heads, qBlocks},
+      ValueRange{c1, c1, c1}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
+        Value bi = ivs[0], hi = ivs[1];
+        Value i0 = arith::MulIOp::create(nb, l, ivs[2], cIdx(nb, l, rows));
+        Value kvh = arith::DivUIOp::create(nb, l, hi, group);
+        Value lastRow = arith::SubIOp::create(nb, l, tq, c1);
+        Value offset, limit;
+        std::tie(offset, limit) = sequenceBounds(nb, l, bi, alignedOffset);
+        // Rows of the block (clamped: a partial last block recomputes the
+        // last row) and each row's visible keys [lo, hi).
+        SmallVector<Value> row, lo, hiK, posR;
+        for (int64_t r = 0; r < rows; ++r) {
+          Value ir = arith::MinSIOp::create(
+              nb, l, arith::AddIOp::create(nb, l, i0, cIdx(nb, l, r)), lastRow);
+          row.push_back(ir);
+          Value pos = arith::AddIOp::create(nb, l, ir, offset);
+          posR.push_back(pos);
+          Value lw, h;
+          std::tie(lw, h) = rowBounds(nb, l, pos, limit);
+          hiK.push_back(h);
+          lo.push_back(lw);
+        }
+        // Key blocks that any row sees; the others are skipped.
+        Value first = arith::MulIOp::create(
+            nb, l, arith::DivUIOp::create(nb, l, lo[0], cIdx(nb, l, bk)),
+            cIdx(nb, l, bk));
+        Value end = hiK.back();
+        for (Value h : hiK)
+          end = arith::MaxSIOp::create(nb, l, end, h);
+        end = arith::MaxSIOp::create(nb, l, end, first);
+        // A ring buffer: every written slot may hold a visible key; the
+        // slots' positions are computed per block below.
+        Value written;
+        if (ring) {
+          first = c0;
+          written = arith::AddIOp::create(nb, l, offset, tq);
+          end = arith::MinSIOp::create(nb, l, tk, written);
+        }
+        Value slopeV;
+        if (slopes)
+          slopeV = vector::BroadcastOp::create(
+              nb, l, vk, selectByIndex(nb, l, hi, *slopes));
+        SmallVector<Value> init;
+        for (int64_t r = 0; r < rows; ++r) {
+          init.push_back(ninf);             // running max
+          init.push_back(cF32(nb, l, 0.0)); // running sum
+        }
+        if (!wide) {
+          for (int64_t i = 0; i < rows * chunks; ++i)
+            init.push_back(zeroVV); // output accumulators
+        } else {
+          forChunks(nb, l, chunks, [&](OpBuilder &cb, Location cl, Value c) {
+            Value col = arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
+            vector::StoreOp::create(cb, cl, zeroVV, out,
+                                    ValueRange{bi, hi, row[0], col});
+          });
+        }
+        auto keys = scf::ForOp::create(
+            nb, l, first, end, cIdx(nb, l, bk), init,
+            [&](OpBuilder &kb, Location kl, Value j0, ValueRange st) {
+              // S = Q K^T for the block: one contiguous vector of K^T per
+              // head dimension, broadcast-FMA'd into every row.
+              Value kMask = keyMask(kb, kl, j0);
+              SmallVector<Value> sInit(rows, zeroK);
+              auto qk = scf::ForOp::create(
+                  kb, kl, c0, cIdx(kb, kl, d), c1, sInit,
+                  [&](OpBuilder &db, Location dl, Value dd, ValueRange acc) {
+                    Value kv = vector::MaskedLoadOp::create(
+                        db, dl, vk, kt, ValueRange{bi, kvh, dd, j0}, kMask,
+                        zeroK, IntegerAttr());
+                    SmallVector<Value> next;
+                    for (int64_t r = 0; r < rows; ++r) {
+                      Value qs = memref::LoadOp::create(
+                          db, dl, q, ValueRange{bi, hi, row[r], dd});
+                      Value qb = vector::BroadcastOp::create(db, dl, vk, qs);
+                      next.push_back(
+                          vector::FMAOp::create(db, dl, qb, kv, acc[r]));
+                    }
+                    scf::YieldOp::create(db, dl, next);
+                  });
+              Value jv = keyPositions(kb, kl, j0, written);
+              SmallVector<Value> next(st.begin(), st.end());
+              SmallVector<Value> p(rows), corrV(rows);
+              for (int64_t r = 0; r < rows; ++r) {
+                Value s = scores(kb, kl, qk.getResult(r), jv, posR[r], lo[r],
+                                 hiK[r], hi, slopeV);
+                SoftmaxStep step =
+                    softmaxStep(kb, kl, s, st[2 * r], st[2 * r + 1]);
+                p[r] = step.p;
+                next[2 * r] = step.m;
+                next[2 * r + 1] = step.l;
+                corrV[r] = vector::BroadcastOp::create(kb, kl, vvT, step.corr);
+              }
+              Value lastKey = arith::SubIOp::create(kb, kl, tk, c1);
+              if (wide) {
+                // The same in the output row, one chunk at a time.
+                SmallVector<Value> js, pbs;
+                for (int64_t jj = 0; jj < bk; ++jj) {
+                  js.push_back(arith::MinSIOp::create(
+                      kb, kl,
+                      arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
+                      lastKey));
+                  pbs.push_back(vector::BroadcastOp::create(
+                      kb, kl, vvT,
+                      vector::ExtractOp::create(kb, kl, p[0],
+                                                ArrayRef<int64_t>{jj})));
+                }
+                forChunks(
+                    kb, kl, chunks, [&](OpBuilder &cb, Location cl, Value c) {
+                      Value col =
+                          arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
+                      SmallVector<Value, 4> at{bi, hi, row[0], col};
+                      Value acc = arith::MulFOp::create(
+                          cb, cl, vector::LoadOp::create(cb, cl, vvT, out, at),
+                          corrV[0]);
+                      for (int64_t jj = 0; jj < bk; ++jj)
+                        acc = vector::FMAOp::create(
+                            cb, cl, pbs[jj],
+                            vector::LoadOp::create(
+                                cb, cl, vvT, v,
+                                ValueRange{bi, kvh, js[jj], col}),
+                            acc);
+                      vector::StoreOp::create(cb, cl, acc, out, at);
+                    });
+                scf::YieldOp::create(kb, kl, next);
+                return;
+              }
+              // O = O * corr + P V: each V row is loaded once for all rows.
+              SmallVector<Value> acc;
+              for (int64_t r = 0; r < rows; ++r)
+                for (int64_t c = 0; c < chunks; ++c)
+                  acc.push_back(arith::MulFOp::create(
+                      kb, kl, st[2 * rows + r * chunks + c], corrV[r]));
+              for (int64_t jj = 0; jj < bk; ++jj) {
+                // Keys past the end have p = 0; read a valid row instead.
+                Value j = arith::MinSIOp::create(
+                    kb, kl, arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
+                    lastKey);
+                SmallVector<Value> vrow;
+                for (int64_t c = 0; c < chunks; ++c)
+                  vrow.push_back(vector::LoadOp::create(
+                      kb, kl, vvT, v,
+                      ValueRange{bi, kvh, j, cIdx(kb, kl, c * wv)}));
+                for (int64_t r = 0; r < rows; ++r) {
+                  Value pj = vector::ExtractOp::create(kb, kl, p[r],
+                                                       ArrayRef<int64_t>{jj});
+                  Value pb = vector::BroadcastOp::create(kb, kl, vvT, pj);
+                  for (int64_t c = 0; c < chunks; ++c)
+                    acc[r * chunks + c] = vector::FMAOp::create(
+                        kb, kl, pb, vrow[c], acc[r * chunks + c]);
+                }
+              }
+              for (int64_t i = 0; i < rows * chunks; ++i)
+                next[2 * rows + i] = acc[i];
+              scf::YieldOp::create(kb, kl, next);
+            });
+        // out = O / l, or zeros for a row that saw no key.
+        for (int64_t r = 0; r < rows; ++r) {
+          Value invV = vector::BroadcastOp::create(
+              nb, l, vvT, inverseSum(nb, l, keys.getResult(2 * r + 1)));
+          if (wide) {
+            forChunks(nb, l, chunks, [&](OpBuilder &cb, Location cl, Value c) {
+              Value col = arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
+              SmallVector<Value, 4> at{bi, hi, row[r], col};
+              vector::StoreOp::create(
+                  cb, cl,
+                  arith::MulFOp::create(
+                      cb, cl, vector::LoadOp::create(cb, cl, vvT, out, at),
+                      invV),
+                  out, at);
+            });
+            continue;
+          }
+          for (int64_t c = 0; c < chunks; ++c)
+            vector::StoreOp::create(
+                nb, l,
+                arith::MulFOp::create(
+                    nb, l, keys.getResult(2 * rows + r * chunks + c), invV),
+                out, ValueRange{bi, hi, row[r], cIdx(nb, l, c * wv)});
+        }
+      });
+  markKeepParallel(par);
+}
+
+/// The decode kernel (flash decoding): parallel over batch x KV heads x
+/// splits of the keys. A task takes all T x group query rows of its KV
+/// head against its split: each block of K and V is loaded once and used
+/// for every row (the scores of up to `blockRows` rows at a time in
+/// registers, the block staying in L1 between them). Each row's running
+/// max, sum and unnormalized output live in a workspace, one per split;
+/// a second parallel loop merges the splits of every row, rescaling each
+/// by exp(max_split - max), and divides by the merged sum. There are as
+/// many splits as give every thread a task (tfm_get_threads over batch x
+/// KV heads), but no split has fewer than kMinSplitKeys keys.
+void AttentionLowering::emitDecode(OpBuilder &b, Location loc,
+                                   int64_t group) const {
+  int64_t kv = cast<MemRefType>(kt.getType()).getDimSize(1);
+  // Scores of 8 rows x 2 vectors of keys fill half of AVX-512's registers.
+  int64_t blockRows = std::min<int64_t>(group, vl >= 16 ? 8 : 4);
+  Value groupV = cIdx(b, loc, group);
+  Value rowsT = arith::MulIOp::create(b, loc, tq, groupV);
+  Value threads = func::CallOp::create(b, loc, kThreadsFn,
+                                       TypeRange{b.getI32Type()}, ValueRange{})
+                      .getResult(0);
+  threads = arith::MaxSIOp::create(
+      b, loc, arith::IndexCastOp::create(b, loc, b.getIndexType(), threads),
+      c1);
+  Value tasks = arith::MaxSIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, bsz, kvHeads), c1);
+  Value splits = arith::MaxSIOp::create(
+      b, loc,
+      arith::MinSIOp::create(
+          b, loc, arith::CeilDivUIOp::create(b, loc, threads, tasks),
+          arith::CeilDivUIOp::create(b, loc, tk, cIdx(b, loc, kMinSplitKeys))),
+      c1);
+  // The workspace: per sequence, KV head, split and row (t * group + g),
+  // the running max and sum (`stats`, a cache line per row: tasks on
+  // other threads update theirs at every block of keys), the unnormalized
+  // output, and (per register block of rows) the block's probabilities;
+  // cache-line aligned.
+  Type f32 = b.getF32Type();
+  int64_t dyn = ShapedType::kDynamic;
+  auto alloc = [&](ArrayRef<int64_t> shape, ValueRange sizes) -> Value {
+    return memref::AllocOp::create(b, loc, MemRefType::get(shape, f32), sizes,
+                                   b.getI64IntegerAttr(kCacheLine));
+  };
+  Value stats =
+      alloc({dyn, kv, dyn, dyn, kCacheLine / 4}, {bsz, splits, rowsT});
+  Value maxLane = c0, sumLane = c1;
+  Value partO = alloc({dyn, kv, dyn, dyn, dv}, {bsz, splits, rowsT});
+  Value probs = alloc({dyn, kv, dyn, blockRows, bk}, {bsz, splits});
+
+  auto par = scf::ParallelOp::create(
+      b, loc, ValueRange{c0, c0, c0}, ValueRange{bsz, kvHeads, splits},
+      ValueRange{c1, c1, c1}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
+        Value bi = ivs[0], kvh = ivs[1], si = ivs[2];
+        Value offset, limit;
+        std::tie(offset, limit) = sequenceBounds(nb, l, bi, Value());
+        // The keys any row sees, [first, end), then this split's blocks.
+        Value first, end, written;
+        if (ring) {
+          written = arith::AddIOp::create(nb, l, offset, tq);
+          first = c0;
+          end = arith::MinSIOp::create(nb, l, tk, written);
+        } else {
+          Value lo0 = rowBounds(nb, l, offset, limit).first;
+          first = arith::MulIOp::create(
+              nb, l, arith::DivUIOp::create(nb, l, lo0, cIdx(nb, l, bk)),
+              cIdx(nb, l, bk));
+          Value lastPos = arith::SubIOp::create(
+              nb, l, arith::AddIOp::create(nb, l, offset, tq), c1);
+          end = arith::MaxSIOp::create(
+              nb, l, rowBounds(nb, l, lastPos, limit).second, first);
+        }
+        Value blocks = arith::CeilDivUIOp::create(
+            nb, l, arith::SubIOp::create(nb, l, end, first), cIdx(nb, l, bk));
+        Value perSplit = arith::MaxSIOp::create(
+            nb, l, arith::CeilDivUIOp::create(nb, l, blocks, splits),
+            cIdx(nb, l, kMinSplitKeys / bk));
+        Value span = arith::MulIOp::create(nb, l, perSplit, cIdx(nb, l, bk));
+        Value jStart = arith::AddIOp::create(
+            nb, l, first, arith::MulIOp::create(nb, l, si, span));
+        Value jEnd = arith::MinSIOp::create(
+            nb, l, end, arith::AddIOp::create(nb, l, jStart, span));
+
+        // The query heads of the group, and their ALiBi slopes.
+        SmallVector<Value> head, slopeV(group);
+        Value h0 = arith::MulIOp::create(nb, l, kvh, cIdx(nb, l, group));
+        for (int64_t g = 0; g < group; ++g) {
+          head.push_back(arith::AddIOp::create(nb, l, h0, cIdx(nb, l, g)));
+          if (slopes)
+            slopeV[g] = vector::BroadcastOp::create(
+                nb, l, vk, selectByIndex(nb, l, head[g], *slopes));
+        }
+        // No key seen yet.
+        forRange(
+            nb, l, c0, rowsT, c1, [&](OpBuilder &ib, Location il, Value rr) {
+              memref::StoreOp::create(ib, il, ninf, stats,
+                                      ValueRange{bi, kvh, si, rr, maxLane});
+              memref::StoreOp::create(ib, il, cF32(ib, il, 0.0), stats,
+                                      ValueRange{bi, kvh, si, rr, sumLane});
+              forChunks(
+                  ib, il, chunks, [&](OpBuilder &cb, Location cl, Value c) {
+                    Value col =
+                        arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
+                    vector::StoreOp::create(cb, cl, zeroVV, partO,
+                                            ValueRange{bi, kvh, si, rr, col});
+                  });
+            });
+
+        forRange(
+            nb, l, jStart, jEnd, cIdx(nb, l, bk),
+            [&](OpBuilder &kb, Location kl, Value j0) {
+              Value kMask = keyMask(kb, kl, j0);
+              Value jv = keyPositions(kb, kl, j0, written);
+              // The V rows of the block (keys past the end have p = 0:
+              // read a valid row instead).
+              Value lastKey = arith::SubIOp::create(kb, kl, tk, c1);
+              SmallVector<Value> js;
+              for (int64_t jj = 0; jj < bk; ++jj)
+                js.push_back(arith::MinSIOp::create(
+                    kb, kl, arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
+                    lastKey));
+              forRange(
+                  kb, kl, c0, tq, c1, [&](OpBuilder &tb, Location tl, Value t) {
+                    Value pos = arith::AddIOp::create(tb, tl, offset, t);
+                    Value lo, hi;
+                    std::tie(lo, hi) = rowBounds(tb, tl, pos, limit);
+                    Value row0 =
+                        arith::MulIOp::create(tb, tl, t, cIdx(tb, tl, group));
+                    for (int64_t g0 = 0; g0 < group; g0 += blockRows) {
+                      int64_t n = std::min(blockRows, group - g0);
+                      // S = Q K^T for the block: one contiguous vector of K^T
+                      // per head dimension, broadcast-FMA'd into every row.
+                      SmallVector<Value> sInit(n, zeroK);
+                      auto qk = scf::ForOp::create(
+                          tb, tl, c0, cIdx(tb, tl, d), c1, sInit,
+                          [&](OpBuilder &db, Location dl, Value dd,
+                              ValueRange acc) {
+                            Value kvec = vector::MaskedLoadOp::create(
+                                db, dl, vk, kt, ValueRange{bi, kvh, dd, j0},
+                                kMask, zeroK, IntegerAttr());
+                            SmallVector<Value> next;
+                            for (int64_t r = 0; r < n; ++r) {
+                              Value qs = memref::LoadOp::create(
+                                  db, dl, q,
+                                  ValueRange{bi, head[g0 + r], t, dd});
+                              Value qb =
+                                  vector::BroadcastOp::create(db, dl, vk, qs);
+                              next.push_back(vector::FMAOp::create(
+                                  db, dl, qb, kvec, acc[r]));
+                            }
+                            scf::YieldOp::create(db, dl, next);
+                          });
+                      SmallVector<Value> rowAt, corrV;
+                      for (int64_t r = 0; r < n; ++r) {
+                        Value rr = arith::AddIOp::create(tb, tl, row0,
+                                                         cIdx(tb, tl, g0 + r));
+                        rowAt.push_back(rr);
+                        SmallVector<Value, 5> mAt{bi, kvh, si, rr, maxLane};
+                        SmallVector<Value, 5> lAt{bi, kvh, si, rr, sumLane};
+                        Value s = scores(tb, tl, qk.getResult(r), jv, pos, lo,
+                                         hi, head[g0 + r], slopeV[g0 + r]);
+                        SoftmaxStep step = softmaxStep(
+                            tb, tl, s,
+                            memref::LoadOp::create(tb, tl, stats, mAt),
+                            memref::LoadOp::create(tb, tl, stats, lAt));
+                        memref::StoreOp::create(tb, tl, step.m, stats, mAt);
+                        memref::StoreOp::create(tb, tl, step.l, stats, lAt);
+                        vector::StoreOp::create(
+                            tb, tl, step.p, probs,
+                            ValueRange{bi, kvh, si, cIdx(tb, tl, r), c0});
+                        corrV.push_back(vector::BroadcastOp::create(tb, tl, vvT,
+                                                                    step.corr));
+                      }
+                      // O = O * corr + P V, a chunk of the head at a time: each
+                      // V vector is loaded once for all the rows.
+                      forChunks(
+                          tb, tl, chunks,
+                          [&](OpBuilder &cb, Location cl, Value c) {
+                            Value col = arith::MulIOp::create(cb, cl, c,
+                                                              cIdx(cb, cl, wv));
+                            SmallVector<Value> acc;
+                            for (int64_t r = 0; r < n; ++r)
+                              acc.push_back(arith::MulFOp::create(
+                                  cb, cl,
+                                  vector::LoadOp::create(
+                                      cb, cl, vvT, partO,
+                                      ValueRange{bi, kvh, si, rowAt[r], col}),
+                                  corrV[r]));
+                            for (int64_t jj = 0; jj < bk; ++jj) {
+                              Value vrow = vector::LoadOp::create(
+                                  cb, cl, vvT, v,
+                                  ValueRange{bi, kvh, js[jj], col});
+                              for (int64_t r = 0; r < n; ++r) {
+                                Value pj = memref::LoadOp::create(
+                                    cb, cl, probs,
+                                    ValueRange{bi, kvh, si, cIdx(cb, cl, r),
+                                               cIdx(cb, cl, jj)});
+                                acc[r] = vector::FMAOp::create(
+                                    cb, cl,
+                                    vector::BroadcastOp::create(cb, cl, vvT,
+                                                                pj),
+                                    vrow, acc[r]);
+                              }
+                            }
+                            for (int64_t r = 0; r < n; ++r)
+                              vector::StoreOp::create(
+                                  cb, cl, acc[r], partO,
+                                  ValueRange{bi, kvh, si, rowAt[r], col});
+                          });
+                    }
+                  });
+            });
+      });
+  markKeepParallel(par);
+
+  // The merge: out = sum_s exp(m_s - m) O_s / sum_s exp(m_s - m) l_s with
+  // m = max_s m_s, or zeros for a row that saw no key.
+  auto merge = scf::ParallelOp::create(
+      b, loc, ValueRange{c0, c0}, ValueRange{bsz, heads}, ValueRange{c1, c1},
+      [&](OpBuilder &nb, Location l, ValueRange ivs) {
+        Value bi = ivs[0], hi = ivs[1];
+        Value kvh = arith::DivUIOp::create(nb, l, hi, cIdx(nb, l, group));
+        Value g = arith::RemUIOp::create(nb, l, hi, cIdx(nb, l, group));
+        forRange(nb, l, c0, tq, c1, [&](OpBuilder &tb, Location tl, Value t) {
+          Value rr = arith::AddIOp::create(
+              tb, tl, arith::MulIOp::create(tb, tl, t, cIdx(tb, tl, group)), g);
+          auto overSplits =
+              [&](OpBuilder &sb, Location sl, Value init,
+                  function_ref<Value(OpBuilder &, Location, Value, Value)>
+                      step) {
+                return scf::ForOp::create(
+                           sb, sl, c0, splits, c1, ValueRange{init},
+                           [&](OpBuilder &fb, Location fl, Value s,
+                               ValueRange acc) {
+                             scf::YieldOp::create(fb, fl,
+                                                  step(fb, fl, s, acc[0]));
+                           })
+                    .getResult(0);
+              };
+          auto maxOf = [&](OpBuilder &fb, Location fl, Value s) -> Value {
+            return memref::LoadOp::create(fb, fl, stats,
+                                          ValueRange{bi, kvh, s, rr, maxLane});
+          };
+          Value m = overSplits(
+              tb, tl, ninf,
+              [&](OpBuilder &fb, Location fl, Value s, Value acc) -> Value {
+                return arith::MaximumFOp::create(fb, fl, acc, maxOf(fb, fl, s));
+              });
+          // No key seen at all: every exponent is exp(-inf) = 0.
+          Value none =
+              arith::CmpFOp::create(tb, tl, arith::CmpFPredicate::OEQ, m, ninf);
+          Value mUse =
+              arith::SelectOp::create(tb, tl, none, cF32(tb, tl, 0.0), m);
+          auto weight = [&](OpBuilder &fb, Location fl, Value s) -> Value {
+            return math::ExpOp::create(
+                fb, fl, arith::SubFOp::create(fb, fl, maxOf(fb, fl, s), mUse));
+          };
+          Value sum = overSplits(
+              tb, tl, cF32(tb, tl, 0.0),
+              [&](OpBuilder &fb, Location fl, Value s, Value acc) -> Value {
+                Value ls = memref::LoadOp::create(
+                    fb, fl, stats, ValueRange{bi, kvh, s, rr, sumLane});
+                return arith::AddFOp::create(
+                    fb, fl, acc,
+                    arith::MulFOp::create(fb, fl, weight(fb, fl, s), ls));
+              });
+          Value inv = inverseSum(tb, tl, sum);
+          forChunks(tb, tl, chunks, [&](OpBuilder &cb, Location cl, Value c) {
+            Value col = arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
+            Value o = overSplits(
+                cb, cl, zeroVV,
+                [&](OpBuilder &fb, Location fl, Value s, Value acc) -> Value {
+                  Value w =
+                      arith::MulFOp::create(fb, fl, weight(fb, fl, s), inv);
+                  return vector::FMAOp::create(
+                      fb, fl, vector::BroadcastOp::create(fb, fl, vvT, w),
+                      vector::LoadOp::create(fb, fl, vvT, partO,
+                                             ValueRange{bi, kvh, s, rr, col}),
+                      acc);
+                });
+            vector::StoreOp::create(cb, cl, o, out, ValueRange{bi, hi, t, col});
+          });
+        });
+      });
+  markKeepParallel(merge);
+  for (Value buf : {stats, partO, probs})
+    memref::DeallocOp::create(b, loc, buf);
+}
+
 struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
   LowerAttentionKernel(MLIRContext *ctx, int64_t vl)
       : OpRewritePattern(ctx), vl(vl) {}
@@ -225,378 +1025,45 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
                                 PatternRewriter &b) const override {
     if (!op.hasPureBufferSemantics())
       return b.notifyMatchFailure(op, "not bufferized yet");
-    Location loc = op.getLoc();
-    Value q = op.getQuery(), kt = op.getKey(), v = op.getValue(),
-          out = op.getOutput(), lengths = op.getLengths(),
-          positions = op.getPositions();
-    bool ring = op.getRing() && positions;
-    auto qt = cast<MemRefType>(q.getType());
-    auto vtT = cast<MemRefType>(v.getType());
-    if (qt.isDynamicDim(3) || vtT.isDynamicDim(3))
+    auto qt = cast<MemRefType>(op.getQuery().getType());
+    if (qt.isDynamicDim(3) ||
+        cast<MemRefType>(op.getValue().getType()).isDynamicDim(3))
       return b.notifyMatchFailure(op, "head dimensions must be static");
-    int64_t d = qt.getDimSize(3), dv = vtT.getDimSize(3);
-    int64_t wv = vl;
-    while (wv > 1 && dv % wv != 0)
-      wv /= 2;
-    int64_t chunks = dv / wv;
-    // Past kMaxRegisterChunks vectors a row's output accumulators cannot
-    // stay in registers: a wide head keeps them in the output row and
-    // loops over its chunks, so the code does not grow with head_dim.
-    bool wide = chunks > kMaxRegisterChunks;
-    // Query rows per block: as many as keep the output accumulators
-    // (rows x chunks vectors) within half the vector registers.
-    int64_t rows = wide ? 1 : std::clamp<int64_t>(16 / chunks, 1, 8);
-    int64_t bk = 2 * vl; // keys per block: two vector registers
-    Type f32 = b.getF32Type();
-    auto vk = VectorType::get({bk}, f32);
-    auto vvT = VectorType::get({wv}, f32);
-    auto maskT = VectorType::get({bk}, b.getI1Type());
-    auto idxV = VectorType::get({bk}, b.getIndexType());
-    MaskKind kind = op.getMask();
-    int64_t window = op.getWindowAttr() ? op.getWindowAttr().getInt() : 0;
-    double scale = op.getScale().convertToDouble();
-    std::optional<double> softcap;
-    if (auto cap = op.getSoftcapAttr())
-      softcap = cap.getValueAsDouble();
-    std::optional<ArrayRef<double>> slopes = op.getAlibiSlopes();
-    Value bias = op.getBias();
-    int64_t biasDistance =
-        bias ? op.getBiasDistanceAttr().getInt() : int64_t(0);
-    auto i32V = VectorType::get({bk}, b.getI32Type());
-
-    Value c0 = cIdx(b, loc, 0), c1 = cIdx(b, loc, 1);
-    Value bsz = dim(b, loc, q, 0), heads = dim(b, loc, q, 1),
-          tq = dim(b, loc, q, 2), kvHeads = dim(b, loc, kt, 1),
-          tk = dim(b, loc, kt, 3);
-    Value group = arith::DivUIOp::create(b, loc, heads, kvHeads);
-    Value alignedOffset = arith::SubIOp::create(b, loc, tk, tq);
-    Value qBlocks = arith::CeilDivUIOp::create(b, loc, tq, cIdx(b, loc, rows));
-    Value ninf = cF32(b, loc, -INFINITY);
-    Value ninfV = vector::BroadcastOp::create(b, loc, vk, ninf);
-    Value zeroVV = arith::ConstantOp::create(
-        b, loc, vvT, DenseElementsAttr::get(vvT, b.getF32FloatAttr(0.0)));
-    Value zeroK = arith::ConstantOp::create(
-        b, loc, vk, DenseElementsAttr::get(vk, b.getF32FloatAttr(0.0)));
-    Value scaleV = vector::BroadcastOp::create(b, loc, vk, cF32(b, loc, scale));
-    Value lanes = vector::StepOp::create(b, loc, idxV);
-
-    auto par = scf::ParallelOp::create(
-        b, loc, ValueRange{c0, c0, c0}, ValueRange{bsz, heads, qBlocks},
-        ValueRange{c1, c1, c1}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
-          Value bi = ivs[0], hi = ivs[1];
-          Value i0 = arith::MulIOp::create(nb, l, ivs[2], cIdx(nb, l, rows));
-          Value kvh = arith::DivUIOp::create(nb, l, hi, group);
-          Value lastRow = arith::SubIOp::create(nb, l, tq, c1);
-          Value limit = tk;
-          Value offset = alignedOffset;
-          if (positions) {
-            // A KV cache: this sequence's rows start at positions[b], and
-            // nothing past its last row's position was written.
-            Value p = memref::LoadOp::create(nb, l, positions, ValueRange{bi});
-            offset = arith::MaxSIOp::create(
-                nb, l, arith::IndexCastOp::create(nb, l, nb.getIndexType(), p),
-                c0);
-            Value end = arith::AddIOp::create(nb, l, offset, tq);
-            // Positions, not slots, for a ring buffer.
-            limit = ring ? end : arith::MinSIOp::create(nb, l, limit, end);
-          }
-          if (lengths) {
-            Value len = memref::LoadOp::create(nb, l, lengths, ValueRange{bi});
-            len = arith::IndexCastOp::create(nb, l, nb.getIndexType(), len);
-            len = arith::MaxSIOp::create(nb, l, len, c0);
-            limit = arith::MinSIOp::create(nb, l, limit, len);
-          }
-          // Rows of the block (clamped: a partial last block recomputes the
-          // last row) and each row's visible keys [lo, hi).
-          SmallVector<Value> row, lo, hiK, posR;
-          for (int64_t r = 0; r < rows; ++r) {
-            Value ir = arith::MinSIOp::create(
-                nb, l, arith::AddIOp::create(nb, l, i0, cIdx(nb, l, r)),
-                lastRow);
-            row.push_back(ir);
-            Value pos = arith::AddIOp::create(nb, l, ir, offset);
-            posR.push_back(pos);
-            Value h = limit;
-            if (kind != MaskKind::none)
-              h = arith::MinSIOp::create(nb, l, h,
-                                         arith::AddIOp::create(nb, l, pos, c1));
-            Value lw = c0;
-            if (kind == MaskKind::sliding)
-              lw = arith::MaxSIOp::create(
-                  nb, l, c0,
-                  arith::SubIOp::create(nb, l, pos, cIdx(nb, l, window - 1)));
-            hiK.push_back(h);
-            lo.push_back(lw);
-          }
-          // Key blocks that any row sees; the others are skipped.
-          Value first = arith::MulIOp::create(
-              nb, l, arith::DivUIOp::create(nb, l, lo[0], cIdx(nb, l, bk)),
-              cIdx(nb, l, bk));
-          Value end = hiK.back();
-          for (Value h : hiK)
-            end = arith::MaxSIOp::create(nb, l, end, h);
-          end = arith::MaxSIOp::create(nb, l, end, first);
-          // A ring buffer: every written slot may hold a visible key; the
-          // slots' positions are computed per block below.
-          Value written;
-          if (ring) {
-            first = c0;
-            written = arith::AddIOp::create(nb, l, offset, tq);
-            end = arith::MinSIOp::create(nb, l, tk, written);
-          }
-          Value slopeV;
-          if (slopes)
-            slopeV = vector::BroadcastOp::create(
-                nb, l, vk, selectByIndex(nb, l, hi, *slopes));
-          SmallVector<Value> init;
-          for (int64_t r = 0; r < rows; ++r) {
-            init.push_back(ninf);             // running max
-            init.push_back(cF32(nb, l, 0.0)); // running sum
-          }
-          if (!wide) {
-            for (int64_t i = 0; i < rows * chunks; ++i)
-              init.push_back(zeroVV); // output accumulators
-          } else {
-            forChunks(nb, l, chunks, [&](OpBuilder &cb, Location cl, Value c) {
-              Value col = arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
-              vector::StoreOp::create(cb, cl, zeroVV, out,
-                                      ValueRange{bi, hi, row[0], col});
-            });
-          }
-          auto keys = scf::ForOp::create(
-              nb, l, first, end, cIdx(nb, l, bk), init,
-              [&](OpBuilder &kb, Location kl, Value j0, ValueRange st) {
-                // S = Q K^T for the block: one contiguous vector of K^T per
-                // head dimension, broadcast-FMA'd into every row.
-                Value valid = arith::SubIOp::create(kb, kl, tk, j0);
-                Value kMask = vector::CreateMaskOp::create(kb, kl, maskT,
-                                                           ValueRange{valid});
-                SmallVector<Value> sInit(rows, zeroK);
-                auto qk = scf::ForOp::create(
-                    kb, kl, c0, cIdx(kb, kl, d), c1, sInit,
-                    [&](OpBuilder &db, Location dl, Value dd, ValueRange acc) {
-                      Value kv = vector::MaskedLoadOp::create(
-                          db, dl, vk, kt, ValueRange{bi, kvh, dd, j0}, kMask,
-                          zeroK, IntegerAttr());
-                      SmallVector<Value> next;
-                      for (int64_t r = 0; r < rows; ++r) {
-                        Value qs = memref::LoadOp::create(
-                            db, dl, q, ValueRange{bi, hi, row[r], dd});
-                        Value qb = vector::BroadcastOp::create(db, dl, vk, qs);
-                        next.push_back(
-                            vector::FMAOp::create(db, dl, qb, kv, acc[r]));
-                      }
-                      scf::YieldOp::create(db, dl, next);
-                    });
-                Value jv = arith::AddIOp::create(
-                    kb, kl, lanes,
-                    vector::BroadcastOp::create(kb, kl, idxV, j0));
-                if (ring) {
-                  // Slot j holds position e - 1 - ((e - 1 - j) mod S), or
-                  // none (-1) if j >= e or j >= S.
-                  auto splat = [&](Value x) {
-                    return vector::BroadcastOp::create(kb, kl, idxV, x);
-                  };
-                  Value last =
-                      splat(arith::SubIOp::create(kb, kl, written, c1));
-                  Value back = arith::SubIOp::create(kb, kl, last, jv);
-                  // Lanes past the last slot hold nothing either.
-                  Value unwritten = arith::OrIOp::create(
-                      kb, kl,
-                      arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::slt,
-                                            back, splat(c0)),
-                      arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::sge,
-                                            jv, splat(tk)));
-                  Value held = arith::SubIOp::create(
-                      kb, kl, last,
-                      arith::RemSIOp::create(
-                          kb, kl,
-                          arith::MaxSIOp::create(kb, kl, back, splat(c0)),
-                          splat(tk)));
-                  jv = arith::SelectOp::create(kb, kl, unwritten,
-                                               splat(cIdx(kb, kl, -1)), held);
-                }
-                SmallVector<Value> next(st.begin(), st.end());
-                SmallVector<Value> p(rows), corrV(rows);
-                for (int64_t r = 0; r < rows; ++r) {
-                  Value s =
-                      arith::MulFOp::create(kb, kl, qk.getResult(r), scaleV);
-                  if (softcap)
-                    s = arith::MulFOp::create(
-                        kb, kl,
-                        math::TanhOp::create(
-                            kb, kl,
-                            arith::MulFOp::create(
-                                kb, kl, s,
-                                vector::BroadcastOp::create(
-                                    kb, kl, vk, cF32(kb, kl, 1.0 / *softcap)))),
-                        vector::BroadcastOp::create(kb, kl, vk,
-                                                    cF32(kb, kl, *softcap)));
-                  if (slopes || bias) {
-                    // Distances j - pos of the block's keys.
-                    Value rel = arith::SubIOp::create(
-                        kb, kl, jv,
-                        vector::BroadcastOp::create(kb, kl, idxV, posR[r]));
-                    if (slopes) {
-                      Value relF = arith::SIToFPOp::create(
-                          kb, kl, vk,
-                          arith::IndexCastOp::create(kb, kl, i32V, rel));
-                      s = vector::FMAOp::create(kb, kl, slopeV, relF, s);
-                    }
-                    if (bias) {
-                      auto splatIdx = [&](int64_t v) {
-                        return vector::BroadcastOp::create(kb, kl, idxV,
-                                                           cIdx(kb, kl, v));
-                      };
-                      Value at = arith::AddIOp::create(
-                          kb, kl,
-                          arith::MaxSIOp::create(
-                              kb, kl,
-                              arith::MinSIOp::create(kb, kl, rel,
-                                                     splatIdx(biasDistance)),
-                              splatIdx(-biasDistance)),
-                          splatIdx(biasDistance));
-                      Value all = vector::ConstantMaskOp::create(
-                          kb, kl, maskT, vector::ConstantMaskKind::AllTrue);
-                      s = arith::AddFOp::create(
-                          kb, kl, s,
-                          vector::GatherOp::create(kb, kl, vk, bias,
-                                                   ValueRange{hi, c0}, at, all,
-                                                   zeroK));
-                    }
-                  }
-                  Value in = arith::AndIOp::create(
-                      kb, kl,
-                      arith::CmpIOp::create(
-                          kb, kl, arith::CmpIPredicate::slt, jv,
-                          vector::BroadcastOp::create(kb, kl, idxV, hiK[r])),
-                      arith::CmpIOp::create(
-                          kb, kl, arith::CmpIPredicate::sge, jv,
-                          vector::BroadcastOp::create(kb, kl, idxV, lo[r])));
-                  s = arith::SelectOp::create(kb, kl, in, s, ninfV);
-                  Value mx = vector::ReductionOp::create(
-                      kb, kl, vector::CombiningKind::MAXIMUMF, s);
-                  Value mOld = st[2 * r], lOld = st[2 * r + 1];
-                  Value mNew = arith::MaximumFOp::create(kb, kl, mOld, mx);
-                  // All keys so far masked: exponents relative to 0 give 0.
-                  Value none = arith::CmpFOp::create(
-                      kb, kl, arith::CmpFPredicate::OEQ, mNew, ninf);
-                  Value mUse = arith::SelectOp::create(kb, kl, none,
-                                                       cF32(kb, kl, 0.0), mNew);
-                  p[r] = math::ExpOp::create(
-                      kb, kl,
-                      arith::SubFOp::create(
-                          kb, kl, s,
-                          vector::BroadcastOp::create(kb, kl, vk, mUse)));
-                  Value corr = math::ExpOp::create(
-                      kb, kl, arith::SubFOp::create(kb, kl, mOld, mUse));
-                  Value sum = vector::ReductionOp::create(
-                      kb, kl, vector::CombiningKind::ADD, p[r], Value(),
-                      arith::FastMathFlags::reassoc);
-                  next[2 * r] = mNew;
-                  next[2 * r + 1] = arith::AddFOp::create(
-                      kb, kl, arith::MulFOp::create(kb, kl, lOld, corr), sum);
-                  corrV[r] = vector::BroadcastOp::create(kb, kl, vvT, corr);
-                }
-                Value lastKey = arith::SubIOp::create(kb, kl, tk, c1);
-                if (wide) {
-                  // The same in the output row, one chunk at a time.
-                  SmallVector<Value> js, pbs;
-                  for (int64_t jj = 0; jj < bk; ++jj) {
-                    js.push_back(arith::MinSIOp::create(
-                        kb, kl,
-                        arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
-                        lastKey));
-                    pbs.push_back(vector::BroadcastOp::create(
-                        kb, kl, vvT,
-                        vector::ExtractOp::create(kb, kl, p[0],
-                                                  ArrayRef<int64_t>{jj})));
-                  }
-                  forChunks(
-                      kb, kl, chunks, [&](OpBuilder &cb, Location cl, Value c) {
-                        Value col =
-                            arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
-                        SmallVector<Value, 4> at{bi, hi, row[0], col};
-                        Value acc = arith::MulFOp::create(
-                            cb, cl,
-                            vector::LoadOp::create(cb, cl, vvT, out, at),
-                            corrV[0]);
-                        for (int64_t jj = 0; jj < bk; ++jj)
-                          acc = vector::FMAOp::create(
-                              cb, cl, pbs[jj],
-                              vector::LoadOp::create(
-                                  cb, cl, vvT, v,
-                                  ValueRange{bi, kvh, js[jj], col}),
-                              acc);
-                        vector::StoreOp::create(cb, cl, acc, out, at);
-                      });
-                  scf::YieldOp::create(kb, kl, next);
-                  return;
-                }
-                // O = O * corr + P V: each V row is loaded once for all rows.
-                SmallVector<Value> acc;
-                for (int64_t r = 0; r < rows; ++r)
-                  for (int64_t c = 0; c < chunks; ++c)
-                    acc.push_back(arith::MulFOp::create(
-                        kb, kl, st[2 * rows + r * chunks + c], corrV[r]));
-                for (int64_t jj = 0; jj < bk; ++jj) {
-                  // Keys past the end have p = 0; read a valid row instead.
-                  Value j = arith::MinSIOp::create(
-                      kb, kl,
-                      arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
-                      lastKey);
-                  SmallVector<Value> vrow;
-                  for (int64_t c = 0; c < chunks; ++c)
-                    vrow.push_back(vector::LoadOp::create(
-                        kb, kl, vvT, v,
-                        ValueRange{bi, kvh, j, cIdx(kb, kl, c * wv)}));
-                  for (int64_t r = 0; r < rows; ++r) {
-                    Value pj = vector::ExtractOp::create(kb, kl, p[r],
-                                                         ArrayRef<int64_t>{jj});
-                    Value pb = vector::BroadcastOp::create(kb, kl, vvT, pj);
-                    for (int64_t c = 0; c < chunks; ++c)
-                      acc[r * chunks + c] = vector::FMAOp::create(
-                          kb, kl, pb, vrow[c], acc[r * chunks + c]);
-                  }
-                }
-                for (int64_t i = 0; i < rows * chunks; ++i)
-                  next[2 * rows + i] = acc[i];
-                scf::YieldOp::create(kb, kl, next);
-              });
-          // out = O / l, or zeros for a row that saw no key.
-          for (int64_t r = 0; r < rows; ++r) {
-            Value lFin = keys.getResult(2 * r + 1);
-            Value pos0 = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT,
-                                               lFin, cF32(nb, l, 0.0));
-            Value inv = arith::SelectOp::create(
-                nb, l, pos0,
-                arith::DivFOp::create(nb, l, cF32(nb, l, 1.0), lFin),
-                cF32(nb, l, 0.0));
-            Value invV = vector::BroadcastOp::create(nb, l, vvT, inv);
-            if (wide) {
-              forChunks(
-                  nb, l, chunks, [&](OpBuilder &cb, Location cl, Value c) {
-                    Value col =
-                        arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
-                    SmallVector<Value, 4> at{bi, hi, row[r], col};
-                    vector::StoreOp::create(
-                        cb, cl,
-                        arith::MulFOp::create(
-                            cb, cl,
-                            vector::LoadOp::create(cb, cl, vvT, out, at), invV),
-                        out, at);
-                  });
-              continue;
-            }
-            for (int64_t c = 0; c < chunks; ++c)
-              vector::StoreOp::create(
-                  nb, l,
-                  arith::MulFOp::create(
-                      nb, l, keys.getResult(2 * rows + r * chunks + c), invV),
-                  out, ValueRange{bi, hi, row[r], cIdx(nb, l, c * wv)});
-          }
+    Location loc = op.getLoc();
+    AttentionLowering a(op, vl);
+    a.emitCommon(b, loc);
+    std::optional<int64_t> group = a.decodeGroup();
+    if (!group) {
+      a.emitPrefill(b, loc);
+      b.eraseOp(op);
+      return success();
+    }
+    // Over a KV cache: the decode kernel for few query rows per KV head,
+    // decided at run time unless T is static.
+    int64_t maxT = std::max<int64_t>(1, kDecodeMaxRows / *group);
+    if (!qt.isDynamicDim(2) && qt.getDimSize(2) > maxT) {
+      a.emitPrefill(b, loc);
+      b.eraseOp(op);
+      return success();
+    }
+    declareThreadsFn(b, op);
+    if (!qt.isDynamicDim(2)) {
+      a.emitDecode(b, loc, *group);
+      b.eraseOp(op);
+      return success();
+    }
+    Value decode = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                         a.tq, cIdx(b, loc, maxT));
+    scf::IfOp::create(
+        b, loc, decode,
+        [&](OpBuilder &tb, Location tl) {
+          a.emitDecode(tb, tl, *group);
+          scf::YieldOp::create(tb, tl);
+        },
+        [&](OpBuilder &eb, Location el) {
+          a.emitPrefill(eb, el);
+          scf::YieldOp::create(eb, el);
         });
-    markKeepParallel(par);
     b.eraseOp(op);
     return success();
   }
@@ -658,9 +1125,9 @@ struct TfmLowerKernelsPass
     if (types.wasInterrupted())
       return signalPassFailure();
     ConversionTarget target(*ctx);
-    target.addLegalDialect<arith::ArithDialect, math::MathDialect,
-                           memref::MemRefDialect, scf::SCFDialect,
-                           vector::VectorDialect>();
+    target.addLegalDialect<arith::ArithDialect, func::FuncDialect,
+                           math::MathDialect, memref::MemRefDialect,
+                           scf::SCFDialect, vector::VectorDialect>();
     target.addIllegalOp<LinearKernelOp, AttentionKernelOp>();
     target.addDynamicallyLegalOp<memref::CopyOp>(isContiguousCopy);
     RewritePatternSet patterns(ctx);

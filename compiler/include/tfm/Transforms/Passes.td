@@ -68,19 +68,24 @@ def TfmOutlineLayers : Pass<"tfm-outline-layers", "ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
-def TfmLowerKernels : Pass<"tfm-lower-kernels", "func::FuncOp"> {
+def TfmLowerKernels : Pass<"tfm-lower-kernels", "ModuleOp"> {
   let summary = "Lower tfm kernel ops on buffers to vector loop nests";
   let description = [{
     `tfm.linear_kernel` becomes a register-blocked, vectorized matmul
     (broadcast-FMA micro-kernel over the transposed weight) parallel over
     column blocks; `tfm.attention_kernel` a tiled online-softmax loop nest
-    parallel over batch x heads x query rows.
+    parallel over batch x heads x query rows. Over a KV cache (`positions`)
+    it also gets a decode kernel for few query rows (flash decoding: the
+    query heads of a KV group together, keys split across threads, partial
+    results merged), which asks the runtime for the thread count: a module
+    pass, because it declares `tfm_get_threads` in the module.
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
            "f32 lanes of a vector register (16 for AVX-512, 8 for AVX2)">
   ];
-  let dependentDialects = ["::mlir::scf::SCFDialect",
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect",

@@ -24,7 +24,9 @@ void populateDecomposePatterns(RewritePatternSet &patterns);
 void populateFuseAttentionPatterns(RewritePatternSet &patterns);
 
 /// Buffer-level kernel ops to vector loop nests (tfm-lower-kernels):
-/// `vectorWidth` f32 lanes per vector register.
+/// `vectorWidth` f32 lanes per vector register. The attention decode kernel
+/// declares the runtime's `tfm_get_threads` in the enclosing module, so the
+/// patterns must run on a module, not on its functions in parallel.
 void populateLowerKernelPatterns(RewritePatternSet &patterns,
                                  int64_t vectorWidth);
 
