@@ -3,8 +3,8 @@
 weights, batch 1, 2 threads) forward at T=128 (median of --bench runs) and
 decode (median ms/token of 32 steps after 128 tokens), on an idle machine
 and with one core taken by another process (a busy loop), with tfm's wait
-policy (its threads sleep at once after a parallel region) and with
-libomp's default (KMP_BLOCKTIME=200: spin 200 ms first).
+policy and with libomp's (KMP_BLOCKTIME: how long a thread spins after a
+parallel region before it sleeps) set to 0, 1 ms and its default, 200 ms.
 
 usage: /usr/bin/python3 bench/busy_bench.py [--tfmc build/bin/tfmc]
          [--work /tmp/tfm-busy] [--rounds 3] [--md OUT.md]
@@ -67,7 +67,9 @@ def main():
     exe = os.path.join(args.work, "gpt2")
     subprocess.run([args.tfmc, os.path.join(ROOT, "models/gpt2-small.tfm"), "-o", exe],
                    check=True)
-    policies = {"tfm (sleep at once)": {}, "libomp default (spin 200 ms)": {"KMP_BLOCKTIME": "200"}}
+    policies = {"tfm's default": {}, "KMP_BLOCKTIME=0 (sleep at once)": {"KMP_BLOCKTIME": "0"},
+                "KMP_BLOCKTIME=1 (spin 1 ms)": {"KMP_BLOCKTIME": "1"},
+                "KMP_BLOCKTIME=200 (libomp's default)": {"KMP_BLOCKTIME": "200"}}
     res = {}
     foreign = []
     for rnd in range(args.rounds):

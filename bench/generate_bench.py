@@ -40,7 +40,8 @@ Every figure carries its foreign_cores; the table flags those above the
 threshold.
 
 Peers at their best: PyTorch under OMP_WAIT_POLICY=PASSIVE (TOOLCHAIN.md),
-tfm and llama.cpp with their own thread pools' defaults; llama.cpp with an
+tfm and llama.cpp with their own thread pools' defaults (tfm's threads sleep at once after
+a parallel region, llama.cpp's spin); llama.cpp with an
 F32 KV cache (--kv f32, like tfm's) and its default flash attention (auto ->
 on; --llama-fa). Decode's bandwidth limit: the bytes of weights read per
 token (every parameter once, the tied embedding once as the LM head, learned
@@ -179,7 +180,7 @@ def make_model(preset, name, context, work):
 # tfm
 def tfm_env():
     env = dict(os.environ)
-    env.pop("OMP_WAIT_POLICY", None)  # libomp's default (spinning) policy: tfm's best
+    env.pop("OMP_WAIT_POLICY", None)  # tfm sets its own wait policy (forward.c)
     return env
 
 
