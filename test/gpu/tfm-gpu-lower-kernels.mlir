@@ -154,3 +154,62 @@ func.func @attention_f32_modifiers(%q: memref<?x4x?x8xf32>, %kt: memref<?x4x8x?x
   tfm.attention_kernel ins(%q, %kt, %v : memref<?x4x?x8xf32>, memref<?x4x8x?xf32>, memref<?x4x?x8xf32>) bias(%bias : memref<4x9xf32>) outs(%o : memref<?x4x?x8xf32>) {mask = #tfm.mask<none>, scale = 1.0 : f64, softcap = 30.0 : f64, bias_distance = 4 : i64}
   return
 }
+
+// -----
+
+// Over a KV cache (positions): split-K flash decoding. A block per (key
+// split, KV head, sequence x query step) stages each K/V tile once for the
+// 4 query heads of the group (scores in shared memory [4 x 32 keys]), runs
+// the online softmax a warp per row and a lane per key (max and sum across
+// the warp's lanes), accumulates P V and writes its partial max, sum and
+// output; a second kernel per (head, sequence x step) merges the splits.
+// Splits: about 256 blocks, at least 256 keys each.
+// CHECK-LABEL: func.func @attention_cache_f16
+// CHECK: %[[STEPS:.*]] = arith.muli
+// CHECK: arith.ceildivui %c256
+// CHECK-NEXT: arith.ceildivui %{{.*}}, %c256
+// CHECK-NEXT: arith.minsi
+// CHECK-NEXT: %[[SPLITS:.*]] = arith.maxsi
+// CHECK: %[[ML:.*]] = memref.alloc(%[[STEPS]], %[[SPLITS]]) : memref<?x2x?x4x2xf32>
+// CHECK: %[[O:.*]] = memref.alloc(%[[STEPS]], %[[SPLITS]]) : memref<?x2x?x4x64xf32>
+// CHECK: gpu.launch blocks(%[[SI:.*]], %[[KV:.*]], %[[ST:.*]]) in (%{{.*}} = %[[SPLITS]], %{{.*}} = %c2, %{{.*}} = %[[STEPS]]) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128
+// CHECK-SAME: workgroup(%[[SK:.*]] : memref<32x64xf32, #gpu.address_space<workgroup>>, %[[SV:.*]] : memref<32x64xf32, #gpu.address_space<workgroup>>, %[[SP:.*]] : memref<4x32xf32, #gpu.address_space<workgroup>>, %[[SC:.*]] : memref<4xf32, #gpu.address_space<workgroup>>)
+// CHECK: memref.load %arg3
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %c32 iter_args
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[SK]]
+// CHECK: memref.store %{{.*}}, %[[SV]]
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c128 step %c128
+// CHECK: memref.load %[[SK]]
+// CHECK: memref.store %{{.*}}, %[[SP]]
+// CHECK: gpu.barrier
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32
+// CHECK: arith.addf
+// CHECK: memref.store %{{.*}}, %[[SP]]
+// CHECK: memref.store %{{.*}}, %[[SC]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[SC]]
+// CHECK: memref.load %[[SV]]
+// CHECK: scf.yield
+// CHECK: memref.store %{{.*}}, %[[ML]][%[[ST]], %[[KV]], %[[SI]], %{{.*}}, %c0]
+// CHECK: memref.store %{{.*}}, %[[ML]][%[[ST]], %[[KV]], %[[SI]], %{{.*}}, %c1]
+// CHECK: memref.store %{{.*}}, %[[O]][%[[ST]], %[[KV]], %[[SI]], %{{.*}}, %{{.*}}]
+// CHECK: gpu.launch blocks(%[[H:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c8, %{{.*}} = %[[STEPS]], %{{.*}} = %c1)
+// CHECK: scf.for %{{.*}} = %c0 to %[[SPLITS]]
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: memref.store %{{.*}}, %arg4[%{{.*}}, %[[H]], %{{.*}}, %{{.*}}]
+// CHECK: memref.dealloc %[[ML]]
+// CHECK: memref.dealloc %[[O]]
+// CHECK-NOT: tfm.attention_kernel
+func.func @attention_cache_f16(%q: memref<?x8x?x64xf16>, %kt: memref<?x2x64x?xf16>,
+                               %v: memref<?x2x?x64xf16>, %pos: memref<?xi32>,
+                               %o: memref<?x8x?x64xf16>) {
+  tfm.attention_kernel ins(%q, %kt, %v : memref<?x8x?x64xf16>, memref<?x2x64x?xf16>, memref<?x2x?x64xf16>) positions(%pos : memref<?xi32>) outs(%o : memref<?x8x?x64xf16>) {mask = #tfm.mask<causal>, scale = 0.125 : f64}
+  return
+}

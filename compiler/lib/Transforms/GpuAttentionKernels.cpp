@@ -7,6 +7,12 @@
 // ALiBi, the position bias by distance) apply to each scaled score before
 // the mask.
 //
+// Over a KV cache (`positions`), the decode kernel (flash decoding): a
+// block per (key split, KV head, sequence x query step) computes the rows
+// of all the query heads of the KV head's group from each K/V tile staged
+// once, and writes its partial softmax (max, sum, unnormalized output); a
+// second kernel merges the splits with log-sum-exp rescaling.
+//
 //===----------------------------------------------------------------------===//
 
 #include "GpuKernelBuilders.h"
@@ -107,6 +113,23 @@ void stageKeyTile(ImplicitLocOpBuilder &b, const AttentionShape &s, Value tid,
   });
   gpu::BarrierOp::create(b);
 }
+
+/// Sum or max over the 32 lanes of a warp, in every lane.
+Value warpReduce(KB &k, Value v, bool isMax) {
+  for (int32_t off : {16, 8, 4, 2, 1}) {
+    Value o = gpu::ShuffleOp::create(k.b, v, off, 32, gpu::ShuffleMode::XOR)
+                  .getShuffleResult();
+    v = isMax ? k.fmax(v, o) : k.fadd(v, o);
+  }
+  return v;
+}
+
+/// Fewest keys in one split of the decode kernel (as on the CPU).
+constexpr int64_t kDecodeMinSplitKeys = 256;
+
+/// Thread blocks the decode kernel's key splits aim for: about two per SM
+/// of an H100 (132 SMs) or an A100 (108).
+constexpr int64_t kDecodeTargetBlocks = 256;
 
 /// Keys per tile for the tensor-core kernel: K and V^T tiles in f16 within
 /// 48 KiB of static shared memory.
@@ -363,4 +386,254 @@ void kernels::emitAttentionSimt(ImplicitLocOpBuilder &b,
         for (int64_t d = 0; d < s.dv; ++d)
           k.storeAs(k.fmul(res[2 + d], inv), s.out, {bi, hi, row, k.c(d)});
       });
+}
+
+void kernels::emitAttentionDecode(ImplicitLocOpBuilder &b,
+                                  const AttentionShape &s, int64_t group) {
+  KB k{b};
+  const int64_t threads = 128, warps = threads / 32;
+  // Keys per tile: a lane each in the softmax; K and V tiles in f32 within
+  // 32 KiB of shared memory.
+  const int64_t bc = std::clamp<int64_t>(4096 / std::max(s.d, s.dv), 1, 32);
+  const int64_t rowsPerWarp = (group + warps - 1) / warps;
+  const int64_t outputs = group * s.dv;
+  const int64_t outsPerThread = (outputs + threads - 1) / threads;
+  int64_t kv = cast<MemRefType>(s.kt.getType()).getDimSize(1);
+  Type f32 = b.getF32Type();
+  // One block per (key split, KV head, sequence x query step).
+  Value steps = arith::MulIOp::create(b, s.bsz, s.tq);
+  Value tasks = k.max(arith::MulIOp::create(b, steps, s.kvHeads), k.c(1));
+  Value splits = k.max(
+      k.min(arith::CeilDivUIOp::create(b, k.c(kDecodeTargetBlocks), tasks),
+            arith::CeilDivUIOp::create(b, s.tk, k.c(kDecodeMinSplitKeys))),
+      k.c(1));
+  // Per (sequence x step, KV head, split, query head of the group): the
+  // running max and sum, and the unnormalized output.
+  int64_t dyn = ShapedType::kDynamic;
+  Value stats =
+      memref::AllocOp::create(b, MemRefType::get({dyn, kv, dyn, group, 2}, f32),
+                              ValueRange{steps, splits});
+  Value partO = memref::AllocOp::create(
+      b, MemRefType::get({dyn, kv, dyn, group, s.dv}, f32),
+      ValueRange{steps, splits});
+  MemRefType sKT = sharedType({bc, s.d}, f32),
+             sVT = sharedType({bc, s.dv}, f32),
+             sPT = sharedType({group, bc}, f32), sCT = sharedType({group}, f32);
+  launch(
+      b, {splits, s.kvHeads, steps}, {threads, 1, 1}, {sKT, sVT, sPT, sCT},
+      [&](gpu::LaunchOp op) {
+        Value sK = op.getWorkgroupAttributions()[0];
+        Value sV = op.getWorkgroupAttributions()[1];
+        Value sP = op.getWorkgroupAttributions()[2];
+        Value sC = op.getWorkgroupAttributions()[3];
+        Value tid = op.getThreadIds().x;
+        Value si = op.getBlockIds().x, kvh = op.getBlockIds().y;
+        Value step = op.getBlockIds().z;
+        Value bi = arith::DivUIOp::create(b, step, s.tq);
+        Value t = arith::RemUIOp::create(b, step, s.tq);
+        Value warp = k.div(tid, 32), lane = k.rem(tid, 32);
+        // This row's position, the keys it sees [lo, hi) and the range of
+        // key slots to visit, [first, end).
+        Value offset =
+            k.max(arith::IndexCastOp::create(
+                      b, b.getIndexType(),
+                      memref::LoadOp::create(b, s.positions, ValueRange{bi})),
+                  k.c(0));
+        Value written = k.add(offset, s.tq);
+        Value limit = s.ring ? written : k.min(s.tk, written);
+        if (s.lengths) {
+          Value len = arith::IndexCastOp::create(
+              b, b.getIndexType(),
+              memref::LoadOp::create(b, s.lengths, ValueRange{bi}));
+          limit = k.min(limit, k.max(len, k.c(0)));
+        }
+        Value pos = k.add(offset, t);
+        Value hi = limit, lo = k.c(0);
+        if (s.kind != MaskKind::none)
+          hi = k.min(hi, k.add(pos, 1));
+        if (s.kind == MaskKind::sliding)
+          lo = k.max(k.c(0), k.sub(pos, k.c(s.window - 1)));
+        Value first = s.ring ? k.c(0) : k.mul(k.div(lo, bc), bc);
+        Value end = s.ring ? k.min(s.tk, written) : k.max(hi, first);
+        Value blocks =
+            arith::CeilDivUIOp::create(b, k.sub(end, first), k.c(bc));
+        Value per = k.max(arith::CeilDivUIOp::create(b, blocks, splits),
+                          k.c((kDecodeMinSplitKeys + bc - 1) / bc));
+        Value span = arith::MulIOp::create(b, per, k.c(bc));
+        Value jStart = k.add(first, arith::MulIOp::create(b, si, span));
+        Value jEnd = k.min(end, k.add(jStart, span));
+        Value h0 = k.mul(kvh, group);
+
+        Value ninf = k.f(-INFINITY), zero = k.f(0.0);
+        SmallVector<Value> init(rowsPerWarp, ninf); // running max
+        init.append(rowsPerWarp, zero);             // running sum
+        init.append(outsPerThread, zero);           // output elements
+        auto loop = scf::ForOp::create(
+            b, jStart, jEnd, k.c(bc), init,
+            [&](OpBuilder &, Location, Value j0, ValueRange st) {
+              stageKeyTile(b, s, tid, threads, j0, bi, kvh, sK, sV,
+                           /*vTransposed=*/false);
+              // Scores of the group's rows against the tile.
+              forEachElement(b, tid, group * bc, threads, [&](Value e) {
+                Value r = k.div(e, bc), j = k.rem(e, bc);
+                Value head = k.add(h0, r);
+                Value dot =
+                    scf::ForOp::create(
+                        b, k.c(0), k.c(s.d), k.c(1), ValueRange{zero},
+                        [&](OpBuilder &, Location, Value dd, ValueRange acc) {
+                          Value qd =
+                              k.loadF32(s.q, ValueRange{bi, head, t, dd});
+                          Value kd =
+                              memref::LoadOp::create(b, sK, ValueRange{j, dd});
+                          scf::YieldOp::create(b, k.fma(qd, kd, acc[0]));
+                        })
+                        .getResult(0);
+                Value slot = k.add(j0, j);
+                Value key = slot;
+                if (s.ring) {
+                  // Slot j holds position e - 1 - ((e - 1 - j) mod S), or
+                  // none if j >= e or j >= S.
+                  Value last = k.sub(written, k.c(1));
+                  Value back = k.sub(last, slot);
+                  Value none = arith::OrIOp::create(b, k.lt(back, k.c(0)),
+                                                    k.ge(slot, s.tk));
+                  key = k.sel(none, k.c(-1),
+                              k.sub(last, arith::RemSIOp::create(
+                                              b, k.max(back, k.c(0)), s.tk)));
+                }
+                Value ok = k.andI(k.ge(key, lo), k.lt(key, hi));
+                Value sv = modifyScore(k, s, k.fmul(dot, k.f(s.scale)), head,
+                                       headSlope(k, s, head), pos, key);
+                memref::StoreOp::create(b, k.sel(ok, sv, ninf), sP,
+                                        ValueRange{r, j});
+              });
+              gpu::BarrierOp::create(b);
+              // The online softmax: a warp per row, a lane per key.
+              SmallVector<Value> next(st.begin(), st.end());
+              for (int64_t i = 0; i < rowsPerWarp; ++i) {
+                Value r = k.add(warp, i * warps);
+                Value rc = k.min(r, k.c(group - 1));
+                Value inTile = k.lt(lane, k.c(bc));
+                Value lc = k.min(lane, k.c(bc - 1));
+                Value sv = k.sel(
+                    inTile, memref::LoadOp::create(b, sP, ValueRange{rc, lc}),
+                    ninf);
+                Value mNew = k.fmax(st[i], warpReduce(k, sv, /*isMax=*/true));
+                Value none = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                                   mNew, ninf);
+                Value mu = k.sel(none, zero, mNew);
+                Value p = k.exp(k.fsub(sv, mu));
+                Value corr = k.exp(k.fsub(st[i], mu));
+                next[i] = mNew;
+                next[rowsPerWarp + i] =
+                    k.fadd(k.fmul(st[rowsPerWarp + i], corr),
+                           warpReduce(k, p, /*isMax=*/false));
+                auto own =
+                    scf::IfOp::create(b, k.andI(k.lt(r, k.c(group)), inTile),
+                                      /*withElseRegion=*/false);
+                OpBuilder::InsertionGuard guard(b);
+                b.setInsertionPointToStart(own.thenBlock());
+                memref::StoreOp::create(b, p, sP, ValueRange{rc, lc});
+                memref::StoreOp::create(b, corr, sC, ValueRange{rc});
+              }
+              gpu::BarrierOp::create(b);
+              // O = O * corr + P V, each thread its output elements.
+              for (int64_t i = 0; i < outsPerThread; ++i) {
+                Value e = k.min(k.add(tid, i * threads), k.c(outputs - 1));
+                Value r = k.div(e, s.dv), c = k.rem(e, s.dv);
+                Value acc =
+                    k.fmul(st[2 * rowsPerWarp + i],
+                           memref::LoadOp::create(b, sC, ValueRange{r}));
+                next[2 * rowsPerWarp + i] =
+                    scf::ForOp::create(
+                        b, k.c(0), k.c(bc), k.c(1), ValueRange{acc},
+                        [&](OpBuilder &, Location, Value j, ValueRange a) {
+                          scf::YieldOp::create(
+                              b, k.fma(memref::LoadOp::create(b, sP,
+                                                              ValueRange{r, j}),
+                                       memref::LoadOp::create(b, sV,
+                                                              ValueRange{j, c}),
+                                       a[0]));
+                        })
+                        .getResult(0);
+              }
+              scf::YieldOp::create(b, next);
+            });
+        // This split's partial results.
+        ValueRange res = loop.getResults();
+        for (int64_t i = 0; i < rowsPerWarp; ++i) {
+          Value r = k.add(warp, i * warps);
+          auto own = scf::IfOp::create(
+              b, k.andI(k.lt(r, k.c(group)), k.lt(lane, k.c(1))),
+              /*withElseRegion=*/false);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(own.thenBlock());
+          memref::StoreOp::create(b, res[i], stats,
+                                  ValueRange{step, kvh, si, r, k.c(0)});
+          memref::StoreOp::create(b, res[rowsPerWarp + i], stats,
+                                  ValueRange{step, kvh, si, r, k.c(1)});
+        }
+        for (int64_t i = 0; i < outsPerThread; ++i) {
+          Value e = k.add(tid, i * threads);
+          auto own = scf::IfOp::create(b, k.lt(e, k.c(outputs)),
+                                       /*withElseRegion=*/false);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(own.thenBlock());
+          memref::StoreOp::create(
+              b, res[2 * rowsPerWarp + i], partO,
+              ValueRange{step, kvh, si, k.div(e, s.dv), k.rem(e, s.dv)});
+        }
+      });
+
+  // The merge, a block per (head, sequence x step): out = sum_s w_s O_s /
+  // sum_s w_s l_s with w_s = exp(m_s - max_s m_s), or zeros for a row that
+  // saw no key.
+  launch(b, {s.heads, steps, k.c(1)}, {threads, 1, 1}, {},
+         [&](gpu::LaunchOp op) {
+           Value tid = op.getThreadIds().x;
+           Value hi = op.getBlockIds().x, step = op.getBlockIds().y;
+           Value bi = arith::DivUIOp::create(b, step, s.tq);
+           Value t = arith::RemUIOp::create(b, step, s.tq);
+           Value kvh = k.div(hi, group), g = k.rem(hi, group);
+           Value ninf = k.f(-INFINITY), zero = k.f(0.0);
+           auto overSplits = [&](Value init,
+                                 function_ref<Value(Value, Value)> body) {
+             return scf::ForOp::create(
+                        b, k.c(0), splits, k.c(1), ValueRange{init},
+                        [&](OpBuilder &, Location, Value sp, ValueRange acc) {
+                          scf::YieldOp::create(b, body(sp, acc[0]));
+                        })
+                 .getResult(0);
+           };
+           auto statOf = [&](Value sp, int64_t which) -> Value {
+             return memref::LoadOp::create(
+                 b, stats, ValueRange{step, kvh, sp, g, k.c(which)});
+           };
+           Value m = overSplits(ninf, [&](Value sp, Value acc) {
+             return k.fmax(acc, statOf(sp, 0));
+           });
+           Value none =
+               arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, ninf);
+           Value mu = k.sel(none, zero, m);
+           auto weight = [&](Value sp) {
+             return k.exp(k.fsub(statOf(sp, 0), mu));
+           };
+           Value sum = overSplits(zero, [&](Value sp, Value acc) {
+             return k.fma(weight(sp), statOf(sp, 1), acc);
+           });
+           Value inv = k.sel(
+               arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, sum, zero),
+               arith::DivFOp::create(b, k.f(1.0), sum), zero);
+           forEachElement(b, tid, s.dv, threads, [&](Value c) {
+             Value o = overSplits(zero, [&](Value sp, Value acc) {
+               return k.fma(k.fmul(weight(sp), inv),
+                            memref::LoadOp::create(
+                                b, partO, ValueRange{step, kvh, sp, g, c}),
+                            acc);
+             });
+             k.storeAs(o, s.out, {bi, hi, t, c});
+           });
+         });
+  memref::DeallocOp::create(b, stats);
+  memref::DeallocOp::create(b, partO);
 }

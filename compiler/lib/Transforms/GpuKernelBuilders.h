@@ -141,6 +141,10 @@ void forEachElement(ImplicitLocOpBuilder &b, Value tid, int64_t count,
 /// tfm.attention_kernel, as the kernel builders read them.
 struct AttentionShape {
   Value q, kt, v, lengths, out;
+  /// A KV cache: each sequence's position ([B], null: none), and whether
+  /// the keys are a ring buffer.
+  Value positions;
+  bool ring = false;
   Value bsz, heads, tq, kvHeads, tk, group, offset;
   int64_t d, dv;
   Type elt;
@@ -165,6 +169,18 @@ void emitAttentionMma(ImplicitLocOpBuilder &b, const AttentionShape &s);
 /// f32 (or any shape) fallback: one thread per query row, K/V tiles in
 /// shared memory, the online softmax updated key by key.
 void emitAttentionSimt(ImplicitLocOpBuilder &b, const AttentionShape &s);
+
+/// Attention over a KV cache (`s.positions`; `group` query heads per KV
+/// head, static): split-K flash decoding. A block of 128 threads per (key
+/// split, KV head, sequence x query step) stages each K/V tile in shared
+/// memory once for the group's rows: scores a (row, key) pair per thread,
+/// the online softmax a warp per row and a lane per key, P V an output
+/// element per thread. Its partial max, sum and output go to a workspace;
+/// a second kernel, a block per (head, sequence x step), merges the splits.
+/// The keys are split (at least 256 per split) until there are about 256
+/// blocks.
+void emitAttentionDecode(ImplicitLocOpBuilder &b, const AttentionShape &s,
+                         int64_t group);
 
 //===----------------------------------------------------------------------===//
 // GEMM (GpuGemmKernels.cpp)

@@ -34,9 +34,6 @@ struct GpuAttention : OpRewritePattern<AttentionKernelOp> {
                                 PatternRewriter &rw) const override {
     if (!op.hasPureBufferSemantics())
       return rw.notifyMatchFailure(op, "not bufferized yet");
-    if (op.getPositions())
-      return op.emitOpError("KV-cache attention (positions) is not lowered "
-                            "for CUDA yet");
     ImplicitLocOpBuilder b(op.getLoc(), rw);
     KB k{b};
     AttentionShape s;
@@ -69,6 +66,19 @@ struct GpuAttention : OpRewritePattern<AttentionKernelOp> {
     s.tk = k.dim(s.kt, 3);
     s.group = arith::DivUIOp::create(b, s.heads, s.kvHeads);
     s.offset = k.sub(s.tk, s.tq);
+    if ((s.positions = op.getPositions())) {
+      // A KV cache: the decode kernel, with the group's query heads
+      // together (their count must be static).
+      int64_t h = qt.getDimSize(1);
+      int64_t kv = cast<MemRefType>(s.kt.getType()).getDimSize(1);
+      if (ShapedType::isDynamic(h) || ShapedType::isDynamic(kv))
+        return op.emitOpError("GPU attention over a KV cache needs static "
+                              "head counts");
+      s.ring = op.getRing();
+      emitAttentionDecode(b, s, h / kv);
+      rw.eraseOp(op);
+      return success();
+    }
     if (isHalf(s.elt) && s.d % 16 == 0 && s.dv % 8 == 0 &&
         std::max(s.d, s.dv) <= 512)
       emitAttentionMma(b, s);

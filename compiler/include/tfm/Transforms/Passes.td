@@ -140,7 +140,10 @@ def TfmGpuLowerKernels : Pass<"tfm-gpu-lower-kernels", "func::FuncOp"> {
     m16n8k16, f32 accumulation; four warps of 16 query rows, P reused from
     the S accumulators as the A operand); otherwise (f32) one thread per
     query row computes in f32. Key tiles above the causal diagonal, outside
-    the sliding window or past the key lengths are skipped.
+    the sliding window or past the key lengths are skipped. Over a KV cache
+    (`positions`), split-K flash decoding instead: a block per (key split,
+    KV head, sequence x query step) for the rows of the group's query heads,
+    partial softmax results merged by a second kernel.
 
     tfm.linear_kernel becomes a tiled GEMM: 64x64 output tiles, K in steps
     of 32 staged in shared memory, tensor-core mma.sync for f16/bf16 and an
