@@ -69,12 +69,14 @@ func.func @attention_modifiers(%q: memref<?x4x?x8xf32>, %kt: memref<?x2x8x?xf32>
 // Over a KV cache (positions) with a dynamic T: the decode kernel when
 // T x group <= 16 (here T <= 4: 4 query heads per KV head), else the
 // prefill kernel, chosen at run time. Decode: the thread count from the
-// runtime sets the number of key splits (at least 256 keys each); a task per (sequence, KV head,
-// split) loads each block of K^T once for the 4 query heads of its group
-// (one masked load, four FMAs) and each V vector once for them too, keeping
-// each row's running max and sum (a cache line per row) and unnormalized
-// output in a workspace per split; a second parallel loop over (sequence,
-// head) merges the splits: max, exp-weighted sums, the output.
+// runtime sets the number of key splits (at least 256 keys each); a task
+// per (sequence, KV head, split) loads each block of K^T (64 keys: scores
+// of 4 rows x 4 vectors, half the registers) once for the 4 query heads of
+// its group (one masked load, four FMAs) and each V vector once for them
+// too, keeping each row's running max and sum (a cache line per row) and
+// unnormalized output in a workspace per split; a second parallel loop
+// over (sequence, head) merges the splits: max, exp-weighted sums, the
+// output.
 // CHECK-LABEL: func.func @attention_decode
 // CHECK: %[[T:.*]] = memref.dim %arg0, %c2 : memref<?x8x?x8xf32>
 // CHECK: %[[DECODE:.*]] = arith.cmpi ule, %[[T]], %c4
@@ -85,18 +87,18 @@ func.func @attention_modifiers(%q: memref<?x4x?x8xf32>, %kt: memref<?x2x8x?xf32>
 // CHECK-NEXT: %[[SPLITS:.*]] = arith.maxsi
 // CHECK: %[[ML:.*]] = memref.alloc(%{{.*}}, %[[SPLITS]], %{{.*}}) {alignment = 64 : i64} : memref<?x2x?x?x16xf32>
 // CHECK: %[[O:.*]] = memref.alloc(%{{.*}}, %[[SPLITS]], %{{.*}}) {alignment = 64 : i64} : memref<?x2x?x?x8xf32>
-// CHECK: %[[P:.*]] = memref.alloc(%{{.*}}, %[[SPLITS]]) {alignment = 64 : i64} : memref<?x2x?x4x32xf32>
+// CHECK: %[[P:.*]] = memref.alloc(%{{.*}}, %[[SPLITS]]) {alignment = 64 : i64} : memref<?x2x?x4x64xf32>
 // CHECK: scf.parallel (%[[B:.*]], %[[KV:.*]], %[[S:.*]]) = (%c0, %c0, %c0) to (%{{.*}}, %c2, %[[SPLITS]])
-// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %c32 {
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %c64 {
 // CHECK: scf.for %[[TI:.*]] = %c0 to %[[T]] step %c1 {
-// CHECK: scf.for %[[D:.*]] = %c0 to %c8 step %c1 iter_args({{.*}}) -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>) {
+// CHECK: scf.for %[[D:.*]] = %c0 to %c8 step %c1 iter_args({{.*}}) -> (vector<64xf32>, vector<64xf32>, vector<64xf32>, vector<64xf32>) {
 // CHECK-NEXT: %[[KB:.*]] = vector.maskedload %arg1[%[[B]], %[[KV]], %[[D]], %[[J]]]
-// CHECK-COUNT-4: vector.fma %{{.*}}, %[[KB]], %{{.*}} : vector<32xf32>
+// CHECK-COUNT-4: vector.fma %{{.*}}, %[[KB]], %{{.*}} : vector<64xf32>
 // CHECK-NEXT: scf.yield
 // CHECK: memref.load %[[ML]][%[[B]], %[[KV]], %[[S]], %{{.*}}, %c0]
 // CHECK: memref.load %[[ML]][%[[B]], %[[KV]], %[[S]], %{{.*}}, %c1]
 // CHECK: vector.reduction <maximumf>
-// CHECK: math.exp %{{.*}} : vector<32xf32>
+// CHECK: math.exp %{{.*}} : vector<64xf32>
 // CHECK: vector.store %{{.*}}, %[[P]][%[[B]], %[[KV]], %[[S]], %c0, %c0]
 // CHECK: vector.store %{{.*}}, %[[P]][%[[B]], %[[KV]], %[[S]], %c3, %c0]
 // CHECK: scf.for

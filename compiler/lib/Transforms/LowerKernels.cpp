@@ -235,6 +235,21 @@ constexpr int64_t kCacheLine = 64;
 /// code runs on (tfm_set_threads, --threads).
 constexpr StringLiteral kThreadsFn = "tfm_get_threads";
 
+/// Query rows of a register block in the decode kernel: with two vectors
+/// of keys, 8 rows fill half of AVX-512's registers with scores (4 for
+/// AVX2).
+int64_t decodeBlockRows(int64_t vl, int64_t group) {
+  return std::min<int64_t>(group, vl >= 16 ? 8 : 4);
+}
+
+/// Vectors of keys per block in the decode kernel: as many as keep the
+/// block's scores (rows x vectors) within half the vector registers, 2 to
+/// 4.
+int64_t decodeKeyVectors(int64_t vl, int64_t group) {
+  int64_t budget = vl >= 16 ? 16 : 8;
+  return std::clamp<int64_t>(budget / decodeBlockRows(vl, group), 2, 4);
+}
+
 /// Builds `for c in [0, chunks)` with `body(c)`.
 void forChunks(OpBuilder &b, Location loc, int64_t chunks,
                function_ref<void(OpBuilder &, Location, Value)> body) {
@@ -279,7 +294,8 @@ struct AttentionLowering {
   int64_t d, dv;
   /// Lanes of an output vector (dv in `chunks` vectors of `wv` lanes).
   int64_t wv, chunks;
-  /// Keys per block: two vector registers.
+  /// Keys per block: `keyVectors` vector registers (two in the prefill
+  /// kernel).
   int64_t bk;
   MaskKind kind;
   int64_t window, biasDistance;
@@ -291,7 +307,8 @@ struct AttentionLowering {
   Value c0, c1, bsz, heads, tq, kvHeads, tk, ninf, ninfV, zeroVV, zeroK, scaleV,
       lanes;
 
-  AttentionLowering(AttentionKernelOp op, int64_t vl) : op(op), vl(vl) {
+  AttentionLowering(AttentionKernelOp op, int64_t vl, int64_t keyVectors = 2)
+      : op(op), vl(vl) {
     q = op.getQuery();
     kt = op.getKey();
     v = op.getValue();
@@ -306,7 +323,7 @@ struct AttentionLowering {
     while (wv > 1 && dv % wv != 0)
       wv /= 2;
     chunks = dv / wv;
-    bk = 2 * vl;
+    bk = keyVectors * vl;
     kind = op.getMask();
     window = op.getWindowAttr() ? op.getWindowAttr().getInt() : 0;
     biasDistance = bias ? op.getBiasDistanceAttr().getInt() : int64_t(0);
@@ -323,14 +340,27 @@ struct AttentionLowering {
     i32V = VectorType::get({bk}, IntegerType::get(ctx, 32));
   }
 
-  void emitCommon(OpBuilder &b, Location loc) {
-    c0 = cIdx(b, loc, 0);
-    c1 = cIdx(b, loc, 1);
-    bsz = dim(b, loc, q, 0);
-    heads = dim(b, loc, q, 1);
-    tq = dim(b, loc, q, 2);
-    kvHeads = dim(b, loc, kt, 1);
-    tk = dim(b, loc, kt, 3);
+  /// The constants and sizes, or the sizes of `sizes` (another lowering of
+  /// the same op) and the constants of this one's block of keys.
+  void emitCommon(OpBuilder &b, Location loc,
+                  const AttentionLowering *sizes = nullptr) {
+    if (sizes) {
+      c0 = sizes->c0;
+      c1 = sizes->c1;
+      bsz = sizes->bsz;
+      heads = sizes->heads;
+      tq = sizes->tq;
+      kvHeads = sizes->kvHeads;
+      tk = sizes->tk;
+    } else {
+      c0 = cIdx(b, loc, 0);
+      c1 = cIdx(b, loc, 1);
+      bsz = dim(b, loc, q, 0);
+      heads = dim(b, loc, q, 1);
+      tq = dim(b, loc, q, 2);
+      kvHeads = dim(b, loc, kt, 1);
+      tk = dim(b, loc, kt, 3);
+    }
     ninf = cF32(b, loc, -INFINITY);
     ninfV = vector::BroadcastOp::create(b, loc, vk, ninf);
     zeroVV = arith::ConstantOp::create(
@@ -743,7 +773,7 @@ void AttentionLowering::emitDecode(OpBuilder &b, Location loc,
                                    int64_t group) const {
   int64_t kv = cast<MemRefType>(kt.getType()).getDimSize(1);
   // Scores of 8 rows x 2 vectors of keys fill half of AVX-512's registers.
-  int64_t blockRows = std::min<int64_t>(group, vl >= 16 ? 8 : 4);
+  int64_t blockRows = decodeBlockRows(vl, group);
   Value groupV = cIdx(b, loc, group);
   Value rowsT = arith::MulIOp::create(b, loc, tq, groupV);
   Value threads = func::CallOp::create(b, loc, kThreadsFn,
@@ -1033,6 +1063,13 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
     AttentionLowering a(op, vl);
     a.emitCommon(b, loc);
     std::optional<int64_t> group = a.decodeGroup();
+    std::optional<AttentionLowering> dec;
+    if (group) {
+      // Decode: blocks of keys as wide as the scores of a register block
+      // of rows allow (longer contiguous runs of each row of K^T).
+      dec.emplace(op, vl, decodeKeyVectors(vl, *group));
+      dec->emitCommon(b, loc, &a);
+    }
     if (!group) {
       a.emitPrefill(b, loc);
       b.eraseOp(op);
@@ -1048,7 +1085,7 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
     }
     declareThreadsFn(b, op);
     if (!qt.isDynamicDim(2)) {
-      a.emitDecode(b, loc, *group);
+      dec->emitDecode(b, loc, *group);
       b.eraseOp(op);
       return success();
     }
@@ -1057,7 +1094,7 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
     scf::IfOp::create(
         b, loc, decode,
         [&](OpBuilder &tb, Location tl) {
-          a.emitDecode(tb, tl, *group);
+          dec->emitDecode(tb, tl, *group);
           scf::YieldOp::create(tb, tl);
         },
         [&](OpBuilder &eb, Location el) {
