@@ -273,7 +273,7 @@ static tfm_status set_token(tfm_tokenizer *t, int32_t id, const char *s,
                             size_t n) {
   if (t->tokens[id].s)
     return TFM_OK; /* the first spelling of an id stays */
-  char *c = tfm_strndup(s, n);
+  char *c = tfm_memdup(s, n);
   if (!c)
     return OOM();
   t->tokens[id].s = c;
@@ -540,7 +540,7 @@ static tfm_status add_token_entry(tfm_tokenizer *t, const json_t *e, int32_t id,
     s = set_token(t, a.id, json_string_value(content), a.len);
   if (s != TFM_OK)
     return s;
-  if (!(a.content = tfm_strndup(json_string_value(content), a.len)))
+  if (!(a.content = tfm_memdup(json_string_value(content), a.len)))
     return OOM();
   if ((s = push_added(t, &a)) != TFM_OK)
     free(a.content);
@@ -1170,7 +1170,7 @@ static tfm_status load_spm(tfm_tokenizer *t, const char *path) {
       a.id = id;
       a.len = len;
       a.special = true;
-      if (!(a.content = tfm_strndup(p, len)))
+      if (!(a.content = tfm_memdup(p, len)))
         return OOM();
       if ((s = push_added(t, &a)) != TFM_OK)
         free(a.content);
