@@ -28,6 +28,18 @@ config.substitutions.append(("%tfm_libs", " ".join([
     "-L" + config.omp_dir, "-lomp", "-Wl,-rpath," + config.omp_dir, "-lm"])))
 config.substitutions.append(("%tfm_lib_dir", config.tfm_lib_dir))
 
+# A memory limit for a test's process: `ulimit -v N` (KiB), except under
+# AddressSanitizer (-DTFM_SANITIZE=ON), which reserves terabytes of address
+# space for its shadow memory and cannot start under `ulimit -v`: there
+# ASan's own allocator refuses any allocation above 1000 MB instead (":"
+# takes the N).
+if str(getattr(config, "tfm_sanitize", "")).upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("asan")
+    config.substitutions.append(("%ulimit_v", "export ASAN_OPTIONS=$ASAN_OPTIONS:"
+                                 "allocator_may_return_null=1:max_allocation_size_mb=1000; :"))
+else:
+    config.substitutions.append(("%ulimit_v", "ulimit -v"))
+
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 

@@ -47,6 +47,8 @@ void *tfm_calloc(size_t count, size_t size);
 void *tfm_aligned_alloc(size_t bytes);
 char *tfm_strdup(const char *s);
 char *tfm_strndup(const char *s, size_t n);
+/* A copy of exactly `n` bytes of `s` (NUL bytes included) plus a NUL. */
+char *tfm_memdup(const char *s, size_t n);
 /* For tests: the allocation after `n` more successful ones fails (0: the
  * next one), on this thread only; a negative `n` turns this off. */
 void tfm_fail_allocation_after(long n);

@@ -73,6 +73,16 @@ char *tfm_strndup(const char *s, size_t n) {
 
 char *tfm_strdup(const char *s) { return tfm_strndup(s, SIZE_MAX); }
 
+char *tfm_memdup(const char *s, size_t n) {
+  char *d = n < SIZE_MAX ? tfm_malloc(n + 1) : NULL;
+  if (d) {
+    if (n)
+      memcpy(d, s, n);
+    d[n] = 0;
+  }
+  return d;
+}
+
 const char *tfm_status_string(tfm_status s) {
   switch (s) {
   case TFM_OK:

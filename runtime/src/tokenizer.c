@@ -273,7 +273,7 @@ static tfm_status set_token(tfm_tokenizer *t, int32_t id, const char *s,
                             size_t n) {
   if (t->tokens[id].s)
     return TFM_OK; /* the first spelling of an id stays */
-  char *c = tfm_strndup(s, n);
+  char *c = tfm_memdup(s, n);
   if (!c)
     return OOM();
   t->tokens[id].s = c;
@@ -494,11 +494,13 @@ static tfm_status read_unigram(tfm_tokenizer *t, const json_t *m,
   for (size_t i = 0; i < n; ++i)
     str_map_put(&t->vocab, t->tokens, (int32_t)i);
   const json_t *unk = json_object_get(m, "unk_id");
-  t->unk = json_is_integer(unk) ? (int32_t)json_integer_value(unk) : -1;
-  if (t->unk >= (int32_t)n)
+  json_int_t unk_id = json_is_integer(unk) ? json_integer_value(unk) : -1;
+  if (json_is_integer(unk) && (unk_id < 0 || unk_id >= (json_int_t)n))
     return tfm_fail(TFM_ERR_FORMAT,
-                    "%s: model.unk_id %d is outside the vocabulary", t->file,
-                    t->unk);
+                    "%s: model.unk_id %" JSON_INTEGER_FORMAT
+                    " is outside the vocabulary",
+                    t->file, unk_id);
+  t->unk = (int32_t)unk_id;
   t->byte_fallback = json_is_true(json_object_get(m, "byte_fallback"));
   t->fuse_unk = true;
   return TFM_OK;
@@ -540,7 +542,7 @@ static tfm_status add_token_entry(tfm_tokenizer *t, const json_t *e, int32_t id,
     s = set_token(t, a.id, json_string_value(content), a.len);
   if (s != TFM_OK)
     return s;
-  if (!(a.content = tfm_strndup(json_string_value(content), a.len)))
+  if (!(a.content = tfm_memdup(json_string_value(content), a.len)))
     return OOM();
   if ((s = push_added(t, &a)) != TFM_OK)
     free(a.content);
@@ -556,7 +558,7 @@ static tfm_status read_added(tfm_tokenizer *t, const json_t *list) {
   for (size_t i = 0; i < json_array_size(list); ++i) {
     const json_t *id = json_object_get(json_array_get(list, i), "id");
     if (json_is_integer(id) && json_integer_value(id) > max &&
-        json_integer_value(id) < INT32_MAX)
+        json_integer_value(id) <= TK_MAX_ID)
       max = json_integer_value(id);
   }
   tfm_status gs = grow_tokens(t, (int32_t)(max + 1));
@@ -567,12 +569,12 @@ static tfm_status read_added(tfm_tokenizer *t, const json_t *list) {
     const json_t *id = json_object_get(e, "id"),
                  *content = json_object_get(e, "content");
     if (!json_is_integer(id) || !json_is_string(content) ||
-        json_integer_value(id) < 0 || json_integer_value(id) >= INT32_MAX ||
+        json_integer_value(id) < 0 || json_integer_value(id) > TK_MAX_ID ||
         !json_string_length(content))
       return tfm_fail(TFM_ERR_FORMAT,
-                      "%s: added_tokens entry %zu lacks an id or a "
+                      "%s: added_tokens entry %zu lacks an id (0 to %d) or a "
                       "non-empty content",
-                      t->file, i);
+                      t->file, i, TK_MAX_ID);
     tfm_status s =
         add_token_entry(t, e, (int32_t)json_integer_value(id), content);
     if (s != TFM_OK)
@@ -996,12 +998,12 @@ static tfm_status read_added_decoder(tfm_tokenizer *t, json_t *d,
     char *end;
     long id = strtol(key, &end, 10);
     const json_t *content = json_object_get(v, "content");
-    if (*end || end == key || id < 0 || id >= INT32_MAX ||
+    if (*end || end == key || id < 0 || id > TK_MAX_ID ||
         !json_is_string(content) || !json_string_length(content))
       return tfm_fail(TFM_ERR_FORMAT,
-                      "%s: added_tokens_decoder entry '%s' is not an id with "
-                      "a non-empty content",
-                      where, key);
+                      "%s: added_tokens_decoder entry '%s' is not an id (0 to "
+                      "%d) with a non-empty content",
+                      where, key, TK_MAX_ID);
     bool known = false;
     for (size_t i = 0; i < t->num_added && !known; ++i)
       known = t->added[i].id == (int32_t)id;
@@ -1170,7 +1172,7 @@ static tfm_status load_spm(tfm_tokenizer *t, const char *path) {
       a.id = id;
       a.len = len;
       a.special = true;
-      if (!(a.content = tfm_strndup(p, len)))
+      if (!(a.content = tfm_memdup(p, len)))
         return OOM();
       if ((s = push_added(t, &a)) != TFM_OK)
         free(a.content);

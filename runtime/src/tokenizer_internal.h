@@ -15,6 +15,11 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+/* The largest token id a file may give (2^24 - 1): the tokens are an
+ * array indexed by id, and the largest published vocabularies hold ~262k.
+ * An id past it is an error, not an allocation of gigabytes. */
+#define TK_MAX_ID 16777215
+
 /* A string with its length (not NUL-terminated unless said). */
 typedef struct tk_str {
   char *s;

@@ -136,7 +136,11 @@ static tfm_status number(scan *c, double *v, bool integer) {
   tmp[c->i - b] = 0;
   char *end;
   *v = strtod(tmp, &end);
-  if (*end || (integer && (strpbrk(tmp, ".eE") || *v != (double)(int64_t)*v)))
+  /* (A double outside int64_t's range is an integer, and too large for an
+   * int64_t cast.) */
+  if (*end ||
+      (integer && (strpbrk(tmp, ".eE") ||
+                   (*v > -0x1p63 && *v < 0x1p63 && *v != (double)(int64_t)*v))))
     return bad(c, integer ? "an integer" : "a number");
   return TFM_OK;
 }
@@ -301,11 +305,11 @@ tfm_status tk_json_vocab_object(const char *text, const tk_span *sp,
     double v;
     if ((s = number(&c, &v, true)) != TFM_OK)
       return s;
-    if (v < 0 || v >= INT32_MAX)
+    if (v < 0 || v > TK_MAX_ID)
       return tfm_fail(TFM_ERR_FORMAT,
-                      "%s: %s: the id of '%.*s' is not a non-negative "
-                      "integer",
-                      file, what, (int)e.len, out->arena.s + e.off);
+                      "%s: %s: the id of '%.*s' is not an integer from 0 to "
+                      "%d",
+                      file, what, (int)e.len, out->arena.s + e.off, TK_MAX_ID);
     e.id = (int64_t)v;
     if ((s = push_entry(out, &e)) != TFM_OK)
       return s;

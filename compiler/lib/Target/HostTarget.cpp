@@ -468,7 +468,10 @@ std::string mlir::tfm::generateHeader(const ModelSpec &spec,
      << spec.name
      << "_inputs; output must be allocated\n   with its full "
         "shape. Returns 0. Inputs are not checked: use tfm_model_run() for "
-        "that. */\n"
+        "that.\n   Threads: on the CPU the parameters are only read, so "
+        "forward passes may\n   run on several threads at once over the same "
+        "parameters (a tfm_model with\n   its weights loaded may be shared); "
+        "see \"Threads\" in tfm/runtime.h. */\n"
      << "int32_t " << spec.name << "_forward(void *const *params, "
      << "const tfm_tensor *inputs, tfm_tensor *output);\n\n";
   if (hasStepFunction(spec))

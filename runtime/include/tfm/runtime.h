@@ -7,6 +7,21 @@
  *
  * Every call that can fail returns a tfm_status; tfm_last_error() holds the
  * message of the last failure on this thread.
+ *
+ * Threads. A tfm_model whose weights are loaded is only read by forward
+ * passes and sessions, so it may be shared by any number of threads: on
+ * the CPU, forward passes (tfm_model_run, or MODEL_forward on the model's
+ * parameters) may run on several threads at once, and so may sessions over
+ * the model, each session on one thread at a time (a session holds its KV
+ * caches: it is not itself thread-safe; create one per thread). What changes
+ * a model (tfm_model_load_weights*, tfm_model_random_weights,
+ * tfm_model_set_step, tfm_model_destroy) must not overlap any other call on
+ * it. A CUDA model keeps its device buffers for the inputs and the output
+ * in the model: its forward passes run one at a time. Each call runs its
+ * parallel loops on OpenMP threads of its own (tfm_set_threads sets their
+ * number for the calling thread). Threads running one model at once give,
+ * bit for bit, what one thread gives (test/e2e/Inputs/use_session.c, also
+ * run under ThreadSanitizer by .ci/sanitize).
  *===----------------------------------------------------------------------===*/
 
 #ifndef TFM_RUNTIME_H
@@ -148,7 +163,8 @@ void tfm_model_print_info(const tfm_model *m, FILE *out);
  * (per layer kv_heads x head_dim floats per token, twice) and shares the
  * model's weights: create one session per thread; a model and its weights
  * may be shared by any number of sessions, on any threads, as long as
- * nothing loads new weights meanwhile. A session is not thread-safe.
+ * nothing loads new weights meanwhile (see Threads above). A session is not
+ * thread-safe: one thread at a time.
  *
  * Sequences are numbered 0..max_batch-1 and start empty.
  *
@@ -188,7 +204,8 @@ tfm_status tfm_session_decode(tfm_session *s, int64_t n, const int32_t *tokens,
 tfm_status tfm_session_encode(tfm_session *s, int64_t n,
                               const int32_t *const *src, const int64_t *lens);
 
-/* Threads (OpenMP) and time. */
+/* Threads (OpenMP) and time. tfm_set_threads sets the number of OpenMP
+ * threads of the forward passes the calling thread runs. */
 void tfm_set_threads(int n);
 int tfm_get_threads(void);
 double tfm_now_seconds(void);

@@ -1,8 +1,13 @@
 /* Generation through the C API of a decoder compiled with `tfmc -c`: a
  * session over three prompts of different lengths, prefilled in one call
  * and decoded in batched steps, against each prompt alone in its own
- * session, against the model's full forward pass, on two threads at once;
- * and the errors (past max_len, decoding an empty sequence). */
+ * session, against the model's full forward pass; and the errors (past
+ * max_len, decoding an empty sequence).
+ *
+ * Threads (what runtime.h and the generated header promise): one model
+ * with its weights shared by three threads at once, each running forward
+ * passes and its own session, gives bit for bit what one thread gives.
+ * .ci/sanitize also runs this program under ThreadSanitizer. */
 #include "llama.h"
 
 #include <math.h>
@@ -59,12 +64,35 @@ static void generate(int first, int n, int32_t tokens[][STEPS],
   tfm_session_free(s);
 }
 
-static int32_t alone_tokens[3][1][STEPS];
-static float alone_logits[3][1][STEPS][VOCAB];
+/* Each prompt alone in its own session, and a forward pass over input b
+ * ([b + 1, 4 + 3b] tokens): on one thread first (ref_*), then on three
+ * threads at once, ROUNDS times each (the last round's results kept). */
+#define ROUNDS 4
+static int32_t ref_tokens[3][1][STEPS], alone_tokens[3][1][STEPS];
+static float ref_logits[3][1][STEPS][VOCAB], alone_logits[3][1][STEPS][VOCAB];
+static tfm_tensor fwd_in[3], ref_out[3], fwd_out[3];
+static int gen_differs, fwd_differs; /* set by any thread */
+static pthread_barrier_t start;
+
+static void forward(int b, tfm_tensor *out) {
+  check(tfm_model_run(model, &fwd_in[b], out), "forward");
+}
 
 static void *alone(void *arg) {
   int b = (int)(long)arg;
-  generate(b, 1, alone_tokens[b], alone_logits[b]);
+  pthread_barrier_wait(&start);
+  for (int r = 0; r < ROUNDS; ++r) {
+    generate(b, 1, alone_tokens[b], alone_logits[b]);
+    tfm_tensor_free(&fwd_out[b]);
+    forward(b, &fwd_out[b]);
+    size_t bytes = sizeof(float) * (size_t)tfm_tensor_numel(&ref_out[b]);
+    if (memcmp(alone_tokens[b], ref_tokens[b], sizeof ref_tokens[b]) ||
+        memcmp(alone_logits[b], ref_logits[b], sizeof ref_logits[b]))
+      __atomic_store_n(&gen_differs, 1, __ATOMIC_RELAXED);
+    if (tfm_tensor_numel(&fwd_out[b]) != tfm_tensor_numel(&ref_out[b]) ||
+        memcmp(fwd_out[b].data, ref_out[b].data, bytes))
+      __atomic_store_n(&fwd_differs, 1, __ATOMIC_RELAXED);
+  }
   return NULL;
 }
 
@@ -86,19 +114,36 @@ int main(void) {
   static float logits[3][STEPS][VOCAB];
   generate(0, 3, tokens, logits);
 
-  /* Each prompt alone, two of them on two threads at once. */
+  /* Each prompt alone and a forward pass, on one thread. */
+  for (int b = 0; b < 3; ++b) {
+    int64_t shape[2] = {b + 1, 4 + 3 * b};
+    check(tfm_tensor_alloc(&fwd_in[b], TFM_I32, 2, shape), "alloc");
+    for (int64_t i = 0; i < shape[0] * shape[1]; ++i)
+      ((int32_t *)fwd_in[b].data)[i] = (int32_t)((i * 29 + b) % VOCAB);
+    forward(b, &ref_out[b]);
+    generate(b, 1, ref_tokens[b], ref_logits[b]);
+  }
+  /* The same on three threads at once, sharing the model. */
   pthread_t t1, t2;
+  pthread_barrier_init(&start, NULL, 3);
   pthread_create(&t1, NULL, alone, (void *)0L);
   pthread_create(&t2, NULL, alone, (void *)1L);
   alone((void *)2L);
   pthread_join(t1, NULL);
   pthread_join(t2, NULL);
+  pthread_barrier_destroy(&start);
+  printf("three threads vs one: forward %s, sessions %s\n",
+         fwd_differs ? "DIFFER" : "bit-identical",
+         gen_differs ? "DIFFER" : "bit-identical");
   double worst = 0;
   int same = 1;
   for (int b = 0; b < 3; ++b) {
     same &= !memcmp(tokens[b], alone_tokens[b][0], sizeof tokens[b]);
     worst = fmax(worst, rel_diff(&logits[b][0][0], &alone_logits[b][0][0][0],
                                  STEPS * VOCAB));
+    tfm_tensor_free(&fwd_in[b]);
+    tfm_tensor_free(&ref_out[b]);
+    tfm_tensor_free(&fwd_out[b]);
   }
   printf("batched vs alone: tokens %s, logits relative %s\n",
          same ? "equal" : "DIFFER", worst <= 1e-5 ? "<= 1e-5" : "> 1e-5");

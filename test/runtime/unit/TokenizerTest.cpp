@@ -231,4 +231,33 @@ TEST(Tokenizer, PrecompiledRejectsABadCharsmap) {
       << tfm_last_error();
 }
 
+// Found by fuzz-tokenizer: tokens and decoded text are bytes, NUL bytes
+// included (they were copied as C strings, cut at the first NUL but kept
+// at their full length, and read past the copy).
+TEST(Tokenizer, TokensAndTextMayHoldNulBytes) {
+  // Byte-level: "\u0100" stands for byte 0.
+  std::string path = writeTokenizer("nul-bytelevel.json", R"({
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false,
+                      "use_regex": false},
+    "decoder": {"type": "ByteLevel"},
+    "model": {"type": "BPE", "vocab": {"\u0100": 0, "a": 1, "b": 2,
+              "\u0100a": 3}, "merges": ["\u0100 a"]}})");
+  tfm_tokenizer *t = nullptr;
+  ASSERT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_OK) << tfm_last_error();
+  EXPECT_EQ(encode(t, std::string("\0ab", 3)), (std::vector<int32_t>{3, 2}));
+  EXPECT_EQ(decode(t, {0, 1, 2, 0, 3}), std::string("\0ab\0\0a", 6));
+  tfm_tokenizer_free(t);
+  // A vocabulary whose tokens hold NUL (not byte-level).
+  path = writeTokenizer("nul-vocab.json", R"({
+    "decoder": {"type": "Fuse"},
+    "model": {"type": "BPE", "vocab": {"\u0000": 0, "b": 1,
+              "\u0000b": 2, "\u0000b\u0000": 3},
+              "merges": ["\u0000 b", "\u0000b \u0000"]}})");
+  ASSERT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_OK) << tfm_last_error();
+  EXPECT_EQ(encode(t, std::string("\0b\0\0b", 5)),
+            (std::vector<int32_t>{3, 2}));
+  EXPECT_EQ(decode(t, {2, 0, 1}), std::string("\0b\0b", 4));
+  tfm_tokenizer_free(t);
+}
+
 } // namespace
