@@ -173,11 +173,14 @@ void Outliner::run() {
     auto it = tags.find(def);
     if (it == tags.end() || it->second == layer || !isCheap(def))
       return v;
-    Operation *&copy = copies[{def, layer.data()}];
+    // No reference into `copies` is held across the recursive call below,
+    // which inserts into it (a rehash would leave the reference dangling).
+    Operation *copy = copies.lookup({def, layer.data()});
     if (!copy) {
       OpBuilder b(user);
       copy = b.clone(*def);
       copy->setLoc(user->getLoc());
+      copies[{def, layer.data()}] = copy;
       if (!layer.empty())
         tags[copy] = layer;
       for (OpOperand &operand : copy->getOpOperands())
