@@ -59,6 +59,19 @@ Operation *createAttention(RewriterBase &rewriter, AttentionKernelOp k,
       k.getBiasDistanceAttr(), k.getRingAttr());
 }
 
+Operation *createAllReduce(RewriterBase &rewriter, AllReduceKernelOp k,
+                           ArrayRef<Value> bufs) {
+  return AllReduceKernelOp::create(rewriter, k.getLoc(), TypeRange{}, bufs[0],
+                                   k.getBias() ? bufs[1] : Value(),
+                                   bufs.back());
+}
+
+Operation *createAllGather(RewriterBase &rewriter, AllGatherKernelOp k,
+                           ArrayRef<Value> bufs) {
+  return AllGatherKernelOp::create(rewriter, k.getLoc(), TypeRange{}, bufs[0],
+                                   bufs.back());
+}
+
 /// The kernels read their inputs, overwrite their destination (so do not
 /// read it) and alias it with their result.
 template <typename OpTy,
@@ -96,5 +109,9 @@ void mlir::tfm::registerBufferizableOpInterfaceExternalModels(
         *ctx);
     AttentionKernelOp::attachInterface<
         KernelModel<AttentionKernelOp, createAttention>>(*ctx);
+    AllReduceKernelOp::attachInterface<
+        KernelModel<AllReduceKernelOp, createAllReduce>>(*ctx);
+    AllGatherKernelOp::attachInterface<
+        KernelModel<AllGatherKernelOp, createAllGather>>(*ctx);
   });
 }

@@ -290,12 +290,48 @@ LogicalResult EmbedOp::verify() {
   if (failed(checkRank(*this, getTokens(), 2, "tokens")) ||
       failed(checkRank(*this, getTable(), 2, "table")))
     return failure();
+  if (std::optional<int64_t> shards = getVocabShards(); shards && *shards < 1)
+    return emitOpError() << "vocab_shards must be positive, got " << *shards;
   auto tok = tensorType(getTokens()).getShape();
   auto table = tensorType(getTable()).getShape();
   if (failed(
           checkShape(*this, getResult(), {tok[0], tok[1], table[1]}, "result")))
     return failure();
   return checkSameElementType(*this);
+}
+
+LogicalResult AllReduceOp::verify() {
+  Operation *op = *this;
+  if (getRanks() < 1)
+    return emitOpError() << "ranks must be positive, got " << getRanks();
+  if (getInput().getType() != getResult().getType())
+    return emitOpError() << "result type must equal the input type";
+  auto in = tensorType(getInput());
+  if (in.getRank() < 1)
+    return emitOpError() << "input must have at least one dimension";
+  if (getBias() &&
+      failed(
+          checkShape(op, getBias(), {in.getDimSize(in.getRank() - 1)}, "bias")))
+    return failure();
+  return checkSameElementType(op);
+}
+
+LogicalResult AllGatherOp::verify() {
+  Operation *op = *this;
+  int64_t ranks = getRanks();
+  if (ranks < 1)
+    return emitOpError() << "ranks must be positive, got " << ranks;
+  auto in = tensorType(getInput());
+  if (in.getRank() < 1)
+    return emitOpError() << "input must have at least one dimension";
+  SmallVector<int64_t> shape(in.getShape());
+  int64_t &last = shape.back();
+  if (ShapedType::isDynamic(last))
+    return emitOpError() << "input's last dimension must be static";
+  last *= ranks;
+  if (failed(checkShape(op, getResult(), shape, "result")))
+    return failure();
+  return checkSameElementType(op);
 }
 
 LogicalResult PositionsOp::verify() {
@@ -512,12 +548,15 @@ LogicalResult FfnOp::verify() {
   auto biases = getBiases();
   size_t nWeights = gated ? 3 : 2;
   if (!biases.empty()) {
-    if (biases.size() != nWeights)
-      return emitOpError() << "takes 0 or " << nWeights << " biases, got "
-                           << biases.size();
+    // All but down's: the row-parallel form (tensor parallelism).
+    if (biases.size() != nWeights && biases.size() != nWeights - 1)
+      return emitOpError() << "takes 0, " << nWeights - 1
+                           << " (no down bias) or " << nWeights
+                           << " biases, got " << biases.size();
     if (failed(checkShape(op, biases[0], {hidden}, "up bias")) ||
         (gated && failed(checkShape(op, biases[1], {hidden}, "gate bias"))) ||
-        failed(checkShape(op, biases.back(), {d}, "down bias")))
+        (biases.size() == nWeights &&
+         failed(checkShape(op, biases.back(), {d}, "down bias"))))
       return failure();
   }
   if (getInput().getType() != getResult().getType())
@@ -829,6 +868,52 @@ void LinearKernelOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   kernelEffects(*this, effects);
+}
+
+void AllReduceKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  kernelEffects(*this, effects);
+}
+
+void AllGatherKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  kernelEffects(*this, effects);
+}
+
+LogicalResult AllReduceKernelOp::verify() {
+  for (Value v : getOperands())
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32() ||
+        !cast<ShapedType>(v.getType()).hasRank())
+      return emitOpError() << "operands must be ranked f32 tensors or buffers";
+  auto in = bufShape(getInput()), out = bufShape(getOutput());
+  if (in.size() != out.size() || in.empty())
+    return emitOpError() << "input and output must have one rank (>= 1)";
+  for (auto [a, b] : llvm::zip(in, out))
+    if (!dimsCompatible(a, b))
+      return emitOpError() << "output must have the input's shape";
+  if (getBias() && (bufShape(getBias()).size() != 1 ||
+                    !dimsCompatible(bufShape(getBias())[0], in.back())))
+    return emitOpError() << "bias must be 1-D, the input's last dimension";
+  return success();
+}
+
+LogicalResult AllGatherKernelOp::verify() {
+  for (Value v : getOperands())
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32() ||
+        !cast<ShapedType>(v.getType()).hasRank())
+      return emitOpError() << "operands must be ranked f32 tensors or buffers";
+  auto in = bufShape(getInput()), out = bufShape(getOutput());
+  if (in.size() != 2 || out.size() != 2)
+    return emitOpError() << "input and output must be 2-D";
+  if (!dimsCompatible(in[0], out[0]))
+    return emitOpError() << "output must have " << dimStr(in[0]) << " rows";
+  if (ShapedType::isDynamic(in[1]) || ShapedType::isDynamic(out[1]) ||
+      out[1] % in[1] != 0)
+    return emitOpError() << "output columns must be a static multiple of the "
+                            "input's";
+  return success();
 }
 
 void AttentionKernelOp::getEffects(

@@ -660,7 +660,11 @@ std::optional<HfSource> mlir::tfm::getHfSource(const ModelSpec &spec,
     s.why = "unknown model type '" + spec.hfType + "'";
     return s;
   }
-  return Mapper(spec, p, *fam).map();
+  // The source is the whole tensor; a rank's shard is cut from it.
+  ParamSpec full = p;
+  full.shape = p.fullShape();
+  full.shardAxis = -1;
+  return Mapper(spec, full, *fam).map();
 }
 
 std::vector<std::string>

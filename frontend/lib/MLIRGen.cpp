@@ -56,12 +56,23 @@ private:
   Value cachedCrossAttention(Value h, const AttentionSpec &a);
   /// The key (transposed) and value cache types of self- or
   /// cross-attention `a`.
+  /// Caches hold this rank's KV heads (tensor parallelism).
   RankedTensorType keyCacheType(const AttentionSpec &a) {
-    return RankedTensorType::get({kDyn, a.kvHeads, a.headDim, kDyn}, elt);
+    return RankedTensorType::get({kDyn, spec.localKvHeads(a), a.headDim, kDyn},
+                                 elt);
   }
   RankedTensorType valueCacheType(const AttentionSpec &a) {
-    return RankedTensorType::get({kDyn, a.kvHeads, kDyn, a.headDim}, elt);
+    return RankedTensorType::get({kDyn, spec.localKvHeads(a), kDyn, a.headDim},
+                                 elt);
   }
+  /// Tensor parallelism: the sum of the ranks' partial results `partial`
+  /// (a row-parallel projection's) plus `bias`; `partial` plus `bias` was
+  /// computed in one process, where this is not called.
+  Value allReduce(Value partial, Value bias, Location loc) {
+    return AllReduceOp::create(b, loc, partial.getType(), partial, bias,
+                               b.getI64IntegerAttr(spec.tensorParallel));
+  }
+  bool parallel() const { return spec.tensorParallel > 1; }
   /// `x` [.., head_dim] normalized per head with `w`, as the query/key norm
   /// of attention `a` in stack `s`.
   Value headNorm(Value x, Value w, const NormSpec &n, Location loc);
@@ -225,6 +236,7 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
     biases.push_back(param(block, ParamRole::VBias, loc));
   }
   Value outBias = a.outBias ? param(block, ParamRole::OBias, loc) : Value();
+  int64_t heads = spec.localHeads(a), kvHeads = spec.localKvHeads(a);
   SmallVector<Value> qkNorm;
   NormKindAttr qkKind;
   FloatAttr qkEps, qkOffset;
@@ -265,11 +277,13 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
     cache.push_back(cacheIn[2 * layer]);
     cache.push_back(cacheIn[2 * layer + 1]);
   }
+  // With tensor parallelism the block computes this rank's heads, and the
+  // output projection's bias follows the sum over the ranks.
   auto op = MultiHeadAttentionOp::create(
       b, loc, q.getType(), ValueRange(cache).getTypes(), q, kv, wq, wk, wv, wo,
-      biases, outBias, qkNorm, relative, lengths, cache,
-      cache.empty() ? Value() : stepPositions, b.getI64IntegerAttr(a.heads),
-      b.getI64IntegerAttr(a.kvHeads), b.getI64IntegerAttr(a.headDim),
+      biases, parallel() ? Value() : outBias, qkNorm, relative, lengths, cache,
+      cache.empty() ? Value() : stepPositions, b.getI64IntegerAttr(heads),
+      b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(a.headDim),
       MaskKindAttr::get(ctx, a.mask), window, b.getF64FloatAttr(a.scale),
       invFreq, style, qkKind, qkEps, qkOffset, softcap, slopes, maxDistance,
       bidirectional ? b.getUnitAttr() : UnitAttr(),
@@ -277,6 +291,8 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
       !cache.empty() && a.mask == MaskKind::sliding ? b.getUnitAttr()
                                                     : UnitAttr());
   cacheOut.append(op.getCacheOut().begin(), op.getCacheOut().end());
+  if (parallel())
+    return allReduce(op.getResult(), outBias, loc);
   return op.getResult();
 }
 
@@ -288,26 +304,36 @@ Value Generator::ffn(Value x, const FfnSpec &f) {
       gated ? param(ParamBlock::Ffn, ParamRole::GateWeight, loc) : Value();
   Value down = param(ParamBlock::Ffn, ParamRole::DownWeight, loc);
   SmallVector<Value> biases;
+  Value downBias;
   if (f.bias) {
     biases.push_back(param(ParamBlock::Ffn, ParamRole::UpBias, loc));
     if (gated)
       biases.push_back(param(ParamBlock::Ffn, ParamRole::GateBias, loc));
-    biases.push_back(param(ParamBlock::Ffn, ParamRole::DownBias, loc));
+    downBias = param(ParamBlock::Ffn, ParamRole::DownBias, loc);
+    // With tensor parallelism it follows the sum over the ranks.
+    if (!parallel())
+      biases.push_back(downBias);
   }
-  return FfnOp::create(b, loc, x.getType(), x, up, gate, down, biases,
-                       ActivationAttr::get(b.getContext(), f.activation));
+  Value y = FfnOp::create(b, loc, x.getType(), x, up, gate, down, biases,
+                          ActivationAttr::get(b.getContext(), f.activation));
+  return parallel() ? allReduce(y, downBias, loc) : y;
 }
 
 Value Generator::embedTokens(Value tokens, const StackSpec &s, Value types) {
   Location loc = locOf(s.embedding.loc);
   Value weights = param(ParamBlock::TokenEmbed, ParamRole::Weight, loc);
-  Value x = EmbedOp::create(b, loc, act(kDyn, spec.dModel), tokens, weights,
-                            s.embedding.scale);
+  Value x = EmbedOp::create(
+      b, loc, act(kDyn, spec.dModel), tokens, weights, s.embedding.scale,
+      parallel() ? b.getI64IntegerAttr(spec.tensorParallel) : IntegerAttr());
+  // Each rank looked up the tokens of its block of the vocabulary.
+  if (parallel())
+    x = allReduce(x, Value(), loc);
   if (types) {
     Value table = param(ParamBlock::TypeEmbed, ParamRole::Weight, loc);
     x = AddOp::create(b, loc, x,
                       EmbedOp::create(b, loc, act(kDyn, spec.dModel), types,
-                                      table, /*scale=*/false));
+                                      table, /*scale=*/false,
+                                      /*vocab_shards=*/IntegerAttr()));
   }
   return x;
 }
@@ -321,7 +347,28 @@ Value Generator::lmHead(Value x) {
   Value bias =
       out.lmBias ? param(ParamBlock::LmHead, ParamRole::Bias, loc) : Value();
   auto xt = cast<RankedTensorType>(x.getType());
-  x = LinearOp::create(b, loc, act(xt.getDimSize(1), spec.vocab), x, w, bias);
+  if (parallel()) {
+    // This rank's block of the vocabulary, then all of them, less the
+    // padding to a multiple of the ranks.
+    int64_t t = xt.getDimSize(1), n = spec.tensorParallel;
+    int64_t rows = spec.localVocab();
+    x = LinearOp::create(b, loc, act(t, rows), x, w, bias);
+    x = AllGatherOp::create(b, loc, act(t, rows * n), x,
+                            b.getI64IntegerAttr(n));
+    if (rows * n != spec.vocab) {
+      SmallVector<OpFoldResult> offsets(3, b.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes{
+          OpFoldResult(tensor::DimOp::create(b, loc, x, 0)),
+          t == kDyn ? OpFoldResult(tensor::DimOp::create(b, loc, x, 1))
+                    : OpFoldResult(b.getIndexAttr(t)),
+          b.getIndexAttr(spec.vocab)};
+      x = tensor::ExtractSliceOp::create(
+          b, loc, act(t, spec.vocab), x, offsets, sizes,
+          SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+    }
+  } else {
+    x = LinearOp::create(b, loc, act(xt.getDimSize(1), spec.vocab), x, w, bias);
+  }
   if (out.lmScale != 1.0)
     x = ScaleOp::create(b, loc, x, b.getF64FloatAttr(out.lmScale));
   if (out.lmSoftcap > 0.0)
@@ -545,10 +592,11 @@ Value Generator::cachedCrossAttention(Value h, const AttentionSpec &a) {
       a.outBias ? param(ParamBlock::CrossAttn, ParamRole::OBias, loc) : Value();
   if (failed)
     return h;
-  Value q = LinearOp::create(b, loc, act(tq, a.heads * a.headDim), h, wq, bq);
-  auto headsType = RankedTensorType::get({kDyn, a.heads, tq, a.headDim}, elt);
+  int64_t heads = spec.localHeads(a);
+  Value q = LinearOp::create(b, loc, act(tq, heads * a.headDim), h, wq, bq);
+  auto headsType = RankedTensorType::get({kDyn, heads, tq, a.headDim}, elt);
   Value qh =
-      SplitHeadsOp::create(b, loc, headsType, q, b.getI64IntegerAttr(a.heads));
+      SplitHeadsOp::create(b, loc, headsType, q, b.getI64IntegerAttr(heads));
   if (a.qkNorm)
     qh = headNorm(qh, param(ParamBlock::CrossAttn, ParamRole::QNormWeight, loc),
                   s.norm, loc);
@@ -563,7 +611,10 @@ Value Generator::cachedCrossAttention(Value h, const AttentionSpec &a) {
       /*alibi_slopes=*/DenseF64ArrayAttr(), /*relative_max_distance=*/
       IntegerAttr(), /*relative_bidirectional=*/UnitAttr(),
       /*key_transposed=*/b.getUnitAttr(), /*ring=*/UnitAttr());
-  Value merged = MergeHeadsOp::create(b, loc, act(tq, a.heads * a.headDim), o);
+  Value merged = MergeHeadsOp::create(b, loc, act(tq, heads * a.headDim), o);
+  if (parallel())
+    return allReduce(LinearOp::create(b, loc, ht, merged, wo, Value()), bo,
+                     loc);
   return LinearOp::create(b, loc, ht, merged, wo, bo);
 }
 
@@ -614,13 +665,14 @@ void Generator::buildEncoder(ModuleOp module) {
                    : Value();
     if (failed)
       return;
+    int64_t kvHeads = spec.localKvHeads(a);
     auto headsType =
-        RankedTensorType::get({kDyn, a.kvHeads, kDyn, a.headDim}, elt);
+        RankedTensorType::get({kDyn, kvHeads, kDyn, a.headDim}, elt);
     auto project = [&](Value w, Value bias) {
-      Value x = LinearOp::create(b, loc, act(kDyn, a.kvHeads * a.headDim),
-                                 memory, w, bias);
+      Value x = LinearOp::create(b, loc, act(kDyn, kvHeads * a.headDim), memory,
+                                 w, bias);
       return SplitHeadsOp::create(b, loc, headsType, x,
-                                  b.getI64IntegerAttr(a.kvHeads));
+                                  b.getI64IntegerAttr(kvHeads));
     };
     Value k = project(wk, bk), v = project(wv, bv);
     if (kn)
@@ -631,7 +683,7 @@ void Generator::buildEncoder(ModuleOp module) {
     auto write = [&](Value x, Value cache, unsigned seqDim) {
       Value bsz = tensor::DimOp::create(b, loc, x, 0);
       Value len = tensor::DimOp::create(b, loc, x, seqDim);
-      SmallVector<OpFoldResult> sizes{bsz, b.getIndexAttr(a.kvHeads),
+      SmallVector<OpFoldResult> sizes{bsz, b.getIndexAttr(kvHeads),
                                       b.getIndexAttr(a.headDim),
                                       b.getIndexAttr(a.headDim)};
       sizes[seqDim] = len;

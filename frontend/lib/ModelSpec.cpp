@@ -182,6 +182,13 @@ int64_t ParamSpec::numElements() const {
   return n;
 }
 
+std::vector<int64_t> ParamSpec::fullShape() const {
+  std::vector<int64_t> full = shape;
+  if (shardAxis >= 0)
+    full[shardAxis] = shardFull;
+  return full;
+}
+
 ParamInit ParamSpec::init() const {
   if (isBias(key.role))
     return ParamInit::zeros;
@@ -210,7 +217,8 @@ int64_t ParamTable::numElements() const {
 }
 
 void ParamTable::add(ParamKey key, llvm::StringRef stackPrefix,
-                     std::vector<int64_t> shape, DType dtype) {
+                     std::vector<int64_t> shape, DType dtype, int64_t shardAxis,
+                     int64_t shardFull) {
   std::string name = stackPrefix.str();
   if (key.layer >= 0)
     name += "layers." + std::to_string(key.layer) + ".";
@@ -219,7 +227,8 @@ void ParamTable::add(ParamKey key, llvm::StringRef stackPrefix,
   unsigned index = entries.size();
   byKey.emplace(key, index);
   byName.try_emplace(name, index);
-  entries.push_back({key, std::move(name), std::move(shape), dtype});
+  entries.push_back(
+      {key, std::move(name), std::move(shape), dtype, shardAxis, shardFull});
 }
 
 namespace {
@@ -230,7 +239,11 @@ public:
   ParamTable build();
 
 private:
-  void add(ParamBlock block, ParamRole role, std::vector<int64_t> shape) {
+  /// Adds a parameter of the whole model's `shape`; with tensor
+  /// parallelism, `axis` (-1: none) is split into `parts` blocks (fewer
+  /// than the ranks: blocks are replicated; more: each rank holds several).
+  void add(ParamBlock block, ParamRole role, std::vector<int64_t> shape,
+           int64_t axis = -1, int64_t local = 0) {
     ParamScope scope = getParamScope(block);
     assert((scope == ParamScope::Model) == (stack < 0) &&
            (scope == ParamScope::Layer) == (layer >= 0) &&
@@ -238,26 +251,38 @@ private:
     (void)scope;
     const std::string &prefix =
         stack >= 0 ? spec.stacks[stack].prefix : std::string();
-    table.add({stack, layer, block, role}, prefix, std::move(shape),
-              spec.dtype);
+    int64_t full = 0;
+    if (spec.tensorParallel > 1 && axis >= 0) {
+      full = shape[axis];
+      shape[axis] = local;
+    } else {
+      axis = -1;
+    }
+    table.add({stack, layer, block, role}, prefix, std::move(shape), spec.dtype,
+              axis, full);
   }
   void norm(ParamBlock block, const NormSpec &n) {
     add(block, ParamRole::Weight, {d});
     if (n.kind == NormKind::layernorm)
       add(block, ParamRole::Bias, {d});
   }
+  // Megatron's split: Q, K, V (and their biases) by output rows, the
+  // output projection by input columns; its bias is added once, after the
+  // all-reduce.
   void attention(ParamBlock block, const AttentionSpec &a) {
     int64_t q = a.heads * a.headDim, kv = a.kvHeads * a.headDim;
-    add(block, ParamRole::QWeight, {q, d});
+    int64_t lq = spec.localHeads(a) * a.headDim;
+    int64_t lkv = spec.localKvHeads(a) * a.headDim;
+    add(block, ParamRole::QWeight, {q, d}, 0, lq);
     if (a.bias)
-      add(block, ParamRole::QBias, {q});
-    add(block, ParamRole::KWeight, {kv, d});
+      add(block, ParamRole::QBias, {q}, 0, lq);
+    add(block, ParamRole::KWeight, {kv, d}, 0, lkv);
     if (a.bias)
-      add(block, ParamRole::KBias, {kv});
-    add(block, ParamRole::VWeight, {kv, d});
+      add(block, ParamRole::KBias, {kv}, 0, lkv);
+    add(block, ParamRole::VWeight, {kv, d}, 0, lkv);
     if (a.bias)
-      add(block, ParamRole::VBias, {kv});
-    add(block, ParamRole::OWeight, {d, q});
+      add(block, ParamRole::VBias, {kv}, 0, lkv);
+    add(block, ParamRole::OWeight, {d, q}, 1, lq);
     if (a.outBias)
       add(block, ParamRole::OBias, {d});
     if (a.qkNorm) {
@@ -265,16 +290,18 @@ private:
       add(block, ParamRole::KNormWeight, {a.headDim});
     }
   }
+  // Up and gate by output rows, down by input columns.
   void ffn(const FfnSpec &f) {
-    add(ParamBlock::Ffn, ParamRole::UpWeight, {f.hidden, d});
+    int64_t h = spec.localFfnHidden(f);
+    add(ParamBlock::Ffn, ParamRole::UpWeight, {f.hidden, d}, 0, h);
     if (f.bias)
-      add(ParamBlock::Ffn, ParamRole::UpBias, {f.hidden});
+      add(ParamBlock::Ffn, ParamRole::UpBias, {f.hidden}, 0, h);
     if (isGatedActivation(f.activation)) {
-      add(ParamBlock::Ffn, ParamRole::GateWeight, {f.hidden, d});
+      add(ParamBlock::Ffn, ParamRole::GateWeight, {f.hidden, d}, 0, h);
       if (f.bias)
-        add(ParamBlock::Ffn, ParamRole::GateBias, {f.hidden});
+        add(ParamBlock::Ffn, ParamRole::GateBias, {f.hidden}, 0, h);
     }
-    add(ParamBlock::Ffn, ParamRole::DownWeight, {d, f.hidden});
+    add(ParamBlock::Ffn, ParamRole::DownWeight, {d, f.hidden}, 1, h);
     if (f.bias)
       add(ParamBlock::Ffn, ParamRole::DownBias, {d});
   }
@@ -296,7 +323,8 @@ ParamTable ParamTableBuilder::build() {
     if (spec.mainStack().embedding.clsToken)
       add(ParamBlock::Embed, ParamRole::ClsToken, {d});
   } else if (!input.features) {
-    add(ParamBlock::TokenEmbed, ParamRole::Weight, {spec.vocab, d});
+    add(ParamBlock::TokenEmbed, ParamRole::Weight, {spec.vocab, d}, 0,
+        spec.localVocab());
   }
   if (int64_t types = spec.mainStack().embedding.types)
     add(ParamBlock::TypeEmbed, ParamRole::Weight, {types, d});
@@ -308,7 +336,8 @@ ParamTable ParamTableBuilder::build() {
       norm(ParamBlock::EmbedNorm, s.norm);
     if (s.embedding.position == PositionEncoding::relative)
       add(ParamBlock::RelativeBias, ParamRole::Weight,
-          {s.embedding.relativeBuckets, s.attention.heads});
+          {s.embedding.relativeBuckets, s.attention.heads}, 1,
+          spec.localHeads(s.attention));
     bool sandwich = s.norm.placement == NormPlacement::Sandwich;
     for (layer = 0; layer < s.layers; ++layer) {
       norm(ParamBlock::AttnNorm, s.norm);
@@ -334,14 +363,53 @@ ParamTable ParamTableBuilder::build() {
   const OutputSpec &output = spec.output;
   if (output.kind == OutputKind::lm_head &&
       !spec.mainStack().embedding.tieOutput)
-    add(ParamBlock::LmHead, ParamRole::Weight, {spec.vocab, d});
+    add(ParamBlock::LmHead, ParamRole::Weight, {spec.vocab, d}, 0,
+        spec.localVocab());
   if (output.kind == OutputKind::lm_head && output.lmBias)
-    add(ParamBlock::LmHead, ParamRole::Bias, {spec.vocab});
+    add(ParamBlock::LmHead, ParamRole::Bias, {spec.vocab}, 0,
+        spec.localVocab());
   if (output.kind == OutputKind::classifier) {
     add(ParamBlock::Classifier, ParamRole::Weight, {output.classes, d});
     add(ParamBlock::Classifier, ParamRole::Bias, {output.classes});
   }
   return std::move(table);
+}
+
+std::string ModelSpec::tensorParallelProblem(int64_t ranks) const {
+  if (ranks < 1)
+    return "the number of ranks must be at least 1";
+  if (ranks == 1)
+    return "";
+  auto checkAttention = [&](const StackSpec &s, const AttentionSpec &a,
+                            llvm::StringRef what) -> std::string {
+    std::string where = (s.name + " " + what).str();
+    if (a.heads % ranks != 0)
+      return where + " has " + std::to_string(a.heads) +
+             " heads, which do not split over " + std::to_string(ranks) +
+             " ranks";
+    if (a.kvHeads % ranks != 0 && ranks % a.kvHeads != 0)
+      return where + " has " + std::to_string(a.kvHeads) +
+             " KV heads: they split over the ranks when the ranks divide "
+             "them, and are replicated when they divide the ranks; " +
+             std::to_string(ranks) + " ranks do neither";
+    return "";
+  };
+  for (const StackSpec &s : stacks) {
+    if (std::string p = checkAttention(s, s.attention, "attention"); !p.empty())
+      return p;
+    if (s.hasCross)
+      if (std::string p = checkAttention(s, s.cross, "cross_attention");
+          !p.empty())
+        return p;
+    if (s.embedding.position == PositionEncoding::alibi)
+      return s.name + " uses ALiBi, whose slope depends on the head: "
+                      "tensor parallelism does not split it yet";
+    if (s.ffn.hidden % ranks != 0)
+      return s.name + " ffn has " + std::to_string(s.ffn.hidden) +
+             " hidden units, which do not split over " + std::to_string(ranks) +
+             " ranks";
+  }
+  return "";
 }
 
 ParamTable ModelSpec::params() const {
@@ -557,12 +625,17 @@ json::Value ModelSpec::toJSON() const {
              {"block", stringifyParamBlock(p.key.block).str()},
              {"role", stringifyParamRole(p.key.role).str()}}},
         {"synthetic", stringifyParamInit(p.init()).str()}};
+    if (p.shardAxis >= 0)
+      param["shard"] =
+          json::Object{{"axis", p.shardAxis}, {"full", p.shardFull}};
     if (std::optional<json::Value> source = hfSourceJSON(*this, p))
       param["source"] = std::move(*source);
     params.push_back(std::move(param));
     count += p.numElements();
   }
   root["parameters"] = std::move(params);
+  if (tensorParallel > 1)
+    root["tensor_parallel"] = tensorParallel;
   root["checkpoint"] = hfCheckpointJSON(*this);
   root["parameter_count"] = count;
   return root;

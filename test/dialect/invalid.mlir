@@ -353,8 +353,8 @@ func.func @f43(%x: tensor<?x?x16xf32>, %wu: tensor<64x8xf32>, %wd: tensor<16x64x
 // -----
 
 func.func @f44(%x: tensor<?x?x16xf32>, %wu: tensor<64x16xf32>, %wd: tensor<16x64xf32>, %b64: tensor<64xf32>, %b16: tensor<16xf32>) {
-  // expected-error @+1 {{'tfm.ffn' op takes 0 or 2 biases, got 1}}
-  %y = tfm.ffn %x up(%wu) down(%wd) biases(%b64) {activation = #tfm.activation<relu>} : (tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<16x64xf32>, tensor<64xf32>) -> tensor<?x?x16xf32>
+  // expected-error @+1 {{'tfm.ffn' op takes 0, 1 (no down bias) or 2 biases, got 3}}
+  %y = tfm.ffn %x up(%wu) down(%wd) biases(%b64, %b16, %b16) {activation = #tfm.activation<relu>} : (tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<16x64xf32>, tensor<64xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
   return
 }
 
@@ -1154,5 +1154,70 @@ func.func @cache4(%k: tensor<1x2x3x8xf32>, %c: tensor<2x2x16x8xf32>, %pos: tenso
 func.func @cache5(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %pos: tensor<?x1xi32>) {
   // expected-error @+1 {{'tfm.attention' op positions must have rank 1, got rank 2}}
   %o = tfm.attention %q, %k, %v positions(%pos) {mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x1xi32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+// Tensor parallelism (tfmc --tensor-parallel): the collectives.
+func.func @tp_reduce_type(%x: tensor<?x?x16xf32>) {
+  // expected-error @+1 {{'tfm.all_reduce' op result type must equal the input type}}
+  %y = tfm.all_reduce %x {ranks = 2 : i64} : (tensor<?x?x16xf32>) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @tp_reduce_bias(%x: tensor<?x?x16xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'tfm.all_reduce' op bias dimension 0 is 8, expected 16}}
+  %y = tfm.all_reduce %x, %b {ranks = 2 : i64} : (tensor<?x?x16xf32>, tensor<8xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @tp_reduce_ranks(%x: tensor<?x?x16xf32>) {
+  // expected-error @+1 {{'tfm.all_reduce' op ranks must be positive, got 0}}
+  %y = tfm.all_reduce %x {ranks = 0 : i64} : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @tp_gather_cols(%x: tensor<?x?x50xf32>) {
+  // expected-error @+1 {{'tfm.all_gather' op result dimension 2 is 50, expected 100}}
+  %y = tfm.all_gather %x {ranks = 2 : i64} : tensor<?x?x50xf32> -> tensor<?x?x50xf32>
+  return
+}
+
+// -----
+
+func.func @tp_gather_dynamic(%x: tensor<?x?xf32>) {
+  // expected-error @+1 {{'tfm.all_gather' op input's last dimension must be static}}
+  %y = tfm.all_gather %x {ranks = 2 : i64} : tensor<?x?xf32> -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @tp_embed_shards(%t: tensor<?x?xi32>, %w: tensor<10x16xf32>) {
+  // expected-error @+1 {{'tfm.embed' op vocab_shards must be positive, got 0}}
+  %x = tfm.embed %t, %w {vocab_shards = 0 : i64} : (tensor<?x?xi32>, tensor<10x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @tp_reduce_kernel(%x: memref<?x16xf32>, %y: memref<?x8xf32>) {
+  // expected-error @+1 {{'tfm.all_reduce_kernel' op output must have the input's shape}}
+  tfm.all_reduce_kernel ins(%x : memref<?x16xf32>) outs(%y : memref<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @tp_gather_kernel(%x: memref<?x16xf32>, %y: memref<?x24xf32>) {
+  // expected-error @+1 {{'tfm.all_gather_kernel' op output columns must be a static multiple of the input's}}
+  tfm.all_gather_kernel ins(%x : memref<?x16xf32>) outs(%y : memref<?x24xf32>)
   return
 }

@@ -176,3 +176,25 @@ func.func @kv_cache(%x: tensor<?x?x16xf32>, %kc: tensor<?x2x4x?xf32>, %vc: tenso
   %o = tfm.attention %r, %kc3, %vc positions(%pos) {key_transposed, mask = #tfm.mask<causal>, scale = 5.000000e-01 : f64} : (tensor<?x4x?x4xf32>, tensor<?x2x4x?xf32>, tensor<?x2x?x4xf32>, tensor<?xi32>) -> tensor<?x4x?x4xf32>
   return %o : tensor<?x4x?x4xf32>
 }
+
+// Tensor parallelism: a rank's block of the vocabulary, the collectives and
+// their kernel forms.
+// CHECK-LABEL: func.func @tensor_parallel
+func.func @tensor_parallel(%tokens: tensor<?x?xi32>, %table: tensor<50x16xf32>, %b: tensor<16xf32>, %xm: memref<?x16xf32>, %bm: memref<16xf32>, %ym: memref<?x16xf32>, %gm: memref<?x32xf32>) -> tensor<?x?x100xf32> {
+  // CHECK: tfm.embed %{{.*}}, %{{.*}} {vocab_shards = 2 : i64}
+  %x = tfm.embed %tokens, %table {vocab_shards = 2 : i64} : (tensor<?x?xi32>, tensor<50x16xf32>) -> tensor<?x?x16xf32>
+  // CHECK: tfm.all_reduce %{{.*}} {ranks = 2 : i64} : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  %s = tfm.all_reduce %x {ranks = 2 : i64} : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  // CHECK: tfm.all_reduce %{{.*}}, %{{.*}} {ranks = 2 : i64} : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  %sb = tfm.all_reduce %s, %b {ranks = 2 : i64} : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  %l = tfm.linear %sb, %table : (tensor<?x?x16xf32>, tensor<50x16xf32>) -> tensor<?x?x50xf32>
+  // CHECK: tfm.all_gather %{{.*}} {ranks = 2 : i64} : tensor<?x?x50xf32> -> tensor<?x?x100xf32>
+  %g = tfm.all_gather %l {ranks = 2 : i64} : tensor<?x?x50xf32> -> tensor<?x?x100xf32>
+  // CHECK: tfm.tp_rank
+  %r = tfm.tp_rank
+  // CHECK: tfm.all_reduce_kernel ins(%{{.*}}, %{{.*}} : memref<?x16xf32>, memref<16xf32>) outs(%{{.*}} : memref<?x16xf32>)
+  tfm.all_reduce_kernel ins(%xm, %bm : memref<?x16xf32>, memref<16xf32>) outs(%ym : memref<?x16xf32>)
+  // CHECK: tfm.all_gather_kernel ins(%{{.*}} : memref<?x16xf32>) outs(%{{.*}} : memref<?x32xf32>)
+  tfm.all_gather_kernel ins(%xm : memref<?x16xf32>) outs(%gm : memref<?x32xf32>)
+  return %g : tensor<?x?x100xf32>
+}

@@ -120,7 +120,7 @@ driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
     }
     llvm::json::Object generation{{"entry", (name + "_step").str()},
                                   {"layers", s.layers},
-                                  {"kv_heads", s.attention.kvHeads},
+                                  {"kv_heads", spec->localKvHeads(s.attention)},
                                   {"head_dim", s.attention.headDim},
                                   {"windows", std::move(windows)}};
     // An encoder-decoder: the entry point that encodes the source and the
@@ -128,7 +128,7 @@ driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
     if (iface.encodeAbi)
       generation["encoder"] =
           llvm::json::Object{{"entry", (name + "_encode").str()},
-                             {"kv_heads", s.cross.kvHeads},
+                             {"kv_heads", spec->localKvHeads(s.cross)},
                              {"head_dim", s.cross.headDim},
                              {"d_model", spec->dModel},
                              // It takes the source lengths after the source.

@@ -107,6 +107,13 @@ LogicalResult mlir::tfm::verifyOptions(MLIRContext &ctx,
   if (options.gpuDType && options.target != TargetKind::CUDA)
     return emitError(loc, "--dtype selects the GPU precision and needs "
                           "--target=cuda (the CPU computes in f32)");
+  if (options.tensorParallel < 1)
+    return emitError(loc) << "--tensor-parallel takes a number of processes "
+                             "(at least 1), got "
+                          << options.tensorParallel;
+  if (options.tensorParallel > 1 && options.target == TargetKind::CUDA)
+    return emitError(loc, "--tensor-parallel is CPU-only for now (the "
+                          "collectives are not lowered for --target=cuda)");
   return success();
 }
 
@@ -270,6 +277,9 @@ LogicalResult Compilation::compileMLIR(llvm::SourceMgr &sourceMgr) {
   // tensor result, compiled like a model without parameters.
   if (options.emit <= Stage::JSON)
     return error() << "--emit=tokens, ast and json need a .tfm input";
+  if (options.tensorParallel > 1)
+    return error() << "--tensor-parallel splits a model described in a .tfm "
+                      "file; an .mlir input is compiled as written";
   // MLIR's parser has no nesting limit: deep enough IR overflows its stack.
   const llvm::MemoryBuffer *buf =
       sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
@@ -369,6 +379,19 @@ LogicalResult Compilation::compileTfm(llvm::SourceMgr &sourceMgr) {
       spec = &s;
   if (!spec)
     return failure();
+  // --tensor-parallel N: what one of N processes holds and computes.
+  ModelSpec sharded;
+  if (options.tensorParallel > 1) {
+    std::string problem = spec->tensorParallelProblem(options.tensorParallel);
+    if (!problem.empty())
+      return emitError(diags.loc(decl->loc))
+             << "model '" << spec->name << "' cannot be split over "
+             << options.tensorParallel
+             << " processes (--tensor-parallel): " << problem;
+    sharded = *spec;
+    sharded.tensorParallel = options.tensorParallel;
+    spec = &sharded;
+  }
   if (options.emit == Stage::JSON) {
     os << llvm::formatv("{0:2}", spec->toJSON()) << "\n";
     return success();

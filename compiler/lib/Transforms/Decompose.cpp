@@ -52,7 +52,10 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     int64_t kvHeads = op.getKvHeadsAttr().getInt();
     int64_t hd = op.getHeadDimAttr().getInt();
     auto biases = op.getBiases();
-    auto bias = [&](int i) { return biases.empty() ? Value() : biases[i]; };
+    // Without down's bias (tensor parallelism) there is one bias fewer.
+    auto bias = [&](unsigned i) {
+      return i < biases.size() ? biases[i] : Value();
+    };
 
     Value q = linear(b, loc, op.getQuery(), op.getWq(), bias(0));
     Value k = linear(b, loc, op.getSource(), op.getWk(), bias(1));
@@ -153,7 +156,10 @@ struct DecomposeFfn : OpRewritePattern<FfnOp> {
     Location loc = op.getLoc();
     auto biases = op.getBiases();
     bool gated = op.getGateWeight() != nullptr;
-    auto bias = [&](int i) { return biases.empty() ? Value() : biases[i]; };
+    // Without down's bias (tensor parallelism) there is one bias fewer.
+    auto bias = [&](unsigned i) {
+      return i < biases.size() ? biases[i] : Value();
+    };
     Value up = linear(b, loc, op.getInput(), op.getUpWeight(), bias(0));
     Value h;
     MLIRContext *ctx = b.getContext();

@@ -1165,10 +1165,12 @@ struct TfmLowerKernelsPass
     target.addLegalDialect<arith::ArithDialect, func::FuncDialect,
                            math::MathDialect, memref::MemRefDialect,
                            scf::SCFDialect, vector::VectorDialect>();
-    target.addIllegalOp<LinearKernelOp, AttentionKernelOp>();
+    target.addIllegalOp<LinearKernelOp, AttentionKernelOp, AllReduceKernelOp,
+                        AllGatherKernelOp, TpRankOp>();
     target.addDynamicallyLegalOp<memref::CopyOp>(isContiguousCopy);
     RewritePatternSet patterns(ctx);
     populateLowerKernelPatterns(patterns, vectorWidth);
+    populateLowerCollectivePatterns(patterns);
     patterns.add<LowerStridedCopy>(ctx);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

@@ -116,6 +116,11 @@ cl::opt<bool> noAttentionFusion(
     cl::desc("Do not fuse attention: run it as primitive matmul, mask and "
              "softmax ops (for comparison and debugging)"),
     cl::init(false), cl::cat(compileCategory));
+cl::opt<int64_t> tensorParallel(
+    "tensor-parallel",
+    cl::desc("Split the model over N processes started by mpirun (heads, FFN "
+             "units and vocabulary; Open MPI)"),
+    cl::value_desc("N"), cl::init(1), cl::cat(compileCategory));
 cl::opt<std::string> modelName("model",
                                cl::desc("The model to compile when the file "
                                         "holds several"),
@@ -177,6 +182,7 @@ FailureOr<CompileOptions> readOptions(MLIRContext &ctx) {
     options.gpuDType = dtype;
   options.fuseAttention = !noAttentionFusion;
   options.modelName = modelName;
+  options.tensorParallel = tensorParallel;
   if (progress != cl::BOU_UNSET)
     options.progress = progress == cl::BOU_TRUE;
   if (failed(verifyOptions(ctx, options)))

@@ -64,6 +64,8 @@ struct CompileOptions {
   bool fuseAttention = true;
   /// Which model of a file with several.
   std::string modelName;
+  /// `--tensor-parallel N`: the model split over N processes (1: none).
+  int64_t tensorParallel = 1;
   /// Progress lines on stderr: always, never, or (unset) when stderr is a
   /// terminal and the compile has run for more than a second.
   std::optional<bool> progress;

@@ -30,6 +30,11 @@ void populateFuseAttentionPatterns(RewritePatternSet &patterns);
 void populateLowerKernelPatterns(RewritePatternSet &patterns,
                                  int64_t vectorWidth);
 
+/// Buffer-level tensor-parallel ops (tfm.all_reduce_kernel,
+/// tfm.all_gather_kernel, tfm.tp_rank) to calls of the runtime's MPI
+/// functions, declared in the enclosing module (tfm-lower-kernels).
+void populateLowerCollectivePatterns(RewritePatternSet &patterns);
+
 /// Buffer-level kernel ops to gpu.launch kernels, memref.copy to
 /// linalg.copy (tfm-gpu-lower-kernels).
 void populateGpuLowerKernelPatterns(RewritePatternSet &patterns);

@@ -33,19 +33,44 @@ struct LowerEmbed : OpConversionPattern<EmbedOp> {
     MLIRContext *ctx = b.getContext();
     AffineMap tokMap = AffineMap::get(
         3, 0, {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx)}, ctx);
-    b.replaceOp(op, generic(b, loc, ValueRange{tokens}, {tokMap}, init,
-                            [&](OpBuilder &nb, Location l, ValueRange a) {
-                              Value id = arith::IndexCastOp::create(
-                                  nb, l, nb.getIndexType(), a[0]);
-                              Value d = linalg::IndexOp::create(nb, l, 2);
-                              Value v = tensor::ExtractOp::create(
-                                  nb, l, table, ValueRange{id, d});
-                              if (scale != 1.0)
-                                v = arith::MulFOp::create(
-                                    nb, l, v,
-                                    constF(nb, l, v.getType(), scale));
-                              return v;
-                            }));
+    // A rank's block of the vocabulary (tensor parallelism): rows
+    // [rank * V, (rank + 1) * V); other tokens read row 0 and give zeros.
+    Value first;
+    int64_t rows = tensorType(table).getDimSize(0);
+    if (op.getVocabShards().value_or(1) > 1) {
+      Value rank = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                              TpRankOp::create(b, loc));
+      first = arith::MulIOp::create(b, loc, rank, constIdx(b, loc, rows));
+    }
+    b.replaceOp(
+        op,
+        generic(b, loc, ValueRange{tokens}, {tokMap}, init,
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  Value id = arith::IndexCastOp::create(
+                      nb, l, nb.getIndexType(), a[0]);
+                  Value inBlock;
+                  if (first) {
+                    id = arith::SubIOp::create(nb, l, id, first);
+                    inBlock = arith::AndIOp::create(
+                        nb, l,
+                        arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
+                                              id, constIdx(nb, l, 0)),
+                        arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
+                                              id, constIdx(nb, l, rows)));
+                    id = arith::SelectOp::create(nb, l, inBlock, id,
+                                                 constIdx(nb, l, 0));
+                  }
+                  Value d = linalg::IndexOp::create(nb, l, 2);
+                  Value v = tensor::ExtractOp::create(nb, l, table,
+                                                      ValueRange{id, d});
+                  if (scale != 1.0)
+                    v = arith::MulFOp::create(
+                        nb, l, v, constF(nb, l, v.getType(), scale));
+                  if (inBlock)
+                    v = arith::SelectOp::create(
+                        nb, l, inBlock, v, constF(nb, l, v.getType(), 0.0));
+                  return v;
+                }));
     return success();
   }
 };

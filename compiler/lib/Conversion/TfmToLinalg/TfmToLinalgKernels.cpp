@@ -327,8 +327,77 @@ struct LowerPatchEmbed : OpConversionPattern<PatchEmbedOp> {
 
 } // namespace
 
+namespace {
+
+/// tfm.all_reduce -> tfm.all_reduce_kernel into a new tensor.
+struct LowerAllReduce : OpConversionPattern<AllReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(AllReduceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    Value init = emptyLike(b, loc, x);
+    b.replaceOp(op, AllReduceKernelOp::create(b, loc, TypeRange{x.getType()}, x,
+                                              adaptor.getBias(), init)
+                        .getResult()[0]);
+    return success();
+  }
+};
+
+/// tfm.all_gather [..., C] -> tfm.all_gather_kernel on [rows, C].
+struct LowerAllGather : OpConversionPattern<AllGatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(AllGatherOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto xt = tensorType(x);
+    int64_t rank = xt.getRank();
+    SmallVector<ReassociationIndices> re(2);
+    for (int64_t i = 0; i < rank - 1; ++i)
+      re[0].push_back(i);
+    re[1].push_back(rank - 1);
+    Value x2 = x;
+    if (rank == 1) {
+      x2 = tensor::ExpandShapeOp::create(
+          b, loc,
+          RankedTensorType::get({1, xt.getDimSize(0)}, xt.getElementType()), x,
+          SmallVector<ReassociationIndices>{{0, 1}});
+    } else if (rank != 2) {
+      x2 = tensor::CollapseShapeOp::create(b, loc, x, re);
+    }
+    auto x2t = tensorType(x2);
+    int64_t cols = op.getType().getShape().back();
+    auto outType =
+        RankedTensorType::get({x2t.getDimSize(0), cols}, xt.getElementType());
+    Value init = emptyTensor(b, loc, outType, {{x2, 0}});
+    Value res = AllGatherKernelOp::create(b, loc, TypeRange{outType}, x2, init)
+                    .getResult()[0];
+    if (rank == 2) {
+      b.replaceOp(op, res);
+      return success();
+    }
+    if (rank == 1) {
+      b.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+          op, op.getType(), res, SmallVector<ReassociationIndices>{{0, 1}});
+      return success();
+    }
+    SmallVector<OpFoldResult> outShape;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      outShape.push_back(xt.isDynamicDim(i) ? OpFoldResult(dimOf(b, loc, x, i))
+                                            : b.getIndexAttr(xt.getDimSize(i)));
+    outShape.push_back(b.getIndexAttr(cols));
+    b.replaceOpWithNewOp<tensor::ExpandShapeOp>(op, op.getType(), res, re,
+                                                outShape);
+    return success();
+  }
+};
+
+} // namespace
+
 void mlir::tfm::populateTfmKernelOpsToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<LowerLinear, LowerAttention, LowerCacheWrite, LowerMatmul,
-               LowerPatchEmbed>(patterns.getContext());
+               LowerPatchEmbed, LowerAllReduce, LowerAllGather>(
+      patterns.getContext());
 }

@@ -33,7 +33,8 @@ void mlir::tfm::populateTfmToLinalgConversionTarget(ConversionTarget &target) {
                          math::MathDialect, tensor::TensorDialect,
                          scf::SCFDialect>();
   target.addIllegalDialect<TfmDialect>();
-  target.addLegalOp<LinearKernelOp, AttentionKernelOp>();
+  target.addLegalOp<LinearKernelOp, AttentionKernelOp, AllReduceKernelOp,
+                    AllGatherKernelOp, TpRankOp>();
   target.addDynamicallyLegalOp<UnpackWeightOp>(
       linalg_lowering::isFoldedIntoKernel);
 }

@@ -40,12 +40,17 @@ def Tfm_EmbedOp : Tfm_Op<"embed", [Pure]> {
     Gathers rows of `table` ([vocab, d_model]) for the token ids `tokens`
     ([B, T]). With `scale`, the rows are multiplied by sqrt(d_model).
 
+    With `vocab_shards = N` (tensor parallelism) `table` is this rank's
+    block of the vocabulary, rows [rank * V, (rank + 1) * V) with V its
+    rows: a token outside the block gives a zero row, and a `tfm.all_reduce`
+    of the N ranks' results is the embedding.
+
     ```mlir
     %x = tfm.embed %tokens, %table {scale} : (tensor<?x?xi32>, tensor<100x16xf32>) -> tensor<?x?x16xf32>
     ```
   }];
   let arguments = (ins Tfm_IntTensor:$tokens, Tfm_FloatTensor:$table,
-                   UnitAttr:$scale);
+                   UnitAttr:$scale, OptionalAttr<I64Attr>:$vocab_shards);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat =
       "$tokens `,` $table attr-dict `:` functional-type(operands, results)";
@@ -199,7 +204,9 @@ def Tfm_FfnOp : Tfm_Op<"ffn", [Pure, AttrSizedOperandSegments]> {
   let description = [{
     `down(act(up(x)))`, or for `swiglu`/`geglu`
     `down(act(gate(x)) * up(x))` with act = silu / exact gelu. `biases` are
-    empty or one per weight, in the order up, gate, down.
+    empty or one per weight, in the order up, gate, down; or all but down's
+    (tensor parallelism: the down projection's bias is added after the
+    `tfm.all_reduce` of its partial sums).
 
     ```mlir
     %y = tfm.ffn %x up(%wu) down(%wd) biases(%bu, %bd) {activation = #tfm.activation<gelu>}
@@ -268,6 +275,47 @@ def Tfm_PoolOp : Tfm_Op<"pool", [Pure]> {
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = "$input (`lengths` `(` $lengths^ `)`)? attr-dict `:` "
                        "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_AllReduceOp : Tfm_Op<"all_reduce", [Pure]> {
+  let summary = "sum over the tensor-parallel ranks, then a bias";
+  let description = [{
+    Tensor parallelism (`tfmc --tensor-parallel N`): every one of the
+    `ranks` processes holds a partial sum `input` (the output of a
+    row-parallel projection: its heads or FFN units of the whole); the
+    result, the same on every rank, is their sum plus `bias` (broadcast over
+    the last dimension), the bias the projection has in one process. The
+    runtime performs it with MPI_Allreduce.
+
+    ```mlir
+    %y = tfm.all_reduce %partial, %bias {ranks = 2 : i64} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input,
+                   Optional<Tfm_FloatTensor>:$bias, I64Attr:$ranks);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_AllGatherOp : Tfm_Op<"all_gather", [Pure]> {
+  let summary = "concatenation of the tensor-parallel ranks' blocks";
+  let description = [{
+    Every one of the `ranks` processes holds a block `input` [..., C] of a
+    tensor split on its last dimension (the logits of its vocabulary rows);
+    the result [..., ranks * C], the same on every rank, is the blocks in
+    rank order. The runtime performs it with MPI_Allgather.
+
+    ```mlir
+    %l = tfm.all_gather %local {ranks = 2 : i64} : tensor<?x?x50xf32> -> tensor<?x?x100xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, I64Attr:$ranks);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -651,6 +699,63 @@ def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel"> {
   let assemblyFormat = [{
     `ins` `(` $input `,` $weight_p (`,` $bias^)? `:` type($input) `,`
     type($weight_p) (`,` type($bias)^)? `)` `outs` `(` $output `:`
+    type($output) `)` attr-dict (`->` type($result)^)?
+  }];
+}
+
+def Tfm_TpRankOp : Tfm_Op<"tp_rank", [Pure]> {
+  let summary = "this process's tensor-parallel rank";
+  let description = [{
+    The rank, in [0, N), of the process running the code among the N of
+    `tfmc --tensor-parallel N` (convert-tfm-to-linalg uses it to find a
+    rank's block of the vocabulary). tfm-lower-kernels lowers it to a call
+    of the runtime's `tfm_tp_rank`.
+
+    ```mlir
+    %r = tfm.tp_rank
+    ```
+  }];
+  let results = (outs I32:$rank);
+  let assemblyFormat = "attr-dict";
+}
+
+def Tfm_AllReduceKernelOp : Tfm_KernelOp<"all_reduce_kernel"> {
+  let summary = "tfm.all_reduce, destination style";
+  let description = [{
+    The kernel form of `tfm.all_reduce`: the sum of `input` over the ranks,
+    plus `bias` [C] (broadcast over the last dimension), written to `output`
+    (the shape of `input`). tfm-lower-kernels lowers the buffer form to a
+    call of the runtime's `tfm_tp_all_reduce_f32`.
+
+    ```mlir
+    tfm.all_reduce_kernel ins(%x, %b : memref<?x64xf32>, memref<64xf32>) outs(%y : memref<?x64xf32>)
+    ```
+  }];
+  let arguments = (ins AnyShaped:$input, Optional<AnyShaped>:$bias,
+                   AnyShaped:$output);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $input (`,` $bias^)? `:` type($input) (`,` type($bias)^)? `)`
+    `outs` `(` $output `:` type($output) `)` attr-dict (`->` type($result)^)?
+  }];
+}
+
+def Tfm_AllGatherKernelOp : Tfm_KernelOp<"all_gather_kernel"> {
+  let summary = "tfm.all_gather, destination style";
+  let description = [{
+    The kernel form of `tfm.all_gather`: `input` [R, C] of every rank
+    written to `output` [R, N * C], rank k's block at columns
+    [k * C, (k + 1) * C). tfm-lower-kernels lowers the buffer form to a call
+    of the runtime's `tfm_tp_all_gather_f32`.
+
+    ```mlir
+    tfm.all_gather_kernel ins(%x : memref<?x50xf32>) outs(%y : memref<?x100xf32>)
+    ```
+  }];
+  let arguments = (ins AnyShaped:$input, AnyShaped:$output);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $input `:` type($input) `)` `outs` `(` $output `:`
     type($output) `)` attr-dict (`->` type($result)^)?
   }];
 }

@@ -216,10 +216,19 @@ llvm::StringRef stringifyParamInit(ParamInit i);
 struct ParamSpec {
   ParamKey key;
   std::string name; ///< canonical name, derived from `key`
+  /// The shape this process holds: with tensor parallelism, the shard.
   std::vector<int64_t> shape;
   DType dtype = DType::f32;
+  /// Tensor parallelism: `shape[shardAxis]` is a block of the checkpoint's
+  /// `shardFull` (-1: every rank holds the whole tensor). Rank r of N holds
+  /// block (r * ceil(full / L)) / N of size L = shape[shardAxis]; indices
+  /// past `shardFull` (the vocabulary padded to a multiple of N) are zero.
+  int64_t shardAxis = -1;
+  int64_t shardFull = 0;
   int64_t numElements() const;
   ParamInit init() const;
+  /// The shape of the whole tensor (the checkpoint's).
+  std::vector<int64_t> fullShape() const;
 };
 
 /// The model's parameters: the one table that MLIRGen creates `tfm.param`s
@@ -241,8 +250,11 @@ public:
   int64_t numElements() const;
 
   /// Appends an entry; its name is derived from the key and `stackPrefix`.
+  /// With `shardAxis` >= 0 the entry is the block `shape` of a tensor whose
+  /// `shardAxis` is `shardFull` long (see ParamSpec).
   void add(ParamKey key, llvm::StringRef stackPrefix,
-           std::vector<int64_t> shape, DType dtype);
+           std::vector<int64_t> shape, DType dtype, int64_t shardAxis = -1,
+           int64_t shardFull = 0);
 
 private:
   std::vector<ParamSpec> entries;
@@ -282,6 +294,28 @@ struct ModelSpec {
   /// whose published layout the weights are read in; empty: canonical names.
   std::string hfType;
   std::vector<StackSpec> stacks; ///< 1, or 2 (encoder, decoder)
+  /// `tfmc --tensor-parallel N`: the model runs as N processes, each with
+  /// 1/N of the heads, FFN units and vocabulary (1: one process).
+  int64_t tensorParallel = 1;
+
+  /// What one of `tensorParallel` ranks holds of attention `a`: its query
+  /// heads, and its KV heads (replicated when there are fewer than ranks).
+  int64_t localHeads(const AttentionSpec &a) const {
+    return a.heads / tensorParallel;
+  }
+  int64_t localKvHeads(const AttentionSpec &a) const {
+    return a.kvHeads >= tensorParallel ? a.kvHeads / tensorParallel : 1;
+  }
+  int64_t localFfnHidden(const FfnSpec &f) const {
+    return f.hidden / tensorParallel;
+  }
+  /// The vocabulary rows of a rank: the vocabulary padded to a multiple of
+  /// the ranks, divided by them.
+  int64_t localVocab() const {
+    return (vocab + tensorParallel - 1) / tensorParallel;
+  }
+  /// Why the model cannot be split over `ranks` processes ("" if it can).
+  std::string tensorParallelProblem(int64_t ranks) const;
 
   const StackSpec &mainStack() const { return stacks.back(); }
   /// Every parameter under its canonical name, in a fixed order.
