@@ -462,8 +462,15 @@ std::optional<std::string> Importer::activation(StringRef field, StringRef name,
 
 int64_t Importer::partialRotary(StringRef field, double fraction,
                                 int64_t headDim) {
+  // The range first: converting a product past int64_t is undefined
+  // (fuzz-import, UBSan: partial_rotary_factor = 4.4e19).
+  if (!(fraction > 0 && fraction <= 1)) {
+    unsupported(field, formatNumber(fraction),
+                "the rotary fraction must be in (0, 1]");
+    return headDim;
+  }
   int64_t dim = static_cast<int64_t>(headDim * fraction);
-  if (fraction <= 0 || fraction > 1 || dim < 2 || dim % 2 != 0) {
+  if (dim < 2 || dim % 2 != 0) {
     unsupported(field, formatNumber(fraction),
                 "the rotary dimension int(" + std::to_string(headDim) + " * " +
                     formatNumber(fraction) + ") = " + std::to_string(dim) +
