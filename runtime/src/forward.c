@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Each block starts with this header, just below the pointer handed out. */
 typedef struct tfm_block {
@@ -45,20 +46,92 @@ extern int omp_get_level(void);
 extern void kmp_set_blocktime(int);
 
 /* libomp's threads spin for KMP_BLOCKTIME (200 ms) after a parallel region
- * before they sleep. On a machine whose cores are also busy with other work
- * a spinning thread holds a core the others need, and every one of the
- * hundreds of parallel regions of a forward pass then waits for a time
- * slice: decoding ran 5 to 20 times slower with one core taken
- * (bench/busy_bench.py). So the threads a forward pass forks sleep at once,
- * unless the user set KMP_BLOCKTIME; it applies to the teams the calling
- * thread forks, so each calling thread sets it once. */
+ * before they sleep. On an idle machine that is what a decode step of
+ * hundreds of small parallel regions needs: woken from sleep at every
+ * region, GPT-2 small decoded at 50 ms/token instead of 18 (2 threads,
+ * AMD EPYC, bench/busy_bench.py). On a machine whose cores other processes
+ * also use, a spinning thread holds a core the thread it waits for needs:
+ * with one core taken the spin costs 43 ms/token against 25-30 for threads
+ * that sleep at once, and with several busy processes 20 times more.
+ *
+ * So the wait policy follows the machine: every 250 ms a calling thread
+ * reads how much CPU other processes used since its last look (/proc/stat
+ * less this process's /proc/self/stat) and its teams spin (libomp's
+ * default) while that is below half a core, and sleep at once above. A
+ * user's KMP_BLOCKTIME is left alone. kmp_set_blocktime applies to the
+ * teams the calling thread forks, so the state is per thread. */
+static int64_t machine_busy_ticks(void) {
+  FILE *f = fopen("/proc/stat", "r");
+  if (!f)
+    return -1;
+  long long v[8] = {0};
+  int n = fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &v[0],
+                 &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+  fclose(f);
+  if (n < 4)
+    return -1;
+  /* user, nice, system, irq, softirq, steal: not idle (3), not iowait (4) */
+  return (int64_t)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]);
+}
+
+static int64_t process_ticks(void) {
+  FILE *f = fopen("/proc/self/stat", "r");
+  if (!f)
+    return -1;
+  char buf[1024];
+  size_t len = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[len] = '\0';
+  /* Fields after the command name (which may hold spaces): state is the
+   * 3rd field, utime the 14th, stime the 15th. */
+  char *p = strrchr(buf, ')');
+  if (!p)
+    return -1;
+  unsigned long long utime = 0, stime = 0;
+  if (sscanf(p + 1,
+             " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+             &utime, &stime) != 2)
+    return -1;
+  return (int64_t)(utime + stime);
+}
+
+/* The KMP_BLOCKTIME (ms) for a machine on which other processes use
+ * `foreign_cores` cores (exposed for the unit tests). */
+int tfm_wait_policy_blocktime(double foreign_cores);
+int tfm_wait_policy_blocktime(double foreign_cores) {
+  return foreign_cores > 0.5 ? 0 : 200;
+}
+
 static void set_wait_policy(void) {
-  static _Thread_local int done;
-  if (done)
+  static _Thread_local int user_set = -1;
+  static _Thread_local double last_time;
+  static _Thread_local int64_t last_busy, last_self;
+  static _Thread_local int current = -1;
+  if (user_set < 0)
+    user_set = getenv("KMP_BLOCKTIME") != NULL;
+  if (user_set)
     return;
-  done = 1;
-  if (!getenv("KMP_BLOCKTIME"))
-    kmp_set_blocktime(0);
+  double now = tfm_now_seconds();
+  if (current >= 0 && now - last_time < 0.25)
+    return;
+  int64_t busy = machine_busy_ticks(), self = process_ticks();
+  if (busy < 0 || self < 0)
+    return; /* no /proc: libomp's default */
+  if (current >= 0) {
+    double ticks = (double)sysconf(_SC_CLK_TCK);
+    double foreign =
+        ((double)(busy - last_busy) - (double)(self - last_self)) / ticks /
+        (now - last_time);
+    int want = tfm_wait_policy_blocktime(foreign);
+    if (want != current)
+      kmp_set_blocktime(want);
+    current = want;
+  } else {
+    current = 200; /* libomp's default until the first measurement */
+  }
+  last_time = now;
+  last_busy = busy;
+  last_self = self;
 }
 
 _Noreturn static void out_of_memory(uint64_t bytes) {

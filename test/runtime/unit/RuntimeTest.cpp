@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 // Runtime internals (runtime/src/internal.h) under test.
@@ -391,26 +392,33 @@ void allocatingBody(void *const *, const tfm_tensor *, tfm_tensor *out) {
 }
 
 extern "C" int kmp_get_blocktime(void);
+extern "C" int tfm_wait_policy_blocktime(double foreignCores);
 
 void noopBody(void *const *, const tfm_tensor *, tfm_tensor *) {}
 
-/// The threads a forward pass forks sleep at once (KMP_BLOCKTIME 0) unless
-/// the user set KMP_BLOCKTIME: spinning threads collapse on a busy machine.
-/// The policy is set per calling thread, so each case runs on a new one.
-TEST(Forward, ThreadsSleepAtOnceUnlessTheUserSaysOtherwise) {
-  unsetenv("KMP_BLOCKTIME");
-  int seen = -1;
-  std::thread([&] {
-    tfm_tensor out{};
-    EXPECT_EQ(tfm_forward_guarded(noopBody, nullptr, nullptr, &out), 0);
-    seen = kmp_get_blocktime();
-  }).join();
-  EXPECT_EQ(seen, 0);
+/// The threads a forward pass forks spin between parallel regions (libomp's
+/// KMP_BLOCKTIME of 200 ms) while other processes use less than half a
+/// core, and sleep at once when they use more (spinning threads collapse on
+/// a busy machine).
+TEST(Forward, ThreadsSpinOnAnIdleMachineAndSleepOnABusyOne) {
+  EXPECT_EQ(tfm_wait_policy_blocktime(0.0), 200);
+  EXPECT_EQ(tfm_wait_policy_blocktime(0.3), 200);
+  EXPECT_EQ(tfm_wait_policy_blocktime(0.8), 0);
+  EXPECT_EQ(tfm_wait_policy_blocktime(3.0), 0);
+}
+
+/// A user's KMP_BLOCKTIME is left alone. The policy is set per calling
+/// thread, so each case runs on a new one.
+TEST(Forward, TheUsersBlocktimeIsLeftAlone) {
   setenv("KMP_BLOCKTIME", "7", 1);
+  int seen = -1;
   std::thread([&] {
     int before = kmp_get_blocktime();
     tfm_tensor out{};
-    EXPECT_EQ(tfm_forward_guarded(noopBody, nullptr, nullptr, &out), 0);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(tfm_forward_guarded(noopBody, nullptr, nullptr, &out), 0);
+      usleep(300000); // past the policy's 250 ms between looks
+    }
     seen = kmp_get_blocktime() == before ? 1 : 0;
   }).join();
   unsetenv("KMP_BLOCKTIME");
