@@ -97,3 +97,26 @@ try:
     config.available_features.add("cuda-driver")
 except OSError:
     pass
+
+# Tensor parallelism: C programs linked with the runtime's MPI library run
+# under mpirun (Open MPI). As root it needs the two ALLOW_RUN_AS_ROOT
+# variables; on a small machine, oversubscription (more ranks than cores),
+# shared memory without the cross-process copy that containers forbid, and
+# no network probing.
+mpi_link = getattr(config, "tfm_mpi_link", "")
+mpirun = getattr(config, "mpiexec", "") or shutil.which("mpirun") or ""
+if mpi_link and mpirun and os.path.exists(mpirun):
+    config.available_features.add("mpi")
+    config.substitutions.append(("%tfm_mpi_libs", " ".join([
+        config.tfm_lib_dir + "/libtfm_runtime_mpi.a", config.tfm_lib_dir + "/libtfm_runtime.a",
+        config.jansson_static, "-L" + config.omp_dir, "-lomp", "-Wl,-rpath," + config.omp_dir,
+        "-lm", mpi_link])))
+    config.substitutions.append(("%mpirun", mpirun + " --oversubscribe"))
+    for name, value in [("OMPI_ALLOW_RUN_AS_ROOT", "1"), ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+                        ("OMPI_MCA_btl", "self,vader"),
+                        ("OMPI_MCA_btl_vader_single_copy_mechanism", "none"),
+                        ("OMPI_MCA_rmaps_base_oversubscribe", "1"),
+                        ("PMIX_MCA_gds", "hash")]:
+        config.environment[name] = value
+else:
+    lit_config.note("Open MPI or the runtime's MPI library not found: the tensor-parallel tests are skipped")

@@ -283,9 +283,22 @@ int tfm_main_step(int argc, char **argv, const char *model_json,
   return tfm_main_generate(argc, argv, model_json, forward, step, NULL);
 }
 
+static int run(int argc, char **argv, const char *model_json,
+               tfm_forward_fn forward, tfm_forward_fn step,
+               tfm_forward_fn encode);
+
 int tfm_main_generate(int argc, char **argv, const char *model_json,
                       tfm_forward_fn forward, tfm_forward_fn step,
                       tfm_forward_fn encode) {
+  /* A model compiled with --tensor-parallel runs as several ranks: each
+   * runs all of this on its slice of the weights, rank 0 alone prints and
+   * writes files, and a rank that fails stops the others (tp.c). */
+  return tfm_tp_finish(run(argc, argv, model_json, forward, step, encode));
+}
+
+static int run(int argc, char **argv, const char *model_json,
+               tfm_forward_fn forward, tfm_forward_fn step,
+               tfm_forward_fn encode) {
   const char *prog = argc > 0 ? argv[0] : "model";
   const char *output = NULL;
   /* --weights, as often as given. */
@@ -498,8 +511,11 @@ int tfm_main_generate(int argc, char **argv, const char *model_json,
     tfm_tokenizer_free(tok);
     return fail(prog, tfm_last_error());
   }
+  /* Rank 0 prints (one process: always). */
+  int root = tfm_tp_root();
   if (info) {
-    tfm_model_print_info(m, stdout);
+    if (root)
+      tfm_model_print_info(m, stdout);
     if (!num_weights && seed < 0) {
       tfm_model_destroy(m);
       free(prompt_ids);
@@ -532,7 +548,7 @@ int tfm_main_generate(int argc, char **argv, const char *model_json,
     fail(prog, tfm_last_error());
     goto done;
   }
-  if (tfm_model_weight_warnings(m))
+  if (tfm_model_weight_warnings(m) && root)
     fprintf(stderr, "%s: warning: %s\n", prog, tfm_model_weight_warnings(m));
   if (prompt_ids) {
     if (num_inputs || rb) {
@@ -693,12 +709,27 @@ int tfm_main_generate(int argc, char **argv, const char *model_json,
                           output);
     goto done;
   }
+  /* Every rank is ready to run (with tensor parallelism: or all stop). */
+  if (!tfm_tp_ready(1))
+    goto done;
   double t0 = tfm_now_seconds();
   if (tfm_model_run(m, inputs, &out) != TFM_OK) {
     fail(prog, tfm_last_error());
     goto done;
   }
   double first = tfm_now_seconds() - t0;
+  if (!root) {
+    /* The other ranks run the same passes silently. */
+    for (long long r = 0; r < bench; ++r) {
+      tfm_tensor_free(&out);
+      if (tfm_model_run(m, inputs, &out) != TFM_OK) {
+        fail(prog, tfm_last_error());
+        goto done;
+      }
+    }
+    rc = 0;
+    goto done;
+  }
   char shape[TFM_SHAPE_STR_SIZE];
   tfm_shape_str(out.rank, out.shape, shape, sizeof shape);
   /* With a prompt, stdout is the text; the summary goes to stderr. */

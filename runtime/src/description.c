@@ -122,7 +122,44 @@ static tfm_status get_entry(json_t *arr, size_t i, const char *table,
 
 static tfm_status parse_source(json_t *j, const char *named, tfm_param_desc *p);
 
-static tfm_status parse_param(json_t *j, size_t i, tfm_param_desc *p) {
+int64_t tfm_shard_block(const tfm_param_desc *p, int32_t rank, int32_t ranks) {
+  int64_t local = p->shape[p->shard_axis];
+  int64_t blocks = (p->shard_full + local - 1) / local;
+  return (int64_t)rank * blocks / ranks;
+}
+
+/* A parameter's "shard": {"axis": A, "full": F}. Its shape is this rank's;
+ * the whole tensor is F long on axis A, cut into blocks of shape[A], which
+ * the ranks must cover (more blocks than ranks would leave some unread). */
+static tfm_status parse_shard(json_t *j, const char *named, int32_t ranks,
+                              tfm_param_desc *p) {
+  char what[WHAT_SIZE];
+  snprintf(what, sizeof what, "the shard of %s", named);
+  int64_t axis = 0, full = 0;
+  tfm_status s;
+  if ((s = get_integer(j, what, "axis", 0, 0, TFM_MAX_PARAM_RANK, &axis)) !=
+          TFM_OK ||
+      (s = get_integer(j, what, "full", 0, 1, TFM_MAX_DIM, &full)) != TFM_OK)
+    return s;
+  if (axis >= p->rank)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s is on axis %lld, but the parameter has rank %d",
+                    what, (long long)axis, (int)p->rank);
+  int64_t local = p->shape[axis];
+  if (local < 1 || (full + local - 1) / local > ranks)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s cuts %lld into blocks of %lld: more than the "
+                           "model's %d ranks (tensor_parallel) can hold",
+                    what, (long long)full, (long long)local, (int)ranks);
+  p->sharded = 1;
+  p->shard_axis = (int32_t)axis;
+  p->shard_full = full;
+  p->full[axis] = full;
+  return TFM_OK;
+}
+
+static tfm_status parse_param(json_t *j, size_t i, int32_t ranks,
+                              tfm_param_desc *p) {
   char what[WHAT_SIZE];
   snprintf(what, sizeof what, "parameter %zu", i);
   tfm_status s = dup_string(j, what, "name", &p->name);
@@ -150,7 +187,12 @@ static tfm_status parse_param(json_t *j, size_t i, tfm_param_desc *p) {
                       PREFIX "dimension %zu of %s is %lld, not a size", d,
                       named, (long long)json_integer_value(v));
     p->shape[d] = json_integer_value(v);
+    p->full[d] = p->shape[d];
   }
+  json_t *shard = field(j, named, "shard", is_object, "an object", 1, &s);
+  if (s != TFM_OK ||
+      (shard && (s = parse_shard(shard, named, ranks, p)) != TFM_OK))
+    return s;
   const char *synthetic;
   if ((s = get_string(j, named, "synthetic", &synthetic)) != TFM_OK)
     return s;
@@ -270,10 +312,11 @@ static tfm_status parse_source(json_t *j, const char *named,
     src->shape[d] = json_integer_value(v);
     numel *= src->shape[d];
   }
+  /* The source gives the whole tensor; a shard then selects from it. */
   int64_t pn = 1;
   for (int32_t d = 0; d < p->rank; ++d)
-    pn *= p->shape[d];
-  int64_t rows = p->rank ? p->shape[0] : 1, cols = rows ? pn / rows : 0;
+    pn *= p->full[d];
+  int64_t rows = p->rank ? p->full[0] : 1, cols = rows ? pn / rows : 0;
   int rowed = src->transform == TFM_SOURCE_ROWS ||
               src->transform == TFM_SOURCE_TRANSPOSE_ROWS;
   if (rowed) {
@@ -660,6 +703,11 @@ static tfm_status parse_root(json_t *root, tfm_description *d) {
       (s = parse_generation(root, d)) != TFM_OK ||
       (s = parse_checkpoint(root, d)) != TFM_OK)
     return s;
+  int64_t ranks = 1;
+  if ((s = get_integer(root, what, "tensor_parallel", 1, 1, 1 << 20, &ranks)) !=
+      TFM_OK)
+    return s;
+  d->tensor_parallel = (int32_t)ranks;
 
   d->params = tfm_calloc(json_array_size(ps), sizeof *d->params);
   d->abi = tfm_calloc(json_array_size(abi), sizeof *d->abi);
@@ -669,7 +717,7 @@ static tfm_status parse_root(json_t *root, tfm_description *d) {
   for (size_t i = 0; i < json_array_size(ps); ++i) {
     ++d->num_params; /* from here on its name is freed with `d` */
     if ((s = get_entry(ps, i, "parameters", &j)) != TFM_OK ||
-        (s = parse_param(j, i, &d->params[i])) != TFM_OK)
+        (s = parse_param(j, i, d->tensor_parallel, &d->params[i])) != TFM_OK)
       return s;
   }
   for (size_t i = 0; i < json_array_size(abi); ++i) {

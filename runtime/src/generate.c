@@ -214,12 +214,18 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
     }
     free(text);
     text = NULL;
-    /* A decoder continues the prompt; an encoder-decoder's output is new
-     * text. */
-    if (!encdec) {
-      fwrite(prompt_text, 1, prompt_len, stdout);
-      fflush(stdout);
-    }
+  }
+  /* Every rank is ready to run (with tensor parallelism: or all stop). */
+  if (!tfm_tp_ready(1))
+    goto done;
+  /* Rank 0 alone prints and writes files, and samples: the others take
+   * its tokens and its decision to stop. */
+  int root = tfm_tp_root();
+  /* A decoder continues the prompt; an encoder-decoder's output is new
+   * text. */
+  if (tok && !encdec && root) {
+    fwrite(prompt_text, 1, prompt_len, stdout);
+    fflush(stdout);
   }
   double t0 = tfm_now_seconds();
   if (encdec && tfm_session_encode(s, batch, src, src_lens) != TFM_OK) {
@@ -241,10 +247,12 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
     for (int64_t b = 0; b < batch && all.data; ++b)
       memcpy((float *)all.data + (b * n + i) * vocab, logits + b * vocab,
              (size_t)vocab * sizeof(float));
-    for (int64_t b = 0; b < batch; ++b) {
-      next[b * n] = tfm_sample(logits + b * vocab, vocab, o, &state, scratch);
-      step_tokens[b] = next[b * n];
-    }
+    for (int64_t b = 0; b < batch; ++b)
+      step_tokens[b] =
+          root ? tfm_sample(logits + b * vocab, vocab, o, &state, scratch) : 0;
+    tfm_tp_share(step_tokens, batch);
+    for (int64_t b = 0; b < batch; ++b)
+      next[b * n] = step_tokens[b];
     ++made;
     if (tok) {
       int32_t t = next[0];
@@ -279,13 +287,19 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
         cut = printable(gen, glen);
       }
       if (cut > printed) {
-        fwrite(gen + printed, 1, cut - printed, stdout);
-        fflush(stdout);
+        if (root) {
+          fwrite(gen + printed, 1, cut - printed, stdout);
+          fflush(stdout);
+        }
         printed = cut;
       }
       free(text);
       text = NULL;
     }
+    /* The ranks agree on when to stop as on every token. */
+    int32_t stop_flag = stopped;
+    tfm_tp_share(&stop_flag, 1);
+    stopped = stop_flag;
     if (stopped || i + 1 == n)
       break;
     double d0 = tfm_now_seconds();
@@ -294,6 +308,10 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
       goto done;
     }
     step_ms[i] = (tfm_now_seconds() - d0) * 1e3;
+  }
+  if (!root) {
+    rc = 0;
+    goto done;
   }
   if (tok)
     fputc('\n', stdout);

@@ -133,9 +133,18 @@ typedef struct tfm_source {
 typedef struct tfm_param_desc {
   char *name;
   int32_t rank;
-  int64_t shape[TFM_MAX_PARAM_RANK]; /* canonical shape */
+  int64_t shape[TFM_MAX_PARAM_RANK]; /* canonical shape (this rank's) */
   tfm_synthetic synthetic;
   tfm_source source;
+  /* "shard" (tensor parallelism): this rank holds one block of `shape`
+   * [shard_axis] along that axis of a tensor that is `shard_full` long
+   * there (see tfm_shard_block). Otherwise the parameter is replicated. */
+  int sharded;
+  int32_t shard_axis;
+  int64_t shard_full;
+  /* The canonical shape of the whole tensor, which the checkpoint holds and
+   * the source describes: `shape` with shape[shard_axis] = shard_full. */
+  int64_t full[TFM_MAX_PARAM_RANK];
 } tfm_param_desc;
 
 /* An entry of "abi_params": argument i of the forward pass's table. */
@@ -192,7 +201,19 @@ typedef struct tfm_description {
    * sizes, d_model, and whether the encoder entry takes source lengths. */
   int gen_encoder, gen_encoder_lengths;
   int64_t gen_cross_kv_heads, gen_cross_head_dim, gen_d_model;
+  /* "tensor_parallel": the number of ranks the model runs on (1: one
+   * process), and this process's rank, which decides the block of each
+   * sharded parameter it reads (set when the model is created). */
+  int32_t tensor_parallel;
+  int32_t tp_rank;
 } tfm_description;
+
+/* The block of sharded parameter `p` that rank `rank` of `ranks` holds:
+ * with L = shape[axis] and blocks = ceil(full / L), block (rank * blocks) /
+ * ranks, i.e. indices [block * L, min((block + 1) * L, full)) along the
+ * axis; local indices past `full` (padding) are zeros. Ranks share a block
+ * when there are fewer blocks than ranks (key/value heads). */
+int64_t tfm_shard_block(const tfm_param_desc *p, int32_t rank, int32_t ranks);
 
 /* Inputs of the KV-cache entry point: tokens, positions, source lengths, 2
  * per layer and (encoder-decoders) 2 more per layer. */
@@ -286,6 +307,29 @@ tfm_status tfm_cuda_forward(tfm_model *m, const tfm_tensor *inputs,
                             tfm_tensor *output);
 /* Frees the model's input and output buffers. */
 void tfm_cuda_free_io(tfm_model *m);
+
+/*===- Tensor parallelism (tp.c; MPI in tp_mpi.c) -------------------------===*
+ * Nothing here touches MPI unless a model's "tensor_parallel" is above 1. */
+
+/* For a model with tensor_parallel N > 1: starts MPI (or joins the
+ * program's) and checks that there are N ranks; sets d->tp_rank. An error
+ * when the program is one process, has another number of ranks, or lacks
+ * libtfm_runtime_mpi.a. Does nothing for N = 1. */
+tfm_status tfm_tp_start(tfm_description *d);
+/* Whether this process prints results and writes files: rank 0, or the
+ * only process. */
+int tfm_tp_root(void);
+/* The ranks' one agreement before their first collective call: 1 when
+ * every rank is `ok` (and then they run in lockstep), else 0 on every rank.
+ * Returns `ok` without tensor parallelism. */
+int tfm_tp_ready(int ok);
+/* Rank 0's `count` values on every rank (generated tokens, decisions); no
+ * effect without tensor parallelism. */
+void tfm_tp_share(int32_t *values, int64_t count);
+/* The exit status of a rank that is done: before the agreement, it tells
+ * the others to stop; after it, a failure aborts every rank (the others
+ * may wait inside a collective). Returns `status`. */
+int tfm_tp_finish(int status);
 
 /*===- Generation (session.c, generate.c) -------------------------------===*/
 

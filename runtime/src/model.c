@@ -22,6 +22,9 @@ tfm_status tfm_model_create(const char *model_json, tfm_forward_fn forward,
   /* "no CUDA driver found (libcuda.so.1)", or the driver's message. */
   if (s == TFM_OK && m->desc.cuda)
     s = tfm_cuda_init();
+  /* --tensor-parallel N: MPI, N ranks, this process's rank. */
+  if (s == TFM_OK)
+    s = tfm_tp_start(&m->desc);
   if (s != TFM_OK) {
     tfm_model_destroy(m);
     return s;
@@ -150,6 +153,11 @@ void tfm_model_print_info(const tfm_model *m, FILE *out) {
     fprintf(out, "]\n");
   }
   fprintf(out, "context: %lld positions\n", (long long)d->context);
+  if (d->tensor_parallel > 1)
+    fprintf(out,
+            "tensor parallel: %d ranks (this is rank %d; sharded "
+            "parameters show its block of the whole tensor)\n",
+            (int)d->tensor_parallel, (int)d->tp_rank);
   if (d->hf_type) {
     fprintf(out,
             "checkpoint: Hugging Face %s layout (names with or without "
@@ -164,8 +172,15 @@ void tfm_model_print_info(const tfm_model *m, FILE *out) {
   }
   for (size_t i = 0; i < d->num_params; ++i) {
     const tfm_param_desc *p = &d->params[i];
-    char s[TFM_SHAPE_STR_SIZE];
+    char s[2 * TFM_SHAPE_STR_SIZE + 4];
     tfm_shape_str(p->rank, p->shape, s, sizeof s);
+    if (p->sharded) {
+      /* This rank's block, and the whole tensor the checkpoint holds. */
+      char f[TFM_SHAPE_STR_SIZE];
+      tfm_shape_str(p->rank, p->full, f, sizeof f);
+      size_t used = strlen(s);
+      snprintf(s + used, sizeof s - used, " of %s", f);
+    }
     if (p->source.transform == TFM_SOURCE_CANONICAL) {
       fprintf(out, "  %-40s %s\n", p->name, s);
       continue;

@@ -8,10 +8,13 @@
  * pass that converts the dtype, applies the source's transpose or row map,
  * and packs panels where the entry says so.
  *===----------------------------------------------------------------------===*/
+#define _DEFAULT_SOURCE
 #include "checkpoint.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 tfm_status tfm_weights_init(tfm_weights *w, size_t count) {
   memset(w, 0, sizeof *w);
@@ -76,51 +79,141 @@ static int64_t source_row(const tfm_source *s, int64_t r) {
   return s->offset + r / s->block * s->stride + r % s->block;
 }
 
+/* A parameter seen as [rows, cols] (rows its first dimension) inside its
+ * whole tensor seen as [full_rows, full_cols]. For a sharded parameter,
+ * `row_map` (a shard on axis 0) or `col_map` (on another axis) give the
+ * row or column of the whole tensor that each local one is, or -1 for
+ * padding past the end; NULL is the identity (replicated parameters). */
+typedef struct shard_view {
+  int64_t rows, cols, full_rows, full_cols;
+  int64_t *row_map, *col_map;
+} shard_view;
+
+static void shard_view_free(shard_view *v) {
+  free(v->row_map);
+  free(v->col_map);
+}
+
+/* The view of `p` on rank `rank` of `ranks`; 0 when out of memory. */
+static int shard_view_init(shard_view *v, const tfm_param_desc *p, int32_t rank,
+                           int32_t ranks) {
+  memset(v, 0, sizeof *v);
+  int64_t n = 1, full = 1;
+  for (int32_t i = 0; i < p->rank; ++i) {
+    n *= p->shape[i];
+    full *= p->full[i];
+  }
+  v->rows = p->rank ? p->shape[0] : 1;
+  v->cols = v->rows ? n / v->rows : 0;
+  v->full_rows = p->rank ? p->full[0] : 1;
+  v->full_cols = v->full_rows ? full / v->full_rows : 0;
+  if (!p->sharded)
+    return 1;
+  int32_t axis = p->shard_axis;
+  int64_t local = p->shape[axis],
+          first = tfm_shard_block(p, rank, ranks) * local;
+  if (axis == 0) {
+    v->row_map = tfm_malloc((size_t)(v->rows ? v->rows : 1) * sizeof(int64_t));
+    if (!v->row_map)
+      return 0;
+    for (int64_t r = 0; r < v->rows; ++r)
+      v->row_map[r] = first + r < p->shard_full ? first + r : -1;
+    return 1;
+  }
+  /* A local column is (o * L + a) * inner + k, with o over the dimensions
+   * between the rows and the axis, a along the axis, k over those after;
+   * in the whole tensor it is (o * F + first + a) * inner + k. */
+  int64_t inner = 1;
+  for (int32_t i = axis + 1; i < p->rank; ++i)
+    inner *= p->shape[i];
+  v->col_map = tfm_malloc((size_t)(v->cols ? v->cols : 1) * sizeof(int64_t));
+  if (!v->col_map)
+    return 0;
+  for (int64_t c = 0; c < v->cols; ++c) {
+    int64_t k = c % inner, a = c / inner % local, o = c / inner / local;
+    v->col_map[c] = first + a < p->shard_full
+                        ? (o * p->shard_full + first + a) * inner + k
+                        : -1;
+  }
+  return 1;
+}
+
 /* Parameter `p` in a new f32 buffer, read from `src` (NULL for zeros) as its
  * source says, in one pass: dtypes converted, transposes and row maps
- * applied. With `panel` > 0, a 2-D [N, K] weight is packed as
- * [ceil(N/panel), K, panel]: element (n, k) goes to
+ * applied, and for a sharded parameter only the block of rank `rank` of
+ * `ranks` read (the source describes the whole tensor; the shard selects
+ * from it; padding is zero). With `panel` > 0, a 2-D [N, K] weight is
+ * packed as [ceil(N/panel), K, panel]: element (n, k) goes to
  * [n / panel][k][n % panel], and the padding of the last panel is zero. */
 static float *convert(const tfm_tensor *src, const tfm_param_desc *p,
-                      int32_t panel) {
-  int64_t n = param_numel(p);
-  int64_t rows = p->rank ? p->shape[0] : 1;
-  int64_t cols = rows ? n / rows : 0;
+                      int32_t panel, int32_t rank, int32_t ranks) {
+  shard_view v;
+  if (!shard_view_init(&v, p, rank, ranks)) {
+    shard_view_free(&v);
+    return NULL;
+  }
+  int64_t rows = v.rows, cols = v.cols, n = rows * cols;
   int64_t padded = panel > 0 ? (rows + panel - 1) / panel * panel * cols : n;
   float *dst = tfm_aligned_alloc((size_t)padded * sizeof(float));
-  if (!dst)
-    return NULL;
-  if (padded != n || !src)
-    memset(dst, 0, (size_t)padded * sizeof(float));
-  if (!src)
+  if (!dst || !src) {
+    if (dst)
+      memset(dst, 0, (size_t)padded * sizeof(float));
+    shard_view_free(&v);
     return dst;
+  }
+  if (padded != n || p->sharded)
+    memset(dst, 0, (size_t)padded * sizeof(float));
   const tfm_source *s = &p->source;
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t sr = r;
+    int64_t fr = v.row_map ? v.row_map[r] : r;
+    if (fr < 0)
+      continue; /* padding */
+    int64_t sr = fr;
     if (s->transform == TFM_SOURCE_ROWS ||
         s->transform == TFM_SOURCE_TRANSPOSE_ROWS)
-      sr = source_row(s, r);
+      sr = source_row(s, fr);
     for (int64_t c = 0; c < cols; ++c) {
+      int64_t fc = v.col_map ? v.col_map[c] : c;
+      if (fc < 0)
+        continue; /* padding */
       int64_t i;
       switch (s->transform) {
-      case TFM_SOURCE_TRANSPOSE: /* stored [cols, rows] */
-        i = c * rows + r;
+      case TFM_SOURCE_TRANSPOSE: /* stored [full_cols, full_rows] */
+        i = fc * v.full_rows + fr;
         break;
-      case TFM_SOURCE_TRANSPOSE_ROWS: /* stored [cols, fused rows] */
-        i = c * src->shape[1] + sr;
+      case TFM_SOURCE_TRANSPOSE_ROWS: /* stored [full_cols, fused rows] */
+        i = fc * src->shape[1] + sr;
         break;
-      default: /* canonical, copy and rows: rows of `cols` elements */
-        i = sr * cols + c;
+      default: /* canonical, copy and rows: rows of `full_cols` elements */
+        i = sr * v.full_cols + fc;
         break;
       }
-      float v = element(src, i);
+      float x = element(src, i);
       if (panel > 0)
-        dst[(r / panel) * cols * panel + c * panel + r % panel] = v;
+        dst[(r / panel) * cols * panel + c * panel + r % panel] = x;
       else
-        dst[r * cols + c] = v;
+        dst[r * cols + c] = x;
     }
   }
+  shard_view_free(&v);
   return dst;
+}
+
+/* Drops the pages of a mapped tensor from this process's memory once it is
+ * converted (they are read again from the page cache if needed): a rank
+ * that reads a slice of each tensor keeps about its slice resident, not
+ * the checkpoint. */
+static void release(const tfm_tensor *t) {
+  long page = sysconf(_SC_PAGESIZE);
+  if (!t || page <= 0)
+    return;
+  uintptr_t begin = (uintptr_t)t->data, mask = (uintptr_t)page - 1;
+  uintptr_t end =
+      begin + (uintptr_t)tfm_tensor_numel(t) * tfm_dtype_size(t->dtype);
+  begin &= ~mask;
+  end = (end + mask) & ~mask;
+  if (end > begin)
+    madvise((void *)begin, end - begin, MADV_DONTNEED);
 }
 
 /* Whether `name` matches `pattern`, where '*' matches any run of
@@ -203,7 +296,7 @@ void tfm_source_describe(const tfm_source *s, const tfm_param_desc *p,
                          char *buf, size_t size) {
   char shape[TFM_SHAPE_STR_SIZE];
   tfm_shape_str(s->rank, s->shape, shape, sizeof shape);
-  int64_t rows = p->rank ? p->shape[0] : 1;
+  int64_t rows = p->rank ? p->full[0] : 1; /* of the whole tensor */
   switch (s->transform) {
   case TFM_SOURCE_CANONICAL:
     snprintf(buf, size, "%s", p->name);
@@ -264,8 +357,9 @@ static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
   for (size_t i = 0; i < d->num_params; ++i) {
     const tfm_param_desc *p = &d->params[i];
     const tfm_source *s = &p->source;
+    /* The checkpoint holds whole tensors, also of sharded parameters. */
     char want[TFM_SHAPE_STR_SIZE], got[TFM_SHAPE_STR_SIZE];
-    tfm_shape_str(p->rank, p->shape, want, sizeof want);
+    tfm_shape_str(p->rank, p->full, want, sizeof want);
     bound[i] = NULL;
     if (s->transform == TFM_SOURCE_ZEROS)
       continue;
@@ -295,7 +389,7 @@ static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
     if (s->transform == TFM_SOURCE_CANONICAL) {
       int same = v->rank == p->rank;
       for (int32_t k = 0; same && k < v->rank; ++k)
-        same = v->shape[k] == p->shape[k];
+        same = v->shape[k] == p->full[k];
       if (!same) {
         tfm_error_append("\n  tensor '%s' has shape %s, expected %s", p->name,
                          got, want);
@@ -402,7 +496,9 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
     goto done;
   for (size_t i = 0; i < w->count; ++i) {
     size_t index = d->abi[i].index;
-    w->host[i] = convert(bound[index], &d->params[index], d->abi[i].panel);
+    w->host[i] = convert(bound[index], &d->params[index], d->abi[i].panel,
+                         d->tp_rank, d->tensor_parallel);
+    release(bound[index]);
     if (!w->host[i]) {
       s = tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
       goto done;
@@ -429,23 +525,53 @@ static uint64_t splitmix(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
+/* The state of a splitmix stream seeded with `s0` after `k` draws: each
+ * draw adds the same constant, so any element of a stream can be reached
+ * at once. */
+static uint64_t splitmix_skip(uint64_t s0, uint64_t k) {
+  return s0 + k * 0x9E3779B97F4A7C15ULL;
+}
+
 /* The canonical values of parameter `p`: deterministic per name; "ones"
  * (norm scales) are 1, "zeros" (biases) 0, "normal" the rest, uniform with
- * standard deviation 0.02. */
-static float *synthesize(const tfm_param_desc *p, uint64_t seed) {
-  int64_t n = param_numel(p);
-  float *d = tfm_aligned_alloc((size_t)n * sizeof(float));
-  if (!d)
+ * standard deviation 0.02. Element k of the whole tensor (canonical order)
+ * is draw k of a splitmix stream, so that the block of a sharded parameter
+ * that rank `rank` of `ranks` holds is exactly that part of what one
+ * process makes; padding is zero. */
+static float *synthesize(const tfm_param_desc *p, uint64_t seed, int32_t rank,
+                         int32_t ranks) {
+  shard_view v;
+  if (!shard_view_init(&v, p, rank, ranks)) {
+    shard_view_free(&v);
     return NULL;
-  uint64_t s = seed;
-  for (const char *c = p->name; *c; ++c)
-    s = s * 131 + (unsigned char)*c;
-  for (int64_t k = 0; k < n; ++k) {
-    double u = (double)(splitmix(&s) >> 11) / 9007199254740992.0;
-    d[k] = p->synthetic == TFM_SYNTHETIC_ONES    ? 1.0f
-           : p->synthetic == TFM_SYNTHETIC_ZEROS ? 0.0f
-                                                 : (float)((u - 0.5) * 0.0693);
   }
+  float *d = tfm_aligned_alloc((size_t)(v.rows * v.cols) * sizeof(float));
+  if (!d) {
+    shard_view_free(&v);
+    return NULL;
+  }
+  uint64_t s0 = seed;
+  for (const char *c = p->name; *c; ++c)
+    s0 = s0 * 131 + (unsigned char)*c;
+  for (int64_t r = 0; r < v.rows; ++r) {
+    int64_t fr = v.row_map ? v.row_map[r] : r;
+    for (int64_t c = 0; c < v.cols; ++c) {
+      int64_t fc = v.col_map ? v.col_map[c] : c;
+      float *x = &d[r * v.cols + c];
+      if (fr < 0 || fc < 0) {
+        *x = 0.0f; /* padding */
+        continue;
+      }
+      if (p->synthetic != TFM_SYNTHETIC_NORMAL) {
+        *x = p->synthetic == TFM_SYNTHETIC_ONES ? 1.0f : 0.0f;
+        continue;
+      }
+      uint64_t s = splitmix_skip(s0, (uint64_t)(fr * v.full_cols + fc));
+      double u = (double)(splitmix(&s) >> 11) / 9007199254740992.0;
+      *x = (float)((u - 0.5) * 0.0693);
+    }
+  }
+  shard_view_free(&v);
   return d;
 }
 
@@ -454,15 +580,18 @@ tfm_status tfm_weights_synthesize(tfm_weights *w, const tfm_description *d,
   tfm_weights_clear(w);
   for (size_t i = 0; i < w->count; ++i) {
     const tfm_param_desc *p = &d->params[d->abi[i].index];
-    float *values = synthesize(p, seed);
+    float *values = synthesize(p, seed, d->tp_rank, d->tensor_parallel);
     if (values && d->abi[i].panel) {
       /* Packed and plain copies of one parameter must hold the same
-       * values: pack from the values generated in canonical order. */
+       * values: pack from the values generated in canonical order (this
+       * rank's block, as a whole tensor of its own). */
       tfm_tensor plain = {values, TFM_F32, p->rank, {0}};
       memcpy(plain.shape, p->shape, sizeof p->shape);
       tfm_param_desc canonical = *p;
       memset(&canonical.source, 0, sizeof canonical.source);
-      float *packed = convert(&plain, &canonical, d->abi[i].panel);
+      canonical.sharded = 0;
+      memcpy(canonical.full, p->shape, sizeof p->shape);
+      float *packed = convert(&plain, &canonical, d->abi[i].panel, 0, 1);
       free(values);
       values = packed;
     }

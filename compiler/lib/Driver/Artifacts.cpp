@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -298,6 +299,30 @@ static std::string findTool(ArrayRef<StringRef> names) {
   return "";
 }
 
+/// Whether `object` calls into the runtime's tensor-parallel side
+/// (`tfm_tp_*`), as the code of a model compiled with --tensor-parallel N > 1
+/// does: only then is the artifact linked with MPI.
+static bool callsTensorParallel(StringRef object) {
+  auto file = llvm::object::ObjectFile::createObjectFile(object);
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return false;
+  }
+  for (const llvm::object::SymbolRef &sym : file->getBinary()->symbols()) {
+    llvm::Expected<StringRef> name = sym.getName();
+    llvm::Expected<uint32_t> flags = sym.getFlags();
+    if (!name || !flags) {
+      llvm::consumeError(name.takeError());
+      llvm::consumeError(flags.takeError());
+      continue;
+    }
+    if ((*flags & llvm::object::SymbolRef::SF_Undefined) &&
+        name->starts_with("tfm_tp_"))
+      return true;
+  }
+  return false;
+}
+
 LogicalResult HostEmitter::link(StringRef object, StringRef output) {
   TimingScope linkTimer = timing.nest("link");
   std::string driver = findTool({"clang-22", "clang", "cc", "gcc"});
@@ -315,18 +340,39 @@ LogicalResult HostEmitter::link(StringRef object, StringRef output) {
   if (!llvm::sys::fs::exists(runtime))
     return error() << "the runtime library is missing: " << runtime;
   bool shared = options.artifact == ArtifactKind::Shared;
+  // Tensor parallelism: the runtime's MPI side, before the runtime (whose
+  // weak references it fills), and Open MPI's libraries after it.
+  std::vector<std::string> runtimeLibs{runtime.str().str()}, mpiLibs;
+  if (callsTensorParallel(object)) {
+#ifdef TFM_MPI_LINK
+    SmallString<256> mpiRuntime(libDir);
+    llvm::sys::path::append(mpiRuntime, "libtfm_runtime_mpi.a");
+    if (!llvm::sys::fs::exists(mpiRuntime))
+      return error() << "the runtime's MPI library is missing: " << mpiRuntime;
+    runtimeLibs.insert(runtimeLibs.begin(), mpiRuntime.str().str());
+    SmallVector<StringRef> flags;
+    StringRef(TFM_MPI_LINK).split(flags, '|', -1, false);
+    for (StringRef f : flags)
+      mpiLibs.push_back(f.str());
+#else
+    return error() << "a tensor-parallel model needs Open MPI, and this tfmc "
+                      "was built without it (install libopenmpi-dev and "
+                      "openmpi-bin, then configure again)";
+#endif
+  }
   std::vector<std::string> args{driver};
   if (shared)
     args.push_back("-shared");
   args.push_back(object.str());
   if (shared) {
     args.push_back("-Wl,--whole-archive");
-    args.push_back(runtime.str().str());
+    args.insert(args.end(), runtimeLibs.begin(), runtimeLibs.end());
     args.push_back("-Wl,--no-whole-archive");
   } else {
     args.push_back(mainObj.str().str());
-    args.push_back(runtime.str().str());
+    args.insert(args.end(), runtimeLibs.begin(), runtimeLibs.end());
   }
+  args.insert(args.end(), mpiLibs.begin(), mpiLibs.end());
   // Executables take the static jansson (nothing extra at run time);
   // Debian's libjansson.a is not position independent, so a shared library
   // links libjansson.so.4 instead.

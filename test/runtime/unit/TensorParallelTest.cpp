@@ -1,0 +1,538 @@
+//===- TensorParallelTest.cpp - sharded weights, without MPI --------------===//
+//
+// What each rank of a model compiled with --tensor-parallel N reads
+// (runtime/src/weights.c): the block of a sharded parameter's whole tensor
+// that the description's "shard" gives it (block index, vocabulary padding,
+// key/value heads shared by several ranks, any axis), composed with the
+// Hugging Face sources that describe the whole tensor (transposes, rows of
+// fused tensors), packed in panels; and --random-weights, where the ranks'
+// blocks must be exactly the parts of what one process generates. Each
+// rank is simulated by setting the description's tp_rank; the expected
+// values are computed here independently: the whole canonical tensor from
+// the stored one, then the block by multi-index arithmetic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/runtime.h"
+
+extern "C" {
+#include "internal.h"
+}
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+std::string shapeJson(const Shape &s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+/// A parameter of a test description: its local shape, optional shard and
+/// source (JSON text), and its ABI panel.
+struct Param {
+  std::string name;
+  Shape shape;
+  int axis = -1;
+  int64_t full = 0;
+  std::string source; // "" or the "source" object
+  int panel = 0;
+  std::string synthetic = "normal";
+};
+
+std::string describe(const std::vector<Param> &ps, int ranks, bool hf) {
+  std::string params, abi;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const Param &p = ps[i];
+    params += (i ? "," : "") + std::string("{\"name\":\"") + p.name +
+              "\",\"shape\":" + shapeJson(p.shape) + ",\"synthetic\":\"" +
+              p.synthetic + "\"";
+    if (p.axis >= 0)
+      params += ",\"shard\":{\"axis\":" + std::to_string(p.axis) +
+                ",\"full\":" + std::to_string(p.full) + "}";
+    if (!p.source.empty())
+      params += ",\"source\":" + p.source;
+    params += "}";
+    abi += (i ? "," : "") + std::string("{\"name\":\"") + p.name +
+           "\",\"index\":" + std::to_string(i) +
+           ",\"panel\":" + std::to_string(p.panel) + "}";
+  }
+  return std::string("{\"name\":\"tp\",\"vocab\":10,\"context\":8,") +
+         "\"parameter_count\":1,\"tensor_parallel\":" + std::to_string(ranks) +
+         "," +
+         (hf ? "\"checkpoint\":{\"format\":\"huggingface\",\"type\":\"t\","
+               "\"prefixes\":[],\"ignore\":[]},"
+             : "") +
+         "\"parameters\":[" + params + "],\"abi_params\":[" + abi +
+         "],\"inputs\":[{\"name\":\"tokens\",\"dtype\":\"int32\","
+         "\"shape\":[\"B\",\"T\"],\"usage\":\"tokens\"}],"
+         "\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\","
+         "\"shape\":[\"B\",\"T\",10]}]}";
+}
+
+/// A stored tensor of a test checkpoint: element i holds 1000 * tag + i.
+struct Stored {
+  std::string name;
+  Shape shape;
+  int tag;
+  float at(int64_t i) const { return float(1000 * tag + i); }
+};
+
+std::string tempPath(const std::string &name) {
+  return std::string(::testing::TempDir()) + "tfm_tp_" + name;
+}
+
+void writeSafetensors(const std::string &path,
+                      const std::vector<Stored> &tensors) {
+  std::string header = "{", data;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const Stored &t = tensors[k];
+    size_t begin = data.size();
+    for (int64_t i = 0; i < numel(t.shape); ++i) {
+      float v = t.at(i);
+      data.append(reinterpret_cast<const char *>(&v), 4);
+    }
+    header += (k ? "," : "") + std::string("\"") + t.name +
+              "\":{\"dtype\":\"F32\",\"shape\":" + shapeJson(t.shape) +
+              ",\"data_offsets\":[" + std::to_string(begin) + "," +
+              std::to_string(data.size()) + "]}";
+  }
+  header += "}";
+  while (header.size() % 8)
+    header += ' ';
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    out[i] = char((uint64_t(header.size()) >> (8 * i)) & 0xff);
+  std::ofstream(path, std::ios::binary) << out << header << data;
+}
+
+/// A parsed description with its weight table, for one simulated rank.
+struct Loaded {
+  tfm_description d{};
+  tfm_weights w{};
+  ~Loaded() {
+    tfm_weights_destroy(&w);
+    tfm_description_free(&d);
+  }
+};
+
+::testing::AssertionResult parse(const std::string &json, int rank, Loaded &l) {
+  if (tfm_description_parse(json.c_str(), &l.d) != TFM_OK)
+    return ::testing::AssertionFailure() << tfm_last_error();
+  l.d.tp_rank = rank;
+  if (tfm_weights_init(&l.w, l.d.num_abi) != TFM_OK)
+    return ::testing::AssertionFailure() << tfm_last_error();
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult load(const std::string &json, int rank,
+                                const std::string &path, Loaded &l) {
+  ::testing::AssertionResult r = parse(json, rank, l);
+  if (!r)
+    return r;
+  const char *paths[] = {path.c_str()};
+  char *warnings = nullptr;
+  if (tfm_weights_load(&l.w, &l.d, paths, 1, &warnings) != TFM_OK)
+    return ::testing::AssertionFailure() << tfm_last_error();
+  std::free(warnings);
+  return ::testing::AssertionSuccess();
+}
+
+/// The block of `whole` (canonical, shape `full`) that rank `rank` of
+/// `ranks` holds when cut on `axis` into blocks of `local` elements: the
+/// contract's arithmetic, index by index; padding is zero.
+std::vector<float> block(const std::vector<float> &whole, const Shape &full,
+                         int axis, int64_t local, int rank, int ranks) {
+  int64_t f = full[axis];
+  int64_t blocks = (f + local - 1) / local;
+  int64_t first = (rank * blocks / ranks) * local;
+  Shape shape = full;
+  shape[axis] = local;
+  std::vector<float> out(numel(shape));
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t i = 0; i < numel(shape); ++i) {
+    int64_t rem = i;
+    for (size_t d = shape.size(); d-- > 0;) {
+      idx[d] = rem % shape[d];
+      rem /= shape[d];
+    }
+    int64_t along = first + idx[axis];
+    if (along >= f) {
+      out[i] = 0.0f;
+      continue;
+    }
+    int64_t flat = 0;
+    for (size_t d = 0; d < shape.size(); ++d)
+      flat = flat * full[d] + (int(d) == axis ? along : idx[d]);
+    out[i] = whole[flat];
+  }
+  return out;
+}
+
+std::vector<float> host(const Loaded &l, size_t i) {
+  return std::vector<float>(l.w.host[i],
+                            l.w.host[i] + tfm_weights_numel(&l.d, i));
+}
+
+TEST(TensorParallel, BlockIndexPaddingAndSharedHeads) {
+  tfm_param_desc p{};
+  p.rank = 2;
+  p.sharded = 1;
+  p.shard_axis = 0;
+  // Query heads, 8 x hd rows on 2 and 4 ranks: one block each.
+  p.shard_full = 8;
+  p.shape[0] = 4;
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(tfm_shard_block(&p, r, 2), r);
+  // 2 key/value heads of 3 rows on 4 ranks: ranks 0, 1 share head 0.
+  p.shard_full = 6;
+  p.shape[0] = 3;
+  int64_t want[] = {0, 0, 1, 1};
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(tfm_shard_block(&p, r, 4), want[r]) << r;
+  // 1 key/value head on 3 ranks: all share it.
+  p.shard_full = 3;
+  for (int r = 0; r < 3; ++r)
+    EXPECT_EQ(tfm_shard_block(&p, r, 3), 0);
+  // A vocabulary of 10 padded to 12 on 4 ranks: blocks of 3, one each.
+  p.shard_full = 10;
+  p.shape[0] = 3;
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(tfm_shard_block(&p, r, 4), r);
+}
+
+TEST(TensorParallel, CanonicalCheckpointOnEveryAxis) {
+  // q [8, 4] on axis 0; k with 2 heads of 2 rows on 4 ranks (shared); an
+  // output projection [4, 8] on axis 1; a vocabulary of 10 padded to 12;
+  // a relative-bias table [5, 4] on axis 1; a rank-3 [2, 8, 3] on axis 1;
+  // a replicated bias; q again packed in panels of 4 rows.
+  const int n = 4;
+  std::vector<Param> ps = {
+      {"q", {2, 4}, 0, 8, "", 0},   {"k", {2, 4}, 0, 4, "", 0},
+      {"o", {4, 2}, 1, 8, "", 0},   {"emb", {3, 4}, 0, 10, "", 0},
+      {"rel", {5, 1}, 1, 4, "", 0}, {"r3", {2, 2, 3}, 1, 8, "", 0},
+      {"bias", {4}, -1, 0, "", 0},  {"qp", {2, 4}, 0, 8, "", 4},
+  };
+  std::vector<Stored> files = {
+      {"q", {8, 4}, 1},    {"k", {4, 4}, 2},   {"o", {4, 8}, 3},
+      {"emb", {10, 4}, 4}, {"rel", {5, 4}, 5}, {"r3", {2, 8, 3}, 6},
+      {"bias", {4}, 7},    {"qp", {8, 4}, 8},
+  };
+  std::string path = tempPath("canonical.safetensors");
+  writeSafetensors(path, files);
+  std::string json = describe(ps, n, false);
+  for (int r = 0; r < n; ++r) {
+    Loaded l;
+    ASSERT_TRUE(load(json, r, path, l));
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const Stored &s = files[i];
+      std::vector<float> whole(numel(s.shape));
+      for (size_t k = 0; k < whole.size(); ++k)
+        whole[k] = s.at(int64_t(k));
+      std::vector<float> want = ps[i].axis < 0
+                                    ? whole
+                                    : block(whole, s.shape, ps[i].axis,
+                                            ps[i].shape[ps[i].axis], r, n);
+      if (ps[i].panel) {
+        // [2, 4] in panels of 4 rows: [1, 4, 4], rows 2 and 3 zero.
+        std::vector<float> packed(16, 0.0f);
+        for (int row = 0; row < 2; ++row)
+          for (int c = 0; c < 4; ++c)
+            packed[c * 4 + row] = want[row * 4 + c];
+        want = packed;
+      }
+      EXPECT_EQ(host(l, i), want) << ps[i].name << " on rank " << r;
+    }
+  }
+  // The padding of the vocabulary: rank 3 holds row 9 and two zero rows.
+  Loaded l;
+  ASSERT_TRUE(load(json, 3, path, l));
+  EXPECT_EQ(l.w.host[3][0], files[3].at(36));
+  EXPECT_EQ(l.w.host[3][4], 0.0f);
+  EXPECT_EQ(l.w.host[3][11], 0.0f);
+}
+
+TEST(TensorParallel, HuggingFaceSourcesDescribeTheWholeTensor) {
+  // GPT-2's fused c_attn stored [d = 4, 3 * 8] (Conv1D, transposed): q is
+  // rows 0..7 of its transpose, k rows 8..15; c_proj stored [8, 4] is the
+  // transpose of the output projection [4, 8]; a Falcon-like fused qkv
+  // [2 groups x (2 q + 1 k + 1 v) rows, 4]: q rows 0,1 and 4,5; an
+  // embedding [10, 4] read as a copy of a flat [40], padded to 12 on 4
+  // ranks.
+  const int n = 4;
+  std::vector<Param> ps = {
+      {"q",
+       {2, 4},
+       0,
+       8,
+       R"({"transform":"transpose_rows","tensor":"c_attn","shape":[4,24],)"
+       R"("offset":0,"block":8,"stride":0})",
+       0},
+      {"k",
+       {2, 4},
+       0,
+       8,
+       R"({"transform":"transpose_rows","tensor":"c_attn","shape":[4,24],)"
+       R"("offset":8,"block":8,"stride":0})",
+       4},
+      {"o",
+       {4, 2},
+       1,
+       8,
+       R"({"transform":"transpose","tensor":"c_proj","shape":[8,4]})",
+       0},
+      {"fq",
+       {1, 4},
+       0,
+       4,
+       R"({"transform":"rows","tensor":"qkv","shape":[8,4],)"
+       R"("offset":0,"block":2,"stride":4})",
+       0},
+      {"emb",
+       {3, 4},
+       0,
+       10,
+       R"({"transform":"copy","tensor":"wte","shape":[40]})",
+       0},
+  };
+  std::vector<Stored> files = {
+      {"c_attn", {4, 24}, 1},
+      {"c_proj", {8, 4}, 2},
+      {"qkv", {8, 4}, 3},
+      {"wte", {40}, 4},
+  };
+  std::string path = tempPath("hf.safetensors");
+  writeSafetensors(path, files);
+  // The whole canonical tensors, each straight from its definition.
+  auto at = [&](int f, int64_t i) { return files[f].at(i); };
+  std::vector<std::vector<float>> whole(5);
+  std::vector<Shape> full = {{8, 4}, {8, 4}, {4, 8}, {4, 4}, {10, 4}};
+  for (int64_t r = 0; r < 8; ++r)
+    for (int64_t c = 0; c < 4; ++c) {
+      whole[0].push_back(at(0, c * 24 + r));     // q = c_attn^T rows 0..
+      whole[1].push_back(at(0, c * 24 + 8 + r)); // k = c_attn^T rows 8..
+    }
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t c = 0; c < 8; ++c)
+      whole[2].push_back(at(1, c * 4 + r)); // o = c_proj^T
+  int64_t fusedRows[] = {0, 1, 4, 5};
+  for (int64_t r : fusedRows)
+    for (int64_t c = 0; c < 4; ++c)
+      whole[3].push_back(at(2, r * 4 + c));
+  for (int64_t i = 0; i < 40; ++i)
+    whole[4].push_back(at(3, i));
+  std::string json = describe(ps, n, true);
+  for (int r = 0; r < n; ++r) {
+    Loaded l;
+    ASSERT_TRUE(load(json, r, path, l));
+    for (size_t i = 0; i < ps.size(); ++i) {
+      std::vector<float> want =
+          block(whole[i], full[i], ps[i].axis, ps[i].shape[ps[i].axis], r, n);
+      if (ps[i].panel) {
+        std::vector<float> packed(16, 0.0f);
+        for (int row = 0; row < 2; ++row)
+          for (int c = 0; c < 4; ++c)
+            packed[c * 4 + row] = want[row * 4 + c];
+        want = packed;
+      }
+      EXPECT_EQ(host(l, i), want) << ps[i].name << " on rank " << r;
+    }
+  }
+}
+
+TEST(TensorParallel, TheCheckpointHoldsWholeTensors) {
+  // A file with the local shape of a sharded parameter is wrong: the error
+  // names the whole shape.
+  std::vector<Param> ps = {{"q", {4, 4}, 0, 8, "", 0}};
+  std::string path = tempPath("local.safetensors");
+  writeSafetensors(path, {{"q", {4, 4}, 1}});
+  Loaded l;
+  EXPECT_FALSE(load(describe(ps, 2, false), 1, path, l));
+  EXPECT_NE(std::string(tfm_last_error())
+                .find("tensor 'q' has shape [4, 4], expected [8, 4]"),
+            std::string::npos)
+      << tfm_last_error();
+  // --info names the block and the whole tensor.
+  Loaded m;
+  ASSERT_TRUE(parse(describe(ps, 2, false), 1, m));
+  EXPECT_EQ(m.d.params[0].full[0], 8);
+}
+
+TEST(TensorParallel, ShardsAreChecked) {
+  auto error = [](const std::vector<Param> &ps, int ranks) {
+    tfm_description d;
+    if (tfm_description_parse(describe(ps, ranks, false).c_str(), &d) ==
+        TFM_OK) {
+      tfm_description_free(&d);
+      return std::string("(accepted)");
+    }
+    return std::string(tfm_last_error());
+  };
+  // Blocks of 2 of 8 rows need 4 ranks.
+  EXPECT_NE(error({{"q", {2, 4}, 0, 8, "", 0}}, 2)
+                .find("the shard of parameter 'q' cuts 8 into blocks of 2: "
+                      "more than the model's 2 ranks"),
+            std::string::npos);
+  EXPECT_NE(error({{"q", {2, 4}, 2, 8, "", 0}}, 4)
+                .find("the shard of parameter 'q' is on axis 2, but the "
+                      "parameter has rank 2"),
+            std::string::npos);
+  EXPECT_EQ(error({{"q", {2, 4}, 0, 8, "", 0}}, 4), "(accepted)");
+  // A source must fit the whole tensor, not the block.
+  EXPECT_NE(error({{"o",
+                    {4, 2},
+                    1,
+                    8,
+                    R"({"transform":"transpose","tensor":"p","shape":[2,4]})",
+                    0}},
+                  4)
+                .find("does not fit the parameter's shape"),
+            std::string::npos);
+}
+
+TEST(TensorParallel, RandomWeightsAreSlicesOfOneProcess) {
+  // The same parameters whole on one process and sharded on N ranks:
+  // every rank's block is exactly that part of the one-process values.
+  for (int n : {2, 3, 4}) {
+    int64_t vocabLocal = (10 + n - 1) / n;
+    int64_t kvLocal = n >= 2 ? 3 : 6; // 2 key/value heads of 3 rows
+    std::vector<Param> one = {
+        {"q", {12, 4}, -1, 0, "", 0},       {"k", {6, 4}, -1, 0, "", 0},
+        {"o", {4, 12}, -1, 0, "", 0},       {"emb", {10, 4}, -1, 0, "", 0},
+        {"r3", {2, 12, 3}, -1, 0, "", 0},   {"qp", {12, 4}, -1, 0, "", 4},
+        {"ln", {12}, -1, 0, "", 0, "ones"},
+    };
+    std::vector<Param> sharded = {
+        {"q", {12 / n, 4}, 0, 12, "", 0},
+        {"k", {kvLocal, 4}, 0, 6, "", 0},
+        {"o", {4, 12 / n}, 1, 12, "", 0},
+        {"emb", {vocabLocal, 4}, 0, 10, "", 0},
+        {"r3", {2, 12 / n, 3}, 1, 12, "", 0},
+        {"qp", {12 / n, 4}, 0, 12, "", 4},
+        {"ln", {12 / n}, 0, 12, "", 0, "ones"},
+    };
+    Loaded whole;
+    ASSERT_TRUE(parse(describe(one, 1, false), 0, whole));
+    ASSERT_EQ(tfm_weights_synthesize(&whole.w, &whole.d, 42), TFM_OK);
+    for (int r = 0; r < n; ++r) {
+      Loaded l;
+      ASSERT_TRUE(parse(describe(sharded, n, false), r, l));
+      ASSERT_EQ(tfm_weights_synthesize(&l.w, &l.d, 42), TFM_OK);
+      for (size_t i = 0; i < one.size(); ++i) {
+        std::vector<float> values = host(whole, i);
+        Shape full = one[i].shape;
+        if (one[i].panel) { // unpack [3, 4, 4] to [12, 4]
+          std::vector<float> plain(48);
+          for (int64_t row = 0; row < 12; ++row)
+            for (int64_t c = 0; c < 4; ++c)
+              plain[row * 4 + c] = values[(row / 4) * 16 + c * 4 + row % 4];
+          values = plain;
+        }
+        std::vector<float> want =
+            block(values, full, sharded[i].axis,
+                  sharded[i].shape[sharded[i].axis], r, n);
+        std::vector<float> got = host(l, i);
+        if (sharded[i].panel) {
+          int64_t rows = 12 / n;
+          std::vector<float> plain(rows * 4);
+          for (int64_t row = 0; row < rows; ++row)
+            for (int64_t c = 0; c < 4; ++c)
+              plain[row * 4 + c] = got[(row / 4) * 16 + c * 4 + row % 4];
+          got = plain;
+        }
+        EXPECT_EQ(got, want) << one[i].name << " on rank " << r << " of " << n;
+      }
+    }
+  }
+}
+
+/// VmHWM or VmRSS of this process, in KiB.
+long statusKiB(const char *key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(key, 0) == 0)
+      return std::stol(line.substr(std::strlen(key) + 1));
+  return -1;
+}
+
+TEST(TensorParallel, ARankKeepsAboutItsSliceResident) {
+  // A 64 MiB tensor on 4 ranks: loading rank 1's 16 MiB block raises the
+  // peak RSS by about 32 MiB (the block's pages of the file, read once,
+  // and its copy), not by the 80 MiB of the whole file and the copy; once
+  // loaded, the file's pages are dropped. Measured in a child process,
+  // whose peak is reset first.
+  const int64_t rows = 4096, cols = 4096;
+  std::string path = tempPath("big.safetensors");
+  {
+    std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":[4096,4096],"
+                         "\"data_offsets\":[0," +
+                         std::to_string(rows * cols * 4) + "]}}";
+    while (header.size() % 8)
+      header += ' ';
+    std::string len(8, '\0');
+    for (int i = 0; i < 8; ++i)
+      len[i] = char((uint64_t(header.size()) >> (8 * i)) & 0xff);
+    std::ofstream f(path, std::ios::binary);
+    f << len << header;
+    std::vector<float> row(cols, 0.5f);
+    for (int64_t r = 0; r < rows; ++r)
+      f.write(reinterpret_cast<const char *>(row.data()), cols * 4);
+  }
+  std::string json =
+      describe({{"w", {rows / 4, cols}, 0, rows, "", 0}}, 4, false);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(fds[0]);
+    long result[3] = {-1, -1, -1};
+    std::ofstream("/proc/self/clear_refs") << "5"; // reset VmHWM
+    long before = statusKiB("VmRSS:");
+    {
+      Loaded l;
+      if (load(json, 1, path, l)) {
+        result[0] = statusKiB("VmHWM:") - before;
+        result[1] = statusKiB("VmRSS:") - before;
+        result[2] = long(l.w.host[0][0] == 0.5f);
+      }
+    }
+    ssize_t w = write(fds[1], result, sizeof result);
+    _exit(w == sizeof result ? 0 : 1);
+  }
+  close(fds[1]);
+  long result[3] = {0, 0, 0};
+  ASSERT_EQ(read(fds[0], result, sizeof result), ssize_t(sizeof result));
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_EQ(result[2], 1);
+  EXPECT_GT(result[0], 16 * 1024); // at least the 16 MiB copy
+  EXPECT_LT(result[0], 40 * 1024) << "peak RSS grew by " << result[0] << " KiB";
+  EXPECT_LT(result[1], 20 * 1024)
+      << "RSS after loading grew by " << result[1] << " KiB";
+  std::remove(path.c_str());
+}
+
+} // namespace
