@@ -17,6 +17,7 @@ case fails.
 import argparse
 import os
 import resource
+import shlex
 import subprocess
 import sys
 
@@ -56,7 +57,8 @@ def run_case(case, args):
     if r.returncode != 0:
         return False, "tfmc exited %d\n%s" % (r.returncode, (r.stdout + r.stderr)[-3000:])
     out = os.path.join(work, "y.npy")
-    cmd = [exe, "--weights", folder, "--threads", str(args.threads), "--output", out]
+    cmd = shlex.split(args.launcher) + [exe, "--weights", folder, "--threads", str(args.threads),
+                                        "--output", out]
     for name, arr in inputs.items():
         path = os.path.join(work, name + ".npy")
         np.save(path, arr)
@@ -86,6 +88,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--tfmc-arg", action="append", default=[])
+    ap.add_argument("--launcher", default="",
+                    help="runs the model (e.g. 'mpirun -np 2' with --tfmc-arg=--tensor-parallel=2)")
     args = ap.parse_args()
     cases = hf_models.CASES if args.all else args.cases
     if not cases:

@@ -21,6 +21,9 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The tests run as root in CI; Open MPI refuses that unless told.
+os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 TFM = os.path.join(HERE, "tp.tfm")
 
 
@@ -46,12 +49,12 @@ def inputs_for(desc, work, rng):
     files = []
     for t in desc["inputs"]:
         path = os.path.join(work, t["name"] + ".npy")
-        if t["role"] == "tokens":
+        if t["usage"] == "tokens":
             arr = rng.integers(0, desc["vocab"], size=(2, 9)).astype(np.int32)
-        elif t["role"] == "lengths":
+        elif t["usage"] == "lengths":
             arr = np.array([9, 6], dtype=np.int32)
         else:
-            raise RuntimeError("no input of role %s in this test" % t["role"])
+            raise RuntimeError("no input of role %s in this test" % t["usage"])
         np.save(path, arr)
         files += ["--input", "%s=%s" % (t["name"], path)]
     return files
