@@ -20,6 +20,7 @@ import os
 import platform
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 
@@ -100,27 +101,33 @@ def main():
                 "--input", "tokens=" + tokens, "--generate", str(args.decode + 1),
                 "--bench-generate", "--threads", str(threads)]
         cmd = base if ranks == 1 else shlex.split(args.mpirun) + ["-np", str(ranks)] + base
-        best = None
-        for _ in range(args.reps):
-            r = sh(cmd, env=env)
-            g = GEN_RE.search(r.stderr)
-            if not g:
-                raise RuntimeError("no figures:\n" + r.stderr[-2000:])
-            rss = [int(x) for x in RSS_RE.findall(r.stderr)]
-            res = dict(prefill_tps=float(g.group(4)), decode_ms=float(g.group(6)),
-                       rss_mb=[round(x / 1024, 1) for x in rss])
-            if best is None or res["decode_ms"] < best["decode_ms"]:
-                best = dict(res, prefill_tps=max(res["prefill_tps"], best["prefill_tps"])
-                            if best else res["prefill_tps"])
-            elif res["prefill_tps"] > best["prefill_tps"]:
-                best["prefill_tps"] = res["prefill_tps"]
-        return best
+        r = sh(cmd, env=env)
+        g = GEN_RE.search(r.stderr)
+        if not g:
+            raise RuntimeError("no figures:\n" + r.stderr[-2000:])
+        rss = [int(x) for x in RSS_RE.findall(r.stderr)]
+        return dict(prefill_tps=float(g.group(4)), decode_ms=float(g.group(6)),
+                    rss_mb=[round(x / 1024, 1) for x in rss])
 
-    rows = []
+    configs = []
     for n in (1, 2, 4):
-        rows.append(("%d process, %d thread%s" % (1, n, "s" if n > 1 else ""), 1, n, run(1, n)))
+        configs.append(("%d process, %d thread%s" % (1, n, "s" if n > 1 else ""), 1, n))
         if n > 1:
-            rows.append(("%d ranks, 1 thread each" % n, n, 1, run(n, 1)))
+            configs.append(("%d ranks, 1 thread each" % n, n, 1))
+    # Rounds interleave the configurations, so that the machine's drift (its
+    # memory bandwidth varies from minute to minute on a shared host) falls
+    # on all of them; each figure is the median over rounds.
+    runs = {c: [] for c in configs}
+    for _ in range(args.reps):
+        for c in configs:
+            runs[c].append(run(c[1], c[2]))
+    rows = []
+    for c in configs:
+        rs = runs[c]
+        rows.append(c + (dict(prefill_tps=statistics.median(r["prefill_tps"] for r in rs),
+                              decode_ms=statistics.median(r["decode_ms"] for r in rs),
+                              rss_mb=rs[-1]["rss_mb"],
+                              decode_all=[r["decode_ms"] for r in rs]),))
     cpu = "unknown"
     for line in open("/proc/cpuinfo"):
         if line.startswith("model name"):
@@ -130,7 +137,7 @@ def main():
         datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), cpu,
         os.cpu_count()))
     print("Model: d 1024, 8 layers, 16 heads / 4 KV heads, SwiGLU 2816, vocabulary 32000; "
-          "%.0f MB of f32 weights from safetensors; prefill %d tokens, decode %d (best of %d)."
+          "%.0f MB of f32 weights from safetensors; prefill %d tokens, decode %d (median of %d interleaved rounds)."
           "\n" % (nbytes / 1e6, args.prompt, args.decode, args.reps))
     print("| configuration | prefill tokens/s | decode ms/token | peak RSS per rank MB | weights / N MB |")
     print("|---|---:|---:|---|---:|")
