@@ -322,8 +322,8 @@ LogicalResult AllGatherOp::verify() {
   if (ranks < 1)
     return emitOpError() << "ranks must be positive, got " << ranks;
   auto in = tensorType(getInput());
-  if (in.getRank() < 1)
-    return emitOpError() << "input must have at least one dimension";
+  if (in.getRank() < 2)
+    return emitOpError() << "input must have rows: rank 2 or more";
   SmallVector<int64_t> shape(in.getShape());
   int64_t &last = shape.back();
   if (ShapedType::isDynamic(last))

@@ -99,9 +99,19 @@ void copyOut(OpBuilder &b, Location loc, Value tmp, Value out) {
   memref::DeallocOp::create(b, loc, tmp);
 }
 
-void release(OpBuilder &b, Location loc, Value tmp, Value orig) {
-  if (tmp != orig)
-    memref::DeallocOp::create(b, loc, tmp);
+/// Calls `fn` with `args`, then frees the contiguous copies of the inputs
+/// `ins` made for it (of the op's operands `origIns`), writes `out` back to
+/// the op's `origOut` and erases `op`.
+void callAndFinish(PatternRewriter &b, Operation *op, StringRef fn,
+                   ValueRange args, ValueRange ins, ValueRange origIns,
+                   Value out, Value origOut) {
+  Location loc = op->getLoc();
+  func::CallOp::create(b, loc, fn, TypeRange{}, args);
+  for (auto [tmp, orig] : llvm::zip(ins, origIns))
+    if (tmp != orig)
+      memref::DeallocOp::create(b, loc, tmp);
+  copyOut(b, loc, out, origOut);
+  b.eraseOp(op);
 }
 
 struct LowerAllReduce : OpRewritePattern<AllReduceKernelOp> {
@@ -124,12 +134,12 @@ struct LowerAllReduce : OpRewritePattern<AllReduceKernelOp> {
                             bias ? address(b, loc, bias) : zero,
                             bias ? toI64(b, loc, numElements(b, loc, bias))
                                  : zero};
-    func::CallOp::create(b, loc, kAllReduceFn, TypeRange{}, args);
-    release(b, loc, in, op.getInput());
-    if (bias)
-      release(b, loc, bias, op.getBias());
-    copyOut(b, loc, out, op.getOutput());
-    b.eraseOp(op);
+    SmallVector<Value> ins{in}, origIns{op.getInput()};
+    if (bias) {
+      ins.push_back(bias);
+      origIns.push_back(op.getBias());
+    }
+    callAndFinish(b, op, kAllReduceFn, args, ins, origIns, out, op.getOutput());
     return success();
   }
 };
@@ -149,10 +159,8 @@ struct LowerAllGather : OpRewritePattern<AllGatherKernelOp> {
         address(b, loc, in), address(b, loc, out),
         toI64(b, loc, memref::DimOp::create(b, loc, in, 0)),
         toI64(b, loc, memref::DimOp::create(b, loc, in, 1))};
-    func::CallOp::create(b, loc, kAllGatherFn, TypeRange{}, args);
-    release(b, loc, in, op.getInput());
-    copyOut(b, loc, out, op.getOutput());
-    b.eraseOp(op);
+    callAndFinish(b, op, kAllGatherFn, args, in, op.getInput(), out,
+                  op.getOutput());
     return success();
   }
 };

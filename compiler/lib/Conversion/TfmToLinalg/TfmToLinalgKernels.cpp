@@ -23,42 +23,57 @@ using utils::IteratorType;
 
 namespace {
 
-/// Emits x[..., K] times the weight (packed as [P, K, W] in `weightP`, with
-/// `n` real columns) plus bias, through tfm.linear_kernel.
-Value emitLinear(OpBuilder &b, Location loc, Value x, Value weightP, int64_t n,
-                 Value bias) {
-  auto xt = tensorType(x);
-  int64_t rank = xt.getRank();
-  Type elt = xt.getElementType();
-  Value x2 = x;
-  if (rank != 2) {
-    SmallVector<ReassociationIndices> re(2);
-    for (int64_t i = 0; i < rank - 1; ++i)
-      re[0].push_back(i);
-    re[1].push_back(rank - 1);
-    x2 = tensor::CollapseShapeOp::create(b, loc, x, re);
-  }
-  auto x2t = tensorType(x2);
-  auto outType = RankedTensorType::get({x2t.getDimSize(0), n}, elt);
-  Value init = emptyTensor(b, loc, outType, {{x2, 0}, {x2, 1}});
-  Value res = LinearKernelOp::create(b, loc, TypeRange{outType}, x2, weightP,
-                                     bias, init)
-                  .getResult()[0];
-  if (rank == 2)
-    return res;
-  SmallVector<int64_t> shape(xt.getShape());
-  shape.back() = n;
-  SmallVector<OpFoldResult> outShape;
-  for (int64_t i = 0; i < rank - 1; ++i)
-    outShape.push_back(xt.isDynamicDim(i) ? OpFoldResult(dimOf(b, loc, x, i))
-                                          : b.getIndexAttr(xt.getDimSize(i)));
-  outShape.push_back(b.getIndexAttr(n));
+/// The reassociation of [..., C] (rank `rank` >= 2) into [rows, C].
+SmallVector<ReassociationIndices> rowsAndColumns(int64_t rank) {
   SmallVector<ReassociationIndices> re(2);
   for (int64_t i = 0; i < rank - 1; ++i)
     re[0].push_back(i);
   re[1].push_back(rank - 1);
+  return re;
+}
+
+/// `x` [..., C] as the matrix [rows, C] (`x` itself when 2-D).
+Value asMatrix(OpBuilder &b, Location loc, Value x) {
+  int64_t rank = tensorType(x).getRank();
+  if (rank == 2)
+    return x;
+  return tensor::CollapseShapeOp::create(b, loc, x, rowsAndColumns(rank));
+}
+
+/// The matrix `m` [rows, n] in the leading dimensions of `like` [..., C]:
+/// [..., n] (`m` itself when `like` is 2-D).
+Value withLeadingDimsOf(OpBuilder &b, Location loc, Value m, Value like,
+                        int64_t n) {
+  auto lt = tensorType(like);
+  int64_t rank = lt.getRank();
+  if (rank == 2)
+    return m;
+  SmallVector<int64_t> shape(lt.getShape());
+  shape.back() = n;
+  SmallVector<OpFoldResult> outShape;
+  for (int64_t i = 0; i < rank - 1; ++i)
+    outShape.push_back(lt.isDynamicDim(i)
+                           ? OpFoldResult(dimOf(b, loc, like, i))
+                           : b.getIndexAttr(lt.getDimSize(i)));
+  outShape.push_back(b.getIndexAttr(n));
   return tensor::ExpandShapeOp::create(
-      b, loc, RankedTensorType::get(shape, elt), res, re, outShape);
+      b, loc, RankedTensorType::get(shape, lt.getElementType()), m,
+      rowsAndColumns(rank), outShape);
+}
+
+/// Emits x[..., K] times the weight (packed as [P, K, W] in `weightP`, with
+/// `n` real columns) plus bias, through tfm.linear_kernel.
+Value emitLinear(OpBuilder &b, Location loc, Value x, Value weightP, int64_t n,
+                 Value bias) {
+  Value x2 = asMatrix(b, loc, x);
+  auto x2t = tensorType(x2);
+  auto outType =
+      RankedTensorType::get({x2t.getDimSize(0), n}, x2t.getElementType());
+  Value init = emptyTensor(b, loc, outType, {{x2, 0}, {x2, 1}});
+  Value res = LinearKernelOp::create(b, loc, TypeRange{outType}, x2, weightP,
+                                     bias, init)
+                  .getResult()[0];
+  return withLeadingDimsOf(b, loc, res, x, n);
 }
 
 /// Panel width of weights packed here (a weight that does not come packed
@@ -351,44 +366,15 @@ struct LowerAllGather : OpConversionPattern<AllGatherOp> {
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
-    auto xt = tensorType(x);
-    int64_t rank = xt.getRank();
-    SmallVector<ReassociationIndices> re(2);
-    for (int64_t i = 0; i < rank - 1; ++i)
-      re[0].push_back(i);
-    re[1].push_back(rank - 1);
-    Value x2 = x;
-    if (rank == 1) {
-      x2 = tensor::ExpandShapeOp::create(
-          b, loc,
-          RankedTensorType::get({1, xt.getDimSize(0)}, xt.getElementType()), x,
-          SmallVector<ReassociationIndices>{{0, 1}});
-    } else if (rank != 2) {
-      x2 = tensor::CollapseShapeOp::create(b, loc, x, re);
-    }
+    Value x2 = asMatrix(b, loc, x);
     auto x2t = tensorType(x2);
     int64_t cols = op.getType().getShape().back();
     auto outType =
-        RankedTensorType::get({x2t.getDimSize(0), cols}, xt.getElementType());
+        RankedTensorType::get({x2t.getDimSize(0), cols}, x2t.getElementType());
     Value init = emptyTensor(b, loc, outType, {{x2, 0}});
     Value res = AllGatherKernelOp::create(b, loc, TypeRange{outType}, x2, init)
                     .getResult()[0];
-    if (rank == 2) {
-      b.replaceOp(op, res);
-      return success();
-    }
-    if (rank == 1) {
-      b.replaceOpWithNewOp<tensor::CollapseShapeOp>(
-          op, op.getType(), res, SmallVector<ReassociationIndices>{{0, 1}});
-      return success();
-    }
-    SmallVector<OpFoldResult> outShape;
-    for (int64_t i = 0; i < rank - 1; ++i)
-      outShape.push_back(xt.isDynamicDim(i) ? OpFoldResult(dimOf(b, loc, x, i))
-                                            : b.getIndexAttr(xt.getDimSize(i)));
-    outShape.push_back(b.getIndexAttr(cols));
-    b.replaceOpWithNewOp<tensor::ExpandShapeOp>(op, op.getType(), res, re,
-                                                outShape);
+    b.replaceOp(op, withLeadingDimsOf(b, loc, res, x, cols));
     return success();
   }
 };

@@ -304,10 +304,11 @@ def Tfm_AllReduceOp : Tfm_Op<"all_reduce", [Pure]> {
 def Tfm_AllGatherOp : Tfm_Op<"all_gather", [Pure]> {
   let summary = "concatenation of the tensor-parallel ranks' blocks";
   let description = [{
-    Every one of the `ranks` processes holds a block `input` [..., C] of a
-    tensor split on its last dimension (the logits of its vocabulary rows);
-    the result [..., ranks * C], the same on every rank, is the blocks in
-    rank order. The runtime performs it with MPI_Allgather.
+    Every one of the `ranks` processes holds a block `input` [..., C] (rank
+    2 or more) of a tensor split on its last dimension (the logits of its
+    vocabulary rows); the result [..., ranks * C], the same on every rank,
+    is the blocks in rank order. The runtime performs it with
+    MPI_Allgather.
 
     ```mlir
     %l = tfm.all_gather %local {ranks = 2 : i64} : tensor<?x?x50xf32> -> tensor<?x?x100xf32>
