@@ -65,8 +65,8 @@ static int64_t machine_busy_ticks(void) {
   if (!f)
     return -1;
   long long v[8] = {0};
-  int n = fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &v[0],
-                 &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+  int n = fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1],
+                 &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
   fclose(f);
   if (n < 4)
     return -1;
@@ -88,8 +88,7 @@ static int64_t process_ticks(void) {
   if (!p)
     return -1;
   unsigned long long utime = 0, stime = 0;
-  if (sscanf(p + 1,
-             " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+  if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
              &utime, &stime) != 2)
     return -1;
   return (int64_t)(utime + stime);
@@ -119,9 +118,8 @@ static void set_wait_policy(void) {
     return; /* no /proc: libomp's default */
   if (current >= 0) {
     double ticks = (double)sysconf(_SC_CLK_TCK);
-    double foreign =
-        ((double)(busy - last_busy) - (double)(self - last_self)) / ticks /
-        (now - last_time);
+    double foreign = ((double)(busy - last_busy) - (double)(self - last_self)) /
+                     ticks / (now - last_time);
     int want = tfm_wait_policy_blocktime(foreign);
     if (want != current)
       kmp_set_blocktime(want);

@@ -52,9 +52,8 @@ Value withLeadingDimsOf(OpBuilder &b, Location loc, Value m, Value like,
   shape.back() = n;
   SmallVector<OpFoldResult> outShape;
   for (int64_t i = 0; i < rank - 1; ++i)
-    outShape.push_back(lt.isDynamicDim(i)
-                           ? OpFoldResult(dimOf(b, loc, like, i))
-                           : b.getIndexAttr(lt.getDimSize(i)));
+    outShape.push_back(lt.isDynamicDim(i) ? OpFoldResult(dimOf(b, loc, like, i))
+                                          : b.getIndexAttr(lt.getDimSize(i)));
   outShape.push_back(b.getIndexAttr(n));
   return tensor::ExpandShapeOp::create(
       b, loc, RankedTensorType::get(shape, lt.getElementType()), m,
