@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """tfm's CPU GEMM alone, against the machine's FMA peak measured in the same
 run (bench/fma_peak.c): a hand-written `tfm.linear` of an [M, K] input by an
-[N, K] weight compiled by tfmc into an executable, timed with its own
-`--bench` (median of a call's runs), at M = 1, 64, 128, 512 and K x N =
+[N, K] weight compiled by `tfmc -c` and called by bench/gemm_driver.c
+(median of the calls' times), at M = 1, 64, 128, 512 and K x N =
 768 x 3072, 3072 x 768, 768 x 768. Hand-written IR has no parameters, so
 the weight is an input that comes packed in panels of two vectors, as the
 runtime packs a model's weights at load (`tfm.unpack_weight` of it hands
 the panels straight to the kernel); the timed call also copies the [M, N]
-result into the caller's buffer (the artifact's ABI), as small as 3% of a
-GEMM at M = 512.
+result into the caller's buffer (the artifact's ABI: a result is
+materialized into the output), which costs about 3% of a GEMM at M = 512.
 
 Rounds interleave every configuration (and every compiler given with
 --tfmc) and the figures are medians over rounds: the machine's speed drifts
@@ -24,8 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -43,21 +41,20 @@ def mlir(k, n, panel):
             "  return %%y : %s\n}\n") % (x, wp, y, wp, w, x, w, y, y)
 
 
-def pack(w, panel):
-    """[N, K] -> [ceil(N / panel), K, panel], zero-padded (runtime/src/weights.c)."""
-    n, k = w.shape
-    p = -(-n // panel)
-    padded = np.zeros((p * panel, k), np.float32)
-    padded[:n] = w
-    return np.ascontiguousarray(padded.reshape(p, panel, k).transpose(0, 2, 1))
-
-
 def build(work, label, tfmc, k, n, cpu, panel):
     src = os.path.join(work, "gemm_%s_%d_%d.mlir" % (label, k, n))
     open(src, "w").write(mlir(k, n, panel))
+    obj = src[:-5] + ".o"
     exe = src[:-5]
-    cmd = [tfmc, src, "-o", exe] + (["--cpu=" + cpu] if cpu else [])
-    subprocess.run(cmd, check=True)
+    subprocess.run([tfmc, src, "-c", "-o", obj] + (["--cpu=" + cpu] if cpu else []),
+                   check=True)
+    lib = os.path.join(ROOT, "build", "lib")
+    subprocess.run(["cc", "-O2", "-I" + os.path.join(ROOT, "runtime", "include"),
+                    os.path.join(HERE, "gemm_driver.c"), obj,
+                    os.path.join(lib, "libtfm_runtime.a"),
+                    "/usr/lib/x86_64-linux-gnu/libjansson.a",
+                    "-L/usr/lib/llvm-22/lib", "-lomp", "-Wl,-rpath,/usr/lib/llvm-22/lib",
+                    "-lm", "-o", exe], check=True)
     return exe
 
 
@@ -67,19 +64,19 @@ def fma_peak(work):
         subprocess.run(["cc", "-O2", "-mavx512f", "-mfma", "-pthread",
                         os.path.join(HERE, "fma_peak.c"), "-o", exe], check=True)
     out = subprocess.run([exe, "1"], capture_output=True, text=True, check=True).stdout
-    return {m.group(1) + m.group(2): float(m.group(3))
-            for m in re.finditer(r"(zmm|ymm) (\d) threads? ([\d.]+)", out)}
+    peaks = {m.group(1) + m.group(2): float(m.group(3))
+             for m in re.finditer(r"(zmm|ymm) (\d) threads? ([\d.]+)", out)}
+    peaks["cpu"] = float(re.search(r"zmm per CPU-second ([\d.]+)", out).group(1))
+    return peaks
 
 
-def run_gemm(exe, x, wp, runs, threads):
-    r = subprocess.run([exe, "--random-weights", "1", "--input", "input0=" + x,
-                        "--input", "input1=" + wp,
-                        "--bench", str(runs), "--threads", str(threads),
-                        "--output", os.devnull],
+def run_gemm(exe, m, k, n, panel, runs, threads):
+    r = subprocess.run([exe, str(m), str(k), str(n), str(panel), str(runs), str(threads)],
                        capture_output=True, text=True)
     if r.returncode != 0:
-        sys.exit("%s failed: %s" % (exe, r.stderr.strip()[-500:]))
-    return float(re.search(r"bench: median ([\d.]+) ms", r.stdout + r.stderr).group(1))
+        sys.exit("%s failed (%d): %s" % (exe, r.returncode, r.stderr.strip()[-500:]))
+    wall, cpu = r.stdout.split()
+    return float(wall), float(cpu)
 
 
 def main():
@@ -98,23 +95,11 @@ def main():
         ("tfm", os.path.join(ROOT, "build", "bin", "tfmc"))]
     ms = [int(m) for m in args.ms.split(",")]
     work = tempfile.mkdtemp(prefix="tfm-gemm-")
-    rng = np.random.default_rng(0)
     panel = 16 if args.cpu == "x86-64-v3" else 32  # 2 vectors (CpuPipeline.cpp)
     exes = {}
     for label, tfmc in tfmcs:
         for k, n in SHAPES:
             exes[(label, k, n)] = build(work, label, tfmc, k, n, args.cpu, panel)
-    weights = {}
-    for k, n in SHAPES:
-        path = os.path.join(work, "wp_%d_%d.npy" % (k, n))
-        np.save(path, pack(rng.standard_normal((n, k), dtype=np.float32), panel))
-        weights[(k, n)] = path
-    inputs = {}
-    for k, _ in SHAPES:
-        for m in ms:
-            path = os.path.join(work, "x_%d_%d.npy" % (m, k))
-            np.save(path, rng.standard_normal((m, k), dtype=np.float32))
-            inputs[(m, k)] = path
 
     load0 = os.getloadavg()
     times = {}
@@ -128,12 +113,10 @@ def main():
                     exe = exes[(label, k, n)]
                     key = (label, m, k, n)
                     if key not in runs:  # calibrate: about --seconds a call
-                        t = run_gemm(exe, inputs[(m, k)], weights[(k, n)], 3,
-                                     args.threads)
+                        t, _ = run_gemm(exe, m, k, n, panel, 3, args.threads)
                         runs[key] = max(5, min(500, int(args.seconds * 1e3 / t)))
                     times.setdefault(key, []).append(
-                        run_gemm(exe, inputs[(m, k)], weights[(k, n)], runs[key],
-                                 args.threads))
+                        run_gemm(exe, m, k, n, panel, runs[key], args.threads))
         print("round %d/%d done, load %.2f" % (rnd + 1, args.rounds, os.getloadavg()[0]),
               file=sys.stderr)
     load1 = os.getloadavg()
@@ -141,21 +124,30 @@ def main():
     width = "ymm" if args.cpu == "x86-64-v3" else "zmm"
     peak = statistics.median(p[width + str(min(args.threads, 2))] for p in peaks)
     peak1 = statistics.median(p[width + "1"] for p in peaks)
+    peak_cpu = statistics.median(p["cpu"] for p in peaks)
     print("FMA peak (bench/fma_peak.c, %s, median of %d): %.1f GFLOP/s with %d threads, "
-          "%.1f with 1" % (width, len(peaks), peak, min(args.threads, 2), peak1))
+          "%.1f with 1; %.1f GFLOP per CPU-second (zmm)"
+          % (width, len(peaks), peak, min(args.threads, 2), peak1, peak_cpu))
     print("load average %.2f at the start, %.2f at the end; %d threads, median of %d rounds"
           % (load0[0], load1[0], args.threads, args.rounds))
     print()
-    head = "| M | K | N |" + "".join(" %s GFLOP/s | %% of peak |" % l for l, _ in tfmcs)
+    print("GFLOP/s: wall clock, %% of the %d-thread peak; GFLOP per CPU-second of the "
+          "process (time slices lost to other jobs do not count), %% of one core's"
+          % min(args.threads, 2))
+    head = "| M | K | N |" + "".join(" %s GFLOP/s | %% peak | per CPU-s | %% core |" % l
+                                     for l, _ in tfmcs)
     print(head)
-    print("|" + "---:|" * (3 + 2 * len(tfmcs)))
+    print("|" + "---:|" * (3 + 4 * len(tfmcs)))
     for k, n in SHAPES:
         for m in ms:
             row = "| %d | %d | %d |" % (m, k, n)
             for label, _ in tfmcs:
-                t = statistics.median(times[(label, m, k, n)])
-                g = 2.0 * m * k * n / (t * 1e-3) / 1e9
-                row += " %.1f | %.0f%% |" % (g, 100 * g / peak)
+                flop = 2.0 * m * k * n
+                t = statistics.median(w for w, _ in times[(label, m, k, n)])
+                c = statistics.median(c for _, c in times[(label, m, k, n)])
+                g, gc = flop / (t * 1e6), flop / (c * 1e6)
+                row += " %.1f | %.0f%% | %.1f | %.0f%% |" % (g, 100 * g / peak, gc,
+                                                           100 * gc / peak_cpu)
             print(row)
 
 
