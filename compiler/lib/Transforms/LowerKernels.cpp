@@ -3,17 +3,14 @@
 // tfm.linear_kernel: out[M, N] = A[M, K] * W^T + bias, with W packed in
 // panels [P, K, PW] (PW = 2 vectors of output columns, zero-padded). A
 // broadcast-FMA register tile keeps MR x 2 vectors of the output in
-// registers (MR = 14 on AVX-512: 28 of the 32 registers; 6 on AVX2: 12 of
-// 16) while streaming a contiguous slice of one panel: per k it loads the
-// panel's row of PW weights, prefetches a row further on, and broadcasts MR
-// elements of A. The work is cut in tasks of about 128 rows x 4 panels,
-// distributed over threads in both directions (scf.parallel, later OpenMP),
-// so that M = 64 and M = 1 keep every core busy; a task runs K in blocks of
-// 256 (the panel slice stays near L1, the task's rows of A in L2), each
-// block over its panels, each panel over its rows' register tiles, with the
-// accumulators carried through the output between K blocks. Rows past the
-// last whole tile take smaller tiles (8, 4, 2, 1 rows); a partial last
-// panel stores through masks.
+// registers (MR = 8 on AVX-512, 6 on AVX2) while streaming one contiguous
+// panel: per k it loads the panel's row of PW weights, prefetches a row
+// further on, and broadcasts MR elements of A. The work is cut in tasks of
+// about 128 rows x 4 panels, distributed over threads in both directions
+// (scf.parallel, later OpenMP), so that M = 1 and a narrow N keep every
+// core busy and a task's panels stay in L2 for its rows. Rows past the last
+// whole tile take smaller tiles (4, 2, 1 rows); a partial last panel stores
+// through masks.
 //
 // tfm.attention_kernel: FlashAttention-2 style on the CPU. Blocks of query
 // rows (as many as keep the output accumulators in registers) meet blocks of
@@ -101,34 +98,31 @@ void forRange(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
                      });
 }
 
-/// Bytes of a cache line: the alignment of the GEMM's copy of A and of the
-/// decode attention kernel's workspace.
+/// Bytes of a cache line: the alignment of the decode attention kernel's
+/// workspace.
 constexpr int64_t kCacheLine = 64;
 
-/// Rows of the register tile: with two vectors per row, 14 rows keep 28
-/// accumulators in AVX-512's 32 registers (the other 4 hold the panel's two
-/// vectors and the broadcast row element), 6 rows keep 12 in AVX2's 16.
-int64_t gemmTileRows(int64_t vl) { return vl >= 16 ? 14 : 6; }
+/// Rows of the register tile: with two vectors per row, 8 rows keep 16
+/// accumulators in AVX-512's 32 registers, 6 rows keep 12 in AVX2's 16.
+/// 14 rows (28 accumulators) measured no faster on the 2-core Zen 4 (a
+/// 512-bit FMA a cycle either way) and 28% slower at K = 3072, where the
+/// rows of A lie 12 KB apart, in one L1 set of 8 ways; copying A to a
+/// padded buffer cured that but cost 10% (README, GEMM).
+int64_t gemmTileRows(int64_t vl) { return vl >= 16 ? 8 : 6; }
 
-/// Depth of a K block: a panel's slice of 256 x 2 vectors (32 KB on
-/// AVX-512) is reused by every register tile of a row group before the next
-/// panel, and the row group's 256 columns of A (128 KB for 128 rows) stay in
-/// L2 while the group's panels pass.
-constexpr int64_t kGemmKBlock = 256;
-
-/// Rows of a row group, about: a thread's task covers this many rows of A
-/// (rounded up to whole register tiles, the rows shared evenly between the
-/// groups).
+/// Rows of a row group, about: a task covers this many rows of A (whole
+/// register tiles, the rows shared evenly between the groups), which stay
+/// in L2 while the task's panels pass.
 constexpr int64_t kGemmRowGroup = 128;
 
 /// Panels of a panel group, the other side of a task: 4 panels over all of
-/// K (384 KB for K = 768 on AVX-512) stay in L2 while the tasks of the same
-/// panel group and successive row groups reuse them.
+/// K (384 KB for K = 768 on AVX-512) stay in L2 while a thread's
+/// successive tasks (the same panels, the next rows) reuse them.
 constexpr int64_t kGemmPanelGroup = 4;
 
-/// How many rows of K ahead of the FMAs the micro-kernel prefetches the
-/// panel: the first row group to visit a panel reads it from L3 or memory,
-/// one row (2 vectors) per 28 FMAs, and decode (M = 1) reads it only so.
+/// How many rows of K ahead of the FMAs the register tile prefetches its
+/// panel: the first task to visit a panel reads it from L3 or memory, one
+/// row (2 vectors) per 16 FMAs, and decode (M = 1) reads it only so.
 constexpr int64_t kGemmPrefetchRows = 16;
 
 struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
@@ -152,9 +146,6 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
     int64_t kCols = panel / vl;
     int64_t tail = n % panel; // columns in a partial last panel (0: none)
     int64_t tileRows = gemmTileRows(vl);
-    // K blocks of equal depth, so that no block is a short remainder.
-    int64_t kBlocks = std::max<int64_t>(1, (k + kGemmKBlock - 1) / kGemmKBlock);
-    int64_t kBlock = (k + kBlocks - 1) / kBlocks;
     auto vt = VectorType::get({vl}, b.getF32Type());
     auto maskT = VectorType::get({vl}, b.getI1Type());
     Value m = dim(b, loc, a, 0);
@@ -163,84 +154,49 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
         b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(0.0)));
 
     // The register tile: rows [m0, m0 + rows) of panel `p` (columns
-    // n0 = p * panel ...) over K in [kLo, kHi), reading A from `aBlock`
-    // (the task's copy of A[r0.., kLo..kHi]); the accumulators start from
-    // the bias (or zero) in the first K block and from the output after.
-    // `masks` (or empty) limit a partial last panel.
+    // n0 = p * panel ...) over all of K; `masks` (or empty) limit a partial
+    // last panel.
     auto microKernel = [&](OpBuilder &nb, Location l, Value m0, int64_t rows,
-                           Value p, Value kLo, Value kHi, Value aBlock,
-                           Value r0, ArrayRef<Value> masks) {
+                           Value p, ArrayRef<Value> masks) {
       Value n0 = arith::MulIOp::create(nb, l, p, cIdx(nb, l, panel));
       SmallVector<Value> colIdx, laneIdx, rowIdx;
       for (int64_t c = 0; c < kCols; ++c) {
         colIdx.push_back(arith::AddIOp::create(nb, l, n0, cIdx(nb, l, c * vl)));
         laneIdx.push_back(cIdx(nb, l, c * vl));
       }
-      SmallVector<Value> blockRowIdx;
-      Value bm0 = arith::SubIOp::create(nb, l, m0, r0);
-      for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t r = 0; r < rows; ++r)
         rowIdx.push_back(arith::AddIOp::create(nb, l, m0, cIdx(nb, l, r)));
-        blockRowIdx.push_back(
-            arith::AddIOp::create(nb, l, bm0, cIdx(nb, l, r)));
+      SmallVector<Value> cols, init;
+      for (int64_t c = 0; c < kCols; ++c) {
+        if (!bias)
+          cols.push_back(zeroV);
+        else if (masks.empty())
+          cols.push_back(vector::LoadOp::create(nb, l, vt, bias, colIdx[c]));
+        else
+          cols.push_back(vector::MaskedLoadOp::create(
+              nb, l, vt, bias, colIdx[c], masks[c], zeroV, IntegerAttr()));
       }
-      auto load = [&](OpBuilder &bb, Location ll, Value mem, ValueRange idx,
-                      int64_t c) -> Value {
-        if (masks.empty())
-          return vector::LoadOp::create(bb, ll, vt, mem, idx);
-        return vector::MaskedLoadOp::create(bb, ll, vt, mem, idx, masks[c],
-                                            zeroV, IntegerAttr());
-      };
-      auto initial = [&](OpBuilder &bb, Location ll) {
-        SmallVector<Value> cols, init;
-        for (int64_t c = 0; c < kCols; ++c)
-          cols.push_back(bias ? load(bb, ll, bias, colIdx[c], c) : zeroV);
-        for (int64_t r = 0; r < rows; ++r)
-          init.append(cols);
-        return init;
-      };
-      SmallVector<Value> init;
-      if (kBlocks == 1) {
-        init = initial(nb, l);
-      } else {
-        Value first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
-                                            kLo, cIdx(nb, l, 0));
-        auto pick = scf::IfOp::create(
-            nb, l, first,
-            [&](OpBuilder &bb, Location ll) {
-              scf::YieldOp::create(bb, ll, initial(bb, ll));
-            },
-            [&](OpBuilder &bb, Location ll) {
-              SmallVector<Value> partial;
-              for (int64_t r = 0; r < rows; ++r)
-                for (int64_t c = 0; c < kCols; ++c)
-                  partial.push_back(
-                      load(bb, ll, out, ValueRange{rowIdx[r], colIdx[c]}, c));
-              scf::YieldOp::create(bb, ll, partial);
-            });
-        init.assign(pick.getResults().begin(), pick.getResults().end());
-      }
+      for (int64_t r = 0; r < rows; ++r)
+        init.append(cols);
       auto loop = scf::ForOp::create(
-          nb, l, kLo, kHi, cIdx(nb, l, 1), init,
+          nb, l, c0, cIdx(nb, l, k), c1, init,
           [&](OpBuilder &bb, Location ll, Value kk, ValueRange acc) {
             // The panel is zero-padded: whole-vector loads are in bounds
             // (a prefetch past its end does not fault).
             Value ahead = arith::AddIOp::create(
                 bb, ll, kk, cIdx(bb, ll, kGemmPrefetchRows));
-            Value ka = arith::SubIOp::create(bb, ll, kk, kLo);
             SmallVector<Value> w;
             for (int64_t c = 0; c < kCols; ++c) {
-              memref::PrefetchOp::create(bb, ll, wp,
-                                         ValueRange{p, ahead, laneIdx[c]},
-                                         /*isWrite=*/false,
-                                         /*localityHint=*/3,
-                                         /*isDataCache=*/true);
+              memref::PrefetchOp::create(
+                  bb, ll, wp, ValueRange{p, ahead, laneIdx[c]},
+                  /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
               w.push_back(vector::LoadOp::create(
                   bb, ll, vt, wp, ValueRange{p, kk, laneIdx[c]}));
             }
             SmallVector<Value> next;
             for (int64_t r = 0; r < rows; ++r) {
-              Value s = memref::LoadOp::create(bb, ll, aBlock,
-                                               ValueRange{blockRowIdx[r], ka});
+              Value s =
+                  memref::LoadOp::create(bb, ll, a, ValueRange{rowIdx[r], kk});
               Value sv = vector::BroadcastOp::create(bb, ll, vt, s);
               for (int64_t c = 0; c < kCols; ++c)
                 next.push_back(vector::FMAOp::create(bb, ll, sv, w[c],
@@ -261,100 +217,58 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
       }
     };
 
-    // One task: rows [r0, r1) (at most `blockRows`) times panels
-    // [p0, p1), K block by K block. The block's rows of A are first copied
-    // to a buffer whose rows are a vector longer than the block: rows of A
-    // a multiple of 4 KB apart (K = 1024, 3072, ...) fall in the same L1
-    // set, and a tile's 14 rows then evict each other. Then panel by panel,
-    // every register tile of the rows (the block's slice of the panel is
-    // read from memory once, then from L1). Rows past the last whole tile
-    // take one tile of each power of two below the tile's height (8, 4, 2,
-    // 1 on AVX-512), as the remainder's bits say. The buffer is on the heap
-    // (an alloca in an OpenMP body is not lowered), one per task.
-    int64_t blockRows = llvm::alignTo(kGemmRowGroup, tileRows);
-    auto blockT = MemRefType::get({blockRows, kBlock + vl}, b.getF32Type());
-    auto copyA = [&](OpBuilder &nb, Location l, Value aBlock, Value r0,
-                     Value r1, Value kLo, Value kHi) {
-      Value depth = arith::SubIOp::create(nb, l, kHi, kLo);
-      forRange(nb, l, r0, r1, c1, [&](OpBuilder &rb, Location rl, Value row) {
-        Value br = arith::SubIOp::create(rb, rl, row, r0);
-        forRange(rb, rl, c0, depth, cIdx(rb, rl, vl),
-                 [&](OpBuilder &vb, Location vl0, Value j) {
-                   Value left = arith::SubIOp::create(vb, vl0, depth, j);
-                   Value mask = vector::CreateMaskOp::create(vb, vl0, maskT,
-                                                             ValueRange{left});
-                   Value src = arith::AddIOp::create(vb, vl0, kLo, j);
-                   Value v = vector::MaskedLoadOp::create(
-                       vb, vl0, vt, a, ValueRange{row, src}, mask, zeroV);
-                   vector::MaskedStoreOp::create(vb, vl0, aBlock,
-                                                 ValueRange{br, j}, mask, v);
-                 });
-      });
-    };
+    // One task: rows [r0, r1) times panels [p0, p1), panel by panel, every
+    // register tile of the rows. Rows past the last whole tile take one
+    // tile of each power of two below the tile's height (4, 2, 1), as the
+    // remainder's bits say, rather than one row at a time (a one-row tile
+    // waits on the latency of its two accumulators).
     auto task = [&](OpBuilder &nb, Location l, Value r0, Value r1, Value p0,
                     Value p1, ArrayRef<Value> masks) {
       Value rows = arith::SubIOp::create(nb, l, r1, r0);
       Value rem = arith::RemUIOp::create(nb, l, rows, cIdx(nb, l, tileRows));
       Value rFull = arith::SubIOp::create(nb, l, r1, rem);
-      Value aBlock = memref::AllocOp::create(nb, l, blockT,
-                                             nb.getI64IntegerAttr(kCacheLine));
-      forRange(
-          nb, l, c0, cIdx(nb, l, k), cIdx(nb, l, kBlock),
-          [&](OpBuilder &kb, Location kl, Value kLo) {
-            Value kHi = arith::MinSIOp::create(
-                kb, kl,
-                arith::AddIOp::create(kb, kl, kLo, cIdx(kb, kl, kBlock)),
-                cIdx(kb, kl, k));
-            copyA(kb, kl, aBlock, r0, r1, kLo, kHi);
-            forRange(
-                kb, kl, p0, p1, c1, [&](OpBuilder &pb, Location pl, Value p) {
-                  forRange(pb, pl, r0, rFull, cIdx(pb, pl, tileRows),
-                           [&](OpBuilder &rb, Location rl, Value m0) {
-                             microKernel(rb, rl, m0, tileRows, p, kLo, kHi,
-                                         aBlock, r0, masks);
-                           });
-                  for (int64_t s = llvm::PowerOf2Ceil(tileRows) / 2; s >= 1;
-                       s /= 2) {
-                    if (s >= tileRows)
-                      continue;
-                    Value bit =
-                        arith::AndIOp::create(pb, pl, rem, cIdx(pb, pl, s));
-                    Value has = arith::CmpIOp::create(
-                        pb, pl, arith::CmpIPredicate::ne, bit, cIdx(pb, pl, 0));
-                    // Rows of the larger remainder tiles come first.
-                    Value before = arith::AndIOp::create(
-                        pb, pl, rem, cIdx(pb, pl, ~(2 * s - 1)));
-                    Value m0 = arith::AddIOp::create(pb, pl, rFull, before);
-                    scf::IfOp::create(pb, pl, has,
-                                      [&](OpBuilder &ib, Location il) {
-                                        microKernel(ib, il, m0, s, p, kLo, kHi,
-                                                    aBlock, r0, masks);
-                                        scf::YieldOp::create(ib, il);
-                                      });
-                  }
-                });
+      forRange(nb, l, p0, p1, c1, [&](OpBuilder &pb, Location pl, Value p) {
+        forRange(pb, pl, r0, rFull, cIdx(pb, pl, tileRows),
+                 [&](OpBuilder &rb, Location rl, Value m0) {
+                   microKernel(rb, rl, m0, tileRows, p, masks);
+                 });
+        for (int64_t s = llvm::PowerOf2Ceil(tileRows) / 2; s >= 1; s /= 2) {
+          if (s >= tileRows)
+            continue;
+          Value bit = arith::AndIOp::create(pb, pl, rem, cIdx(pb, pl, s));
+          Value has = arith::CmpIOp::create(pb, pl, arith::CmpIPredicate::ne,
+                                            bit, cIdx(pb, pl, 0));
+          // Rows of the larger remainder tiles come first.
+          Value before =
+              arith::AndIOp::create(pb, pl, rem, cIdx(pb, pl, ~(2 * s - 1)));
+          Value m0 = arith::AddIOp::create(pb, pl, rFull, before);
+          scf::IfOp::create(pb, pl, has, [&](OpBuilder &ib, Location il) {
+            microKernel(ib, il, m0, s, p, masks);
+            scf::YieldOp::create(ib, il);
           });
-      memref::DeallocOp::create(nb, l, aBlock);
+        }
+      });
     };
 
     // Tasks: panel groups x row groups, panel groups outermost so that the
     // threads' contiguous shares of the tasks split the columns (each
-    // thread reads its own half of the weights) and successive tasks of a
-    // thread reuse a panel group from L2. M = 1 (decode) still has a task
-    // per panel group.
+    // thread reads its own part of the weights) and successive tasks of a
+    // thread reuse a panel group from L2; M = 1 (decode) still has a task
+    // per panel group, and a few panels with many rows (N = 64) still have
+    // a task per row group. A partial last panel runs after, on one
+    // thread, through masks.
     int64_t fullPanels = tail ? panels - 1 : panels;
+    // At least one group and one tile a group: M may be 0.
+    Value groups = arith::MaxUIOp::create(
+        b, loc,
+        arith::CeilDivUIOp::create(b, loc, m, cIdx(b, loc, kGemmRowGroup)), c1);
+    Value tiles = arith::CeilDivUIOp::create(
+        b, loc, arith::CeilDivUIOp::create(b, loc, m, groups),
+        cIdx(b, loc, tileRows));
+    Value groupRows =
+        arith::MulIOp::create(b, loc, arith::MaxUIOp::create(b, loc, tiles, c1),
+                              cIdx(b, loc, tileRows));
     if (fullPanels > 0) {
-      // At least one group and one tile a group: M may be 0.
-      Value groups = arith::MaxUIOp::create(
-          b, loc,
-          arith::CeilDivUIOp::create(b, loc, m, cIdx(b, loc, kGemmRowGroup)),
-          c1);
-      Value tiles = arith::CeilDivUIOp::create(
-          b, loc, arith::CeilDivUIOp::create(b, loc, m, groups),
-          cIdx(b, loc, tileRows));
-      Value groupRows = arith::MulIOp::create(
-          b, loc, arith::MaxUIOp::create(b, loc, tiles, c1),
-          cIdx(b, loc, tileRows));
       Value rowGroups = arith::CeilDivUIOp::create(b, loc, m, groupRows);
       int64_t panelGroups =
           (fullPanels + kGemmPanelGroup - 1) / kGemmPanelGroup;
@@ -382,15 +296,8 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
         masks.push_back(vector::CreateMaskOp::create(
             b, loc, maskT, ValueRange{cIdx(b, loc, valid)}));
       }
-      forRange(b, loc, c0, m, cIdx(b, loc, blockRows),
-               [&](OpBuilder &nb, Location l, Value r0) {
-                 Value r1 = arith::MinSIOp::create(
-                     nb, l,
-                     arith::AddIOp::create(nb, l, r0, cIdx(nb, l, blockRows)),
-                     m);
-                 task(nb, l, r0, r1, cIdx(nb, l, fullPanels),
-                      cIdx(nb, l, panels), masks);
-               });
+      task(b, loc, c0, m, cIdx(b, loc, fullPanels), cIdx(b, loc, panels),
+           masks);
     }
     b.eraseOp(op);
     return success();
