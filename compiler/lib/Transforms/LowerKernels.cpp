@@ -4,13 +4,12 @@
 // panels [P, K, PW] (PW = 2 vectors of output columns, zero-padded). A
 // broadcast-FMA register tile keeps MR x 2 vectors of the output in
 // registers (MR = 8 on AVX-512, 6 on AVX2) while streaming one contiguous
-// panel: per k it loads the panel's row of PW weights, prefetches a row
-// further on, and broadcasts MR elements of A. The work is cut in tasks of
-// about 128 rows x 4 panels, distributed over threads in both directions
-// (scf.parallel, later OpenMP), so that M = 1 and a narrow N keep every
-// core busy and a task's panels stay in L2 for its rows. Rows past the last
-// whole tile take smaller tiles (4, 2, 1 rows); a partial last panel stores
-// through masks.
+// panel: per k it loads the panel's row of PW weights and broadcasts MR
+// elements of A. The work is cut in tasks of about 128 rows x 4 panels,
+// distributed over threads in both directions (scf.parallel, later
+// OpenMP), so that M = 1 and a narrow N keep every core busy and a task's
+// panels stay in L2 for its rows. Rows past the last whole tile take
+// smaller tiles (4, 2, 1 rows); a partial last panel stores through masks.
 //
 // tfm.attention_kernel: FlashAttention-2 style on the CPU. Blocks of query
 // rows (as many as keep the output accumulators in registers) meet blocks of
@@ -111,19 +110,13 @@ constexpr int64_t kCacheLine = 64;
 int64_t gemmTileRows(int64_t vl) { return vl >= 16 ? 8 : 6; }
 
 /// Rows of a row group, about: a task covers this many rows of A (whole
-/// register tiles, the rows shared evenly between the groups), which stay
-/// in L2 while the task's panels pass.
+/// register tiles, the rows shared evenly between the groups).
 constexpr int64_t kGemmRowGroup = 128;
 
 /// Panels of a panel group, the other side of a task: 4 panels over all of
 /// K (384 KB for K = 768 on AVX-512) stay in L2 while a thread's
 /// successive tasks (the same panels, the next rows) reuse them.
 constexpr int64_t kGemmPanelGroup = 4;
-
-/// How many rows of K ahead of the FMAs the register tile prefetches its
-/// panel: the first task to visit a panel reads it from L3 or memory, one
-/// row (2 vectors) per 16 FMAs, and decode (M = 1) reads it only so.
-constexpr int64_t kGemmPrefetchRows = 16;
 
 struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
   LowerLinearKernel(MLIRContext *ctx, int64_t vl)
@@ -181,18 +174,14 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
       auto loop = scf::ForOp::create(
           nb, l, c0, cIdx(nb, l, k), c1, init,
           [&](OpBuilder &bb, Location ll, Value kk, ValueRange acc) {
-            // The panel is zero-padded: whole-vector loads are in bounds
-            // (a prefetch past its end does not fault).
-            Value ahead = arith::AddIOp::create(
-                bb, ll, kk, cIdx(bb, ll, kGemmPrefetchRows));
+            // The panel is zero-padded: whole-vector loads are in bounds.
+            // No software prefetch: the hardware's follows the panel, and
+            // two prefetches a k made decode (M = 1, from L3) 15% slower.
+
             SmallVector<Value> w;
-            for (int64_t c = 0; c < kCols; ++c) {
-              memref::PrefetchOp::create(
-                  bb, ll, wp, ValueRange{p, ahead, laneIdx[c]},
-                  /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+            for (int64_t c = 0; c < kCols; ++c)
               w.push_back(vector::LoadOp::create(
                   bb, ll, vt, wp, ValueRange{p, kk, laneIdx[c]}));
-            }
             SmallVector<Value> next;
             for (int64_t r = 0; r < rows; ++r) {
               Value s =
