@@ -97,10 +97,6 @@ void forRange(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
                      });
 }
 
-/// Bytes of a cache line: the alignment of the decode attention kernel's
-/// workspace.
-constexpr int64_t kCacheLine = 64;
-
 /// Rows of the register tile: with two vectors per row, 8 rows keep 16
 /// accumulators in AVX-512's 32 registers, 6 rows keep 12 in AVX2's 16.
 /// 14 rows (28 accumulators) measured no faster on the 2-core Zen 4 (a
@@ -177,7 +173,6 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
             // The panel is zero-padded: whole-vector loads are in bounds.
             // No software prefetch: the hardware's follows the panel, and
             // two prefetches a k made decode (M = 1, from L3) 15% slower.
-
             SmallVector<Value> w;
             for (int64_t c = 0; c < kCols; ++c)
               w.push_back(vector::LoadOp::create(
@@ -222,8 +217,6 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
                    microKernel(rb, rl, m0, tileRows, p, masks);
                  });
         for (int64_t s = llvm::PowerOf2Ceil(tileRows) / 2; s >= 1; s /= 2) {
-          if (s >= tileRows)
-            continue;
           Value bit = arith::AndIOp::create(pb, pl, rem, cIdx(pb, pl, s));
           Value has = arith::CmpIOp::create(pb, pl, arith::CmpIPredicate::ne,
                                             bit, cIdx(pb, pl, 0));
@@ -308,6 +301,9 @@ constexpr int64_t kDecodeMaxRows = 16;
 /// it computes 256 x (D + Dv) FMAs per row for D + 2 values merged, so the
 /// merge stays well under 1% of the work.
 constexpr int64_t kMinSplitKeys = 256;
+
+/// Bytes of a cache line: the alignment of the decode kernel's workspace.
+constexpr int64_t kCacheLine = 64;
 
 /// The runtime function that gives the number of threads the generated
 /// code runs on (tfm_set_threads, --threads).
