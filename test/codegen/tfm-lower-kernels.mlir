@@ -1,23 +1,54 @@
 // RUN: tfm-opt %s --tfm-lower-kernels=vector-width=16 | FileCheck %s
+// RUN: tfm-opt %s --tfm-lower-kernels=vector-width=8 | FileCheck %s --check-prefix=AVX2
 
 // The decode attention kernels below ask the runtime for the thread count:
 // the pass declares it once in the module.
 // CHECK: func.func private @tfm_get_threads() -> i32
 // CHECK-NOT: @tfm_get_threads() -> i32
 
-// 70 columns in panels of 32: two full panels in parallel, then a masked
-// tail panel; 8-row register blocks, then single rows.
+// 70 columns in panels of 32: the two full panels in tasks of (panel
+// group, row group), a 2-D parallel loop whose row groups are whole 8-row
+// tiles of about 128 rows; in a task, each panel's 8-row register tiles
+// (16 accumulators) over all of K, then one tile each of 4, 2 and 1 rows
+// as the remainder's bits say. Then the masked tail panel, on one thread.
 // CHECK-LABEL: func.func @linear
-// CHECK: scf.parallel (%[[P:.*]]) = (%{{.*}}) to (%{{.*}}) step
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c8
-// CHECK: %{{.*}} = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>
-// CHECK: vector.load %{{.*}}[%[[P]], %[[K]], %{{.*}}] : memref<3x24x32xf32>, vector<16xf32>
+// CHECK: %[[M:.*]] = memref.dim %arg0, %c0
+// CHECK: arith.ceildivui %[[M]], %c128
+// CHECK: %[[ROWS:.*]] = arith.muli %{{.*}}, %c8 : index
+// CHECK: %[[GROUPS:.*]] = arith.ceildivui %[[M]], %[[ROWS]] : index
+// CHECK: scf.parallel (%[[PG:.*]], %[[RG:.*]]) = (%c0, %c0) to (%c1, %[[GROUPS]]) step (%c1, %c1)
+// CHECK: scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step %c1
+// CHECK: scf.for %[[M0:.*]] = %{{.*}} to %{{.*}} step %c8
+// CHECK: scf.for %[[K:.*]] = %c0 to %c24 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-NOT: memref.prefetch
+// CHECK: vector.load %arg1[%[[P]], %[[K]], %c0] : memref<3x24x32xf32>, vector<16xf32>
+// CHECK: memref.load %arg0[%[[M0]], %[[K]]]
 // CHECK: vector.broadcast %{{.*}} : f32 to vector<16xf32>
 // CHECK: vector.fma
+// CHECK: arith.andi %{{.*}}, %c4
+// CHECK: scf.if
+// CHECK: iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: arith.andi %{{.*}}, %c2
+// CHECK: scf.if
+// CHECK: iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: arith.andi %{{.*}}, %c1
+// CHECK: scf.if
+// CHECK: iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>)
 // CHECK: } {tfm.keep_parallel}
 // CHECK: vector.create_mask %c6 : vector<16xi1>
 // CHECK: vector.maskedstore
 // CHECK-NOT: tfm.linear_kernel
+// AVX2 (8 lanes; this test's panels are 32 columns, 4 vectors, where the
+// pipeline packs 2 for AVX2): 6-row tiles, remainder tiles of 4, 2 and 1
+// rows.
+// AVX2-LABEL: func.func @linear
+// AVX2: scf.parallel
+// AVX2: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6
+// AVX2: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// AVX2: arith.andi %{{.*}}, %c4
+// AVX2: arith.andi %{{.*}}, %c2
+// AVX2: arith.andi %{{.*}}, %c1
+// AVX2: } {tfm.keep_parallel}
 func.func @linear(%a: memref<?x24xf32>, %w: memref<3x24x32xf32>, %b: memref<70xf32>, %o: memref<?x70xf32>) {
   tfm.linear_kernel ins(%a, %w, %b : memref<?x24xf32>, memref<3x24x32xf32>, memref<70xf32>) outs(%o : memref<?x70xf32>)
   return

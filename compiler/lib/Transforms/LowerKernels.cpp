@@ -1,13 +1,15 @@
 //===- LowerKernels.cpp - kernel ops to vector loop nests -----------------===//
 //
 // tfm.linear_kernel: out[M, N] = A[M, K] * W^T + bias, with W packed in
-// panels [P, K, PW] (PW output columns, zero-padded). A broadcast-FMA
-// micro-kernel keeps an MR x (PW / VL vectors) block of the output in
-// registers while streaming one contiguous panel: per k it loads the panel's
-// row of PW weights and broadcasts MR elements of A (MR = 8 for AVX-512, 6
-// for AVX2, so that the accumulators do not spill). Panels are distributed
-// over threads (scf.parallel, later OpenMP); rows run in blocks of MR with a
-// one-row remainder loop, and a partial last panel stores through masks.
+// panels [P, K, PW] (PW = 2 vectors of output columns, zero-padded). A
+// broadcast-FMA register tile keeps MR x 2 vectors of the output in
+// registers (MR = 8 on AVX-512, 6 on AVX2) while streaming one contiguous
+// panel: per k it loads the panel's row of PW weights and broadcasts MR
+// elements of A. The work is cut in tasks of about 128 rows x 4 panels,
+// distributed over threads in both directions (scf.parallel, later
+// OpenMP), so that M = 1 and a narrow N keep every core busy and a task's
+// panels stay in L2 for its rows. Rows past the last whole tile take
+// smaller tiles (4, 2, 1 rows); a partial last panel stores through masks.
 //
 // tfm.attention_kernel: FlashAttention-2 style on the CPU. Blocks of query
 // rows (as many as keep the output accumulators in registers) meet blocks of
@@ -85,15 +87,37 @@ Value selectByIndex(OpBuilder &b, Location loc, Value idx,
   return r;
 }
 
+/// `for i in [lb, ub)` with `body(i)`.
+void forRange(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
+              function_ref<void(OpBuilder &, Location, Value)> body) {
+  scf::ForOp::create(b, loc, lb, ub, step, ValueRange{},
+                     [&](OpBuilder &fb, Location fl, Value i, ValueRange) {
+                       body(fb, fl, i);
+                       scf::YieldOp::create(fb, fl);
+                     });
+}
+
+/// Rows of the register tile: with two vectors per row, 8 rows keep 16
+/// accumulators in AVX-512's 32 registers, 6 rows keep 12 in AVX2's 16.
+/// 14 rows (28 accumulators) measured no faster on the 2-core Zen 4 (a
+/// 512-bit FMA a cycle either way) and 28% slower at K = 3072, where the
+/// rows of A lie 12 KB apart, in one L1 set of 8 ways; copying A to a
+/// padded buffer cured that but cost 10% (README, GEMM).
+int64_t gemmTileRows(int64_t vl) { return vl >= 16 ? 8 : 6; }
+
+/// Rows of a row group, about: a task covers this many rows of A (whole
+/// register tiles, the rows shared evenly between the groups).
+constexpr int64_t kGemmRowGroup = 128;
+
+/// Panels of a panel group, the other side of a task: 4 panels over all of
+/// K (384 KB for K = 768 on AVX-512) stay in L2 while a thread's
+/// successive tasks (the same panels, the next rows) reuse them.
+constexpr int64_t kGemmPanelGroup = 4;
+
 struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
   LowerLinearKernel(MLIRContext *ctx, int64_t vl)
       : OpRewritePattern(ctx), vl(vl) {}
   int64_t vl;
-  /// Rows of the register block: with two vectors per row, 8 rows keep 16
-  /// accumulators in AVX-512's 32 registers (12 rows measured slower on
-  /// GPT-2: more spills, and a longer one-row remainder), 6 rows keep 12 in
-  /// AVX2's 16.
-  int64_t rowsPerBlock() const { return vl >= 16 ? 8 : 6; }
 
   LogicalResult matchAndRewrite(LinearKernelOp op,
                                 PatternRewriter &b) const override {
@@ -110,6 +134,7 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
       return b.notifyMatchFailure(op, "panel width is not whole vectors");
     int64_t kCols = panel / vl;
     int64_t tail = n % panel; // columns in a partial last panel (0: none)
+    int64_t tileRows = gemmTileRows(vl);
     auto vt = VectorType::get({vl}, b.getF32Type());
     auto maskT = VectorType::get({vl}, b.getI1Type());
     Value m = dim(b, loc, a, 0);
@@ -117,38 +142,45 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
     Value zeroV = arith::ConstantOp::create(
         b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(0.0)));
 
-    // The micro-kernel for rows [m0, m0 + rows) of panel `p` (columns
-    // n0 = p * panel ...); `masks` (or empty) limit a partial last panel.
+    // The register tile: rows [m0, m0 + rows) of panel `p` (columns
+    // n0 = p * panel ...) over all of K; `masks` (or empty) limit a partial
+    // last panel.
     auto microKernel = [&](OpBuilder &nb, Location l, Value m0, int64_t rows,
                            Value p, ArrayRef<Value> masks) {
       Value n0 = arith::MulIOp::create(nb, l, p, cIdx(nb, l, panel));
-      SmallVector<Value> colIdx, laneIdx;
+      SmallVector<Value> colIdx, laneIdx, rowIdx;
       for (int64_t c = 0; c < kCols; ++c) {
         colIdx.push_back(arith::AddIOp::create(nb, l, n0, cIdx(nb, l, c * vl)));
         laneIdx.push_back(cIdx(nb, l, c * vl));
       }
-      auto loadBias = [&](OpBuilder &bb, Location ll, int64_t c) -> Value {
-        if (masks.empty())
-          return vector::LoadOp::create(bb, ll, vt, bias, colIdx[c]);
-        return vector::MaskedLoadOp::create(bb, ll, vt, bias, colIdx[c],
-                                            masks[c], zeroV, IntegerAttr());
-      };
-      SmallVector<Value> init;
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < kCols; ++c)
-          init.push_back(bias ? loadBias(nb, l, c) : zeroV);
+        rowIdx.push_back(arith::AddIOp::create(nb, l, m0, cIdx(nb, l, r)));
+      SmallVector<Value> cols, init;
+      for (int64_t c = 0; c < kCols; ++c) {
+        if (!bias)
+          cols.push_back(zeroV);
+        else if (masks.empty())
+          cols.push_back(vector::LoadOp::create(nb, l, vt, bias, colIdx[c]));
+        else
+          cols.push_back(vector::MaskedLoadOp::create(
+              nb, l, vt, bias, colIdx[c], masks[c], zeroV, IntegerAttr()));
+      }
+      for (int64_t r = 0; r < rows; ++r)
+        init.append(cols);
       auto loop = scf::ForOp::create(
-          nb, l, cIdx(nb, l, 0), cIdx(nb, l, k), cIdx(nb, l, 1), init,
+          nb, l, c0, cIdx(nb, l, k), c1, init,
           [&](OpBuilder &bb, Location ll, Value kk, ValueRange acc) {
             // The panel is zero-padded: whole-vector loads are in bounds.
+            // No software prefetch: the hardware's follows the panel, and
+            // two prefetches a k made decode (M = 1, from L3) 15% slower.
             SmallVector<Value> w;
             for (int64_t c = 0; c < kCols; ++c)
               w.push_back(vector::LoadOp::create(
                   bb, ll, vt, wp, ValueRange{p, kk, laneIdx[c]}));
             SmallVector<Value> next;
             for (int64_t r = 0; r < rows; ++r) {
-              Value row = arith::AddIOp::create(bb, ll, m0, cIdx(bb, ll, r));
-              Value s = memref::LoadOp::create(bb, ll, a, ValueRange{row, kk});
+              Value s =
+                  memref::LoadOp::create(bb, ll, a, ValueRange{rowIdx[r], kk});
               Value sv = vector::BroadcastOp::create(bb, ll, vt, s);
               for (int64_t c = 0; c < kCols; ++c)
                 next.push_back(vector::FMAOp::create(bb, ll, sv, w[c],
@@ -157,55 +189,97 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
             scf::YieldOp::create(bb, ll, next);
           });
       for (int64_t r = 0; r < rows; ++r) {
-        Value row = arith::AddIOp::create(nb, l, m0, cIdx(nb, l, r));
         for (int64_t c = 0; c < kCols; ++c) {
           Value v = loop.getResult(r * kCols + c);
+          SmallVector<Value, 2> idx{rowIdx[r], colIdx[c]};
           if (masks.empty())
-            vector::StoreOp::create(nb, l, v, out, ValueRange{row, colIdx[c]});
+            vector::StoreOp::create(nb, l, v, out, idx);
           else
-            vector::MaskedStoreOp::create(nb, l, out,
-                                          ValueRange{row, colIdx[c]}, masks[c],
-                                          v, IntegerAttr());
+            vector::MaskedStoreOp::create(nb, l, out, idx, masks[c], v,
+                                          IntegerAttr());
         }
       }
     };
 
-    // All rows of panel `p`.
-    int64_t kRows = rowsPerBlock();
-    auto panelBody = [&](OpBuilder &nb, Location l, Value p,
-                         ArrayRef<Value> masks) {
-      Value rem = arith::RemUIOp::create(nb, l, m, cIdx(nb, l, kRows));
-      Value mFull = arith::SubIOp::create(nb, l, m, rem);
-      scf::ForOp::create(nb, l, c0, mFull, cIdx(nb, l, kRows), ValueRange{},
-                         [&](OpBuilder &bb, Location ll, Value m0, ValueRange) {
-                           microKernel(bb, ll, m0, kRows, p, masks);
-                           scf::YieldOp::create(bb, ll);
-                         });
-      scf::ForOp::create(nb, l, mFull, m, c1, ValueRange{},
-                         [&](OpBuilder &bb, Location ll, Value m0, ValueRange) {
-                           microKernel(bb, ll, m0, 1, p, masks);
-                           scf::YieldOp::create(bb, ll);
-                         });
+    // One task: rows [r0, r1) times panels [p0, p1), panel by panel, every
+    // register tile of the rows. Rows past the last whole tile take one
+    // tile of each power of two below the tile's height (4, 2, 1), as the
+    // remainder's bits say, rather than one row at a time (a one-row tile
+    // waits on the latency of its two accumulators).
+    auto task = [&](OpBuilder &nb, Location l, Value r0, Value r1, Value p0,
+                    Value p1, ArrayRef<Value> masks) {
+      Value rows = arith::SubIOp::create(nb, l, r1, r0);
+      Value rem = arith::RemUIOp::create(nb, l, rows, cIdx(nb, l, tileRows));
+      Value rFull = arith::SubIOp::create(nb, l, r1, rem);
+      forRange(nb, l, p0, p1, c1, [&](OpBuilder &pb, Location pl, Value p) {
+        forRange(pb, pl, r0, rFull, cIdx(pb, pl, tileRows),
+                 [&](OpBuilder &rb, Location rl, Value m0) {
+                   microKernel(rb, rl, m0, tileRows, p, masks);
+                 });
+        for (int64_t s = llvm::PowerOf2Ceil(tileRows) / 2; s >= 1; s /= 2) {
+          Value bit = arith::AndIOp::create(pb, pl, rem, cIdx(pb, pl, s));
+          Value has = arith::CmpIOp::create(pb, pl, arith::CmpIPredicate::ne,
+                                            bit, cIdx(pb, pl, 0));
+          // Rows of the larger remainder tiles come first.
+          Value before =
+              arith::AndIOp::create(pb, pl, rem, cIdx(pb, pl, ~(2 * s - 1)));
+          Value m0 = arith::AddIOp::create(pb, pl, rFull, before);
+          scf::IfOp::create(pb, pl, has, [&](OpBuilder &ib, Location il) {
+            microKernel(ib, il, m0, s, p, masks);
+            scf::YieldOp::create(ib, il);
+          });
+        }
+      });
     };
 
+    // Tasks: panel groups x row groups, panel groups outermost so that the
+    // threads' contiguous shares of the tasks split the columns (each
+    // thread reads its own part of the weights) and successive tasks of a
+    // thread reuse a panel group from L2; M = 1 (decode) still has a task
+    // per panel group, and a few panels with many rows (N = 64) still have
+    // a task per row group. A partial last panel runs after, on one
+    // thread, through masks.
     int64_t fullPanels = tail ? panels - 1 : panels;
+    // At least one group and one tile a group: M may be 0.
+    Value groups = arith::MaxUIOp::create(
+        b, loc,
+        arith::CeilDivUIOp::create(b, loc, m, cIdx(b, loc, kGemmRowGroup)), c1);
+    Value tiles = arith::CeilDivUIOp::create(
+        b, loc, arith::CeilDivUIOp::create(b, loc, m, groups),
+        cIdx(b, loc, tileRows));
+    Value groupRows =
+        arith::MulIOp::create(b, loc, arith::MaxUIOp::create(b, loc, tiles, c1),
+                              cIdx(b, loc, tileRows));
     if (fullPanels > 0) {
+      Value rowGroups = arith::CeilDivUIOp::create(b, loc, m, groupRows);
+      int64_t panelGroups =
+          (fullPanels + kGemmPanelGroup - 1) / kGemmPanelGroup;
       auto par = scf::ParallelOp::create(
-          b, loc, ValueRange{c0}, ValueRange{cIdx(b, loc, fullPanels)},
-          ValueRange{c1}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
-            panelBody(nb, l, ivs[0], {});
+          b, loc, ValueRange{c0, c0},
+          ValueRange{cIdx(b, loc, panelGroups), rowGroups}, ValueRange{c1, c1},
+          [&](OpBuilder &nb, Location l, ValueRange ivs) {
+            Value p0 = arith::MulIOp::create(nb, l, ivs[0],
+                                             cIdx(nb, l, kGemmPanelGroup));
+            Value p1 = arith::MinSIOp::create(
+                nb, l,
+                arith::AddIOp::create(nb, l, p0, cIdx(nb, l, kGemmPanelGroup)),
+                cIdx(nb, l, fullPanels));
+            Value r0 = arith::MulIOp::create(nb, l, ivs[1], groupRows);
+            Value r1 = arith::MinSIOp::create(
+                nb, l, arith::AddIOp::create(nb, l, r0, groupRows), m);
+            task(nb, l, r0, r1, p0, p1, {});
           });
       markKeepParallel(par);
     }
     if (tail) {
-      Value last = cIdx(b, loc, fullPanels);
       SmallVector<Value> masks;
       for (int64_t c = 0; c < kCols; ++c) {
         int64_t valid = std::clamp<int64_t>(tail - c * vl, 0, vl);
         masks.push_back(vector::CreateMaskOp::create(
             b, loc, maskT, ValueRange{cIdx(b, loc, valid)}));
       }
-      panelBody(b, loc, last, masks);
+      task(b, loc, c0, m, cIdx(b, loc, fullPanels), cIdx(b, loc, panels),
+           masks);
     }
     b.eraseOp(op);
     return success();
@@ -258,16 +332,6 @@ void forChunks(OpBuilder &b, Location loc, int64_t chunks,
                      [&](OpBuilder &cb, Location cl, Value c, ValueRange) {
                        body(cb, cl, c);
                        scf::YieldOp::create(cb, cl);
-                     });
-}
-
-/// `for i in [lb, ub)` with `body(i)`.
-void forRange(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
-              function_ref<void(OpBuilder &, Location, Value)> body) {
-  scf::ForOp::create(b, loc, lb, ub, step, ValueRange{},
-                     [&](OpBuilder &fb, Location fl, Value i, ValueRange) {
-                       body(fb, fl, i);
-                       scf::YieldOp::create(fb, fl);
                      });
 }
 
