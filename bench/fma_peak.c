@@ -1,9 +1,9 @@
 /* The machine's f32 FMA peak: each thread runs 16 independent chains of
  * 512-bit FMAs (enough to cover the FMA latency on both pipes), on 1 and on
  * 2 threads; prints GFLOP/s (2 flops per lane per FMA), best of REPS.
- * build: cc -O2 -mavx512f -mavx512vl -mfma -pthread bench/fma_peak.c -o fma_peak
- * usage: fma_peak [REPS]   (also prints the peak on 256-bit ymm registers,
- * the limit of --cpu=x86-64-v3 code) */
+ * build: cc -O2 -mavx512f -mavx512vl -mfma -pthread bench/fma_peak.c -o
+ * fma_peak usage: fma_peak [REPS]   (also prints the peak on 256-bit ymm
+ * registers, the limit of --cpu=x86-64-v3 code) */
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdio.h>
