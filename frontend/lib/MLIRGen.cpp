@@ -55,8 +55,7 @@ private:
   /// step function of an encoder-decoder).
   Value cachedCrossAttention(Value h, const AttentionSpec &a);
   /// The key (transposed) and value cache types of self- or
-  /// cross-attention `a`.
-  /// Caches hold this rank's KV heads (tensor parallelism).
+  /// cross-attention `a`: this rank's KV heads (tensor parallelism).
   RankedTensorType keyCacheType(const AttentionSpec &a) {
     return RankedTensorType::get({kDyn, spec.localKvHeads(a), a.headDim, kDyn},
                                  elt);
@@ -65,9 +64,8 @@ private:
     return RankedTensorType::get({kDyn, spec.localKvHeads(a), kDyn, a.headDim},
                                  elt);
   }
-  /// Tensor parallelism: the sum of the ranks' partial results `partial`
-  /// (a row-parallel projection's) plus `bias`; `partial` plus `bias` was
-  /// computed in one process, where this is not called.
+  /// Tensor parallelism: the sum over the ranks of `partial` (a row-parallel
+  /// projection's partial result), plus `bias`.
   Value allReduce(Value partial, Value bias, Location loc) {
     return AllReduceOp::create(b, loc, partial.getType(), partial, bias,
                                b.getI64IntegerAttr(spec.tensorParallel));
@@ -346,28 +344,22 @@ Value Generator::lmHead(Value x) {
                 : param(ParamBlock::LmHead, ParamRole::Weight, loc);
   Value bias =
       out.lmBias ? param(ParamBlock::LmHead, ParamRole::Bias, loc) : Value();
-  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t t = cast<RankedTensorType>(x.getType()).getDimSize(1);
+  // With tensor parallelism, this rank's block of the vocabulary; then all
+  // of them, less the padding to a multiple of the ranks.
+  x = LinearOp::create(
+      b, loc, act(t, parallel() ? spec.localVocab() : spec.vocab), x, w, bias);
   if (parallel()) {
-    // This rank's block of the vocabulary, then all of them, less the
-    // padding to a multiple of the ranks.
-    int64_t t = xt.getDimSize(1), n = spec.tensorParallel;
-    int64_t rows = spec.localVocab();
-    x = LinearOp::create(b, loc, act(t, rows), x, w, bias);
-    x = AllGatherOp::create(b, loc, act(t, rows * n), x,
-                            b.getI64IntegerAttr(n));
-    if (rows * n != spec.vocab) {
-      SmallVector<OpFoldResult> offsets(3, b.getIndexAttr(0));
-      SmallVector<OpFoldResult> sizes{
-          OpFoldResult(tensor::DimOp::create(b, loc, x, 0)),
-          t == kDyn ? OpFoldResult(tensor::DimOp::create(b, loc, x, 1))
-                    : OpFoldResult(b.getIndexAttr(t)),
-          b.getIndexAttr(spec.vocab)};
+    int64_t n = spec.tensorParallel, padded = spec.localVocab() * n;
+    x = AllGatherOp::create(b, loc, act(t, padded), x, b.getI64IntegerAttr(n));
+    if (padded != spec.vocab) {
+      SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+      sizes.back() = b.getIndexAttr(spec.vocab);
       x = tensor::ExtractSliceOp::create(
-          b, loc, act(t, spec.vocab), x, offsets, sizes,
+          b, loc, act(t, spec.vocab), x,
+          SmallVector<OpFoldResult>(3, b.getIndexAttr(0)), sizes,
           SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
     }
-  } else {
-    x = LinearOp::create(b, loc, act(xt.getDimSize(1), spec.vocab), x, w, bias);
   }
   if (out.lmScale != 1.0)
     x = ScaleOp::create(b, loc, x, b.getF64FloatAttr(out.lmScale));

@@ -396,7 +396,7 @@ std::string ModelSpec::tensorParallelProblem(int64_t ranks) const {
   };
   // Every rank must hold a block of the padded vocabulary: with
   // ceil(V / N) rows each, the first N - 1 blocks must not cover it all.
-  if (vocab > 0 && (vocab + ranks - 1) / ranks * (ranks - 1) >= vocab)
+  if (vocab > 0 && llvm::divideCeil(vocab, ranks) * (ranks - 1) >= vocab)
     return "its vocabulary of " + std::to_string(vocab) +
            " tokens is too small to give each of " + std::to_string(ranks) +
            " ranks a block";

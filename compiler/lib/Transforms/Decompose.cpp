@@ -52,10 +52,7 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     int64_t kvHeads = op.getKvHeadsAttr().getInt();
     int64_t hd = op.getHeadDimAttr().getInt();
     auto biases = op.getBiases();
-    // Without down's bias (tensor parallelism) there is one bias fewer.
-    auto bias = [&](unsigned i) {
-      return i < biases.size() ? biases[i] : Value();
-    };
+    auto bias = [&](int i) { return biases.empty() ? Value() : biases[i]; };
 
     Value q = linear(b, loc, op.getQuery(), op.getWq(), bias(0));
     Value k = linear(b, loc, op.getSource(), op.getWk(), bias(1));

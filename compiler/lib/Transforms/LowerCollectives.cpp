@@ -19,10 +19,10 @@
 
 #include "tfm/Dialect/TfmOps.h"
 
+#include "RuntimeFunctions.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -33,22 +33,6 @@ namespace {
 constexpr StringLiteral kAllReduceFn = "tfm_tp_all_reduce_f32";
 constexpr StringLiteral kAllGatherFn = "tfm_tp_all_gather_f32";
 constexpr StringLiteral kRankFn = "tfm_tp_rank";
-
-/// Declares runtime function `name` in the module of `op` unless it is.
-void declare(OpBuilder &b, Operation *op, StringRef name, TypeRange args,
-             TypeRange results) {
-  Operation *table = SymbolTable::getNearestSymbolTable(op->getParentOp());
-  while (table->getParentOp() &&
-         SymbolTable::getNearestSymbolTable(table->getParentOp()))
-    table = SymbolTable::getNearestSymbolTable(table->getParentOp());
-  if (SymbolTable::lookupSymbolIn(table, name))
-    return;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&table->getRegion(0).front());
-  auto fn = func::FuncOp::create(b, op->getLoc(), name,
-                                 b.getFunctionType(args, results));
-  fn.setPrivate();
-}
 
 Value numElements(OpBuilder &b, Location loc, Value buf) {
   auto t = cast<MemRefType>(buf.getType());
@@ -122,7 +106,8 @@ struct LowerAllReduce : OpRewritePattern<AllReduceKernelOp> {
       return b.notifyMatchFailure(op, "runs on buffers");
     Location loc = op.getLoc();
     Type i64 = b.getI64Type();
-    declare(b, op, kAllReduceFn, {i64, i64, i64, i64, i64}, {});
+    declareRuntimeFunction(b, op, kAllReduceFn,
+                           b.getFunctionType({i64, i64, i64, i64, i64}, {}));
     Value in = contiguous(b, loc, op.getInput(), /*copyIn=*/true);
     Value out = contiguous(b, loc, op.getOutput(), /*copyIn=*/false);
     Value bias = op.getBias()
@@ -152,7 +137,8 @@ struct LowerAllGather : OpRewritePattern<AllGatherKernelOp> {
       return b.notifyMatchFailure(op, "runs on buffers");
     Location loc = op.getLoc();
     Type i64 = b.getI64Type();
-    declare(b, op, kAllGatherFn, {i64, i64, i64, i64}, {});
+    declareRuntimeFunction(b, op, kAllGatherFn,
+                           b.getFunctionType({i64, i64, i64, i64}, {}));
     Value in = contiguous(b, loc, op.getInput(), /*copyIn=*/true);
     Value out = contiguous(b, loc, op.getOutput(), /*copyIn=*/false);
     SmallVector<Value> args{
@@ -169,7 +155,8 @@ struct LowerTpRank : OpRewritePattern<TpRankOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(TpRankOp op,
                                 PatternRewriter &b) const override {
-    declare(b, op, kRankFn, {}, {b.getI32Type()});
+    declareRuntimeFunction(b, op, kRankFn,
+                           b.getFunctionType({}, {b.getI32Type()}));
     b.replaceOpWithNewOp<func::CallOp>(op, kRankFn, TypeRange{b.getI32Type()},
                                        ValueRange{});
     return success();

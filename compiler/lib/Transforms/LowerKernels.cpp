@@ -42,6 +42,8 @@
 #include "tfm/Transforms/Passes.h"
 #include "tfm/Transforms/Transforms.h"
 
+#include "RuntimeFunctions.h"
+
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -333,18 +335,6 @@ void forChunks(OpBuilder &b, Location loc, int64_t chunks,
                        body(cb, cl, c);
                        scf::YieldOp::create(cb, cl);
                      });
-}
-
-/// The declaration of the runtime's thread count in the module of `op`.
-void declareThreadsFn(OpBuilder &b, Operation *op) {
-  Operation *table = SymbolTable::getNearestSymbolTable(op->getParentOp());
-  if (SymbolTable::lookupSymbolIn(table, kThreadsFn))
-    return;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&table->getRegion(0).front());
-  auto fn = func::FuncOp::create(b, op->getLoc(), kThreadsFn,
-                                 b.getFunctionType({}, {b.getI32Type()}));
-  fn.setPrivate();
 }
 
 /// What the prefill and decode attention kernels share: the operands,
@@ -1147,7 +1137,8 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
       b.eraseOp(op);
       return success();
     }
-    declareThreadsFn(b, op);
+    declareRuntimeFunction(b, op, kThreadsFn,
+                           b.getFunctionType({}, {b.getI32Type()}));
     if (!qt.isDynamicDim(2)) {
       dec->emitDecode(b, loc, *group);
       b.eraseOp(op);

@@ -339,10 +339,6 @@ struct LowerPatchEmbed : OpConversionPattern<PatchEmbedOp> {
   }
 };
 
-} // namespace
-
-namespace {
-
 /// tfm.all_reduce -> tfm.all_reduce_kernel into a new tensor.
 struct LowerAllReduce : OpConversionPattern<AllReduceOp> {
   using OpConversionPattern::OpConversionPattern;

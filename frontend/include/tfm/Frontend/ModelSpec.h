@@ -13,6 +13,7 @@
 #include "tfm/Dialect/TfmOps.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MathExtras.h"
 #include <map>
 #include <optional>
 #include <string>
@@ -311,9 +312,7 @@ struct ModelSpec {
   }
   /// The vocabulary rows of a rank: the vocabulary padded to a multiple of
   /// the ranks, divided by them.
-  int64_t localVocab() const {
-    return (vocab + tensorParallel - 1) / tensorParallel;
-  }
+  int64_t localVocab() const { return llvm::divideCeil(vocab, tensorParallel); }
   /// Why the model cannot be split over `ranks` processes ("" if it can).
   std::string tensorParallelProblem(int64_t ranks) const;
 
