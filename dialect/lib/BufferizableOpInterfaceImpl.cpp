@@ -41,9 +41,13 @@ FailureOr<SmallVector<Value>> operandBuffers(Operation *op,
 /// Builds the buffer form of a kernel from the buffers of its operands.
 Operation *createLinear(RewriterBase &rewriter, LinearKernelOp k,
                         ArrayRef<Value> bufs) {
+  unsigned next = 2;
+  Value bias = k.getBias() ? bufs[next++] : Value();
+  Value mul = k.getMul() ? bufs[next++] : Value();
+  Value residual = k.getResidual() ? bufs[next++] : Value();
   return LinearKernelOp::create(rewriter, k.getLoc(), TypeRange{}, bufs[0],
-                                bufs[1], k.getBias() ? bufs[2] : Value(),
-                                bufs.back());
+                                bufs[1], bias, mul, residual, bufs.back(),
+                                k.getActivationAttr());
 }
 
 Operation *createAttention(RewriterBase &rewriter, AttentionKernelOp k,

@@ -30,19 +30,23 @@ void TfmDialect::initialize() {
 // Discardable attributes
 //===----------------------------------------------------------------------===//
 
-/// Checks one entry {name = "...", panel = W : i64} of tfm.params.
+/// Checks one entry {name = "...", panel = W : i64} of tfm.params, with
+/// `bf16_pairs` (a unit) where a panel is packed in bf16 pairs of K.
 static LogicalResult verifyParamEntry(Operation *op, Attribute entry,
                                       size_t index) {
   auto dict = dyn_cast<DictionaryAttr>(entry);
   auto name = dict ? dict.getAs<StringAttr>("name") : StringAttr();
   auto panel = dict ? dict.getAs<IntegerAttr>("panel") : IntegerAttr();
-  if (!dict || dict.size() != 2 || !name || name.getValue().empty() || !panel ||
-      !panel.getType().isSignlessInteger(64) || panel.getInt() < 0)
+  Attribute pairs = dict ? dict.get("bf16_pairs") : Attribute();
+  if (!dict || dict.size() != 2 + (pairs ? 1 : 0) || !name ||
+      name.getValue().empty() || !panel ||
+      !panel.getType().isSignlessInteger(64) || panel.getInt() < 0 ||
+      (pairs && (!isa<UnitAttr>(pairs) || panel.getInt() == 0)))
     return op->emitOpError()
            << "'" << TfmDialect::ParamsAttrHelper::getNameStr() << "' entry "
            << index
            << " must be {name = \"<non-empty>\", panel = <non-negative i64>}, "
-              "got "
+              "with bf16_pairs where a panel is in bf16 pairs, got "
            << entry;
   return success();
 }

@@ -7,6 +7,8 @@
 
 #include "tfm/Dialect/TfmOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/SmallBitVector.h"
 #include <cmath>
@@ -398,6 +400,14 @@ LogicalResult LinearOp::verify() {
   expected.back() = w[0];
   if (failed(checkShape(*this, getResult(), expected, "result")))
     return failure();
+  for (auto [e, what] :
+       {std::pair{getMul(), "mul"}, std::pair{getResidual(), "residual"}})
+    if (e && e.getType() != getType())
+      return emitOpError() << what << " must have the result's type "
+                           << getType() << ", not " << e.getType();
+  if (auto act = getActivation(); act && isGatedActivation(*act))
+    return emitOpError() << "activation " << stringifyActivation(*act)
+                         << " is gated: spell it with mul";
   return checkSameElementType(*this);
 }
 
@@ -521,6 +531,55 @@ Activation mlir::tfm::getGateActivation(Activation a) {
   default:
     return a;
   }
+}
+
+Value mlir::tfm::buildActivation(OpBuilder &b, Location l, Activation kind,
+                                 Value x) {
+  Type t = x.getType();
+  auto c = [&](double v) -> Value {
+    auto elt = cast<FloatType>(getElementTypeOrSelf(t));
+    TypedAttr a = b.getFloatAttr(elt, v);
+    if (auto vt = dyn_cast<VectorType>(t))
+      a = DenseElementsAttr::get(vt, a);
+    return arith::ConstantOp::create(b, l, a);
+  };
+  switch (kind) {
+  case Activation::relu:
+    return arith::MaximumFOp::create(b, l, x, c(0.0));
+  case Activation::gelu:
+  case Activation::geglu: {
+    Value e =
+        math::ErfOp::create(b, l, arith::MulFOp::create(b, l, x, c(M_SQRT1_2)));
+    return arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, c(0.5)),
+                                 arith::AddFOp::create(b, l, e, c(1.0)));
+  }
+  case Activation::gelu_tanh:
+  case Activation::geglu_tanh: {
+    Value x3 =
+        arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, x), x);
+    Value inner = arith::MulFOp::create(
+        b, l, c(0.7978845608028654),
+        arith::AddFOp::create(b, l, x,
+                              arith::MulFOp::create(b, l, x3, c(0.044715))));
+    Value th = math::TanhOp::create(b, l, inner);
+    return arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, c(0.5)),
+                                 arith::AddFOp::create(b, l, th, c(1.0)));
+  }
+  case Activation::silu:
+  case Activation::swiglu: {
+    Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
+    return arith::DivFOp::create(b, l, x,
+                                 arith::AddFOp::create(b, l, e, c(1.0)));
+  }
+  case Activation::quick_gelu: {
+    // x * sigmoid(1.702 x), as CLIP.
+    Value e =
+        math::ExpOp::create(b, l, arith::MulFOp::create(b, l, x, c(-1.702)));
+    return arith::DivFOp::create(b, l, x,
+                                 arith::AddFOp::create(b, l, e, c(1.0)));
+  }
+  }
+  return x;
 }
 
 LogicalResult FfnOp::verify() {
@@ -927,13 +986,39 @@ static bool isKernelFloat(Type t) {
   return t.isF32() || t.isF16() || t.isBF16();
 }
 
+/// Whether a weight packed as `packed` for a matmul of `elt` values is in
+/// bf16 pairs of K (tfm-model-abi bf16-pairs).
+static bool isBf16Pairs(Type packed, Type elt) {
+  return cast<ShapedType>(packed).getElementType().isBF16() && elt.isF32();
+}
+
+/// Checks K and the output columns `n` of a weight in bf16 pairs `p`
+/// ([P, ceil(K / 2), 2 W]).
+static LogicalResult checkPairs(Operation *op, ArrayRef<int64_t> p, int64_t k,
+                                int64_t n) {
+  if (p[2] % 2)
+    return op->emitOpError() << "a weight in bf16 pairs has an even last "
+                             << "dimension (2 W), not " << p[2];
+  if (!ShapedType::isDynamic(k) && !dimsCompatible(p[1], (k + 1) / 2))
+    return op->emitOpError() << "K is " << k << ", so the weight in bf16 "
+                             << "pairs has " << (k + 1) / 2
+                             << " pairs per panel, not " << dimStr(p[1]);
+  if (n > p[0] * (p[2] / 2) || n <= (p[0] - 1) * (p[2] / 2))
+    return op->emitOpError()
+           << n << " columns do not fill " << p[0] << " panels of " << p[2] / 2;
+  return success();
+}
+
 LogicalResult LinearKernelOp::verify() {
   Type elt = cast<ShapedType>(getInput().getType()).getElementType();
+  bool pairs = isBf16Pairs(getWeightP().getType(), elt);
   for (Value v : getOperands())
-    if (cast<ShapedType>(v.getType()).getElementType() != elt ||
+    if ((cast<ShapedType>(v.getType()).getElementType() != elt &&
+         !(pairs && v == getWeightP())) ||
         !isKernelFloat(elt) || !cast<ShapedType>(v.getType()).hasRank())
       return emitOpError() << "operands must be ranked f32, f16 or bf16 "
-                              "tensors or buffers of one element type";
+                              "tensors or buffers of one element type (or "
+                              "f32 with weights in bf16 pairs)";
   if (bufShape(getInput()).size() != 2 || bufShape(getWeightP()).size() != 3 ||
       bufShape(getOutput()).size() != 2 ||
       (getBias() && bufShape(getBias()).size() != 1))
@@ -944,17 +1029,35 @@ LogicalResult LinearKernelOp::verify() {
   if (ShapedType::isDynamic(w[0]) || ShapedType::isDynamic(w[1]) ||
       ShapedType::isDynamic(w[2]) || ShapedType::isDynamic(out[1]))
     return emitOpError() << "weight_p and the output columns must be static";
-  if (!dimsCompatible(in[1], w[1]))
+  if (pairs) {
+    if (failed(checkPairs(*this, w, in[1], out[1])))
+      return failure();
+  } else if (!dimsCompatible(in[1], w[1]))
     return emitOpError() << "input has " << dimStr(in[1])
                          << " columns but weight_p has " << dimStr(w[1])
                          << " rows per panel";
   if (!dimsCompatible(out[0], in[0]))
     return emitOpError() << "output must have " << dimStr(in[0]) << " rows";
-  if (out[1] > w[0] * w[2] || out[1] <= (w[0] - 1) * w[2])
+  if (!pairs && (out[1] > w[0] * w[2] || out[1] <= (w[0] - 1) * w[2]))
     return emitOpError() << "output has " << out[1] << " columns, which "
                          << w[0] << " panels of " << w[2] << " do not fit";
   if (getBias() && !dimsCompatible(bufShape(getBias())[0], out[1]))
     return emitOpError() << "bias must have " << out[1] << " elements";
+  // [M, N], or [..., N] with leading dimensions of M elements in all.
+  for (Value e : {getMul(), getResidual()}) {
+    if (!e)
+      continue;
+    auto es = bufShape(e);
+    int64_t rows = 1;
+    for (int64_t d : es.drop_back())
+      rows = ShapedType::isDynamic(d) || ShapedType::isDynamic(rows)
+                 ? ShapedType::kDynamic
+                 : rows * d;
+    if (es.size() < 2 || !dimsCompatible(rows, out[0]) ||
+        !dimsCompatible(es.back(), out[1]))
+      return emitOpError() << "mul and residual must have the output's "
+                              "shape, or its rows split in several dimensions";
+  }
   return success();
 }
 
@@ -966,6 +1069,8 @@ LogicalResult UnpackWeightOp::verify() {
   if (getType().isDynamicDim(0) || getPacked().getType().isDynamicDim(0) ||
       getPacked().getType().isDynamicDim(2))
     return emitOpError() << "needs static sizes";
+  if (isBf16Pairs(getPacked().getType(), getType().getElementType()))
+    return checkPairs(*this, p, r[1], r[0]);
   if (!dimsCompatible(p[1], r[1]))
     return emitOpError() << "K is " << dimStr(p[1]) << " packed but "
                          << dimStr(r[1]) << " unpacked";

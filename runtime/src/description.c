@@ -404,6 +404,14 @@ static tfm_status parse_abi(json_t *j, size_t i, const tfm_description *d,
     s = get_integer(j, what, "panel", 0, 0, INT32_MAX, &panel);
   if (s != TFM_OK)
     return s;
+  json_t *pairs = json_object_get(j, "bf16_pairs");
+  if (pairs && !json_is_boolean(pairs))
+    return tfm_fail(TFM_ERR_FORMAT, PREFIX "%s: 'bf16_pairs' must be a boolean",
+                    what);
+  if (json_is_true(pairs) && panel <= 0)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s packs '%s' in bf16 pairs without a panel", what,
+                    name);
   if (strcmp(d->params[index].name, name))
     return tfm_fail(TFM_ERR_FORMAT,
                     PREFIX "%s names '%s' but parameter %lld is '%s'", what,
@@ -414,6 +422,7 @@ static tfm_status parse_abi(json_t *j, size_t i, const tfm_description *d,
                     what, name);
   a->index = (size_t)index;
   a->panel = (int32_t)panel;
+  a->bf16_pairs = json_is_true(pairs);
   return TFM_OK;
 }
 

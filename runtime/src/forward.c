@@ -28,7 +28,8 @@
 /* Each block starts with this header, just below the pointer handed out. */
 typedef struct tfm_block {
   struct tfm_block *prev, *next; /* in the guard's list when tracked */
-  void *raw;                     /* what tfm_malloc returned */
+  void *raw;                     /* what tfm_pool_alloc returned */
+  size_t capacity;               /* and the size it gave */
   size_t tracked;                /* 1: in a guard's list */
 } tfm_block;
 
@@ -156,13 +157,15 @@ static void *block_alloc(uint64_t bytes, uint64_t alignment) {
       __builtin_add_overflow(bytes, alignment + sizeof(tfm_block), &total) ||
       total > SIZE_MAX)
     out_of_memory(bytes);
-  char *raw = tfm_malloc((size_t)total);
+  size_t capacity;
+  char *raw = tfm_pool_alloc((size_t)total, &capacity);
   if (!raw)
     out_of_memory(bytes);
   uintptr_t at = ((uintptr_t)raw + sizeof(tfm_block) + alignment - 1) &
                  ~(uintptr_t)(alignment - 1);
   tfm_block *b = (tfm_block *)(at - sizeof(tfm_block));
   b->raw = raw;
+  b->capacity = capacity;
   b->tracked = current_guard != NULL;
   if (b->tracked) {
     tfm_block *head = &current_guard->live;
@@ -194,7 +197,7 @@ void _mlir_memref_to_llvm_free(void *p) {
     b->prev->next = b->next;
     b->next->prev = b->prev;
   }
-  free(b->raw);
+  tfm_pool_free(b->raw, b->capacity);
 }
 
 /* The guard of this thread's forward call: static storage, so that what
@@ -215,7 +218,7 @@ int32_t tfm_forward_guarded(tfm_forward_body body, void *const *params,
   if (setjmp(guard.env)) {
     for (tfm_block *b = guard.live.next, *next; b != &guard.live; b = next) {
       next = b->next;
-      free(b->raw);
+      tfm_pool_free(b->raw, b->capacity);
     }
     current_guard = NULL;
     last_failed_bytes = guard.failed_bytes;

@@ -52,6 +52,22 @@ char *tfm_memdup(const char *s, size_t n);
 /* For tests: the allocation after `n` more successful ones fails (0: the
  * next one), on this thread only; a negative `n` turns this off. */
 void tfm_fail_allocation_after(long n);
+/* Whether the allocation being made now is the one tfm_fail_allocation_after
+ * makes fail (counts it as an allocation otherwise). */
+int tfm_allocation_injected_failure(void);
+
+/* Large blocks kept for the next forward pass (pool.c): the generated
+ * code's buffers and tensors' data. tfm_pool_alloc returns a block of at
+ * least `bytes` (malloc's alignment) and its real size in `capacity`, which
+ * tfm_pool_free must be given back. */
+#define TFM_POOL_MIN ((size_t)1 << 20)
+#define TFM_POOL_BYTES ((size_t)4 << 30)
+#define TFM_POOL_ENTRIES 256
+void *tfm_pool_alloc(size_t bytes, size_t *capacity);
+void tfm_pool_free(void *raw, size_t capacity);
+/* Frees every block the pool holds. */
+void tfm_pool_release(void);
+size_t tfm_pool_held_bytes(void);
 
 /*===- Conversions --------------------------------------------------------===*/
 
@@ -151,6 +167,9 @@ typedef struct tfm_param_desc {
 typedef struct tfm_abi_desc {
   size_t index;  /* into the parameters; one may be passed more than once */
   int32_t panel; /* 0: as stored; else packed [ceil(N/panel), K, panel] */
+  /* Packed in bf16 pairs of K: [ceil(N/panel), ceil(K/2), 2 panel] of
+   * bf16, element (n, k) at [n / panel][k / 2][2 (n % panel) + k % 2]. */
+  int32_t bf16_pairs;
 } tfm_abi_desc;
 
 /* An entry of "inputs" or "outputs". */

@@ -41,6 +41,8 @@ void tfm_model_destroy(tfm_model *m) {
   tfm_cuda_free_io(m);
   tfm_description_free(&m->desc);
   free(m);
+  /* The buffers its forward passes left for the next one. */
+  tfm_pool_release();
 }
 
 const char *tfm_model_name(const tfm_model *m) { return m->desc.name; }

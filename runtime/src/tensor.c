@@ -42,6 +42,8 @@ static int allocation_fails(void) {
   return alloc_countdown-- == 0;
 }
 
+int tfm_allocation_injected_failure(void) { return allocation_fails(); }
+
 void *tfm_malloc(size_t bytes) {
   return allocation_fails() ? NULL : malloc(bytes ? bytes : 1);
 }
@@ -165,6 +167,31 @@ int64_t tfm_tensor_numel(const tfm_tensor *t) {
   return n;
 }
 
+/* Tensor data comes from the pool (pool.c), so that outputs freed and
+ * allocated again for every forward pass keep their pages. Below the data,
+ * TFM_ALIGNMENT-aligned and with one more alignment unit past its end (as
+ * tfm_aligned_alloc), what tfm_tensor_free gives back to the pool. */
+typedef struct {
+  void *raw;
+  size_t capacity;
+} tensor_block;
+
+static void *tensor_data_alloc(size_t bytes) {
+  if (bytes > SIZE_MAX - 4 * TFM_ALIGNMENT)
+    return NULL;
+  size_t rounded = (bytes + TFM_ALIGNMENT - 1) / TFM_ALIGNMENT * TFM_ALIGNMENT;
+  size_t capacity;
+  char *raw = tfm_pool_alloc(rounded + 3 * TFM_ALIGNMENT, &capacity);
+  if (!raw)
+    return NULL;
+  uintptr_t at = ((uintptr_t)raw + sizeof(tensor_block) + TFM_ALIGNMENT - 1) &
+                 ~(uintptr_t)(TFM_ALIGNMENT - 1);
+  tensor_block *b = (tensor_block *)at - 1;
+  b->raw = raw;
+  b->capacity = capacity;
+  return (void *)at;
+}
+
 tfm_status tfm_tensor_alloc(tfm_tensor *t, tfm_dtype dtype, int32_t rank,
                             const int64_t *shape) {
   memset(t, 0, sizeof *t);
@@ -182,7 +209,7 @@ tfm_status tfm_tensor_alloc(tfm_tensor *t, tfm_dtype dtype, int32_t rank,
     n *= shape[i];
   }
   size_t bytes = (size_t)n * tfm_dtype_size(dtype);
-  t->data = tfm_aligned_alloc(bytes);
+  t->data = tensor_data_alloc(bytes);
   if (!t->data)
     return tfm_fail(TFM_ERR_MEMORY, "out of memory allocating %zu bytes",
                     bytes);
@@ -190,7 +217,10 @@ tfm_status tfm_tensor_alloc(tfm_tensor *t, tfm_dtype dtype, int32_t rank,
 }
 
 void tfm_tensor_free(tfm_tensor *t) {
-  free(t->data);
+  if (t->data) {
+    tensor_block *b = (tensor_block *)t->data - 1;
+    tfm_pool_free(b->raw, b->capacity);
+  }
   t->data = NULL;
 }
 

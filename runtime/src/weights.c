@@ -57,6 +57,9 @@ static int64_t param_numel(const tfm_param_desc *p) {
 int64_t tfm_weights_numel(const tfm_description *d, size_t i) {
   const tfm_param_desc *p = &d->params[d->abi[i].index];
   int32_t panel = d->abi[i].panel;
+  if (panel > 0 && p->rank == 2 && d->abi[i].bf16_pairs)
+    return (p->shape[0] + panel - 1) / panel * panel * 2 *
+           ((p->shape[1] + 1) / 2);
   if (panel > 0 && p->rank == 2)
     return (p->shape[0] + panel - 1) / panel * panel * p->shape[1];
   return param_numel(p);
@@ -136,6 +139,38 @@ static int shard_view_init(shard_view *v, const tfm_param_desc *p, int32_t rank,
                         : -1;
   }
   return 1;
+}
+
+/* The f32 panels `packed` ([P, K, panel], freed) in bf16 pairs of K, the
+ * operand order of vdpbf16ps: [P, ceil(K/2), 2 panel], element (n, k) at
+ * [n / panel][k / 2][2 (n % panel) + k % 2], rounded to nearest even; an
+ * odd K's last pair has a zero high half. Returned as float * for the
+ * weight table (bf16 data). */
+static float *to_bf16_pairs(float *packed, int64_t panels, int64_t k,
+                            int32_t panel) {
+  if (!packed)
+    return NULL;
+  int64_t k2 = (k + 1) / 2;
+  uint16_t *dst =
+      tfm_aligned_alloc((size_t)(panels * k2 * 2 * panel) * sizeof(uint16_t));
+  if (dst) {
+    for (int64_t p = 0; p < panels; ++p)
+      for (int64_t kk = 0; kk < 2 * k2; ++kk)
+        for (int64_t c = 0; c < panel; ++c) {
+          float x = kk < k ? packed[(p * k + kk) * panel + c] : 0.0f;
+          dst[(p * k2 + kk / 2) * 2 * panel + 2 * c + kk % 2] =
+              tfm_f32_to_bf16(x);
+        }
+  }
+  free(packed);
+  return (float *)dst;
+}
+
+/* The packed panels of parameter `p` ([N, K], this rank's block) in bf16
+ * pairs. */
+static float *pairs_of(float *packed, const tfm_param_desc *p, int32_t panel) {
+  return to_bf16_pairs(packed, (p->shape[0] + panel - 1) / panel, p->shape[1],
+                       panel);
 }
 
 /* Parameter `p` in a new f32 buffer, read from `src` (NULL for zeros) as its
@@ -498,6 +533,8 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
     size_t index = d->abi[i].index;
     w->host[i] = convert(bound[index], &d->params[index], d->abi[i].panel,
                          d->tp_rank, d->tensor_parallel);
+    if (d->abi[i].bf16_pairs)
+      w->host[i] = pairs_of(w->host[i], &d->params[index], d->abi[i].panel);
     release(bound[index]);
     if (!w->host[i]) {
       s = tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
@@ -594,6 +631,8 @@ tfm_status tfm_weights_synthesize(tfm_weights *w, const tfm_description *d,
       float *packed = convert(&plain, &canonical, d->abi[i].panel, 0, 1);
       free(values);
       values = packed;
+      if (d->abi[i].bf16_pairs)
+        values = pairs_of(values, p, d->abi[i].panel);
     }
     if (!values) {
       tfm_weights_clear(w);

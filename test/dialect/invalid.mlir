@@ -168,6 +168,38 @@ func.func @f20(%x: tensor<?x?x16xf32>, %w: tensor<16xf32>) {
 
 // -----
 
+func.func @f20a(%x: tensor<?x?x16xf32>, %w: tensor<4x16xf32>, %r: tensor<?x4xf32>) {
+  // expected-error @+1 {{'tfm.linear' op residual must have the result's type 'tensor<?x?x4xf32>', not 'tensor<?x4xf32>'}}
+  %y = tfm.linear %x, %w residual %r : (tensor<?x?x16xf32>, tensor<4x16xf32>, tensor<?x4xf32>) -> tensor<?x?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f20b(%x: tensor<?x?x16xf32>, %w: tensor<4x16xf32>) {
+  // expected-error @+1 {{'tfm.linear' op activation swiglu is gated: spell it with mul}}
+  %y = tfm.linear %x, %w {activation = #tfm.activation<swiglu>} : (tensor<?x?x16xf32>, tensor<4x16xf32>) -> tensor<?x?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f20c(%x: memref<?x16xf32>, %w: memref<1x16x32xf32>, %r: memref<?x8xf32>, %y: memref<?x32xf32>) {
+  // expected-error @+1 {{mul and residual must have the output's shape, or its rows split in several dimensions}}
+  tfm.linear_kernel ins(%x, %w : memref<?x16xf32>, memref<1x16x32xf32>) residual(%r : memref<?x8xf32>) outs(%y : memref<?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f20d(%x: memref<6x16xf32>, %w: memref<1x16x32xf32>, %r: memref<2x2x32xf32>, %y: memref<6x32xf32>) {
+  // expected-error @+1 {{mul and residual must have the output's shape, or its rows split in several dimensions}}
+  tfm.linear_kernel ins(%x, %w : memref<6x16xf32>, memref<1x16x32xf32>) mul(%r : memref<2x2x32xf32>) outs(%y : memref<6x32xf32>)
+  return
+}
+
+// -----
+
 func.func @f21(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %b16: tensor<16xf32>, %b8: tensor<8xf32>, %len: tensor<?xi32>) {
   // expected-error @+1 {{'tfm.multi_head_attention' op kv_heads (3) must divide heads (4)}}
   %y = tfm.multi_head_attention %x, %x weights(%wq, %wq, %wq, %wo)  {heads = 4 : i64, kv_heads = 3 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
@@ -848,7 +880,7 @@ func.func @f105() attributes {tfm.params = {name = "w", panel = 0 : i64}} {
 
 // -----
 
-// expected-error @below {{'func.func' op 'tfm.params' entry 1 must be {name = "<non-empty>", panel = <non-negative i64>}, got {name = "b"}}}
+// expected-error @below {{'func.func' op 'tfm.params' entry 1 must be {name = "<non-empty>", panel = <non-negative i64>}, with bf16_pairs where a panel is in bf16 pairs, got {name = "b"}}}
 func.func @f106() attributes {tfm.params = [{name = "w", panel = 0 : i64}, {name = "b"}]} {
   return
 }

@@ -198,3 +198,13 @@ func.func @tensor_parallel(%tokens: tensor<?x?xi32>, %table: tensor<50x16xf32>, 
   tfm.all_gather_kernel ins(%xm : memref<?x16xf32>) outs(%gm : memref<?x32xf32>)
   return %g : tensor<?x?x100xf32>
 }
+
+// Linears with an epilogue (tfm-fuse-epilogues) and their kernel forms.
+// CHECK-LABEL: func.func @epilogues
+func.func @epilogues(%x: tensor<?x?x16xf32>, %w: tensor<16x16xf32>, %m: tensor<?x?x16xf32>, %xm: memref<?x16xf32>, %wp: memref<1x16x32xf32>, %mm: memref<?x16xf32>, %rm: memref<?x?x16xf32>, %ym: memref<?x16xf32>) -> tensor<?x?x16xf32> {
+  // CHECK: tfm.linear %{{.*}}, %{{.*}} mul %{{.*}} residual %{{.*}} {activation = #tfm.activation<gelu>} : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  %l = tfm.linear %x, %w mul %m residual %x {activation = #tfm.activation<gelu>} : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  // CHECK: tfm.linear_kernel ins(%{{.*}}, %{{.*}} : memref<?x16xf32>, memref<1x16x32xf32>) mul(%{{.*}} : memref<?x16xf32>) residual(%{{.*}} : memref<?x?x16xf32>) outs(%{{.*}} : memref<?x16xf32>) {activation = #tfm.activation<silu>}
+  tfm.linear_kernel ins(%xm, %wp : memref<?x16xf32>, memref<1x16x32xf32>) mul(%mm : memref<?x16xf32>) residual(%rm : memref<?x?x16xf32>) outs(%ym : memref<?x16xf32>) {activation = #tfm.activation<silu>}
+  return %l : tensor<?x?x16xf32>
+}

@@ -93,7 +93,8 @@ driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
         continue;
       const AbiParam &p = (*resolved)[a.index];
       auto it = llvm::find_if(iface.params, [&](const AbiParam &f) {
-        return f.index == p.index && f.panel == p.panel;
+        return f.index == p.index && f.panel == p.panel &&
+               f.bf16Pairs == p.bf16Pairs;
       });
       if (it == iface.params.end())
         return emitError(extra.getLoc(), "internal: '")

@@ -452,8 +452,13 @@ LogicalResult Compilation::lower(const ModelSpec *spec, StringRef name,
   config.target = options.target;
   config.vectorWidth = host->vectorWidth;
   config.fuseAttention = options.fuseAttention;
+  config.fuseEpilogues = options.fuseEpilogues;
   llvm::json::Object targetFields;
   bool cuda = options.target == TargetKind::CUDA;
+  // A bf16 model keeps its linear weights in bf16 on a CPU that multiplies
+  // them (AVX512_BF16); elsewhere they are converted to f32 at load.
+  config.bf16Weights =
+      !cuda && spec && spec->dtype == DType::bf16 && host->bf16Dot;
   if (cuda) {
     config.chip = getGpuArchName(options.gpuArch).str();
     // With ptxas the kernels are embedded as a fatbin (cubin + PTX); without

@@ -23,6 +23,7 @@ void pipelines::buildCpuLinalgStage(OpPassManager &pm,
                                     const PipelineConfig &config) {
   TfmModelAbiOptions abi;
   abi.panelWidth = 2 * config.vectorWidth;
+  abi.bf16Pairs = config.bf16Weights;
   pm.addPass(createTfmModelAbi(abi));
   pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
   // arith on tensors (hand-written or imported graphs) becomes linalg too.
@@ -58,7 +59,8 @@ void pipelines::buildCpuLLVMStage(OpPassManager &pm, const PipelineConfig &) {
   addText(pm, "convert-scf-to-openmp, "
               "func.func(tfm-expand-math, tfm-expand-shape-to-cast), "
               "expand-strided-metadata, lower-affine, convert-scf-to-cf, "
-              "convert-vector-to-llvm, convert-math-to-llvm, "
+              "convert-vector-to-llvm{enable-x86vector}, "
+              "convert-math-to-llvm, "
               "convert-math-to-libm, "
               "finalize-memref-to-llvm{use-generic-functions=true}, "
               "convert-arith-to-llvm, convert-index-to-llvm, "

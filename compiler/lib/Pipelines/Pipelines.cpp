@@ -54,6 +54,9 @@ void pipelines::buildFusedStage(OpPassManager &pm,
                                 const PipelineConfig &config) {
   if (config.fuseAttention)
     pm.addNestedPass<func::FuncOp>(createTfmFuseAttention());
+  // The GPU GEMM applies epilogues too, but has not run them on a device.
+  if (config.fuseEpilogues && config.target == TargetKind::CPU)
+    pm.addNestedPass<func::FuncOp>(createTfmFuseEpilogues());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
@@ -87,6 +90,8 @@ PipelineConfig CpuPipelineOptions::getConfig() const {
   config.target = TargetKind::CPU;
   config.vectorWidth = vectorWidth;
   config.fuseAttention = fuseAttention;
+  config.fuseEpilogues = fuseEpilogues;
+  config.bf16Weights = bf16Weights;
   return config;
 }
 

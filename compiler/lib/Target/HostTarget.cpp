@@ -74,6 +74,7 @@ FailureOr<HostCpu> mlir::tfm::resolveHostCpu(StringRef name,
     t.features = llvm::join(list, ",");
     t.vectorWidth =
         feats.lookup("avx512f") ? 16 : (feats.lookup("avx") ? 8 : 4);
+    t.bf16Dot = t.vectorWidth == 16 && feats.lookup("avx512bf16");
   } else if (name == "x86-64-v4") {
     t.cpu = "x86-64-v4";
     t.vectorWidth = 16;
@@ -125,6 +126,7 @@ mlir::tfm::resolveAbiParams(const ParamTable &table, ArrayAttr abiParams,
     auto d = dyn_cast<DictionaryAttr>(a);
     auto name = d ? d.getAs<StringAttr>("name") : StringAttr();
     auto panel = d ? d.getAs<IntegerAttr>("panel") : IntegerAttr();
+    bool pairs = d && d.get("bf16_pairs");
     if (!name || !panel)
       return emitError(loc) << "malformed entry in the entry point's "
                                "parameter list: "
@@ -134,7 +136,7 @@ mlir::tfm::resolveAbiParams(const ParamTable &table, ArrayAttr abiParams,
       return emitError(loc)
              << "the entry point takes parameter '" << name.getValue()
              << "', which is not in the model's parameter table";
-    out.push_back({*index, panel.getInt()});
+    out.push_back({*index, panel.getInt(), pairs});
   }
   return out;
 }
@@ -145,10 +147,14 @@ std::string mlir::tfm::modelMetadata(const ModelSpec &spec,
                                      const llvm::json::Object &target) {
   llvm::json::Value v = spec.toJSON();
   llvm::json::Array abi;
-  for (const AbiParam &a : abiParams)
-    abi.push_back(llvm::json::Object{{"name", table[a.index].name},
-                                     {"index", int64_t(a.index)},
-                                     {"panel", a.panel}});
+  for (const AbiParam &a : abiParams) {
+    llvm::json::Object entry{{"name", table[a.index].name},
+                             {"index", int64_t(a.index)},
+                             {"panel", a.panel}};
+    if (a.bf16Pairs)
+      entry["bf16_pairs"] = true;
+    abi.push_back(std::move(entry));
+  }
   v.getAsObject()->insert({"abi_params", std::move(abi)});
   return serialize(std::move(*v.getAsObject()), target);
 }

@@ -42,7 +42,8 @@ void stage(ImplicitLocOpBuilder &b, Value tid, Value a, Value w, Value p,
   });
 }
 
-/// Adds the bias and stores element (row, col) when inside.
+/// Adds the bias, applies the rest of the epilogue and stores element
+/// (row, col) when inside.
 void epilogue(ImplicitLocOpBuilder &b, LinearKernelOp lin, Value row, Value col,
               Value v) {
   KB k{b};
@@ -53,6 +54,12 @@ void epilogue(ImplicitLocOpBuilder &b, LinearKernelOp lin, Value row, Value col,
   b.setInsertionPointToStart(ifOp.thenBlock());
   if (Value bias = lin.getBias())
     v = k.fadd(v, k.loadF32(bias, {col}));
+  if (auto act = lin.getActivation())
+    v = buildActivation(b, b.getLoc(), *act, v);
+  if (Value mul = lin.getMul())
+    v = arith::MulFOp::create(b, v, k.loadF32(mul, {row, col}));
+  if (Value residual = lin.getResidual())
+    v = k.fadd(v, k.loadF32(residual, {row, col}));
   k.storeAs(v, out, {row, col});
 }
 

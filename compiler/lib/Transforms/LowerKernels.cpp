@@ -10,6 +10,9 @@
 // OpenMP), so that M = 1 and a narrow N keep every core busy and a task's
 // panels stay in L2 for its rows. Rows past the last whole tile take
 // smaller tiles (4, 2, 1 rows); a partial last panel stores through masks.
+// The epilogue (activation, product with `mul`, sum with `residual`) is
+// applied to the accumulators before they are stored: no pass of its own
+// over the output.
 //
 // tfm.attention_kernel: FlashAttention-2 style on the CPU. Blocks of query
 // rows (as many as keep the output accumulators in registers) meet blocks of
@@ -44,6 +47,7 @@
 
 #include "RuntimeFunctions.h"
 
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -116,6 +120,72 @@ constexpr int64_t kGemmRowGroup = 128;
 /// successive tasks (the same panels, the next rows) reuse them.
 constexpr int64_t kGemmPanelGroup = 4;
 
+/// A [M, K] f32 in bf16 pairs of columns, rounded to nearest even: a new
+/// buffer [M, ceil(K / 2)] of i32, pair j of row i holding A[i, 2j] in its
+/// low half and A[i, 2j + 1] (0 past K) in its high half, the order in
+/// which vdpbf16ps multiplies them with a weight's pair. Rows in parallel,
+/// 32 columns a vector (vcvtneps2bf16), the rest one pair at a time.
+Value packPairs(OpBuilder &b, Location loc, Value a, Value m, int64_t k) {
+  int64_t k2 = (k + 1) / 2, chunks = k / 32;
+  auto i32 = b.getI32Type();
+  auto buf = memref::AllocOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic, k2}, i32), ValueRange{m},
+      b.getI64IntegerAttr(64));
+  auto f32V = VectorType::get({32}, b.getF32Type());
+  auto bf16V = VectorType::get({32}, b.getBF16Type());
+  auto i32V = VectorType::get({16}, i32);
+  Value c0 = cIdx(b, loc, 0), c1 = cIdx(b, loc, 1);
+  auto par = scf::ParallelOp::create(
+      b, loc, ValueRange{c0}, ValueRange{m}, ValueRange{c1},
+      [&](OpBuilder &pb, Location pl, ValueRange ivs) {
+        Value row = ivs[0];
+        forRange(
+            pb, pl, c0, cIdx(pb, pl, chunks), c1,
+            [&](OpBuilder &fb, Location fl, Value j) {
+              Value col = arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 32));
+              Value v =
+                  vector::LoadOp::create(fb, fl, f32V, a, ValueRange{row, col});
+              Value h = arith::TruncFOp::create(fb, fl, bf16V, v);
+              Value w = vector::BitCastOp::create(fb, fl, i32V, h);
+              Value at = arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 16));
+              vector::StoreOp::create(fb, fl, w, buf, ValueRange{row, at});
+            });
+        auto half = [&](OpBuilder &fb, Location fl, Value x) {
+          Value h = arith::TruncFOp::create(fb, fl, fb.getBF16Type(), x);
+          Value bits = arith::BitcastOp::create(fb, fl, fb.getI16Type(), h);
+          return arith::ExtUIOp::create(fb, fl, i32, bits);
+        };
+        forRange(
+            pb, pl, cIdx(pb, pl, chunks * 16), cIdx(pb, pl, k2), c1,
+            [&](OpBuilder &fb, Location fl, Value j) {
+              Value col = arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 2));
+              Value lo =
+                  half(fb, fl,
+                       memref::LoadOp::create(fb, fl, a, ValueRange{row, col}));
+              Value hi =
+                  arith::ConstantOp::create(fb, fl, fb.getI32IntegerAttr(0));
+              Value next = arith::AddIOp::create(fb, fl, col, c1);
+              Value inside = arith::CmpIOp::create(
+                  fb, fl, arith::CmpIPredicate::ult, next, cIdx(fb, fl, k));
+              // Past an odd K the high half is zero.
+              Value safe = arith::SelectOp::create(fb, fl, inside, next, col);
+              Value x = half(
+                  fb, fl,
+                  memref::LoadOp::create(fb, fl, a, ValueRange{row, safe}));
+              hi = arith::SelectOp::create(fb, fl, inside, x, hi);
+              hi = arith::ShLIOp::create(
+                  fb, fl, hi,
+                  arith::ConstantOp::create(fb, fl, fb.getI32IntegerAttr(16)));
+              memref::StoreOp::create(fb, fl,
+                                      arith::OrIOp::create(fb, fl, lo, hi), buf,
+                                      ValueRange{row, j});
+            });
+        scf::ReduceOp::create(pb, pl);
+      });
+  markKeepParallel(par);
+  return buf;
+}
+
 struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
   LowerLinearKernel(MLIRContext *ctx, int64_t vl)
       : OpRewritePattern(ctx), vl(vl) {}
@@ -129,8 +199,13 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
     Value a = op.getInput(), wp = op.getWeightP(), bias = op.getBias(),
           out = op.getOutput();
     auto wType = cast<MemRefType>(wp.getType());
+    // bf16 weights in pairs of K ([P, K / 2, 2 W]): vdpbf16ps multiplies
+    // a pair of A's columns, rounded to bf16, by the pair of each column.
+    bool pairs = wType.getElementType().isBF16();
+    if (pairs && vl != 16)
+      return b.notifyMatchFailure(op, "bf16 weights need AVX-512 vectors");
     int64_t panels = wType.getDimSize(0), k = wType.getDimSize(1),
-            panel = wType.getDimSize(2);
+            panel = pairs ? wType.getDimSize(2) / 2 : wType.getDimSize(2);
     int64_t n = cast<MemRefType>(out.getType()).getDimSize(1);
     if (panel % vl != 0)
       return b.notifyMatchFailure(op, "panel width is not whole vectors");
@@ -143,6 +218,28 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
     Value c0 = cIdx(b, loc, 0), c1 = cIdx(b, loc, 1);
     Value zeroV = arith::ConstantOp::create(
         b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(0.0)));
+    auto pairT = VectorType::get({2 * vl}, b.getBF16Type());
+    auto pairIntT = VectorType::get({vl}, b.getI32Type());
+    // With bf16 weights, A in bf16 pairs first: [M, K / 2] of i32.
+    Value aPairs;
+    if (pairs)
+      aPairs =
+          packPairs(b, loc, a, m, cast<MemRefType>(a.getType()).getDimSize(1));
+
+    // The indices of row `row` in an epilogue operand [..., N] (its
+    // leading dimensions are the rows, split).
+    auto epilogueIndices = [&](OpBuilder &nb, Location l, Value from,
+                               Value row) {
+      int64_t rank = cast<MemRefType>(from.getType()).getRank();
+      SmallVector<Value> idx(rank - 1);
+      for (int64_t i = rank - 2; i > 0; --i) {
+        Value d = dim(nb, l, from, i);
+        idx[i] = arith::RemUIOp::create(nb, l, row, d);
+        row = arith::DivUIOp::create(nb, l, row, d);
+      }
+      idx[0] = row;
+      return idx;
+    };
 
     // The register tile: rows [m0, m0 + rows) of panel `p` (columns
     // n0 = p * panel ...) over all of K; `masks` (or empty) limit a partial
@@ -150,10 +247,11 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
     auto microKernel = [&](OpBuilder &nb, Location l, Value m0, int64_t rows,
                            Value p, ArrayRef<Value> masks) {
       Value n0 = arith::MulIOp::create(nb, l, p, cIdx(nb, l, panel));
-      SmallVector<Value> colIdx, laneIdx, rowIdx;
+      SmallVector<Value> colIdx, laneIdx, pairIdx, rowIdx;
       for (int64_t c = 0; c < kCols; ++c) {
         colIdx.push_back(arith::AddIOp::create(nb, l, n0, cIdx(nb, l, c * vl)));
         laneIdx.push_back(cIdx(nb, l, c * vl));
+        pairIdx.push_back(cIdx(nb, l, 2 * c * vl));
       }
       for (int64_t r = 0; r < rows; ++r)
         rowIdx.push_back(arith::AddIOp::create(nb, l, m0, cIdx(nb, l, r)));
@@ -178,9 +276,21 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
             SmallVector<Value> w;
             for (int64_t c = 0; c < kCols; ++c)
               w.push_back(vector::LoadOp::create(
-                  bb, ll, vt, wp, ValueRange{p, kk, laneIdx[c]}));
+                  bb, ll, pairs ? pairT : vt, wp,
+                  ValueRange{p, kk, pairs ? pairIdx[c] : laneIdx[c]}));
             SmallVector<Value> next;
             for (int64_t r = 0; r < rows; ++r) {
+              if (pairs) {
+                Value s = memref::LoadOp::create(bb, ll, aPairs,
+                                                 ValueRange{rowIdx[r], kk});
+                Value sv = vector::BitCastOp::create(
+                    bb, ll, pairT,
+                    vector::BroadcastOp::create(bb, ll, pairIntT, s));
+                for (int64_t c = 0; c < kCols; ++c)
+                  next.push_back(x86vector::DotBF16Op::create(
+                      bb, ll, acc[r * kCols + c], sv, w[c]));
+                continue;
+              }
               Value s =
                   memref::LoadOp::create(bb, ll, a, ValueRange{rowIdx[r], kk});
               Value sv = vector::BroadcastOp::create(bb, ll, vt, s);
@@ -194,6 +304,21 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
         for (int64_t c = 0; c < kCols; ++c) {
           Value v = loop.getResult(r * kCols + c);
           SmallVector<Value, 2> idx{rowIdx[r], colIdx[c]};
+          // The epilogue, on the registers before they are stored.
+          auto load = [&](Value from) -> Value {
+            SmallVector<Value> at = epilogueIndices(nb, l, from, rowIdx[r]);
+            at.push_back(colIdx[c]);
+            if (masks.empty())
+              return vector::LoadOp::create(nb, l, vt, from, at);
+            return vector::MaskedLoadOp::create(nb, l, vt, from, at, masks[c],
+                                                zeroV);
+          };
+          if (auto act = op.getActivation())
+            v = buildActivation(nb, l, *act, v);
+          if (Value mul = op.getMul())
+            v = arith::MulFOp::create(nb, l, v, load(mul));
+          if (Value residual = op.getResidual())
+            v = arith::AddFOp::create(nb, l, v, load(residual));
           if (masks.empty())
             vector::StoreOp::create(nb, l, v, out, idx);
           else
@@ -283,6 +408,8 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
       task(b, loc, c0, m, cIdx(b, loc, fullPanels), cIdx(b, loc, panels),
            masks);
     }
+    if (aPairs)
+      memref::DeallocOp::create(b, loc, aPairs);
     b.eraseOp(op);
     return success();
   }
@@ -1199,12 +1326,25 @@ struct TfmLowerKernelsPass
   using TfmLowerKernelsBase::TfmLowerKernelsBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    // The CPU kernels compute in f32 (f16 and bf16 kernels are the GPU's).
-    WalkResult types = getOperation().walk([](Operation *op) {
+    // The CPU kernels compute in f32 (f16 and bf16 kernels are the GPU's),
+    // the linear's weight in bf16 pairs aside.
+    WalkResult types = getOperation().walk([&](Operation *op) {
       if (!isa<LinearKernelOp, AttentionKernelOp>(op))
         return WalkResult::advance();
-      for (Type t : op->getOperandTypes()) {
-        Type elt = cast<ShapedType>(t).getElementType();
+      auto lin = dyn_cast<LinearKernelOp>(op);
+      for (Value v : op->getOperands()) {
+        Type elt = cast<ShapedType>(v.getType()).getElementType();
+        if (lin && v == lin.getWeightP() && elt.isBF16() &&
+            cast<ShapedType>(lin.getInput().getType())
+                .getElementType()
+                .isF32()) {
+          if (vectorWidth != 16) {
+            op->emitOpError() << "multiplies weights in bf16 pairs, which "
+                                 "needs AVX-512 (AVX512_BF16)";
+            return WalkResult::interrupt();
+          }
+          continue;
+        }
         if (isa<FloatType>(elt) && !elt.isF32()) {
           op->emitOpError() << "computes in " << elt
                             << ", which the CPU kernels do not support (they "
@@ -1219,7 +1359,8 @@ struct TfmLowerKernelsPass
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, func::FuncDialect,
                            math::MathDialect, memref::MemRefDialect,
-                           scf::SCFDialect, vector::VectorDialect>();
+                           scf::SCFDialect, vector::VectorDialect,
+                           x86vector::X86VectorDialect>();
     target.addIllegalOp<LinearKernelOp, AttentionKernelOp, AllReduceKernelOp,
                         AllGatherKernelOp, TpRankOp>();
     target.addDynamicallyLegalOp<memref::CopyOp>(isContiguousCopy);

@@ -46,7 +46,8 @@ bool wantsPacked(OpOperand &use) {
   return false;
 }
 
-LogicalResult rewriteFunction(func::FuncOp func, int64_t panel) {
+LogicalResult rewriteFunction(func::FuncOp func, int64_t panel,
+                              bool bf16Pairs) {
   FunctionType type = func.getFunctionType();
   if (type.getNumResults() < 1)
     return func.emitError("tfm-model-abi expects a model function with a "
@@ -109,24 +110,33 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel) {
       if (it != params.end())
         return it->second;
       SmallVector<int64_t> shape(pt.getShape());
-      if (packed)
+      Type elt = pt.getElementType();
+      bool pairs = packed && bf16Pairs;
+      if (pairs) {
+        shape = {(pt.getDimSize(0) + panel - 1) / panel,
+                 (pt.getDimSize(1) + 1) / 2, 2 * panel};
+        elt = b.getBF16Type();
+      } else if (packed) {
         shape = {(pt.getDimSize(0) + panel - 1) / panel, pt.getDimSize(1),
                  panel};
-      auto mt = MemRefType::get(shape, pt.getElementType());
+      }
+      auto mt = MemRefType::get(shape, elt);
       newInputs.push_back(mt);
       Value arg = entry.addArgument(mt, p.getLoc());
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(&entry);
       Value t = bufferization::ToTensorOp::create(
-          b, p.getLoc(), RankedTensorType::get(shape, pt.getElementType()), arg,
+          b, p.getLoc(), RankedTensorType::get(shape, elt), arg,
           /*restrict=*/true, /*writable=*/false);
       if (packed)
         t = UnpackWeightOp::create(b, p.getLoc(), pt, t);
       params[key] = t;
-      table.push_back(DictionaryAttr::get(
-          ctx,
-          {b.getNamedAttr("name", p.getNameAttr()),
-           b.getNamedAttr("panel", b.getI64IntegerAttr(packed ? panel : 0))}));
+      SmallVector<NamedAttribute> entry{
+          b.getNamedAttr("name", p.getNameAttr()),
+          b.getNamedAttr("panel", b.getI64IntegerAttr(packed ? panel : 0))};
+      if (pairs)
+        entry.push_back(b.getNamedAttr("bf16_pairs", b.getUnitAttr()));
+      table.push_back(DictionaryAttr::get(ctx, entry));
       return t;
     };
     for (OpOperand &use : llvm::make_early_inc_range(p->getUses())) {
@@ -168,7 +178,7 @@ struct TfmModelAbiPass : mlir::tfm::impl::TfmModelAbiBase<TfmModelAbiPass> {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || params.isAttrPresent(func))
         continue;
-      if (failed(rewriteFunction(func, panelWidth)))
+      if (failed(rewriteFunction(func, panelWidth, bf16Pairs)))
         return signalPassFailure();
     }
   }

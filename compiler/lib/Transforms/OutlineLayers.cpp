@@ -164,6 +164,20 @@ void Outliner::run() {
   // view of the encoder's output that cross-attention reads, a zero-filled
   // accumulator) into the first layer that has them. Give each layer its
   // own copy again, so that the first layer looks like the others.
+  //
+  // A cheap op over what its own layer computed (the expand_shape of a
+  // linear's matrix that is the layer's output) stays where it is: a copy
+  // in the next layer would make that layer read the matrix, and the first
+  // layer, which reads the embedding, would look unlike the others.
+  std::function<bool(Operation *)> viewsLayerResult = [&](Operation *def) {
+    StringRef layer = tags.lookup(def);
+    return llvm::any_of(def->getOperands(), [&](Value operand) {
+      Operation *src = operand.getDefiningOp();
+      if (!src || tags.lookup(src) != layer)
+        return false;
+      return !isCheap(src) || viewsLayerResult(src);
+    });
+  };
   llvm::DenseMap<std::pair<Operation *, const char *>, Operation *> copies;
   std::function<Value(Value, StringRef, Operation *)> localize =
       [&](Value v, StringRef layer, Operation *user) -> Value {
@@ -171,7 +185,8 @@ void Outliner::run() {
     if (!def)
       return v;
     auto it = tags.find(def);
-    if (it == tags.end() || it->second == layer || !isCheap(def))
+    if (it == tags.end() || it->second == layer || !isCheap(def) ||
+        viewsLayerResult(def))
       return v;
     // No reference into `copies` is held across the recursive call below,
     // which inserts into it (a rehash would leave the reference dangling).

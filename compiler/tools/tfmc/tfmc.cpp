@@ -116,6 +116,11 @@ cl::opt<bool> noAttentionFusion(
     cl::desc("Do not fuse attention: run it as primitive matmul, mask and "
              "softmax ops (for comparison and debugging)"),
     cl::init(false), cl::cat(compileCategory));
+cl::opt<bool> noEpilogueFusion(
+    "no-epilogue-fusion",
+    cl::desc("Do not fold activations, gated products and residual adds "
+             "into the linear that produces them (CPU; for comparison)"),
+    cl::init(false), cl::cat(compileCategory));
 cl::opt<int64_t> tensorParallel(
     "tensor-parallel",
     cl::desc("Split the model over N processes started by mpirun (heads, FFN "
@@ -181,6 +186,7 @@ FailureOr<CompileOptions> readOptions(MLIRContext &ctx) {
   if (dtype.getNumOccurrences())
     options.gpuDType = dtype;
   options.fuseAttention = !noAttentionFusion;
+  options.fuseEpilogues = !noEpilogueFusion;
   options.modelName = modelName;
   options.tensorParallel = tensorParallel;
   if (progress != cl::BOU_UNSET)

@@ -449,6 +449,88 @@ TEST(Forward, AFailedAllocationIsAStatusNotACrash) {
   _mlir_memref_to_llvm_free(nullptr);
 }
 
+extern "C" {
+void *tfm_pool_alloc(size_t bytes, size_t *capacity);
+void tfm_pool_free(void *raw, size_t capacity);
+void tfm_pool_release(void);
+size_t tfm_pool_held_bytes(void);
+}
+
+/// A large block freed by one forward pass is handed to the next that asks
+/// for about its size (no page faults for the same buffers every pass);
+/// small blocks, and requests much smaller than what the pool holds, go to
+/// malloc.
+TEST(Pool, ReusesLargeBlocksOfAboutTheSameSize) {
+  tfm_pool_release();
+  const size_t mb = size_t(1) << 20;
+  size_t cap = 0;
+  void *a = tfm_pool_alloc(4 * mb, &cap);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(cap, 4 * mb);
+  tfm_pool_free(a, cap);
+  EXPECT_EQ(tfm_pool_held_bytes(), 4 * mb);
+  size_t cap2 = 0;
+  void *b = tfm_pool_alloc(4 * mb - 100, &cap2); // fits, wastes little
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(cap2, 4 * mb);
+  EXPECT_EQ(tfm_pool_held_bytes(), 0u);
+  tfm_pool_free(b, cap2);
+  size_t cap3 = 0;
+  void *c = tfm_pool_alloc(2 * mb, &cap3); // would waste half: a new block
+  EXPECT_NE(c, a);
+  EXPECT_EQ(cap3, 2 * mb);
+  size_t cap4 = 0;
+  void *d = tfm_pool_alloc(5 * mb, &cap4); // too large for what is held
+  EXPECT_NE(d, a);
+  tfm_pool_free(c, cap3);
+  tfm_pool_free(d, cap4);
+  EXPECT_EQ(tfm_pool_held_bytes(), 11 * mb);
+  void *small = tfm_pool_alloc(1000, &cap);
+  tfm_pool_free(small, cap); // freed, not held
+  EXPECT_EQ(tfm_pool_held_bytes(), 11 * mb);
+  tfm_pool_release();
+  EXPECT_EQ(tfm_pool_held_bytes(), 0u);
+}
+
+/// The pool keeps at most 256 blocks, dropping the oldest first.
+TEST(Pool, HoldsABoundedNumberOfBlocks) {
+  tfm_pool_release();
+  const size_t mb = size_t(1) << 20;
+  std::vector<std::pair<void *, size_t>> blocks;
+  for (int i = 0; i < 300; ++i) {
+    size_t cap = 0;
+    void *p = tfm_pool_alloc(mb, &cap);
+    ASSERT_NE(p, nullptr);
+    blocks.push_back({p, cap});
+  }
+  for (auto &[p, cap] : blocks)
+    tfm_pool_free(p, cap);
+  EXPECT_EQ(tfm_pool_held_bytes(), 256 * mb);
+  tfm_pool_release();
+}
+
+/// Allocation failures injected for tests reach pooled blocks too, and a
+/// tensor's data is reused through the pool, aligned, after it is freed.
+TEST(Pool, TensorsUseThePoolAndInjectedFailuresStillFail) {
+  tfm_pool_release();
+  tfm_tensor t{};
+  int64_t shape[2] = {1024, 1024};
+  ASSERT_EQ(tfm_tensor_alloc(&t, TFM_F32, 2, shape), TFM_OK);
+  void *first = t.data;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+  tfm_tensor_free(&t);
+  EXPECT_EQ(t.data, nullptr);
+  EXPECT_GE(tfm_pool_held_bytes(), size_t(4) << 20);
+  ASSERT_EQ(tfm_tensor_alloc(&t, TFM_F32, 2, shape), TFM_OK);
+  EXPECT_EQ(t.data, first);
+  tfm_tensor_free(&t);
+  tfm_fail_allocation_after(0);
+  EXPECT_EQ(tfm_tensor_alloc(&t, TFM_F32, 2, shape), TFM_ERR_MEMORY);
+  tfm_fail_allocation_after(-1);
+  tfm_tensor_free(&t); // data is NULL: nothing to do
+  tfm_pool_release();
+}
+
 TEST(Model, RejectsBadDescription) {
   tfm_model *m = nullptr;
   EXPECT_EQ(tfm_model_create("{not json", nullptr, &m), TFM_ERR_FORMAT);

@@ -62,6 +62,7 @@ struct CompileOptions {
   /// The GPU's compute precision when it overrides the model's dtype.
   std::optional<DType> gpuDType;
   bool fuseAttention = true;
+  bool fuseEpilogues = true;
   /// Which model of a file with several.
   std::string modelName;
   /// `--tensor-parallel N`: the model split over N processes (1: none).

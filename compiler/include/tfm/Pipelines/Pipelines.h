@@ -53,6 +53,12 @@ struct PipelineConfig {
   std::string toolkit = "/usr/local/cuda";
   /// Off: attention runs as the primitive matmul / mask / softmax ops.
   bool fuseAttention = true;
+  /// CPU: run tfm-fuse-epilogues (off: activations, gated products and
+  /// residual adds run as passes of their own).
+  bool fuseEpilogues = true;
+  /// CPU: linear weights in bf16 panels, multiplied with vdpbf16ps (a bf16
+  /// model on a CPU with AVX512_BF16).
+  bool bf16Weights = false;
 };
 
 /// Adds the stages `first` to `last` (inclusive, both in `Primitive` ..
@@ -71,6 +77,16 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("Run tfm-fuse-attention (off: attention runs as the "
                      "primitive matmul / mask / softmax ops)"),
       llvm::cl::init(true)};
+  Option<bool> fuseEpilogues{
+      *this, "fuse-epilogues",
+      llvm::cl::desc("Run tfm-fuse-epilogues (off: activations, gated "
+                     "products and residual adds are ops of their own)"),
+      llvm::cl::init(true)};
+  Option<bool> bf16Weights{
+      *this, "bf16-weights",
+      llvm::cl::desc("Linear weights in bf16, multiplied with vdpbf16ps "
+                     "(needs AVX512_BF16)"),
+      llvm::cl::init(false)};
   PipelineConfig getConfig() const;
 };
 

@@ -35,6 +35,8 @@ struct HostCpu {
   std::string cpu;
   std::string features;
   int64_t vectorWidth = 16;
+  /// AVX512_BF16 (vdpbf16ps): bf16 weights multiply in hardware.
+  bool bf16Dot = false;
 };
 FailureOr<HostCpu> resolveHostCpu(StringRef name, std::string &error);
 
@@ -68,6 +70,10 @@ LogicalResult addEntryPoints(llvm::Module &module, StringRef name,
 struct AbiParam {
   unsigned index;
   int64_t panel;
+  /// Panels of bf16 in pairs of K: [ceil(out / panel), ceil(in / 2),
+  /// 2 * panel], element (n, k) at [n / panel][k / 2][2 (n % panel) + k % 2]
+  /// (the operand order of vdpbf16ps).
+  bool bf16Pairs = false;
 };
 
 /// Maps the entry point's `tfm.params` list (written by the ABI pass) onto

@@ -32,6 +32,22 @@ def TfmFuseAttention : Pass<"tfm-fuse-attention", "func::FuncOp"> {
   let dependentDialects = ["::mlir::tfm::TfmDialect"];
 }
 
+def TfmFuseEpilogues : Pass<"tfm-fuse-epilogues", "func::FuncOp"> {
+  let summary = "Fold activations, gated products and residual adds into "
+                "the linear that produces them";
+  let description = [{
+    `tfm.activation` of a `tfm.linear`, then `tfm.mul` and `tfm.add` with
+    one, become that linear's epilogue (`activation`, `mul`, `residual`)
+    when the linear has no other use: act(x W^T + b) * m + r in one op, which
+    the matmul kernels apply to their registers before they store them, so
+    that the activation, the gated FFN's product and the residual
+    connection cost no pass over memory of their own. An epilogue is
+    applied in that order, so an op that would have to come before one the
+    linear already has (an activation after a product) is not folded.
+  }];
+  let dependentDialects = ["::mlir::tfm::TfmDialect"];
+}
+
 def TfmModelAbi : Pass<"tfm-model-abi", "ModuleOp"> {
   let summary = "Give the model function its destination-passing C ABI";
   let description = [{
@@ -42,10 +58,17 @@ def TfmModelAbi : Pass<"tfm-model-abi", "ModuleOp"> {
     zero-padded; see tfm.unpack_weight) so that the matmul kernel streams
     each panel contiguously. The `tfm.params` attribute on the function
     lists (name, panel) pairs for the runtime (panel 0: as stored).
+
+    With `bf16-pairs`, packed weights are bf16 in pairs of K, the operand
+    order of AVX512_BF16's vdpbf16ps: [ceil(out / W), ceil(in / 2), 2 W],
+    element (n, k) at [n / W][k / 2][2 (n % W) + k % 2]; their
+    `tfm.params` entries say `bf16_pairs`.
   }];
   let options = [
     Option<"panelWidth", "panel-width", "int64_t", /*default=*/"32",
-           "output columns per packed weight panel (2 vector registers)">
+           "output columns per packed weight panel (2 vector registers)">,
+    Option<"bf16Pairs", "bf16-pairs", "bool", /*default=*/"false",
+           "pack linear weights as bf16 in pairs of K (vdpbf16ps)">
   ];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::memref::MemRefDialect",
@@ -90,6 +113,7 @@ def TfmLowerKernels : Pass<"tfm-lower-kernels", "ModuleOp"> {
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
+                           "::mlir::x86vector::X86VectorDialect",
                            "::mlir::tfm::TfmDialect"];
 }
 

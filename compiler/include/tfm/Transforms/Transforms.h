@@ -22,6 +22,9 @@ void populateDecomposePatterns(RewritePatternSet &patterns);
 
 /// softmax(Q K^T s + M) V spellings to tfm.attention (tfm-fuse-attention).
 void populateFuseAttentionPatterns(RewritePatternSet &patterns);
+/// tfm-fuse-epilogues: activations, products and residual adds into the
+/// tfm.linear that produces them.
+void populateFuseEpiloguesPatterns(RewritePatternSet &patterns);
 
 /// Buffer-level kernel ops to vector loop nests (tfm-lower-kernels):
 /// `vectorWidth` f32 lanes per vector register. The attention decode kernel

@@ -60,49 +60,6 @@ struct LowerScale : OpConversionPattern<ScaleOp> {
   }
 };
 
-/// The scalar activation function `kind` of `x`.
-Value activation(OpBuilder &b, Location l, Activation kind, Value x) {
-  Type t = x.getType();
-  auto c = [&](double v) { return constF(b, l, t, v); };
-  switch (kind) {
-  case Activation::relu:
-    return arith::MaximumFOp::create(b, l, x, c(0.0));
-  case Activation::gelu:
-  case Activation::geglu: {
-    Value e =
-        math::ErfOp::create(b, l, arith::MulFOp::create(b, l, x, c(M_SQRT1_2)));
-    return arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, c(0.5)),
-                                 arith::AddFOp::create(b, l, e, c(1.0)));
-  }
-  case Activation::gelu_tanh:
-  case Activation::geglu_tanh: {
-    Value x3 =
-        arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, x), x);
-    Value inner = arith::MulFOp::create(
-        b, l, c(0.7978845608028654),
-        arith::AddFOp::create(b, l, x,
-                              arith::MulFOp::create(b, l, x3, c(0.044715))));
-    Value th = math::TanhOp::create(b, l, inner);
-    return arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, c(0.5)),
-                                 arith::AddFOp::create(b, l, th, c(1.0)));
-  }
-  case Activation::silu:
-  case Activation::swiglu: {
-    Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
-    return arith::DivFOp::create(b, l, x,
-                                 arith::AddFOp::create(b, l, e, c(1.0)));
-  }
-  case Activation::quick_gelu: {
-    // x * sigmoid(1.702 x), as CLIP.
-    Value e =
-        math::ExpOp::create(b, l, arith::MulFOp::create(b, l, x, c(-1.702)));
-    return arith::DivFOp::create(b, l, x,
-                                 arith::AddFOp::create(b, l, e, c(1.0)));
-  }
-  }
-  return x;
-}
-
 struct LowerActivation : OpConversionPattern<ActivationOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ActivationOp op, OpAdaptor adaptor,
@@ -110,7 +67,7 @@ struct LowerActivation : OpConversionPattern<ActivationOp> {
     Activation kind = op.getKind();
     b.replaceOp(op, elementwise(b, op.getLoc(), ValueRange{adaptor.getInput()},
                                 [&](OpBuilder &nb, Location l, ValueRange a) {
-                                  return activation(nb, l, kind, a[0]);
+                                  return buildActivation(nb, l, kind, a[0]);
                                 }));
     return success();
   }

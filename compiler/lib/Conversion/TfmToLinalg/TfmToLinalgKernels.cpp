@@ -50,29 +50,53 @@ Value withLeadingDimsOf(OpBuilder &b, Location loc, Value m, Value like,
     return m;
   SmallVector<int64_t> shape(lt.getShape());
   shape.back() = n;
+  // The sizes `like` was expanded to, when it was: a chain of linears with
+  // residuals (one a layer) then keeps the sizes of the first, rather than
+  // reading each from the one before (tensor.dim does not fold through
+  // expand_shape's dynamic groups).
+  auto expand = like.getDefiningOp<tensor::ExpandShapeOp>();
   SmallVector<OpFoldResult> outShape;
   for (int64_t i = 0; i < rank - 1; ++i)
-    outShape.push_back(lt.isDynamicDim(i) ? OpFoldResult(dimOf(b, loc, like, i))
-                                          : b.getIndexAttr(lt.getDimSize(i)));
+    outShape.push_back(!lt.isDynamicDim(i)
+                           ? OpFoldResult(b.getIndexAttr(lt.getDimSize(i)))
+                       : expand ? expand.getMixedOutputShape()[i]
+                                : OpFoldResult(dimOf(b, loc, like, i)));
   outShape.push_back(b.getIndexAttr(n));
   return tensor::ExpandShapeOp::create(
       b, loc, RankedTensorType::get(shape, lt.getElementType()), m,
       rowsAndColumns(rank), outShape);
 }
 
+/// The epilogue of a linear (tfm.linear's `activation`, `mul`, `residual`;
+/// the last two of the result's shape [..., N]).
+struct Epilogue {
+  ActivationAttr activation;
+  Value mul, residual;
+};
+
 /// Emits x[..., K] times the weight (packed as [P, K, W] in `weightP`, with
-/// `n` real columns) plus bias, through tfm.linear_kernel.
+/// `n` real columns) plus bias, then the epilogue, through
+/// tfm.linear_kernel.
 Value emitLinear(OpBuilder &b, Location loc, Value x, Value weightP, int64_t n,
-                 Value bias) {
+                 Value bias, const Epilogue &epilogue = {}) {
   Value x2 = asMatrix(b, loc, x);
   auto x2t = tensorType(x2);
   auto outType =
       RankedTensorType::get({x2t.getDimSize(0), n}, x2t.getElementType());
   Value init = emptyTensor(b, loc, outType, {{x2, 0}, {x2, 1}});
-  Value res = LinearKernelOp::create(b, loc, TypeRange{outType}, x2, weightP,
-                                     bias, init)
-                  .getResult()[0];
-  return withLeadingDimsOf(b, loc, res, x, n);
+  // The residual keeps its shape: collapsed, it would fold into the matrix
+  // of the linear before it, which tfm-outline-layers would then see cross
+  // from one layer to the next instead of the residual stream.
+  Value mul = epilogue.mul ? asMatrix(b, loc, epilogue.mul) : Value();
+  Value res =
+      LinearKernelOp::create(b, loc, TypeRange{outType}, x2, weightP, bias, mul,
+                             epilogue.residual, init, epilogue.activation)
+          .getResult()[0];
+  // The sizes of a residual stream, rather than the input's: a layer's
+  // output then has the sizes of the model's input, as the layers outlined
+  // into one function need (tfm-outline-layers).
+  return withLeadingDimsOf(b, loc, res,
+                           epilogue.residual ? epilogue.residual : x, n);
 }
 
 /// Panel width of weights packed here (a weight that does not come packed
@@ -116,8 +140,10 @@ struct LowerLinear : OpConversionPattern<LinearOp> {
     Location loc = op.getLoc();
     Value wp = packedWeight(b, loc, op.getWeight(), adaptor.getWeight());
     int64_t n = tensorType(adaptor.getWeight()).getDimSize(0);
-    b.replaceOp(
-        op, emitLinear(b, loc, adaptor.getInput(), wp, n, adaptor.getBias()));
+    b.replaceOp(op,
+                emitLinear(b, loc, adaptor.getInput(), wp, n, adaptor.getBias(),
+                           {op.getActivationAttr(), adaptor.getMul(),
+                            adaptor.getResidual()}));
     return success();
   }
 };

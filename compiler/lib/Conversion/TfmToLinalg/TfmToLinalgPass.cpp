@@ -12,6 +12,7 @@
 #include "TfmToLinalgUtils.h"
 
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_CONVERTTFMTOLINALG
@@ -41,6 +42,29 @@ void mlir::tfm::populateTfmToLinalgConversionTarget(ConversionTarget &target) {
 
 namespace {
 
+/// tensor.dim of a dynamic size of tensor.expand_shape is the size it was
+/// expanded to (upstream's canonicalization does not look at output_shape
+/// where a group has several dynamic sizes). Layers that start with the
+/// expanded matrix of the linear before them then size their buffers with
+/// the model's own sizes, as the first layer does, and share its outlined
+/// function (tfm-outline-layers).
+struct DimOfExpandShape : OpRewritePattern<tensor::DimOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::DimOp op,
+                                PatternRewriter &b) const override {
+    auto expand = op.getSource().getDefiningOp<tensor::ExpandShapeOp>();
+    std::optional<int64_t> index = op.getConstantIndex();
+    if (!expand || !index)
+      return failure();
+    OpFoldResult size = expand.getMixedOutputShape()[*index];
+    auto value = dyn_cast<Value>(size);
+    if (!value)
+      return failure(); // static: folded to a constant upstream
+    b.replaceOp(op, value);
+    return success();
+  }
+};
+
 struct ConvertTfmToLinalgPass
     : mlir::tfm::impl::ConvertTfmToLinalgBase<ConvertTfmToLinalgPass> {
   void runOnOperation() override {
@@ -58,6 +82,10 @@ struct ConvertTfmToLinalgPass
       if (op->use_empty())
         op->erase();
     });
+    RewritePatternSet dims(ctx);
+    dims.add<DimOfExpandShape>(ctx);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(dims))))
+      return signalPassFailure();
   }
 };
 

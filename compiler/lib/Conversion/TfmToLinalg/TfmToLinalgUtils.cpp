@@ -148,8 +148,11 @@ Value linalg_lowering::transposeTensor(OpBuilder &b, Location loc, Value x,
 // Patterns
 
 bool linalg_lowering::isFoldedIntoKernel(UnpackWeightOp op) {
-  return llvm::all_of(op->getUsers(), [](Operation *u) {
-    return isa<LinearOp, PatchEmbedOp>(u);
+  // Only as a linear's weight: not as its input or epilogue operand.
+  return llvm::all_of(op->getUses(), [](OpOperand &use) {
+    Operation *u = use.getOwner();
+    return (isa<LinearOp>(u) && use.getOperandNumber() == 1) ||
+           isa<PatchEmbedOp>(u);
   });
 }
 

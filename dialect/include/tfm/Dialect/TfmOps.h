@@ -28,6 +28,9 @@ namespace tfm {
 bool isGatedActivation(Activation a);
 /// The activation applied to the gate of a gated ffn activation.
 Activation getGateActivation(Activation a);
+/// The activation function `kind` (the gate's, for a gated one) of `x`, a
+/// float or a vector of floats, as arith and math ops.
+Value buildActivation(OpBuilder &b, Location loc, Activation kind, Value x);
 /// T5's `_relative_position_bucket` of the relative position `rel` = key
 /// position - query position: bidirectional (half the buckets per sign) or
 /// not, exact below buckets / 2 (/ 4 bidirectional), logarithmic up to

@@ -104,20 +104,37 @@ def Tfm_NormOp : Tfm_Op<"norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
-  let summary = "y = x W^T + b over the last dimension";
+def Tfm_LinearOp : Tfm_Op<"linear", [Pure, AttrSizedOperandSegments]> {
+  let summary = "y = act(x W^T + b) * m + r over the last dimension";
   let description = [{
     `weight` is stored [out, in] as in PyTorch's nn.Linear; `bias` is [out].
+    The epilogue is optional and folded in by tfm-fuse-epilogues: an
+    `activation` of the biased product, then the elementwise product with
+    `mul` (a gated FFN's other half) and the sum with `residual` (a
+    residual connection), both of the result's type.
 
     ```mlir
     %y = tfm.linear %x, %w, %b : (tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    %z = tfm.linear %y, %w2 residual %x {activation = #tfm.activation<gelu>} : (tensor<?x?x64xf32>, tensor<16x64xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weight,
-                   Optional<Tfm_FloatTensor>:$bias);
+                   Optional<Tfm_FloatTensor>:$bias,
+                   Optional<Tfm_FloatTensor>:$mul,
+                   Optional<Tfm_FloatTensor>:$residual,
+                   OptionalAttr<Tfm_ActivationAttr>:$activation);
   let results = (outs Tfm_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
-                       "functional-type(operands, results)";
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? (`mul` $mul^)? (`residual` $residual^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let builders = [
+    OpBuilder<(ins "Type":$result, "Value":$input, "Value":$weight,
+                   "Value":$bias), [{
+      build($_builder, $_state, result, input, weight, bias, Value(), Value(),
+            ActivationAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
@@ -679,28 +696,44 @@ class Tfm_KernelOp<string mnemonic, list<Trait> traits = []> : Tfm_Op<mnemonic,
   let hasVerifier = 1;
 }
 
-def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel"> {
-  let summary = "output = input x weight^T (+ bias), destination style";
+def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel",
+    [AttrSizedOperandSegments]> {
+  let summary = "output = act(input x weight^T + bias) * mul + residual";
   let description = [{
     `input` [M, K] times the weight, packed in panels `weight_p` [P, K, W]
-    (see tfm.unpack_weight; N <= P * W), plus `bias` [N], written to
-    `output` [M, N]. On tensors it returns the result (the
+    (see tfm.unpack_weight; N <= P * W), plus `bias` [N], then the optional
+    epilogue of tfm.linear (`activation`, `mul` [M, N], `residual` [M, N]),
+    written to `output` [M, N]. On tensors it returns the result (the
     output operand is only a destination); One-Shot Bufferize turns it into
     the buffer form, which tfm-lower-kernels lowers to a register-blocked
-    vector micro-kernel.
+    vector micro-kernel that applies the epilogue to its registers before
+    it stores them.
 
     ```mlir
     %y = tfm.linear_kernel ins(%x, %wp, %b : tensor<?x16xf32>, tensor<2x16x32xf32>, tensor<64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
-    tfm.linear_kernel ins(%xm, %wm : memref<?x16xf32>, memref<2x16x32xf32>) outs(%ym : memref<?x64xf32>)
+    tfm.linear_kernel ins(%xm, %wm : memref<?x16xf32>, memref<2x16x32xf32>) residual(%rm : memref<?x64xf32>) outs(%ym : memref<?x64xf32>) {activation = #tfm.activation<silu>}
     ```
   }];
   let arguments = (ins AnyShaped:$input, AnyShaped:$weight_p,
-                   Optional<AnyShaped>:$bias, AnyShaped:$output);
+                   Optional<AnyShaped>:$bias, Optional<AnyShaped>:$mul,
+                   Optional<AnyShaped>:$residual, AnyShaped:$output,
+                   OptionalAttr<Tfm_ActivationAttr>:$activation);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     `ins` `(` $input `,` $weight_p (`,` $bias^)? `:` type($input) `,`
-    type($weight_p) (`,` type($bias)^)? `)` `outs` `(` $output `:`
-    type($output) `)` attr-dict (`->` type($result)^)?
+    type($weight_p) (`,` type($bias)^)? `)`
+    (`mul` `(` $mul^ `:` type($mul) `)`)?
+    (`residual` `(` $residual^ `:` type($residual) `)`)?
+    `outs` `(` $output `:` type($output) `)` attr-dict (`->` type($result)^)?
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputMutable();
+    }
+    /// Whether anything follows the biased product.
+    bool hasEpilogue() {
+      return getActivation() || getMul() || getResidual();
+    }
   }];
 }
 
