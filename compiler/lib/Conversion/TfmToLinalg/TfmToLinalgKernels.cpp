@@ -50,17 +50,10 @@ Value withLeadingDimsOf(OpBuilder &b, Location loc, Value m, Value like,
     return m;
   SmallVector<int64_t> shape(lt.getShape());
   shape.back() = n;
-  // The sizes `like` was expanded to, when it was: a chain of linears with
-  // residuals (one a layer) then keeps the sizes of the first, rather than
-  // reading each from the one before (tensor.dim does not fold through
-  // expand_shape's dynamic groups).
-  auto expand = like.getDefiningOp<tensor::ExpandShapeOp>();
   SmallVector<OpFoldResult> outShape;
   for (int64_t i = 0; i < rank - 1; ++i)
-    outShape.push_back(!lt.isDynamicDim(i)
-                           ? OpFoldResult(b.getIndexAttr(lt.getDimSize(i)))
-                       : expand ? expand.getMixedOutputShape()[i]
-                                : OpFoldResult(dimOf(b, loc, like, i)));
+    outShape.push_back(lt.isDynamicDim(i) ? OpFoldResult(dimOf(b, loc, like, i))
+                                          : b.getIndexAttr(lt.getDimSize(i)));
   outShape.push_back(b.getIndexAttr(n));
   return tensor::ExpandShapeOp::create(
       b, loc, RankedTensorType::get(shape, lt.getElementType()), m,
