@@ -3,7 +3,9 @@
 hand-written tfm.attention) against PyTorch 1.13 (matmul + softmax +
 matmul) and ONNX Runtime (npm onnxruntime-node, com.microsoft
 MultiHeadAttention), in one run, in GFLOP/s (4*B*H*T^2*D, halved when
-causal), with the machine's sgemm GFLOP/s as the ceiling.
+causal), with the machine's FMA peak (bench/fma_peak.c, --threads x one
+core's zmm FMA rate per CPU-second, measured in the same run) as the
+ceiling.
 
 usage: /usr/bin/python3 bench/attention_bench.py [--runs 5] [--threads 2]
        [--long]   (adds T = 16384 for tfm: peak memory against Q, K, V, O)
@@ -91,28 +93,54 @@ def run_torch(b, h, kv, t, d, causal, runs):
     return 1e3 * statistics.median(ts)
 
 
+def _varint(n):
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(num, value):
+    """One protobuf field: an int as a varint, bytes/str length-delimited."""
+    if isinstance(value, int):
+        return _varint(num << 3) + _varint(value)
+    if isinstance(value, str):
+        value = value.encode()
+    return _varint(num << 3 | 2) + _varint(len(value)) + value
+
+
+def mha_onnx(b, t, h, d, causal):
+    """The ONNX model of one com.microsoft MultiHeadAttention node over
+    [B, T, H*D] q, k, v, encoded by hand (the `onnx` Python package is not
+    a Debian package here): ModelProto{ir_version 8, opsets, graph}."""
+    def value_info(name):
+        dims = b"".join(_field(1, _field(1, x)) for x in (b, t, h * d))
+        tensor = _field(1, 1) + _field(2, dims)  # elem_type FLOAT, shape
+        return _field(1, name) + _field(2, _field(1, tensor))
+    attr = lambda name, i: _field(1, name) + _field(3, i) + _field(20, 2)  # INT
+    node = (b"".join(_field(1, n) for n in "qkv") + _field(2, "o") +
+            _field(3, "mha") + _field(4, "MultiHeadAttention") +
+            _field(5, attr("num_heads", h)) +
+            _field(5, attr("unidirectional", 1 if causal else 0)) +
+            _field(7, "com.microsoft"))
+    graph = (_field(1, node) + _field(2, "mha") +
+             b"".join(_field(11, value_info(n)) for n in "qkv") +
+             _field(12, value_info("o")))
+    return (_field(1, 8) + _field(8, _field(1, "") + _field(2, 17)) +
+            _field(8, _field(1, "com.microsoft") + _field(2, 1)) + _field(7, graph))
+
+
 def run_ort(work, b, h, t, d, causal, runs, threads):
     node_env = os.path.join(HERE, "node_env", "node_modules", "onnxruntime-node")
     if not os.path.isdir(node_env):
         return None
-    try:
-        import onnx
-        from onnx import TensorProto, helper
-    except ImportError:
-        return None
     hd = h * d
-    node = helper.make_node("MultiHeadAttention", ["q", "k", "v"], ["o"],
-                            domain="com.microsoft", num_heads=h,
-                            unidirectional=1 if causal else 0)
-    graph = helper.make_graph(
-        [node], "mha",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [b, t, hd]) for n in "qkv"],
-        [helper.make_tensor_value_info("o", TensorProto.FLOAT, [b, t, hd])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("com.microsoft", 1)])
-    model.ir_version = 8
     path = os.path.join(work, "mha_%d_%d.onnx" % (t, causal))
-    onnx.save(model, path)
+    with open(path, "wb") as f:
+        f.write(mha_onnx(b, t, h, d, causal))
     dims = "%dx%dx%d" % (b, t, hd)
     r = subprocess.run(["node", os.path.join(HERE, "ort_run.js"), path, "float32",
                         str(threads), str(runs)] + ["%s=%s" % (n, dims) for n in "qkv"],
@@ -133,22 +161,21 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     work = tempfile.mkdtemp(prefix="tfm-attn-")
-    a = torch.randn(2048, 2048)
-    bm = torch.randn(2048, 2048)
-    torch.mm(a, bm)
-    t0 = time.perf_counter()
-    for _ in range(5):
-        torch.mm(a, bm)
-    sgemm = 2 * 2048 ** 3 / ((time.perf_counter() - t0) / 5) / 1e9
+    sys.path.insert(0, HERE)
+    import models_bench  # noqa: E402
+    peaks = models_bench.fma_peak(models_bench.build_fma_peak(work))
+    peak = args.threads * peaks["zmmcpu"]
 
     configs = [(1, 12, 12, t, 64, c) for t in (512, 2048, 4096) for c in (False, True)]
     configs.append((1, 32, 8, 2048, 128, True))
     if args.long:
         configs = []
-    print("fused attention, %d threads, median of %d; sgemm (OpenBLAS) %.0f GFLOP/s"
-          % (args.threads, args.runs, sgemm))
+    print("fused attention, %d threads, median of %d, GFLOP/s; FMA peak %.0f GFLOP/s "
+          "(%.0f measured on %d threads)" % (args.threads, args.runs, peak,
+                                             peaks.get("zmm%d" % args.threads, 0),
+                                             args.threads))
     print("%-28s %10s %10s %10s %8s %8s %8s" % ("B H KV T D mask", "tfm", "PyTorch",
-                                                 "ORT", "xTorch", "xORT", "%sgemm"))
+                                                 "ORT", "xTorch", "xORT", "%peak"))
     results = {}
     for (b, h, kv, t, d, causal) in configs:
         exe = build(work, args.tfmc, b, h, kv, d, causal)
@@ -161,7 +188,7 @@ def main():
         print("%-28s %10.1f %10.1f %10s %7.2fx %7s %7.0f%%" % (
             "%d %d %d %d %d %s" % (b, h, kv, t, d, "causal" if causal else "none"),
             g(ms), g(tm), "%.1f" % g(om) if om else "n/a", tm / ms,
-            "%.2fx" % (om / ms) if om else "n/a", 100 * g(ms) / sgemm))
+            "%.2fx" % (om / ms) if om else "n/a", 100 * g(ms) / peak))
     if (4096, True, 12) in results and (4096, False, 12) in results:
         print("causal vs non-causal at T=4096: %.2fx faster" % (
             results[(4096, False, 12)] / results[(4096, True, 12)]))

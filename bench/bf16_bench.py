@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""bf16 weights against f32 on one model: the same .tfm compiled with
-`dtype = f32` and `dtype = bf16` (linear weights kept in bf16 and multiplied
-with vdpbf16ps where the CPU has AVX512_BF16), the same f32 safetensors
-(rounded to bf16 at load), prefill of P tokens and greedy decode, batch 1.
-Rounds interleave the two builds; medians are printed, with the greedy
-tokens of both (bf16 may pick other tokens after a near tie).
+"""bf16 and int8 weights against f32 on one model: the same .tfm compiled
+with `dtype = f32`, with `dtype = bf16` (linear weights kept in bf16 and
+multiplied with vdpbf16ps where the CPU has AVX512_BF16), and with
+`dtype = f32` and --quantize=int8 (linear weights in int8 with per-column
+scales, activations quantized per row, vpdpbusd where the CPU has
+AVX512_VNNI); the same f32 safetensors (rounded or quantized at load),
+prefill of P tokens and greedy decode, batch 1. Rounds interleave the
+builds; medians are printed, with the greedy tokens of each against f32's
+(bf16 and int8 may pick other tokens after a near tie).
 
 usage: /usr/bin/python3 bench/bf16_bench.py MODEL.tfm WEIGHTS.safetensors
        [--prompt 128] [--decode 32] [--rounds 3] [--threads 2]
@@ -47,9 +50,15 @@ def main():
         open(path, "w").write(re.sub(r"\bdtype\s*=\s*f32\b", "dtype = " + dt, src))
         exes[dt] = os.path.join(work, "m-" + dt)
         subprocess.run([args.tfmc, path, "-o", exes[dt]], check=True)
+    exes["int8"] = os.path.join(work, "m-int8")
+    subprocess.run([args.tfmc, os.path.join(work, "m-f32.tfm"), "--quantize=int8", "-o",
+                    exes["int8"]], check=True)
     ir = subprocess.run([args.tfmc, os.path.join(work, "m-bf16.tfm"), "--emit=loops"],
                         check=True, capture_output=True, text=True).stdout
     dot = "x86vector.avx512.dot" in ir
+    ir8 = subprocess.run([args.tfmc, os.path.join(work, "m-f32.tfm"), "--quantize=int8",
+                          "--emit=loops"], check=True, capture_output=True, text=True).stdout
+    vnni = "vpdpbusd" in ir8
     vocab = int(re.search(r"\bvocab\s*=\s*(\d+)", src).group(1))
     toks = (np.arange(args.prompt, dtype=np.int64) * 7919 % min(vocab, 1000)).astype(np.int32)
     tpath = os.path.join(work, "tokens.npy")
@@ -71,18 +80,20 @@ def main():
             res[dt]["decode"].append(float(g.group(6)))
             res[dt]["ids"] = np.load(out)[0].tolist()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    print("bf16 vs f32: %s, %s, batch 1, %d threads, medians of %d rounds" % (
+    print("bf16 and int8 vs f32: %s, %s, batch 1, %d threads, medians of %d rounds" % (
         os.path.basename(args.model), cpu, args.threads, args.rounds))
     print("bf16 build uses vdpbf16ps: %s" % ("yes" if dot else "no (f32 fallback)"))
+    print("int8 build uses vpdpbusd: %s" % ("yes" if vnni else "no (f32 fallback)"))
     print("| weights | prefill %d (tokens/s) | decode (ms/token) |" % args.prompt)
     print("| --- | ---: | ---: |")
     med = {dt: (statistics.median(v["prefill"]), statistics.median(v["decode"])) for dt, v in res.items()}
     for dt in exes:
         print("| %s | %.1f | %.1f |" % (dt, med[dt][0], med[dt][1]))
-    print("bf16 / f32 speed: prefill %.2fx, decode %.2fx" % (
-        med["bf16"][0] / med["f32"][0], med["f32"][1] / med["bf16"][1]))
-    same = sum(a == b for a, b in zip(res["f32"]["ids"], res["bf16"]["ids"]))
-    print("greedy tokens equal: %d of %d" % (same, len(res["f32"]["ids"])))
+    for dt in ("bf16", "int8"):
+        print("%s / f32 speed: prefill %.2fx, decode %.2fx" % (
+            dt, med[dt][0] / med["f32"][0], med["f32"][1] / med[dt][1]))
+        same = sum(a == b for a, b in zip(res["f32"]["ids"], res[dt]["ids"]))
+        print("%s greedy tokens equal to f32's: %d of %d" % (dt, same, len(res["f32"]["ids"])))
 
 
 if __name__ == "__main__":

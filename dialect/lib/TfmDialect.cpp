@@ -31,22 +31,28 @@ void TfmDialect::initialize() {
 //===----------------------------------------------------------------------===//
 
 /// Checks one entry {name = "...", panel = W : i64} of tfm.params, with
-/// `bf16_pairs` (a unit) where a panel is packed in bf16 pairs of K.
+/// `bf16_pairs` (a unit) where a panel is packed in bf16 pairs of K, or
+/// `int8_quads` where it is quantized to int8 in quads of K.
 static LogicalResult verifyParamEntry(Operation *op, Attribute entry,
                                       size_t index) {
   auto dict = dyn_cast<DictionaryAttr>(entry);
   auto name = dict ? dict.getAs<StringAttr>("name") : StringAttr();
   auto panel = dict ? dict.getAs<IntegerAttr>("panel") : IntegerAttr();
   Attribute pairs = dict ? dict.get("bf16_pairs") : Attribute();
-  if (!dict || dict.size() != 2 + (pairs ? 1 : 0) || !name ||
+  Attribute quads = dict ? dict.get("int8_quads") : Attribute();
+  auto badLayout = [&](Attribute layout) {
+    return layout && (!isa<UnitAttr>(layout) || panel.getInt() == 0);
+  };
+  if (!dict || dict.size() != 2 + (pairs ? 1 : 0) + (quads ? 1 : 0) || !name ||
       name.getValue().empty() || !panel ||
       !panel.getType().isSignlessInteger(64) || panel.getInt() < 0 ||
-      (pairs && (!isa<UnitAttr>(pairs) || panel.getInt() == 0)))
+      (pairs && quads) || badLayout(pairs) || badLayout(quads))
     return op->emitOpError()
            << "'" << TfmDialect::ParamsAttrHelper::getNameStr() << "' entry "
            << index
            << " must be {name = \"<non-empty>\", panel = <non-negative i64>}, "
-              "with bf16_pairs where a panel is in bf16 pairs, got "
+              "with bf16_pairs or int8_quads where a panel is in bf16 pairs "
+              "or int8 quads, got "
            << entry;
   return success();
 }

@@ -1009,16 +1009,43 @@ static LogicalResult checkPairs(Operation *op, ArrayRef<int64_t> p, int64_t k,
   return success();
 }
 
+/// Whether a weight packed as `packed` for a matmul of `elt` values is
+/// int8 in quads of K with per-column scales (tfm-model-abi int8-quads).
+static bool isInt8Quads(Type packed, Type elt) {
+  return cast<ShapedType>(packed).getElementType().isSignlessInteger(8) &&
+         elt.isF32();
+}
+
+/// Checks K and the output columns `n` of a weight in int8 quads `p`
+/// ([P, ceil(K / 4) + 2, 4 W] bytes: the quads, then the columns' scales
+/// and sums).
+static LogicalResult checkQuads(Operation *op, ArrayRef<int64_t> p, int64_t k,
+                                int64_t n) {
+  if (p[2] % 4)
+    return op->emitOpError() << "a weight in int8 quads has a last dimension "
+                             << "of 4 W bytes, not " << p[2];
+  if (!ShapedType::isDynamic(k) && !dimsCompatible(p[1], (k + 3) / 4 + 2))
+    return op->emitOpError()
+           << "K is " << k << ", so the weight in int8 quads has "
+           << (k + 3) / 4 + 2 << " rows per panel (quads, scales, sums), not "
+           << dimStr(p[1]);
+  if (n > p[0] * (p[2] / 4) || n <= (p[0] - 1) * (p[2] / 4))
+    return op->emitOpError()
+           << n << " columns do not fill " << p[0] << " panels of " << p[2] / 4;
+  return success();
+}
+
 LogicalResult LinearKernelOp::verify() {
   Type elt = cast<ShapedType>(getInput().getType()).getElementType();
   bool pairs = isBf16Pairs(getWeightP().getType(), elt);
+  bool quads = isInt8Quads(getWeightP().getType(), elt);
   for (Value v : getOperands())
     if ((cast<ShapedType>(v.getType()).getElementType() != elt &&
-         !(pairs && v == getWeightP())) ||
+         !((pairs || quads) && v == getWeightP())) ||
         !isKernelFloat(elt) || !cast<ShapedType>(v.getType()).hasRank())
       return emitOpError() << "operands must be ranked f32, f16 or bf16 "
                               "tensors or buffers of one element type (or "
-                              "f32 with weights in bf16 pairs)";
+                              "f32 with weights in bf16 pairs or int8 quads)";
   if (bufShape(getInput()).size() != 2 || bufShape(getWeightP()).size() != 3 ||
       bufShape(getOutput()).size() != 2 ||
       (getBias() && bufShape(getBias()).size() != 1))
@@ -1029,8 +1056,9 @@ LogicalResult LinearKernelOp::verify() {
   if (ShapedType::isDynamic(w[0]) || ShapedType::isDynamic(w[1]) ||
       ShapedType::isDynamic(w[2]) || ShapedType::isDynamic(out[1]))
     return emitOpError() << "weight_p and the output columns must be static";
-  if (pairs) {
-    if (failed(checkPairs(*this, w, in[1], out[1])))
+  if (pairs || quads) {
+    if (failed(pairs ? checkPairs(*this, w, in[1], out[1])
+                     : checkQuads(*this, w, in[1], out[1])))
       return failure();
   } else if (!dimsCompatible(in[1], w[1]))
     return emitOpError() << "input has " << dimStr(in[1])
@@ -1038,7 +1066,7 @@ LogicalResult LinearKernelOp::verify() {
                          << " rows per panel";
   if (!dimsCompatible(out[0], in[0]))
     return emitOpError() << "output must have " << dimStr(in[0]) << " rows";
-  if (!pairs && (out[1] > w[0] * w[2] || out[1] <= (w[0] - 1) * w[2]))
+  if (!pairs && !quads && (out[1] > w[0] * w[2] || out[1] <= (w[0] - 1) * w[2]))
     return emitOpError() << "output has " << out[1] << " columns, which "
                          << w[0] << " panels of " << w[2] << " do not fit";
   if (getBias() && !dimsCompatible(bufShape(getBias())[0], out[1]))
@@ -1071,6 +1099,8 @@ LogicalResult UnpackWeightOp::verify() {
     return emitOpError() << "needs static sizes";
   if (isBf16Pairs(getPacked().getType(), getType().getElementType()))
     return checkPairs(*this, p, r[1], r[0]);
+  if (isInt8Quads(getPacked().getType(), getType().getElementType()))
+    return checkQuads(*this, p, r[1], r[0]);
   if (!dimsCompatible(p[1], r[1]))
     return emitOpError() << "K is " << dimStr(p[1]) << " packed but "
                          << dimStr(r[1]) << " unpacked";

@@ -412,6 +412,15 @@ static tfm_status parse_abi(json_t *j, size_t i, const tfm_description *d,
     return tfm_fail(TFM_ERR_FORMAT,
                     PREFIX "%s packs '%s' in bf16 pairs without a panel", what,
                     name);
+  json_t *quads = json_object_get(j, "int8_quads");
+  if (quads && !json_is_boolean(quads))
+    return tfm_fail(TFM_ERR_FORMAT, PREFIX "%s: 'int8_quads' must be a boolean",
+                    what);
+  if (json_is_true(quads) && (panel <= 0 || json_is_true(pairs)))
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s packs '%s' in int8 quads without a panel or "
+                           "together with bf16 pairs",
+                    what, name);
   if (strcmp(d->params[index].name, name))
     return tfm_fail(TFM_ERR_FORMAT,
                     PREFIX "%s names '%s' but parameter %lld is '%s'", what,
@@ -423,6 +432,7 @@ static tfm_status parse_abi(json_t *j, size_t i, const tfm_description *d,
   a->index = (size_t)index;
   a->panel = (int32_t)panel;
   a->bf16_pairs = json_is_true(pairs);
+  a->int8_quads = json_is_true(quads);
   return TFM_OK;
 }
 

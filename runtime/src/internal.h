@@ -170,6 +170,12 @@ typedef struct tfm_abi_desc {
   /* Packed in bf16 pairs of K: [ceil(N/panel), ceil(K/2), 2 panel] of
    * bf16, element (n, k) at [n / panel][k / 2][2 (n % panel) + k % 2]. */
   int32_t bf16_pairs;
+  /* Quantized to int8 in quads of K (--quantize=int8): [ceil(N/panel),
+   * ceil(K/4) + 2, 4 panel] bytes, element (n, k) at [n / panel][k / 4]
+   * [4 (n % panel) + k % 4] (symmetric, scale max|W[n, :]| / 127), then
+   * per panel a row of the columns' f32 scales and one of their i32 sums
+   * of quantized values times 128 (see tfm_quantize_int8_quads). */
+  int32_t int8_quads;
 } tfm_abi_desc;
 
 /* An entry of "inputs" or "outputs". */
@@ -277,6 +283,14 @@ tfm_status tfm_weights_synthesize(tfm_weights *w, const tfm_description *d,
                                   uint64_t seed);
 /* Elements of ABI parameter `i` as passed (a packed panel is padded). */
 int64_t tfm_weights_numel(const tfm_description *d, size_t i);
+/* The f32 panels `packed` ([panels, k, panel]) quantized to int8 quads of
+ * K in a new buffer of panels * (ceil(k/4) + 2) * 4 * panel bytes (layout:
+ * tfm_abi_desc.int8_quads): each column n symmetric with scale
+ * max_k |W[n, k]| / 127 (0 for a zero column), values rounded to nearest
+ * and clamped to [-127, 127], K padded with zeros. NULL when out of
+ * memory; `packed` is not freed. */
+int8_t *tfm_quantize_int8_quads(const float *packed, int64_t panels, int64_t k,
+                                int32_t panel);
 
 /*===- Inputs (inputs.c) --------------------------------------------------===*/
 

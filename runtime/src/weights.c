@@ -10,6 +10,7 @@
  *===----------------------------------------------------------------------===*/
 #define _DEFAULT_SOURCE
 #include "checkpoint.h"
+#include <math.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,9 @@ static int64_t param_numel(const tfm_param_desc *p) {
 int64_t tfm_weights_numel(const tfm_description *d, size_t i) {
   const tfm_param_desc *p = &d->params[d->abi[i].index];
   int32_t panel = d->abi[i].panel;
+  if (panel > 0 && p->rank == 2 && d->abi[i].int8_quads)
+    return (p->shape[0] + panel - 1) / panel * 4 * panel *
+           ((p->shape[1] + 3) / 4 + 2);
   if (panel > 0 && p->rank == 2 && d->abi[i].bf16_pairs)
     return (p->shape[0] + panel - 1) / panel * panel * 2 *
            ((p->shape[1] + 1) / 2);
@@ -164,6 +168,47 @@ static float *to_bf16_pairs(float *packed, int64_t panels, int64_t k,
   }
   free(packed);
   return (float *)dst;
+}
+
+int8_t *tfm_quantize_int8_quads(const float *packed, int64_t panels, int64_t k,
+                                int32_t panel) {
+  int64_t k4 = (k + 3) / 4, row = 4 * (int64_t)panel;
+  int8_t *dst = tfm_aligned_alloc((size_t)(panels * (k4 + 2) * row));
+  if (!dst)
+    return NULL;
+  for (int64_t p = 0; p < panels; ++p) {
+    const float *src = packed + p * k * panel;
+    int8_t *out = dst + p * (k4 + 2) * row;
+    for (int32_t c = 0; c < panel; ++c) {
+      float max = 0.0f;
+      for (int64_t kk = 0; kk < k; ++kk)
+        max = fmaxf(max, fabsf(src[kk * panel + c]));
+      float scale = max / 127.0f, inv = max > 0.0f ? 127.0f / max : 0.0f;
+      int32_t sum = 0;
+      for (int64_t kk = 0; kk < 4 * k4; ++kk) {
+        float q = kk < k ? nearbyintf(src[kk * panel + c] * inv) : 0.0f;
+        q = fminf(127.0f, fmaxf(-127.0f, q));
+        out[(kk / 4) * row + 4 * c + kk % 4] = (int8_t)q;
+        sum += (int32_t)q;
+      }
+      int32_t sum128 = sum * 128;
+      memcpy(out + k4 * row + 4 * c, &scale, 4);
+      memcpy(out + (k4 + 1) * row + 4 * c, &sum128, 4);
+    }
+  }
+  return dst;
+}
+
+/* The packed panels of parameter `p` ([N, K], this rank's block) quantized
+ * to int8 quads (`packed` freed); returned as float * for the weight
+ * table (int8 data). */
+static float *quads_of(float *packed, const tfm_param_desc *p, int32_t panel) {
+  if (!packed)
+    return NULL;
+  int8_t *q = tfm_quantize_int8_quads(packed, (p->shape[0] + panel - 1) / panel,
+                                      p->shape[1], panel);
+  free(packed);
+  return (float *)q;
 }
 
 /* The packed panels of parameter `p` ([N, K], this rank's block) in bf16
@@ -535,6 +580,8 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
                          d->tp_rank, d->tensor_parallel);
     if (d->abi[i].bf16_pairs)
       w->host[i] = pairs_of(w->host[i], &d->params[index], d->abi[i].panel);
+    if (d->abi[i].int8_quads)
+      w->host[i] = quads_of(w->host[i], &d->params[index], d->abi[i].panel);
     release(bound[index]);
     if (!w->host[i]) {
       s = tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
@@ -633,6 +680,8 @@ tfm_status tfm_weights_synthesize(tfm_weights *w, const tfm_description *d,
       values = packed;
       if (d->abi[i].bf16_pairs)
         values = pairs_of(values, p, d->abi[i].panel);
+      if (d->abi[i].int8_quads)
+        values = quads_of(values, p, d->abi[i].panel);
     }
     if (!values) {
       tfm_weights_clear(w);

@@ -54,23 +54,47 @@ func.func @linear(%a: memref<?x24xf32>, %w: memref<3x24x32xf32>, %b: memref<70xf
   return
 }
 
-// Blocked online softmax: query blocks (8 rows for an 8-wide head: the
-// accumulators fit in registers) against blocks of 32 keys read from K^T,
-// key blocks outside the causal bound never visited, exp vectorized over a
-// block, no buffer at all.
+// Blocked online softmax: a task per (sequence, head, tile of 64 query
+// rows) keeps the tile's accumulators, running maxes and lane-wise sums on
+// its stack; it passes over the keys in superblocks (4096 keys of an
+// 8-wide head fill 256 KB of L2), which each group of 8 rows meets in
+// blocks of 32 keys read from K^T (8 rows x 2 vectors of scores in
+// registers); key blocks outside the causal bound are never visited. The
+// max is raised (and the row rescaled) only when a score passes it by the
+// threshold; exp2 on full vectors (a polynomial, no math.exp); P goes to
+// the task's buffer, from which P V broadcasts it.
 // CHECK-LABEL: func.func @attention
-// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.alloc(
 // CHECK: scf.parallel (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) =
-// CHECK: arith.divui %[[H]]
-// CHECK: arith.minsi
-// CHECK: scf.for %[[J:[a-z0-9]+]] = %{{.*}} to %{{.*}} step %c32 iter_args({{.*}}) -> (f32, f32,
+// CHECK: %[[ACC:.*]] = memref.alloca() : memref<64x8xf32>
+// CHECK: %[[M:.*]] = memref.alloca() : memref<64xf32>
+// CHECK: %[[L:.*]] = memref.alloca() : memref<64x16xf32>
+// CHECK: %[[P:.*]] = memref.alloca() : memref<8x32xf32>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4096 {
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 {
+// CHECK: scf.for %[[J:[a-z0-9]+]] = %{{.*}} to %{{.*}} step %c32 {
 // CHECK: scf.for %[[D:.*]] = %{{.*}} to %c8 step %{{.*}} iter_args
 // CHECK: vector.maskedload %{{.*}}[%[[B]], %{{.*}}, %[[D]], %[[J]]]
-// CHECK: vector.fma
-// CHECK: vector.reduction <maximumf>
-// CHECK: math.exp %{{.*}} : vector<32xf32>
-// CHECK: vector.reduction <add>
+// CHECK-COUNT-8: vector.fma %{{.*}} : vector<32xf32>
+// CHECK: arith.cmpi ult, %{{.*}} : vector<32xi32>
+// CHECK: memref.load %[[M]]
+// CHECK: arith.cmpf ogt, %{{.*}} : vector<32xf32>
+// CHECK: %[[ANY:.*]] = vector.reduction <or>, %{{.*}} : vector<32xi1> into i1
+// CHECK: scf.if %[[ANY]] -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK: vector.reduction <maxnumf>
+// CHECK: math.exp %{{.*}} : f32
+// CHECK: memref.store %{{.*}}, %[[M]]
+// CHECK: } else {
+// CHECK-NOT: math.exp
+// CHECK: math.roundeven %{{.*}} : vector<32xf32>
+// CHECK: vector.store %{{.*}}, %[[L]]
+// CHECK: vector.store %{{.*}}, %[[P]]
+// CHECK: vector.load %[[ACC]]
+// CHECK: memref.load %[[P]]
 // CHECK: vector.fma {{.*}} : vector<8xf32>
+// CHECK: vector.store %{{.*}}, %[[ACC]]
+// CHECK: vector.reduction <add>
+// CHECK: vector.store %{{.*}}, %arg4[%[[B]], %[[H]], %{{.*}}, %{{.*}}]
 // CHECK: } {tfm.keep_parallel}
 func.func @attention(%q: memref<?x4x?x8xf32>, %kt: memref<?x2x8x?xf32>, %v: memref<?x2x?x8xf32>, %l: memref<?xi32>, %o: memref<?x4x?x8xf32>) {
   tfm.attention_kernel ins(%q, %kt, %v, %l : memref<?x4x?x8xf32>, memref<?x2x8x?xf32>, memref<?x2x?x8xf32>, memref<?xi32>) outs(%o : memref<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64}
@@ -91,7 +115,7 @@ func.func @attention(%q: memref<?x4x?x8xf32>, %kt: memref<?x2x8x?xf32>, %v: memr
 // CHECK: vector.fma
 // CHECK: arith.minsi %{{.*}} : vector<32xindex>
 // CHECK: vector.gather %{{.*}}[%{{.*}}, %c0] [%{{.*}}], %{{.*}}, %{{.*}} : memref<4x17xf32>, vector<32xindex>, vector<32xi1>, vector<32xf32> into vector<32xf32>
-// CHECK: vector.reduction <maximumf>
+// CHECK: vector.reduction <maxnumf>
 func.func @attention_modifiers(%q: memref<?x4x?x8xf32>, %kt: memref<?x2x8x?xf32>, %v: memref<?x2x?x8xf32>, %b: memref<4x17xf32>, %o: memref<?x4x?x8xf32>) {
   tfm.attention_kernel ins(%q, %kt, %v : memref<?x4x?x8xf32>, memref<?x2x8x?xf32>, memref<?x2x?x8xf32>) bias(%b : memref<4x17xf32>) outs(%o : memref<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64, softcap = 20.0 : f64, alibi_slopes = array<f64: 0.25, 0.0625, 0.015625, 0.00390625>, bias_distance = 8 : i64}
   return

@@ -880,7 +880,7 @@ func.func @f105() attributes {tfm.params = {name = "w", panel = 0 : i64}} {
 
 // -----
 
-// expected-error @below {{'func.func' op 'tfm.params' entry 1 must be {name = "<non-empty>", panel = <non-negative i64>}, with bf16_pairs where a panel is in bf16 pairs, got {name = "b"}}}
+// expected-error @below {{'func.func' op 'tfm.params' entry 1 must be {name = "<non-empty>", panel = <non-negative i64>}, with bf16_pairs or int8_quads where a panel is in bf16 pairs or int8 quads, got {name = "b"}}}
 func.func @f106() attributes {tfm.params = [{name = "w", panel = 0 : i64}, {name = "b"}]} {
   return
 }

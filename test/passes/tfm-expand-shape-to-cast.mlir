@@ -34,16 +34,17 @@ func.func @strided(%m: memref<6x8xf32, strided<[16, 1]>>) -> memref<2x3x8xf32, s
 }
 
 // An alloca_scope without allocas (what convert-scf-to-openmp puts around
-// loop bodies) is inlined; one that holds an alloca stays.
+// loop bodies) is inlined; one whose allocas sit in its body is inlined
+// between a stack save and a restore, which free them at its end.
 // CHECK-LABEL: func.func @scopes
 // CHECK-SAME: (%[[M:.*]]: memref<4xf32>, %[[I:.*]]: index)
 // CHECK-NEXT: %[[F:.*]] = arith.constant
 // CHECK-NEXT: memref.store %[[F]], %[[M]][%[[I]]]
-// CHECK-NEXT: memref.alloca_scope {
+// CHECK-NEXT: %[[SP:.*]] = llvm.intr.stacksave : !llvm.ptr
 // CHECK-NEXT: %[[A:.*]] = memref.alloca() : memref<4xf32>
 // CHECK-NEXT: memref.store %[[F]], %[[A]][%[[I]]]
 // CHECK-NEXT: memref.copy %[[A]], %[[M]]
-// CHECK-NEXT: }
+// CHECK-NEXT: llvm.intr.stackrestore %[[SP]] : !llvm.ptr
 // CHECK-NEXT: return
 func.func @scopes(%m: memref<4xf32>, %i: index) {
   %f = arith.constant 1.0 : f32
@@ -54,6 +55,26 @@ func.func @scopes(%m: memref<4xf32>, %i: index) {
     %a = memref.alloca() : memref<4xf32>
     memref.store %f, %a[%i] : memref<4xf32>
     memref.copy %a, %m : memref<4xf32> to memref<4xf32>
+  }
+  return
+}
+
+// An alloca inside a loop of the scope would need a save and restore of
+// its own: the scope stays.
+// CHECK-LABEL: func.func @nested_alloca
+// CHECK: memref.alloca_scope {
+// CHECK: scf.for
+// CHECK: memref.alloca()
+func.func @nested_alloca(%m: memref<4xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %f = arith.constant 1.0 : f32
+  memref.alloca_scope {
+    scf.for %i = %c0 to %n step %c1 {
+      %a = memref.alloca() : memref<4xf32>
+      memref.store %f, %a[%c0] : memref<4xf32>
+      memref.copy %a, %m : memref<4xf32> to memref<4xf32>
+    }
   }
   return
 }

@@ -94,7 +94,7 @@ driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
       const AbiParam &p = (*resolved)[a.index];
       auto it = llvm::find_if(iface.params, [&](const AbiParam &f) {
         return f.index == p.index && f.panel == p.panel &&
-               f.bf16Pairs == p.bf16Pairs;
+               f.bf16Pairs == p.bf16Pairs && f.int8Quads == p.int8Quads;
       });
       if (it == iface.params.end())
         return emitError(extra.getLoc(), "internal: '")

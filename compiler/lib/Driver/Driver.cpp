@@ -107,6 +107,9 @@ LogicalResult mlir::tfm::verifyOptions(MLIRContext &ctx,
   if (options.gpuDType && options.target != TargetKind::CUDA)
     return emitError(loc, "--dtype selects the GPU precision and needs "
                           "--target=cuda (the CPU computes in f32)");
+  if (options.quantize != Quantize::None && options.target == TargetKind::CUDA)
+    return emitError(loc, "--quantize is CPU-only for now (--target=cuda "
+                          "computes in the model's or --dtype's precision)");
   if (options.tensorParallel < 1)
     return emitError(loc) << "--tensor-parallel takes a number of processes "
                              "(at least 1), got "
@@ -459,6 +462,19 @@ LogicalResult Compilation::lower(const ModelSpec *spec, StringRef name,
   // them (AVX512_BF16); elsewhere they are converted to f32 at load.
   config.bf16Weights =
       !cuda && spec && spec->dtype == DType::bf16 && host->bf16Dot;
+  // --quantize=int8: the linears' weights in int8 where the CPU multiplies
+  // them (AVX512_VNNI); elsewhere they stay as they were, with a warning.
+  if (options.quantize == Quantize::Int8 && spec) {
+    if (host->int8Dot) {
+      config.int8Weights = true;
+      config.bf16Weights = false;
+    } else {
+      emitWarning(UnknownLoc::get(&ctx))
+          << "--quantize=int8 needs a CPU with AVX512_VNNI, which --cpu="
+          << getCpuName(options.cpu) << " does not promise; the weights "
+          << "stay " << (config.bf16Weights ? "bf16" : "f32");
+    }
+  }
   if (cuda) {
     config.chip = getGpuArchName(options.gpuArch).str();
     // With ptxas the kernels are embedded as a fatbin (cubin + PTX); without

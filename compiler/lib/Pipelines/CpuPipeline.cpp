@@ -24,6 +24,7 @@ void pipelines::buildCpuLinalgStage(OpPassManager &pm,
   TfmModelAbiOptions abi;
   abi.panelWidth = 2 * config.vectorWidth;
   abi.bf16Pairs = config.bf16Weights;
+  abi.int8Quads = config.int8Weights;
   pm.addPass(createTfmModelAbi(abi));
   pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
   // arith on tensors (hand-written or imported graphs) becomes linalg too.

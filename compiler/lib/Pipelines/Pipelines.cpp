@@ -92,6 +92,7 @@ PipelineConfig CpuPipelineOptions::getConfig() const {
   config.fuseAttention = fuseAttention;
   config.fuseEpilogues = fuseEpilogues;
   config.bf16Weights = bf16Weights;
+  config.int8Weights = int8Weights;
   return config;
 }
 

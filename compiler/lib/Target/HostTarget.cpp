@@ -75,6 +75,7 @@ FailureOr<HostCpu> mlir::tfm::resolveHostCpu(StringRef name,
     t.vectorWidth =
         feats.lookup("avx512f") ? 16 : (feats.lookup("avx") ? 8 : 4);
     t.bf16Dot = t.vectorWidth == 16 && feats.lookup("avx512bf16");
+    t.int8Dot = t.vectorWidth == 16 && feats.lookup("avx512vnni");
   } else if (name == "x86-64-v4") {
     t.cpu = "x86-64-v4";
     t.vectorWidth = 16;
@@ -127,6 +128,7 @@ mlir::tfm::resolveAbiParams(const ParamTable &table, ArrayAttr abiParams,
     auto name = d ? d.getAs<StringAttr>("name") : StringAttr();
     auto panel = d ? d.getAs<IntegerAttr>("panel") : IntegerAttr();
     bool pairs = d && d.get("bf16_pairs");
+    bool quads = d && d.get("int8_quads");
     if (!name || !panel)
       return emitError(loc) << "malformed entry in the entry point's "
                                "parameter list: "
@@ -136,7 +138,7 @@ mlir::tfm::resolveAbiParams(const ParamTable &table, ArrayAttr abiParams,
       return emitError(loc)
              << "the entry point takes parameter '" << name.getValue()
              << "', which is not in the model's parameter table";
-    out.push_back({*index, panel.getInt(), pairs});
+    out.push_back({*index, panel.getInt(), pairs, quads});
   }
   return out;
 }
@@ -153,6 +155,8 @@ std::string mlir::tfm::modelMetadata(const ModelSpec &spec,
                              {"panel", a.panel}};
     if (a.bf16Pairs)
       entry["bf16_pairs"] = true;
+    if (a.int8Quads)
+      entry["int8_quads"] = true;
     abi.push_back(std::move(entry));
   }
   v.getAsObject()->insert({"abi_params", std::move(abi)});

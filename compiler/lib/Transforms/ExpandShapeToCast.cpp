@@ -3,8 +3,8 @@
 // tfm-expand-shape-to-cast: memref.expand_shape of an identity-layout
 // buffer becomes a memref.reinterpret_cast with row-major strides (LLVM 22's
 // expand-strided-metadata crashes on expand_shape ops that split one
-// dynamic dimension into several), and memref.alloca_scope ops without
-// allocas are inlined.
+// dynamic dimension into several), and memref.alloca_scope ops are inlined
+// (their allocas freed by a stack save and restore around the body).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +12,7 @@
 #include "tfm/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -55,23 +56,42 @@ struct ExpandShapeToCast : OpRewritePattern<memref::ExpandShapeOp> {
 };
 
 /// convert-scf-to-openmp wraps each loop body in memref.alloca_scope, which
-/// must stay single-block; one without allocas is inlined before scf-to-cf.
-struct InlineAllocaFreeScope : OpRewritePattern<memref::AllocaScopeOp> {
+/// must stay single-block; it is inlined before scf-to-cf. A scope whose
+/// allocas all sit in its body (a task's scratch buffers, at the top of a
+/// parallel loop's body) frees them at its end: the stack pointer is saved
+/// before the body and restored after it (llvm.intr.stacksave and
+/// stackrestore, what memref-to-llvm would emit), so that the stack does
+/// not grow with every iteration of the loop that the body becomes.
+struct InlineAllocaScope : OpRewritePattern<memref::AllocaScopeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(memref::AllocaScopeOp op,
                                 PatternRewriter &b) const override {
     if (op.getNumResults() != 0)
       return failure();
-    bool hasAlloca = false;
-    op.getBodyRegion().walk([&](memref::AllocaOp alloca) {
-      if (alloca->getParentOfType<memref::AllocaScopeOp>() == op)
-        hasAlloca = true;
-    });
-    if (hasAlloca)
-      return b.notifyMatchFailure(op, "scope holds allocas");
     Block &body = op.getBodyRegion().front();
-    b.eraseOp(body.getTerminator());
+    bool hasAlloca = false, nested = false;
+    op.getBodyRegion().walk([&](memref::AllocaOp alloca) {
+      if (alloca->getParentOfType<memref::AllocaScopeOp>() != op)
+        return;
+      hasAlloca = true;
+      nested |= alloca->getBlock() != &body;
+    });
+    if (nested)
+      return b.notifyMatchFailure(op, "an alloca inside a nested region");
+    Location loc = op.getLoc();
+    Value saved;
+    if (hasAlloca) {
+      b.setInsertionPoint(op);
+      saved = LLVM::StackSaveOp::create(
+          b, loc, LLVM::LLVMPointerType::get(b.getContext()));
+    }
+    Operation *terminator = body.getTerminator();
+    b.eraseOp(terminator);
     b.inlineBlockBefore(&body, op);
+    if (hasAlloca) {
+      b.setInsertionPoint(op);
+      LLVM::StackRestoreOp::create(b, loc, saved);
+    }
     b.eraseOp(op);
     return success();
   }
@@ -90,5 +110,5 @@ struct TfmExpandShapeToCastPass
 } // namespace
 
 void mlir::tfm::populateExpandShapeToCastPatterns(RewritePatternSet &patterns) {
-  patterns.add<ExpandShapeToCast, InlineAllocaFreeScope>(patterns.getContext());
+  patterns.add<ExpandShapeToCast, InlineAllocaScope>(patterns.getContext());
 }

@@ -14,20 +14,33 @@
 // applied to the accumulators before they are stored: no pass of its own
 // over the output.
 //
-// tfm.attention_kernel: FlashAttention-2 style on the CPU. Blocks of query
-// rows (as many as keep the output accumulators in registers) meet blocks of
-// two vector registers of keys: S = Q K^T from K^T (one contiguous block per
-// head dimension, broadcast-FMA'd into every row), the running max and sum in
-// f32, P = exp(S - max) vectorized, the accumulator rescaled, then P V with
-// each V row loaded once for the whole query block. Key blocks entirely above
-// the causal diagonal, outside the sliding window or past the key lengths
-// are skipped, partial ones masked by lane; K/V are read from the shared head
-// for grouped queries; a row that sees no key gives zeros. Parallel over
-// batch x heads x query blocks. No buffer at all beyond registers. The score
-// modifiers apply to each block of scores before the mask: softcap (tanh,
-// expanded to a polynomial later), ALiBi (the head's slope times the
-// distance vector) and the position bias by distance (a gather from the
-// [H, 2M + 1] table with clamped distances); block skipping is unchanged.
+// With weights in bf16 pairs of K (a bf16 model on AVX512_BF16), A is
+// first rounded to bf16 pairs and vdpbf16ps multiplies pairs; with weights
+// in int8 quads of K (--quantize=int8 on AVX512_VNNI), A is first quantized
+// per row (scale max |x| / 127, offset by 128 to unsigned bytes) and
+// vpdpbusd multiplies quads into i32, which the epilogue corrects by the
+// column sums, converts and scales by the column and row scales.
+//
+// tfm.attention_kernel: FlashAttention-2 style on the CPU. A task takes a
+// tile of query rows of one (sequence, head) and keeps the tile's output
+// accumulators, running maxes and lane-wise running sums on its stack (a
+// head wider than 16 vectors accumulates in its output rows instead). It
+// passes over the keys in superblocks that stay in L2, each met by every
+// group of 8 rows of the tile in turn, in blocks of two vector registers
+// of keys: S = Q K^T as a register tile (one contiguous vector of K^T per
+// head dimension, broadcast-FMA'd into every row), scores in base-2 units,
+// the running max raised (and the row's state rescaled) only when a score
+// passes it by a threshold (2^8), P = exp2(S - max) on full vectors (a
+// polynomial) into a small buffer, then P V as register tiles of the
+// accumulators with P broadcast from that buffer. Key blocks entirely
+// above the causal diagonal, outside the sliding window or past the key
+// lengths are skipped, partial ones masked by lane; K/V are read from the
+// shared head for grouped queries; a row that sees no key gives zeros.
+// The score modifiers apply to each block of scores before the mask:
+// softcap (tanh, expanded to a polynomial later), ALiBi (the head's slope
+// times the distance vector) and the position bias by distance (a gather
+// from the [H, 2M + 1] table with clamped distances); block skipping is
+// unchanged.
 //
 // Over a KV cache (`positions`) with few query rows per KV head (decode:
 // T x group <= 16, or T = 1) a second kernel, flash decoding, takes over:
@@ -47,6 +60,7 @@
 
 #include "RuntimeFunctions.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -186,6 +200,136 @@ Value packPairs(OpBuilder &b, Location loc, Value a, Value m, int64_t k) {
   return buf;
 }
 
+/// A [M, K] f32 quantized per row for vpdpbusd: a new buffer of scales
+/// [M] (max |A[i, :]| / 127, 0 for a zero row) and one [M, ceil(K / 4)] of
+/// i32, quad j of row i holding the bytes round(A[i, 4j + t] / scale) + 128
+/// (unsigned, 1..255; 128 past K) for t = 0..3, lowest first: the operand
+/// order in which vpdpbusd multiplies them with a weight's quad. Rows in
+/// parallel, 16 columns a vector, the rest one quad at a time.
+std::pair<Value, Value> quantizeRows(OpBuilder &b, Location loc, Value a,
+                                     Value m, int64_t k) {
+  int64_t k4 = (k + 3) / 4, chunks = k / 16;
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto quads = memref::AllocOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic, k4}, i32), ValueRange{m},
+      b.getI64IntegerAttr(64));
+  auto scales = memref::AllocOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic}, f32), ValueRange{m},
+      b.getI64IntegerAttr(64));
+  auto f32V = VectorType::get({16}, f32);
+  Value c0 = cIdx(b, loc, 0), c1 = cIdx(b, loc, 1);
+  auto par = scf::ParallelOp::create(
+      b, loc, ValueRange{c0}, ValueRange{m}, ValueRange{c1},
+      [&](OpBuilder &pb, Location pl, ValueRange ivs) {
+        Value row = ivs[0];
+        // max |A[row, :]|, 16 columns a vector, then the rest.
+        Value zeroV = arith::ConstantOp::create(
+            pb, pl, f32V, DenseElementsAttr::get(f32V, pb.getF32FloatAttr(0)));
+        auto vmax = scf::ForOp::create(
+            pb, pl, c0, cIdx(pb, pl, chunks), c1, ValueRange{zeroV},
+            [&](OpBuilder &fb, Location fl, Value j, ValueRange acc) {
+              Value col = arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 16));
+              Value v =
+                  vector::LoadOp::create(fb, fl, f32V, a, ValueRange{row, col});
+              scf::YieldOp::create(
+                  fb, fl,
+                  ValueRange{arith::MaxNumFOp::create(
+                      fb, fl, acc[0], math::AbsFOp::create(fb, fl, v))});
+            });
+        Value mx = vector::ReductionOp::create(
+            pb, pl, vector::CombiningKind::MAXNUMF, vmax.getResult(0));
+        auto tail = scf::ForOp::create(
+            pb, pl, cIdx(pb, pl, chunks * 16), cIdx(pb, pl, k), c1,
+            ValueRange{mx},
+            [&](OpBuilder &fb, Location fl, Value j, ValueRange acc) {
+              Value x = memref::LoadOp::create(fb, fl, a, ValueRange{row, j});
+              scf::YieldOp::create(
+                  fb, fl,
+                  ValueRange{arith::MaxNumFOp::create(
+                      fb, fl, acc[0], math::AbsFOp::create(fb, fl, x))});
+            });
+        mx = tail.getResult(0);
+        Value positive = arith::CmpFOp::create(
+            pb, pl, arith::CmpFPredicate::OGT, mx, cF32(pb, pl, 0.0));
+        memref::StoreOp::create(
+            pb, pl, arith::DivFOp::create(pb, pl, mx, cF32(pb, pl, 127.0)),
+            scales, ValueRange{row});
+        Value inv = arith::SelectOp::create(
+            pb, pl, positive,
+            arith::DivFOp::create(pb, pl, cF32(pb, pl, 127.0), mx),
+            cF32(pb, pl, 0.0));
+        // round(x / scale) + 128, clamped to 1..255 (|x| <= max gives
+        // -127..127; the clamp only guards rounding).
+        auto quantize = [&](OpBuilder &qb, Location ql, Value x) {
+          Type t = x.getType();
+          auto splat = [&](Value s) -> Value {
+            if (auto vt = dyn_cast<VectorType>(t))
+              return vector::BroadcastOp::create(qb, ql, vt, s);
+            return s;
+          };
+          Value q = math::RoundEvenOp::create(
+              qb, ql, arith::MulFOp::create(qb, ql, x, splat(inv)));
+          q = arith::MinNumFOp::create(qb, ql, q, splat(cF32(qb, ql, 127.0)));
+          q = arith::MaxNumFOp::create(qb, ql, q, splat(cF32(qb, ql, -127.0)));
+          Type it = i32;
+          if (auto vt = dyn_cast<VectorType>(t))
+            it = VectorType::get(vt.getShape(), i32);
+          Value c128 = arith::ConstantIntOp::create(qb, ql, 128, 32);
+          Value off = c128;
+          if (auto vt = dyn_cast<VectorType>(it))
+            off = vector::BroadcastOp::create(qb, ql, vt, c128);
+          return arith::AddIOp::create(
+              qb, ql, arith::FPToSIOp::create(qb, ql, it, q), off);
+        };
+        forRange(
+            pb, pl, c0, cIdx(pb, pl, chunks), c1,
+            [&](OpBuilder &fb, Location fl, Value j) {
+              Value col = arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 16));
+              Value v =
+                  vector::LoadOp::create(fb, fl, f32V, a, ValueRange{row, col});
+              Value u = arith::TruncIOp::create(
+                  fb, fl, VectorType::get({16}, fb.getI8Type()),
+                  quantize(fb, fl, v));
+              Value w = vector::BitCastOp::create(fb, fl,
+                                                  VectorType::get({4}, i32), u);
+              Value at = arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 4));
+              vector::StoreOp::create(fb, fl, w, quads, ValueRange{row, at});
+            });
+        forRange(
+            pb, pl, cIdx(pb, pl, chunks * 4), cIdx(pb, pl, k4), c1,
+            [&](OpBuilder &fb, Location fl, Value j) {
+              Value word = arith::ConstantIntOp::create(fb, fl, 0, 32);
+              for (int64_t t = 0; t < 4; ++t) {
+                Value col = arith::AddIOp::create(
+                    fb, fl, arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 4)),
+                    cIdx(fb, fl, t));
+                Value inside = arith::CmpIOp::create(
+                    fb, fl, arith::CmpIPredicate::ult, col, cIdx(fb, fl, k));
+                Value safe = arith::SelectOp::create(fb, fl, inside, col, c0);
+                Value x = arith::SelectOp::create(
+                    fb, fl, inside,
+                    memref::LoadOp::create(fb, fl, a, ValueRange{row, safe}),
+                    cF32(fb, fl, 0.0));
+                Value u = quantize(fb, fl, x);
+                word = arith::OrIOp::create(
+                    fb, fl, word,
+                    arith::ShLIOp::create(
+                        fb, fl, u,
+                        arith::ConstantIntOp::create(fb, fl, 8 * t, 32)));
+              }
+              memref::StoreOp::create(fb, fl, word, quads, ValueRange{row, j});
+            });
+        scf::ReduceOp::create(pb, pl);
+      });
+  markKeepParallel(par);
+  return {quads, scales};
+}
+
+/// The LLVM intrinsic of AVX512_VNNI's vpdpbusd on 512-bit vectors: acc +
+/// the sums of four products of unsigned bytes of `u` and signed bytes of
+/// `s` per i32 lane.
+constexpr StringLiteral kVpdpbusd = "llvm.x86.avx512.vpdpbusd.512";
+
 struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
   LowerLinearKernel(MLIRContext *ctx, int64_t vl)
       : OpRewritePattern(ctx), vl(vl) {}
@@ -202,10 +346,18 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
     // bf16 weights in pairs of K ([P, K / 2, 2 W]): vdpbf16ps multiplies
     // a pair of A's columns, rounded to bf16, by the pair of each column.
     bool pairs = wType.getElementType().isBF16();
-    if (pairs && vl != 16)
-      return b.notifyMatchFailure(op, "bf16 weights need AVX-512 vectors");
-    int64_t panels = wType.getDimSize(0), k = wType.getDimSize(1),
-            panel = pairs ? wType.getDimSize(2) / 2 : wType.getDimSize(2);
+    // int8 weights in quads of K ([P, K / 4 + 2, 4 W] bytes, the columns'
+    // scales and sums last): vpdpbusd multiplies a quad of A's columns,
+    // quantized per row, by the quad of each column.
+    bool quads = wType.getElementType().isSignlessInteger(8);
+    if ((pairs || quads) && vl != 16)
+      return b.notifyMatchFailure(op, "bf16 and int8 weights need AVX-512 "
+                                      "vectors");
+    int64_t panels = wType.getDimSize(0),
+            k = quads ? wType.getDimSize(1) - 2 : wType.getDimSize(1),
+            panel = pairs   ? wType.getDimSize(2) / 2
+                    : quads ? wType.getDimSize(2) / 4
+                            : wType.getDimSize(2);
     int64_t n = cast<MemRefType>(out.getType()).getDimSize(1);
     if (panel % vl != 0)
       return b.notifyMatchFailure(op, "panel width is not whole vectors");
@@ -225,6 +377,14 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
     if (pairs)
       aPairs =
           packPairs(b, loc, a, m, cast<MemRefType>(a.getType()).getDimSize(1));
+    // With int8 weights, A quantized per row first: [M, K / 4] of i32 (4
+    // unsigned bytes) and the rows' scales [M].
+    Value aQuads, aScales;
+    auto quadT = VectorType::get({4 * vl}, b.getI8Type());
+    auto accIntT = VectorType::get({vl}, b.getI32Type());
+    if (quads)
+      std::tie(aQuads, aScales) = quantizeRows(
+          b, loc, a, m, cast<MemRefType>(a.getType()).getDimSize(1));
 
     // The indices of row `row` in an epilogue operand [..., N] (its
     // leading dimensions are the rows, split).
@@ -248,16 +408,25 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
                            Value p, ArrayRef<Value> masks) {
       Value n0 = arith::MulIOp::create(nb, l, p, cIdx(nb, l, panel));
       SmallVector<Value> colIdx, laneIdx, pairIdx, rowIdx;
+      SmallVector<Value> quadIdx;
       for (int64_t c = 0; c < kCols; ++c) {
         colIdx.push_back(arith::AddIOp::create(nb, l, n0, cIdx(nb, l, c * vl)));
         laneIdx.push_back(cIdx(nb, l, c * vl));
         pairIdx.push_back(cIdx(nb, l, 2 * c * vl));
+        quadIdx.push_back(cIdx(nb, l, 4 * c * vl));
       }
       for (int64_t r = 0; r < rows; ++r)
         rowIdx.push_back(arith::AddIOp::create(nb, l, m0, cIdx(nb, l, r)));
       SmallVector<Value> cols, init;
+      Value zeroI;
+      if (quads)
+        zeroI = arith::ConstantOp::create(
+            nb, l, accIntT,
+            DenseElementsAttr::get(accIntT, nb.getI32IntegerAttr(0)));
       for (int64_t c = 0; c < kCols; ++c) {
-        if (!bias)
+        if (quads)
+          cols.push_back(zeroI);
+        else if (!bias)
           cols.push_back(zeroV);
         else if (masks.empty())
           cols.push_back(vector::LoadOp::create(nb, l, vt, bias, colIdx[c]));
@@ -275,11 +444,32 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
             // two prefetches a k made decode (M = 1, from L3) 15% slower.
             SmallVector<Value> w;
             for (int64_t c = 0; c < kCols; ++c)
-              w.push_back(vector::LoadOp::create(
-                  bb, ll, pairs ? pairT : vt, wp,
-                  ValueRange{p, kk, pairs ? pairIdx[c] : laneIdx[c]}));
+              w.push_back(
+                  vector::LoadOp::create(bb, ll,
+                                         pairs   ? pairT
+                                         : quads ? quadT
+                                                 : vt,
+                                         wp,
+                                         ValueRange{p, kk,
+                                                    pairs   ? pairIdx[c]
+                                                    : quads ? quadIdx[c]
+                                                            : laneIdx[c]}));
             SmallVector<Value> next;
             for (int64_t r = 0; r < rows; ++r) {
+              if (quads) {
+                Value s = memref::LoadOp::create(bb, ll, aQuads,
+                                                 ValueRange{rowIdx[r], kk});
+                Value sv = vector::BitCastOp::create(
+                    bb, ll, quadT,
+                    vector::BroadcastOp::create(bb, ll, accIntT, s));
+                for (int64_t c = 0; c < kCols; ++c)
+                  next.push_back(LLVM::CallIntrinsicOp::create(
+                                     bb, ll, accIntT,
+                                     bb.getStringAttr(kVpdpbusd),
+                                     ValueRange{acc[r * kCols + c], sv, w[c]})
+                                     .getResult(0));
+                continue;
+              }
               if (pairs) {
                 Value s = memref::LoadOp::create(bb, ll, aPairs,
                                                  ValueRange{rowIdx[r], kk});
@@ -304,6 +494,35 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
         for (int64_t c = 0; c < kCols; ++c) {
           Value v = loop.getResult(r * kCols + c);
           SmallVector<Value, 2> idx{rowIdx[r], colIdx[c]};
+          if (quads) {
+            // (acc - 128 colsum) x column scale x row scale + bias: the
+            // column scales and sums are the panel's last two rows.
+            auto panelRow = [&](int64_t at, Type t) {
+              return vector::BitCastOp::create(
+                  nb, l, t,
+                  vector::LoadOp::create(
+                      nb, l, quadT, wp,
+                      ValueRange{p, cIdx(nb, l, at), quadIdx[c]}));
+            };
+            Value scaleW = panelRow(k, vt);
+            Value sum128 = panelRow(k + 1, accIntT);
+            Value rowScale = vector::BroadcastOp::create(
+                nb, l, vt,
+                memref::LoadOp::create(nb, l, aScales, ValueRange{rowIdx[r]}));
+            v = arith::MulFOp::create(
+                nb, l,
+                arith::SIToFPOp::create(
+                    nb, l, vt, arith::SubIOp::create(nb, l, v, sum128)),
+                arith::MulFOp::create(nb, l, scaleW, rowScale));
+            if (bias)
+              v = arith::AddFOp::create(
+                  nb, l, v,
+                  masks.empty() ? Value(vector::LoadOp::create(nb, l, vt, bias,
+                                                               colIdx[c]))
+                                : Value(vector::MaskedLoadOp::create(
+                                      nb, l, vt, bias, colIdx[c], masks[c],
+                                      zeroV, IntegerAttr())));
+          }
           // The epilogue, on the registers before they are stored.
           auto load = [&](Value from) -> Value {
             SmallVector<Value> at = epilogueIndices(nb, l, from, rowIdx[r]);
@@ -410,14 +629,14 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
     }
     if (aPairs)
       memref::DeallocOp::create(b, loc, aPairs);
+    if (aQuads) {
+      memref::DeallocOp::create(b, loc, aQuads);
+      memref::DeallocOp::create(b, loc, aScales);
+    }
     b.eraseOp(op);
     return success();
   }
 };
-
-/// Most output vectors of a query row held in registers by the attention
-/// kernel; wider heads loop over their chunks in memory.
-constexpr int64_t kMaxRegisterChunks = 16;
 
 /// The decode kernel takes an attention over a KV cache when the query rows
 /// of one KV head (T x group) are at most this many, or T is 1: few enough
@@ -739,203 +958,490 @@ struct AttentionLowering {
   void emitDecode(OpBuilder &b, Location loc, int64_t group) const;
 };
 
-/// The prefill kernel: parallel over batch x heads x blocks of query rows
-/// (as many as keep their output accumulators in registers), each block
-/// against blocks of keys with the online softmax, K/V read from the
-/// query head's KV head.
+/// log2(e): the prefill kernel keeps scores in base-2 units (exp2).
+constexpr double kLog2E = 1.4426950408889634;
+
+/// How far (in base-2 units) a block's scores may rise above a row's
+/// running max before the row is rescaled: probabilities stay at most
+/// 2^8 relative to the max used, so that the running max, the rescaling
+/// of the row's output and its horizontal max are needed only when the
+/// scores jump (the first block of a row, rarely after).
+constexpr double kRescaleThreshold = 8.0;
+
+/// Bytes of K^T and V that a superblock of keys keeps in L2 while every
+/// group of query rows of a tile passes over it.
+constexpr int64_t kSuperblockBytes = 256 * 1024;
+
+/// Bytes of a tile's output accumulators (on the task's stack).
+constexpr int64_t kTileAccumulatorBytes = 32 * 1024;
+
+/// Most vectors of a query row's output that the prefill kernel keeps on
+/// the task's stack; a wider head accumulates in its output rows.
+constexpr int64_t kMaxStackChunks = 16;
+
+/// 2^x for a vector of f32 in base-2 units: x clamped to -127 (where, as
+/// for -inf, it gives exactly 0), x = n + f with n = roundeven(x), 2^f by
+/// its Taylor polynomial of degree 6 (relative error 1.2e-7 on
+/// |f| <= 0.5), 2^n as the exponent bits (n + 127) << 23.
+Value exp2Vector(OpBuilder &b, Location loc, Value x) {
+  auto vt = cast<VectorType>(x.getType());
+  auto it = VectorType::get(vt.getShape(), b.getI32Type());
+  auto splat = [&](double c) {
+    return vector::BroadcastOp::create(b, loc, vt, cF32(b, loc, c));
+  };
+  auto nnan = arith::FastMathFlags::nnan;
+  x = arith::MaxNumFOp::create(b, loc, x, splat(-127.0), nnan);
+  Value n = math::RoundEvenOp::create(b, loc, x);
+  Value f = arith::SubFOp::create(b, loc, x, n);
+  static const double coef[] = {1.0,
+                                0.6931471805599453,
+                                0.2402265069591007,
+                                0.05550410866482158,
+                                0.009618129107628477,
+                                0.0013333558146428443,
+                                0.00015403530393381608};
+  Value p = splat(coef[6]);
+  for (int k = 5; k >= 0; --k)
+    p = vector::FMAOp::create(b, loc, p, f, splat(coef[k]));
+  Value ni = arith::FPToSIOp::create(b, loc, it, n);
+  auto splatI = [&](int32_t c) {
+    return vector::BroadcastOp::create(
+        b, loc, it, arith::ConstantIntOp::create(b, loc, c, 32));
+  };
+  Value bits = arith::ShLIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, ni, splatI(127)), splatI(23));
+  return arith::MulFOp::create(b, loc, p,
+                               arith::BitcastOp::create(b, loc, vt, bits));
+}
+
+/// The prefill kernel: parallel over batch x heads x tiles of query rows.
+/// A task keeps its tile's output accumulators, running max and lane-wise
+/// running sums on its stack, and passes over the keys in superblocks
+/// that stay in L2 (kSuperblockBytes of K^T and V), each superblock met by
+/// every group of `rows` query rows of the tile in turn. For a group and a
+/// block of `bk` keys: S = Q K^T as a register tile (rows x bk/vl vectors,
+/// one contiguous vector of K^T per head dimension broadcast-FMA'd into
+/// every row), scores in base-2 units, the running max raised (and the
+/// rows rescaled) only when a score passes it by kRescaleThreshold,
+/// P = exp2(S - max) on full vectors stored to a small buffer, then P V as
+/// register tiles of the accumulators (pvRows x pvChunks vectors) with
+/// P broadcast from that buffer and each V row loaded once per tile.
 void AttentionLowering::emitPrefill(OpBuilder &b, Location loc) const {
-  // Past kMaxRegisterChunks vectors a row's output accumulators cannot
-  // stay in registers: a wide head keeps them in the output row and
-  // loops over its chunks, so the code does not grow with head_dim.
-  bool wide = chunks > kMaxRegisterChunks;
-  // Query rows per block: as many as keep the output accumulators
-  // (rows x chunks vectors) within half the vector registers.
-  int64_t rows = wide ? 1 : std::clamp<int64_t>(16 / chunks, 1, 8);
+  Type f32 = b.getF32Type();
+  // A head wider than kMaxStackChunks vectors accumulates in its output
+  // rows, one row a group, so that the stack does not grow with head_dim.
+  bool wide = chunks > kMaxStackChunks;
+  int64_t rows = wide ? 1 : vl >= 16 ? 8 : 4;
+  int64_t keyVecs = bk / vl;
+  int64_t groupsPerTile =
+      wide ? 8
+           : std::clamp<int64_t>(kTileAccumulatorBytes / (rows * dv * 4), 1, 8);
+  int64_t tileRows = rows * groupsPerTile;
+  int64_t pvRows = std::min<int64_t>(rows, vl >= 16 ? 4 : 2);
+  int64_t pvChunks = std::min<int64_t>(chunks, 4);
+  while (chunks % pvChunks != 0)
+    --pvChunks;
+  int64_t sbKeys =
+      std::max<int64_t>(1, kSuperblockBytes / ((d + dv) * 4) / bk) * bk;
+  // Without score modifiers or a ring buffer, the scale and log2(e) fold
+  // into one multiply and the mask compares i32 lanes.
+  bool plain = !softcap && !slopes && !bias && !ring;
+  VectorType lT = VectorType::get({vl}, f32);
+  VectorType laneI = VectorType::get({bk}, b.getI32Type());
+
   Value group = arith::DivUIOp::create(b, loc, heads, kvHeads);
   Value alignedOffset = arith::SubIOp::create(b, loc, tk, tq);
-  Value qBlocks = arith::CeilDivUIOp::create(b, loc, tq, cIdx(b, loc, rows));
+  Value tiles = arith::CeilDivUIOp::create(b, loc, tq, cIdx(b, loc, tileRows));
+  Value scaleL2 =
+      vector::BroadcastOp::create(b, loc, vk, cF32(b, loc, scale * kLog2E));
+  Value log2eV = vector::BroadcastOp::create(b, loc, vk, cF32(b, loc, kLog2E));
+  Value lanes32 = arith::IndexCastOp::create(b, loc, laneI, lanes);
+  Value zeroL = arith::ConstantOp::create(
+      b, loc, lT, DenseElementsAttr::get(lT, b.getF32FloatAttr(0.0)));
 
   auto par = scf::ParallelOp::create(
-      b, loc, ValueRange{c0, c0, c0}, ValueRange{bsz, heads, qBlocks},
+      b, loc, ValueRange{c0, c0, c0}, ValueRange{bsz, heads, tiles},
       ValueRange{c1, c1, c1}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
         Value bi = ivs[0], hi = ivs[1];
-        Value i0 = arith::MulIOp::create(nb, l, ivs[2], cIdx(nb, l, rows));
+        Value t0 = arith::MulIOp::create(nb, l, ivs[2], cIdx(nb, l, tileRows));
+        Value tileEnd = arith::MinSIOp::create(
+            nb, l, arith::AddIOp::create(nb, l, t0, cIdx(nb, l, tileRows)), tq);
+        Value tileCount = arith::SubIOp::create(nb, l, tileEnd, t0);
+        Value nGroups =
+            arith::CeilDivUIOp::create(nb, l, tileCount, cIdx(nb, l, rows));
         Value kvh = arith::DivUIOp::create(nb, l, hi, group);
         Value lastRow = arith::SubIOp::create(nb, l, tq, c1);
+        Value lastKey = arith::SubIOp::create(nb, l, tk, c1);
         Value offset, limit;
         std::tie(offset, limit) = sequenceBounds(nb, l, bi, alignedOffset);
-        // Rows of the block (clamped: a partial last block recomputes the
-        // last row) and each row's visible keys [lo, hi).
-        SmallVector<Value> row, lo, hiK, posR;
-        for (int64_t r = 0; r < rows; ++r) {
-          Value ir = arith::MinSIOp::create(
-              nb, l, arith::AddIOp::create(nb, l, i0, cIdx(nb, l, r)), lastRow);
-          row.push_back(ir);
-          Value pos = arith::AddIOp::create(nb, l, ir, offset);
-          posR.push_back(pos);
-          Value lw, h;
-          std::tie(lw, h) = rowBounds(nb, l, pos, limit);
-          hiK.push_back(h);
-          lo.push_back(lw);
-        }
-        // Key blocks that any row sees; the others are skipped.
-        Value first = arith::MulIOp::create(
-            nb, l, arith::DivUIOp::create(nb, l, lo[0], cIdx(nb, l, bk)),
-            cIdx(nb, l, bk));
-        Value end = hiK.back();
-        for (Value h : hiK)
-          end = arith::MaxSIOp::create(nb, l, end, h);
-        end = arith::MaxSIOp::create(nb, l, end, first);
-        // A ring buffer: every written slot may hold a visible key; the
-        // slots' positions are computed per block below.
         Value written;
-        if (ring) {
-          first = c0;
+        if (ring)
           written = arith::AddIOp::create(nb, l, offset, tq);
-          end = arith::MinSIOp::create(nb, l, tk, written);
-        }
         Value slopeV;
         if (slopes)
           slopeV = vector::BroadcastOp::create(
               nb, l, vk, selectByIndex(nb, l, hi, *slopes));
-        SmallVector<Value> init;
-        for (int64_t r = 0; r < rows; ++r) {
-          init.push_back(ninf);             // running max
-          init.push_back(cF32(nb, l, 0.0)); // running sum
-        }
-        if (!wide) {
-          for (int64_t i = 0; i < rows * chunks; ++i)
-            init.push_back(zeroVV); // output accumulators
-        } else {
-          forChunks(nb, l, chunks, [&](OpBuilder &cb, Location cl, Value c) {
-            Value col = arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
-            vector::StoreOp::create(cb, cl, zeroVV, out,
-                                    ValueRange{bi, hi, row[0], col});
-          });
-        }
-        auto keys = scf::ForOp::create(
-            nb, l, first, end, cIdx(nb, l, bk), init,
-            [&](OpBuilder &kb, Location kl, Value j0, ValueRange st) {
-              // S = Q K^T for the block: one contiguous vector of K^T per
-              // head dimension, broadcast-FMA'd into every row.
-              Value kMask = keyMask(kb, kl, j0);
-              SmallVector<Value> sInit(rows, zeroK);
-              auto qk = scf::ForOp::create(
-                  kb, kl, c0, cIdx(kb, kl, d), c1, sInit,
-                  [&](OpBuilder &db, Location dl, Value dd, ValueRange acc) {
-                    Value kv = vector::MaskedLoadOp::create(
-                        db, dl, vk, kt, ValueRange{bi, kvh, dd, j0}, kMask,
-                        zeroK, IntegerAttr());
-                    SmallVector<Value> next;
-                    for (int64_t r = 0; r < rows; ++r) {
-                      Value qs = memref::LoadOp::create(
-                          db, dl, q, ValueRange{bi, hi, row[r], dd});
-                      Value qb = vector::BroadcastOp::create(db, dl, vk, qs);
-                      next.push_back(
-                          vector::FMAOp::create(db, dl, qb, kv, acc[r]));
-                    }
-                    scf::YieldOp::create(db, dl, next);
-                  });
-              Value jv = keyPositions(kb, kl, j0, written);
-              SmallVector<Value> next(st.begin(), st.end());
-              SmallVector<Value> p(rows), corrV(rows);
-              for (int64_t r = 0; r < rows; ++r) {
-                Value s = scores(kb, kl, qk.getResult(r), jv, posR[r], lo[r],
-                                 hiK[r], hi, slopeV);
-                SoftmaxStep step =
-                    softmaxStep(kb, kl, s, st[2 * r], st[2 * r + 1]);
-                p[r] = step.p;
-                next[2 * r] = step.m;
-                next[2 * r + 1] = step.l;
-                corrV[r] = vector::BroadcastOp::create(kb, kl, vvT, step.corr);
-              }
-              Value lastKey = arith::SubIOp::create(kb, kl, tk, c1);
-              if (wide) {
-                // The same in the output row, one chunk at a time.
-                SmallVector<Value> js, pbs;
-                for (int64_t jj = 0; jj < bk; ++jj) {
-                  js.push_back(arith::MinSIOp::create(
-                      kb, kl,
-                      arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
-                      lastKey));
-                  pbs.push_back(vector::BroadcastOp::create(
-                      kb, kl, vvT,
-                      vector::ExtractOp::create(kb, kl, p[0],
-                                                ArrayRef<int64_t>{jj})));
-                }
-                forChunks(
-                    kb, kl, chunks, [&](OpBuilder &cb, Location cl, Value c) {
-                      Value col =
-                          arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
-                      SmallVector<Value, 4> at{bi, hi, row[0], col};
-                      Value acc = arith::MulFOp::create(
-                          cb, cl, vector::LoadOp::create(cb, cl, vvT, out, at),
-                          corrV[0]);
-                      for (int64_t jj = 0; jj < bk; ++jj)
-                        acc = vector::FMAOp::create(
-                            cb, cl, pbs[jj],
-                            vector::LoadOp::create(
-                                cb, cl, vvT, v,
-                                ValueRange{bi, kvh, js[jj], col}),
-                            acc);
-                      vector::StoreOp::create(cb, cl, acc, out, at);
-                    });
-                scf::YieldOp::create(kb, kl, next);
-                return;
-              }
-              // O = O * corr + P V: each V row is loaded once for all rows.
-              SmallVector<Value> acc;
-              for (int64_t r = 0; r < rows; ++r)
-                for (int64_t c = 0; c < chunks; ++c)
-                  acc.push_back(arith::MulFOp::create(
-                      kb, kl, st[2 * rows + r * chunks + c], corrV[r]));
-              for (int64_t jj = 0; jj < bk; ++jj) {
-                // Keys past the end have p = 0; read a valid row instead.
-                Value j = arith::MinSIOp::create(
-                    kb, kl, arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
-                    lastKey);
-                SmallVector<Value> vrow;
-                for (int64_t c = 0; c < chunks; ++c)
-                  vrow.push_back(vector::LoadOp::create(
-                      kb, kl, vvT, v,
-                      ValueRange{bi, kvh, j, cIdx(kb, kl, c * wv)}));
-                for (int64_t r = 0; r < rows; ++r) {
-                  Value pj = vector::ExtractOp::create(kb, kl, p[r],
-                                                       ArrayRef<int64_t>{jj});
-                  Value pb = vector::BroadcastOp::create(kb, kl, vvT, pj);
-                  for (int64_t c = 0; c < chunks; ++c)
-                    acc[r * chunks + c] = vector::FMAOp::create(
-                        kb, kl, pb, vrow[c], acc[r * chunks + c]);
-                }
-              }
-              for (int64_t i = 0; i < rows * chunks; ++i)
-                next[2 * rows + i] = acc[i];
-              scf::YieldOp::create(kb, kl, next);
-            });
-        // out = O / l, or zeros for a row that saw no key.
-        for (int64_t r = 0; r < rows; ++r) {
-          Value invV = vector::BroadcastOp::create(
-              nb, l, vvT, inverseSum(nb, l, keys.getResult(2 * r + 1)));
-          if (wide) {
-            forChunks(nb, l, chunks, [&](OpBuilder &cb, Location cl, Value c) {
-              Value col = arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
-              SmallVector<Value, 4> at{bi, hi, row[r], col};
-              vector::StoreOp::create(
-                  cb, cl,
-                  arith::MulFOp::create(
-                      cb, cl, vector::LoadOp::create(cb, cl, vvT, out, at),
-                      invV),
-                  out, at);
-            });
-            continue;
+
+        // The tile's state: output accumulators, running max (base 2)
+        // and lane-wise running sums, and one block of probabilities.
+        Value acc = wide ? out
+                         : Value(memref::AllocaOp::create(
+                               nb, l, MemRefType::get({tileRows, dv}, f32)));
+        // Where the accumulators of the tile's row `slot` start at `col`.
+        auto accAt = [&](OpBuilder &ab, Location al, Value slot,
+                         Value col) -> SmallVector<Value, 4> {
+          if (!wide)
+            return {slot, col};
+          return {bi, hi, arith::AddIOp::create(ab, al, t0, slot), col};
+        };
+        auto mBuf =
+            memref::AllocaOp::create(nb, l, MemRefType::get({tileRows}, f32));
+        auto lBuf = memref::AllocaOp::create(
+            nb, l, MemRefType::get({tileRows, vl}, f32));
+        auto pBuf =
+            memref::AllocaOp::create(nb, l, MemRefType::get({rows, bk}, f32));
+        // (A wide head's accumulators are its output rows: only the
+        // tile's own.)
+        forRange(nb, l, c0, wide ? tileCount : cIdx(nb, l, tileRows), c1,
+                 [&](OpBuilder &ib, Location il, Value i) {
+                   memref::StoreOp::create(ib, il, ninf, mBuf, ValueRange{i});
+                   vector::StoreOp::create(ib, il, zeroL, lBuf,
+                                           ValueRange{i, c0});
+                   forChunks(ib, il, chunks,
+                             [&](OpBuilder &cb, Location cl, Value c) {
+                               vector::StoreOp::create(
+                                   cb, cl, zeroVV, acc,
+                                   accAt(cb, cl, i,
+                                         arith::MulIOp::create(
+                                             cb, cl, c, cIdx(cb, cl, wv))));
+                             });
+                 });
+
+        // The rows of group `g` (clamped: a partial last group recomputes
+        // the last row into its own accumulators), their positions and
+        // visible keys, and the keys [first, end) any of them sees.
+        struct Group {
+          SmallVector<Value> row, pos, lo, hi;
+          Value first, end;
+        };
+        auto groupRows = [&](OpBuilder &gb, Location gl, Value g) {
+          Group grp;
+          Value g0 = arith::AddIOp::create(
+              gb, gl, t0, arith::MulIOp::create(gb, gl, g, cIdx(gb, gl, rows)));
+          for (int64_t r = 0; r < rows; ++r) {
+            Value ir = arith::MinSIOp::create(
+                gb, gl, arith::AddIOp::create(gb, gl, g0, cIdx(gb, gl, r)),
+                lastRow);
+            Value pos = arith::AddIOp::create(gb, gl, ir, offset);
+            Value lw, h;
+            std::tie(lw, h) = rowBounds(gb, gl, pos, limit);
+            grp.row.push_back(ir);
+            grp.pos.push_back(pos);
+            grp.lo.push_back(lw);
+            grp.hi.push_back(h);
           }
-          for (int64_t c = 0; c < chunks; ++c)
-            vector::StoreOp::create(
-                nb, l,
-                arith::MulFOp::create(
-                    nb, l, keys.getResult(2 * rows + r * chunks + c), invV),
-                out, ValueRange{bi, hi, row[r], cIdx(nb, l, c * wv)});
-        }
+          if (ring) {
+            grp.first = c0;
+            grp.end = arith::MinSIOp::create(gb, gl, tk, written);
+            return grp;
+          }
+          grp.first = arith::MulIOp::create(
+              gb, gl,
+              arith::DivUIOp::create(gb, gl, grp.lo[0], cIdx(gb, gl, bk)),
+              cIdx(gb, gl, bk));
+          Value end = grp.hi[0];
+          for (Value h : grp.hi)
+            end = arith::MaxSIOp::create(gb, gl, end, h);
+          grp.end = arith::MaxSIOp::create(gb, gl, end, grp.first);
+          return grp;
+        };
+        // The tile's keys: from its first group's first to its last
+        // group's end (positions grow with the rows).
+        Group firstG = groupRows(nb, l, c0);
+        Group lastG =
+            groupRows(nb, l, arith::SubIOp::create(nb, l, nGroups, c1));
+        Value tileFirst = firstG.first;
+        Value tileLast = arith::MaxSIOp::create(nb, l, lastG.end, firstG.end);
+
+        forRange(
+            nb, l, tileFirst, tileLast, cIdx(nb, l, sbKeys),
+            [&](OpBuilder &sb, Location sl, Value s0) {
+              Value sEnd =
+                  arith::AddIOp::create(sb, sl, s0, cIdx(sb, sl, sbKeys));
+              forRange(
+                  sb, sl, c0, nGroups, c1,
+                  [&](OpBuilder &gb, Location gl, Value g) {
+                    Group grp = groupRows(gb, gl, g);
+                    Value r0 =
+                        arith::MulIOp::create(gb, gl, g, cIdx(gb, gl, rows));
+                    SmallVector<Value> slot;
+                    for (int64_t r = 0; r < rows; ++r)
+                      slot.push_back(
+                          arith::AddIOp::create(gb, gl, r0, cIdx(gb, gl, r)));
+                    Value jb = arith::MaxSIOp::create(gb, gl, grp.first, s0);
+                    Value je = arith::MinSIOp::create(gb, gl, grp.end, sEnd);
+                    forRange(
+                        gb, gl, jb, je, cIdx(gb, gl, bk),
+                        [&](OpBuilder &kb, Location kl, Value j0) {
+                          // S = Q K^T for the block.
+                          Value kMask = keyMask(kb, kl, j0);
+                          SmallVector<Value> sInit(rows, zeroK);
+                          auto qk = scf::ForOp::create(
+                              kb, kl, c0, cIdx(kb, kl, d), c1, sInit,
+                              [&](OpBuilder &db, Location dl, Value dd,
+                                  ValueRange accS) {
+                                Value kv = vector::MaskedLoadOp::create(
+                                    db, dl, vk, kt, ValueRange{bi, kvh, dd, j0},
+                                    kMask, zeroK, IntegerAttr());
+                                SmallVector<Value> next;
+                                for (int64_t r = 0; r < rows; ++r) {
+                                  Value qs = memref::LoadOp::create(
+                                      db, dl, q,
+                                      ValueRange{bi, hi, grp.row[r], dd});
+                                  Value qb = vector::BroadcastOp::create(
+                                      db, dl, vk, qs);
+                                  next.push_back(vector::FMAOp::create(
+                                      db, dl, qb, kv, accS[r]));
+                                }
+                                scf::YieldOp::create(db, dl, next);
+                              });
+                          // Scores in base-2 units, -inf outside each row's
+                          // keys.
+                          SmallVector<Value> t(rows), mOld(rows);
+                          Value jv;
+                          if (!plain)
+                            jv = keyPositions(kb, kl, j0, written);
+                          Value exceed;
+                          for (int64_t r = 0; r < rows; ++r) {
+                            Value s;
+                            if (plain) {
+                              // Lane j is visible iff j0 + j - lo < hi - lo
+                              // (unsigned).
+                              auto i32 = [&](Value x) {
+                                return arith::IndexCastOp::create(
+                                    kb, kl, kb.getI32Type(), x);
+                              };
+                              Value rel = arith::AddIOp::create(
+                                  kb, kl, lanes32,
+                                  vector::BroadcastOp::create(
+                                      kb, kl, laneI,
+                                      i32(arith::SubIOp::create(kb, kl, j0,
+                                                                grp.lo[r]))));
+                              Value span = arith::MaxSIOp::create(
+                                  kb, kl,
+                                  arith::SubIOp::create(kb, kl, grp.hi[r],
+                                                        grp.lo[r]),
+                                  c0);
+                              Value in = arith::CmpIOp::create(
+                                  kb, kl, arith::CmpIPredicate::ult, rel,
+                                  vector::BroadcastOp::create(kb, kl, laneI,
+                                                              i32(span)));
+                              s = arith::SelectOp::create(
+                                  kb, kl, in,
+                                  arith::MulFOp::create(kb, kl, qk.getResult(r),
+                                                        scaleL2),
+                                  ninfV);
+                            } else {
+                              s = arith::MulFOp::create(
+                                  kb, kl,
+                                  scores(kb, kl, qk.getResult(r), jv,
+                                         grp.pos[r], grp.lo[r], grp.hi[r], hi,
+                                         slopeV),
+                                  log2eV);
+                            }
+                            t[r] = s;
+                            mOld[r] = memref::LoadOp::create(
+                                kb, kl, mBuf, ValueRange{slot[r]});
+                            Value bound = vector::BroadcastOp::create(
+                                kb, kl, vk,
+                                arith::AddFOp::create(
+                                    kb, kl, mOld[r],
+                                    cF32(kb, kl, kRescaleThreshold)));
+                            Value above = arith::CmpFOp::create(
+                                kb, kl, arith::CmpFPredicate::OGT, s, bound);
+                            exceed = exceed ? arith::OrIOp::create(
+                                                  kb, kl, exceed, above)
+                                            : above;
+                          }
+                          Value any = vector::ReductionOp::create(
+                              kb, kl, vector::CombiningKind::OR, exceed);
+                          // A score above a row's max + threshold: new maxes
+                          // for every row of the group, their state rescaled.
+                          SmallVector<Type> mTypes(rows, f32);
+                          auto raise = scf::IfOp::create(
+                              kb, kl, any,
+                              [&](OpBuilder &tb, Location tl) {
+                                SmallVector<Value> mNew;
+                                for (int64_t r = 0; r < rows; ++r) {
+                                  Value mx = vector::ReductionOp::create(
+                                      tb, tl, vector::CombiningKind::MAXNUMF,
+                                      t[r]);
+                                  Value m = arith::MaxNumFOp::create(
+                                      tb, tl, mOld[r], mx);
+                                  Value none = arith::CmpFOp::create(
+                                      tb, tl, arith::CmpFPredicate::OEQ, m,
+                                      ninf);
+                                  Value corr = arith::SelectOp::create(
+                                      tb, tl, none, cF32(tb, tl, 1.0),
+                                      math::ExpOp::create(
+                                          tb, tl,
+                                          arith::MulFOp::create(
+                                              tb, tl,
+                                              arith::SubFOp::create(tb, tl,
+                                                                    mOld[r], m),
+                                              cF32(tb, tl, M_LN2))));
+                                  memref::StoreOp::create(tb, tl, m, mBuf,
+                                                          ValueRange{slot[r]});
+                                  Value corrL = vector::BroadcastOp::create(
+                                      tb, tl, lT, corr);
+                                  SmallVector<Value, 2> lAt{slot[r], c0};
+                                  vector::StoreOp::create(
+                                      tb, tl,
+                                      arith::MulFOp::create(
+                                          tb, tl,
+                                          vector::LoadOp::create(tb, tl, lT,
+                                                                 lBuf, lAt),
+                                          corrL),
+                                      lBuf, lAt);
+                                  Value corrV = vector::BroadcastOp::create(
+                                      tb, tl, vvT, corr);
+                                  forChunks(
+                                      tb, tl, chunks,
+                                      [&](OpBuilder &cb, Location cl, Value c) {
+                                        SmallVector<Value, 4> at = accAt(
+                                            cb, cl, slot[r],
+                                            arith::MulIOp::create(
+                                                cb, cl, c, cIdx(cb, cl, wv)));
+                                        vector::StoreOp::create(
+                                            cb, cl,
+                                            arith::MulFOp::create(
+                                                cb, cl,
+                                                vector::LoadOp::create(
+                                                    cb, cl, vvT, acc, at),
+                                                corrV),
+                                            acc, at);
+                                      });
+                                  mNew.push_back(m);
+                                }
+                                scf::YieldOp::create(tb, tl, mNew);
+                              },
+                              [&](OpBuilder &eb, Location el) {
+                                scf::YieldOp::create(eb, el, mOld);
+                              });
+                          // P = exp2(S - max) (a row that saw no key yet:
+                          // relative to 0, its -inf scores give 0), summed
+                          // lane-wise, stored.
+                          for (int64_t r = 0; r < rows; ++r) {
+                            Value m = raise.getResult(r);
+                            Value none = arith::CmpFOp::create(
+                                kb, kl, arith::CmpFPredicate::OEQ, m, ninf);
+                            Value mUse = arith::SelectOp::create(
+                                kb, kl, none, cF32(kb, kl, 0.0), m);
+                            Value p =
+                                exp2Vector(kb, kl,
+                                           arith::SubFOp::create(
+                                               kb, kl, t[r],
+                                               vector::BroadcastOp::create(
+                                                   kb, kl, vk, mUse)));
+                            SmallVector<Value, 2> lAt{slot[r], c0};
+                            Value lv =
+                                vector::LoadOp::create(kb, kl, lT, lBuf, lAt);
+                            for (int64_t k = 0; k < keyVecs; ++k)
+                              lv = arith::AddFOp::create(
+                                  kb, kl, lv,
+                                  vector::ExtractStridedSliceOp::create(
+                                      kb, kl, p, ArrayRef<int64_t>{k * vl},
+                                      ArrayRef<int64_t>{vl},
+                                      ArrayRef<int64_t>{1}));
+                            vector::StoreOp::create(kb, kl, lv, lBuf, lAt);
+                            vector::StoreOp::create(
+                                kb, kl, p, pBuf,
+                                ValueRange{cIdx(kb, kl, r), c0});
+                          }
+                          // O += P V, a register tile of pvRows x pvChunks
+                          // vectors at a time. Keys past the end have p = 0;
+                          // read a valid row.
+                          SmallVector<Value> js;
+                          for (int64_t jj = 0; jj < bk; ++jj)
+                            js.push_back(arith::MinSIOp::create(
+                                kb, kl,
+                                arith::AddIOp::create(kb, kl, j0,
+                                                      cIdx(kb, kl, jj)),
+                                lastKey));
+                          for (int64_t rg = 0; rg < rows; rg += pvRows) {
+                            forChunks(
+                                kb, kl, chunks / pvChunks,
+                                [&](OpBuilder &cb, Location cl, Value cg) {
+                                  SmallVector<Value> cols;
+                                  for (int64_t c = 0; c < pvChunks; ++c)
+                                    cols.push_back(arith::AddIOp::create(
+                                        cb, cl,
+                                        arith::MulIOp::create(
+                                            cb, cl, cg,
+                                            cIdx(cb, cl, pvChunks * wv)),
+                                        cIdx(cb, cl, c * wv)));
+                                  SmallVector<Value> o;
+                                  for (int64_t i = 0; i < pvRows; ++i)
+                                    for (int64_t c = 0; c < pvChunks; ++c)
+                                      o.push_back(vector::LoadOp::create(
+                                          cb, cl, vvT, acc,
+                                          accAt(cb, cl, slot[rg + i],
+                                                cols[c])));
+                                  for (int64_t jj = 0; jj < bk; ++jj) {
+                                    SmallVector<Value> vrow;
+                                    for (int64_t c = 0; c < pvChunks; ++c)
+                                      vrow.push_back(vector::LoadOp::create(
+                                          cb, cl, vvT, v,
+                                          ValueRange{bi, kvh, js[jj],
+                                                     cols[c]}));
+                                    for (int64_t i = 0; i < pvRows; ++i) {
+                                      Value pb = vector::BroadcastOp::create(
+                                          cb, cl, vvT,
+                                          memref::LoadOp::create(
+                                              cb, cl, pBuf,
+                                              ValueRange{cIdx(cb, cl, rg + i),
+                                                         cIdx(cb, cl, jj)}));
+                                      for (int64_t c = 0; c < pvChunks; ++c)
+                                        o[i * pvChunks + c] =
+                                            vector::FMAOp::create(
+                                                cb, cl, pb, vrow[c],
+                                                o[i * pvChunks + c]);
+                                    }
+                                  }
+                                  for (int64_t i = 0; i < pvRows; ++i)
+                                    for (int64_t c = 0; c < pvChunks; ++c)
+                                      vector::StoreOp::create(
+                                          cb, cl, o[i * pvChunks + c], acc,
+                                          accAt(cb, cl, slot[rg + i], cols[c]));
+                                });
+                          }
+                        });
+                  });
+            });
+        // out = O / sum, or zeros for a row that saw no key.
+        forRange(
+            nb, l, c0, tileCount, c1, [&](OpBuilder &ob, Location ol, Value i) {
+              Value sum = vector::ReductionOp::create(
+                  ob, ol, vector::CombiningKind::ADD,
+                  vector::LoadOp::create(ob, ol, lT, lBuf, ValueRange{i, c0}),
+                  Value(), arith::FastMathFlags::reassoc);
+              Value invV = vector::BroadcastOp::create(ob, ol, vvT,
+                                                       inverseSum(ob, ol, sum));
+              Value row = arith::AddIOp::create(ob, ol, t0, i);
+              forChunks(
+                  ob, ol, chunks, [&](OpBuilder &cb, Location cl, Value c) {
+                    Value col =
+                        arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
+                    vector::StoreOp::create(
+                        cb, cl,
+                        arith::MulFOp::create(
+                            cb, cl,
+                            vector::LoadOp::create(cb, cl, vvT, acc,
+                                                   accAt(cb, cl, i, col)),
+                            invV),
+                        out, ValueRange{bi, hi, row, col});
+                  });
+            });
       });
   markKeepParallel(par);
 }
@@ -1327,20 +1833,24 @@ struct TfmLowerKernelsPass
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     // The CPU kernels compute in f32 (f16 and bf16 kernels are the GPU's),
-    // the linear's weight in bf16 pairs aside.
+    // the linear's weight in bf16 pairs or int8 quads aside.
     WalkResult types = getOperation().walk([&](Operation *op) {
       if (!isa<LinearKernelOp, AttentionKernelOp>(op))
         return WalkResult::advance();
       auto lin = dyn_cast<LinearKernelOp>(op);
       for (Value v : op->getOperands()) {
         Type elt = cast<ShapedType>(v.getType()).getElementType();
-        if (lin && v == lin.getWeightP() && elt.isBF16() &&
+        if (lin && v == lin.getWeightP() &&
+            (elt.isBF16() || elt.isSignlessInteger(8)) &&
             cast<ShapedType>(lin.getInput().getType())
                 .getElementType()
                 .isF32()) {
           if (vectorWidth != 16) {
-            op->emitOpError() << "multiplies weights in bf16 pairs, which "
-                                 "needs AVX-512 (AVX512_BF16)";
+            op->emitOpError()
+                << (elt.isBF16() ? "multiplies weights in bf16 pairs, which "
+                                   "needs AVX-512 (AVX512_BF16)"
+                                 : "multiplies weights in int8 quads, which "
+                                   "needs AVX-512 (AVX512_VNNI)");
             return WalkResult::interrupt();
           }
           continue;
@@ -1360,7 +1870,7 @@ struct TfmLowerKernelsPass
     target.addLegalDialect<arith::ArithDialect, func::FuncDialect,
                            math::MathDialect, memref::MemRefDialect,
                            scf::SCFDialect, vector::VectorDialect,
-                           x86vector::X86VectorDialect>();
+                           x86vector::X86VectorDialect, LLVM::LLVMDialect>();
     target.addIllegalOp<LinearKernelOp, AttentionKernelOp, AllReduceKernelOp,
                         AllGatherKernelOp, TpRankOp>();
     target.addDynamicallyLegalOp<memref::CopyOp>(isContiguousCopy);

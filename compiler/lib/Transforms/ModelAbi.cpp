@@ -11,7 +11,9 @@
 // `panel-width` output columns ([ceil(out / W), in, W], zero-padded) and
 // re-expressed as a tfm.unpack_weight, which convert-tfm-to-linalg folds
 // into the matmul kernel; a weight used both ways (a tied embedding) is
-// passed twice.
+// passed twice. With bf16-pairs the panels are bf16 in pairs of K; with
+// int8-quads a tfm.linear's weight is int8 in quads of K with its columns'
+// scales and sums at the end of each panel (Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,8 +48,12 @@ bool wantsPacked(OpOperand &use) {
   return false;
 }
 
-LogicalResult rewriteFunction(func::FuncOp func, int64_t panel,
-                              bool bf16Pairs) {
+/// How a parameter is passed: as stored, packed in panels, or (a linear's
+/// weight under int8-quads) quantized in quads of K.
+enum class Packing { Plain, Panels, Quads };
+
+LogicalResult rewriteFunction(func::FuncOp func, int64_t panel, bool bf16Pairs,
+                              bool int8Quads) {
   FunctionType type = func.getFunctionType();
   if (type.getNumResults() < 1)
     return func.emitError("tfm-model-abi expects a model function with a "
@@ -104,15 +110,24 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel,
   func.walk([&](ParamOp p) { paramOps.push_back(p); });
   for (ParamOp p : paramOps) {
     auto pt = p.getType();
-    auto getArg = [&](bool packed) -> Value {
-      std::string key = (p.getName() + (packed ? "^P" : "")).str();
+    auto getArg = [&](Packing packing) -> Value {
+      bool packed = packing != Packing::Plain;
+      bool quads = packing == Packing::Quads;
+      std::string key = (p.getName() + (quads    ? "^Q"
+                                        : packed ? "^P"
+                                                 : ""))
+                            .str();
       auto it = params.find(key);
       if (it != params.end())
         return it->second;
       SmallVector<int64_t> shape(pt.getShape());
       Type elt = pt.getElementType();
-      bool pairs = packed && bf16Pairs;
-      if (pairs) {
+      bool pairs = packed && !quads && bf16Pairs;
+      if (quads) {
+        shape = {(pt.getDimSize(0) + panel - 1) / panel,
+                 (pt.getDimSize(1) + 3) / 4 + 2, 4 * panel};
+        elt = b.getIntegerType(8);
+      } else if (pairs) {
         shape = {(pt.getDimSize(0) + panel - 1) / panel,
                  (pt.getDimSize(1) + 1) / 2, 2 * panel};
         elt = b.getBF16Type();
@@ -136,12 +151,19 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel,
           b.getNamedAttr("panel", b.getI64IntegerAttr(packed ? panel : 0))};
       if (pairs)
         entry.push_back(b.getNamedAttr("bf16_pairs", b.getUnitAttr()));
+      if (quads)
+        entry.push_back(b.getNamedAttr("int8_quads", b.getUnitAttr()));
       table.push_back(DictionaryAttr::get(ctx, entry));
       return t;
     };
     for (OpOperand &use : llvm::make_early_inc_range(p->getUses())) {
-      bool packed = pt.getRank() == 2 && wantsPacked(use);
-      use.set(getArg(packed));
+      Packing packing = Packing::Plain;
+      if (pt.getRank() == 2 && wantsPacked(use))
+        packing = int8Quads && isa<LinearOp>(use.getOwner()) &&
+                          pt.getElementType().isF32()
+                      ? Packing::Quads
+                      : Packing::Panels;
+      use.set(getArg(packing));
     }
     p->erase();
   }
@@ -178,7 +200,7 @@ struct TfmModelAbiPass : mlir::tfm::impl::TfmModelAbiBase<TfmModelAbiPass> {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || params.isAttrPresent(func))
         continue;
-      if (failed(rewriteFunction(func, panelWidth, bf16Pairs)))
+      if (failed(rewriteFunction(func, panelWidth, bf16Pairs, int8Quads)))
         return signalPassFailure();
     }
   }

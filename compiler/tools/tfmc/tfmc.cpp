@@ -111,6 +111,18 @@ cl::opt<DType, false, EnumParser<DType>>
                      clEnumValN(DType::f16, "f16", "16-bit float"),
                      clEnumValN(DType::bf16, "bf16", "bfloat16")),
           cl::cat(compileCategory));
+cl::opt<Quantize, false, EnumParser<Quantize>> quantize(
+    "quantize",
+    cl::desc("Store the weights of linear layers quantized (CPU; the "
+             "runtime quantizes f32, f16 or bf16 checkpoints as it loads "
+             "them)"),
+    cl::init(Quantize::None),
+    cl::values(clEnumValN(Quantize::None, "none", "as the model's dtype says"),
+               clEnumValN(Quantize::Int8, "int8",
+                          "int8 with a scale per output column, multiplied "
+                          "with AVX512_VNNI by activations quantized per "
+                          "row")),
+    cl::cat(compileCategory));
 cl::opt<bool> noAttentionFusion(
     "no-attention-fusion",
     cl::desc("Do not fuse attention: run it as primitive matmul, mask and "
@@ -165,7 +177,8 @@ FailureOr<CompileOptions> readOptions(MLIRContext &ctx) {
   if (failed(checkEnum<TargetKind>(ctx, target, false)) ||
       failed(checkEnum<CpuModel>(ctx, cpu, true)) ||
       failed(checkEnum<GpuArch>(ctx, gpuArch, false)) ||
-      failed(checkEnum<DType>(ctx, dtype, false)))
+      failed(checkEnum<DType>(ctx, dtype, false)) ||
+      failed(checkEnum<Quantize>(ctx, quantize, false)))
     return failure();
   Location loc = UnknownLoc::get(&ctx);
   if ((compileOnly || sharedLib) && emitStage != Stage::Exe)
@@ -187,6 +200,7 @@ FailureOr<CompileOptions> readOptions(MLIRContext &ctx) {
     options.gpuDType = dtype;
   options.fuseAttention = !noAttentionFusion;
   options.fuseEpilogues = !noEpilogueFusion;
+  options.quantize = quantize;
   options.modelName = modelName;
   options.tensorParallel = tensorParallel;
   if (progress != cl::BOU_UNSET)

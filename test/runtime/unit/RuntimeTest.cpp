@@ -19,6 +19,8 @@ float tfm_f16_to_f32(uint16_t h);
 float tfm_bf16_to_f32(uint16_t h);
 uint16_t tfm_f32_to_f16(float f);
 uint16_t tfm_f32_to_bf16(float f);
+int8_t *tfm_quantize_int8_quads(const float *packed, int64_t panels, int64_t k,
+                                int32_t panel);
 }
 
 namespace {
@@ -718,6 +720,50 @@ TEST(Convert, HalfRoundsToNearestEven) {
   EXPECT_EQ(tfm_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);     // tie: even
   EXPECT_EQ(tfm_f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82); // tie: even
   EXPECT_TRUE(std::isnan(tfm_bf16_to_f32(tfm_f32_to_bf16(NAN))));
+}
+
+// --quantize=int8: f32 panels [P, K, W] to int8 quads of K with each
+// column's scale (max |w| / 127) and sum of quantized values times 128.
+TEST(Quantize, Int8QuadsLayoutScalesAndSums) {
+  const int64_t panels = 2, k = 6, k4 = 2;
+  const int32_t panel = 3;
+  std::vector<float> packed(panels * k * panel);
+  // Column c of panel p, row kk: (kk - 2) * (c + 1) * (p + 1) / 4; the
+  // last column of panel 1 is zero (padding).
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int32_t c = 0; c < panel; ++c)
+        packed[(p * k + kk) * panel + c] =
+            p == 1 && c == 2 ? 0.0f : (kk - 2) * (c + 1) * (p + 1) / 4.0f;
+  int8_t *q = tfm_quantize_int8_quads(packed.data(), panels, k, panel);
+  ASSERT_NE(q, nullptr);
+  const int64_t row = 4 * panel, per = (k4 + 2) * row;
+  for (int64_t p = 0; p < panels; ++p)
+    for (int32_t c = 0; c < panel; ++c) {
+      const int8_t *base = q + p * per;
+      float scale;
+      int32_t sum128;
+      std::memcpy(&scale, base + k4 * row + 4 * c, 4);
+      std::memcpy(&sum128, base + (k4 + 1) * row + 4 * c, 4);
+      bool zero = p == 1 && c == 2;
+      float max = 3.0f * (c + 1) * (p + 1) / 4.0f; // at kk = 5
+      EXPECT_FLOAT_EQ(scale, zero ? 0.0f : max / 127.0f);
+      int32_t sum = 0;
+      for (int64_t kk = 0; kk < 4 * k4; ++kk) {
+        int8_t v = base[(kk / 4) * row + 4 * c + kk % 4];
+        float x = kk < k ? packed[(p * k + kk) * panel + c] : 0.0f;
+        // Each value within half a step of its quantized value; K's
+        // padding is zero; the extreme is exactly +-127.
+        EXPECT_LE(std::fabs(v * scale - x), 0.5f * scale + 1e-6f);
+        if (kk >= k || zero)
+          EXPECT_EQ(v, 0);
+        if (kk == 5 && !zero)
+          EXPECT_EQ(v, 127);
+        sum += v;
+      }
+      EXPECT_EQ(sum128, 128 * sum);
+    }
+  std::free(q);
 }
 
 } // namespace

@@ -46,6 +46,9 @@ enum class CpuModel { Native, X86_64_V3, X86_64_V4 };
 StringRef getCpuName(CpuModel cpu);
 
 enum class GpuArch { SM80, SM90 };
+
+/// `--quantize`: how the weights of linear layers are stored.
+enum class Quantize { None, Int8 };
 StringRef getGpuArchName(GpuArch arch);
 
 struct CompileOptions {
@@ -63,6 +66,9 @@ struct CompileOptions {
   std::optional<DType> gpuDType;
   bool fuseAttention = true;
   bool fuseEpilogues = true;
+  /// int8 linear weights with per-column scales (CPU with AVX512_VNNI;
+  /// elsewhere a warning, and the weights stay f32).
+  Quantize quantize = Quantize::None;
   /// Which model of a file with several.
   std::string modelName;
   /// `--tensor-parallel N`: the model split over N processes (1: none).

@@ -59,6 +59,10 @@ struct PipelineConfig {
   /// CPU: linear weights in bf16 panels, multiplied with vdpbf16ps (a bf16
   /// model on a CPU with AVX512_BF16).
   bool bf16Weights = false;
+  /// CPU: tfm.linear weights quantized to int8 with a scale per output
+  /// column, multiplied with vpdpbusd by activations quantized per row
+  /// (--quantize=int8 on a CPU with AVX512_VNNI).
+  bool int8Weights = false;
 };
 
 /// Adds the stages `first` to `last` (inclusive, both in `Primitive` ..
@@ -86,6 +90,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       *this, "bf16-weights",
       llvm::cl::desc("Linear weights in bf16, multiplied with vdpbf16ps "
                      "(needs AVX512_BF16)"),
+      llvm::cl::init(false)};
+  Option<bool> int8Weights{
+      *this, "int8-weights",
+      llvm::cl::desc("Linear weights in int8 with per-column scales, "
+                     "multiplied with vpdpbusd (needs AVX512_VNNI)"),
       llvm::cl::init(false)};
   PipelineConfig getConfig() const;
 };

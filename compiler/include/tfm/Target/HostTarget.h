@@ -37,6 +37,8 @@ struct HostCpu {
   int64_t vectorWidth = 16;
   /// AVX512_BF16 (vdpbf16ps): bf16 weights multiply in hardware.
   bool bf16Dot = false;
+  /// AVX512_VNNI (vpdpbusd): int8 weights multiply in hardware.
+  bool int8Dot = false;
 };
 FailureOr<HostCpu> resolveHostCpu(StringRef name, std::string &error);
 
@@ -74,6 +76,11 @@ struct AbiParam {
   /// 2 * panel], element (n, k) at [n / panel][k / 2][2 (n % panel) + k % 2]
   /// (the operand order of vdpbf16ps).
   bool bf16Pairs = false;
+  /// int8 in quads of K with per-column scales: [ceil(out / panel),
+  /// ceil(in / 4) + 2, 4 * panel] bytes, element (n, k) at
+  /// [n / panel][k / 4][4 (n % panel) + k % 4], then each panel's column
+  /// scales (f32) and sums times 128 (i32), one row each (vpdpbusd).
+  bool int8Quads = false;
 };
 
 /// Maps the entry point's `tfm.params` list (written by the ABI pass) onto

@@ -63,12 +63,23 @@ def TfmModelAbi : Pass<"tfm-model-abi", "ModuleOp"> {
     order of AVX512_BF16's vdpbf16ps: [ceil(out / W), ceil(in / 2), 2 W],
     element (n, k) at [n / W][k / 2][2 (n % W) + k % 2]; their
     `tfm.params` entries say `bf16_pairs`.
+
+    With `int8-quads`, the weights of tfm.linear are int8 with a scale per
+    output column (weight-only quantization), in quads of K, the operand
+    order of AVX512_VNNI's vpdpbusd: [ceil(out / W), ceil(in / 4) + 2, 4 W]
+    bytes, element (n, k) at [n / W][k / 4][4 (n % W) + k % 4]; row
+    ceil(in / 4) of a panel holds the W columns' scales (f32), the next
+    their sums of the quantized values times 128 (i32). Their `tfm.params`
+    entries say `int8_quads`.
   }];
   let options = [
     Option<"panelWidth", "panel-width", "int64_t", /*default=*/"32",
            "output columns per packed weight panel (2 vector registers)">,
     Option<"bf16Pairs", "bf16-pairs", "bool", /*default=*/"false",
-           "pack linear weights as bf16 in pairs of K (vdpbf16ps)">
+           "pack linear weights as bf16 in pairs of K (vdpbf16ps)">,
+    Option<"int8Quads", "int8-quads", "bool", /*default=*/"false",
+           "pack tfm.linear weights as int8 in quads of K with per-column "
+           "scales (vpdpbusd)">
   ];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::memref::MemRefDialect",
@@ -114,6 +125,7 @@ def TfmLowerKernels : Pass<"tfm-lower-kernels", "ModuleOp"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::x86vector::X86VectorDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::tfm::TfmDialect"];
 }
 
@@ -140,11 +152,13 @@ def TfmExpandShapeToCast : Pass<"tfm-expand-shape-to-cast", "func::FuncOp"> {
     that split one dynamic dimension into several dynamic ones
     ([B*T, N] -> [B, T, N]), which every linear layer produces. Also inlines
     the memref.alloca_scope ops that convert-scf-to-openmp puts around loop
-    bodies when they hold no alloca (they must stay single-block, which
-    scf-to-cf would break).
+    bodies (they must stay single-block, which scf-to-cf would break); a
+    scope's allocas are freed by llvm.intr.stacksave before its body and
+    llvm.intr.stackrestore after it.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def TfmExpandMath : Pass<"tfm-expand-math", "func::FuncOp"> {

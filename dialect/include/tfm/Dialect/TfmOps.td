@@ -669,13 +669,17 @@ def Tfm_UnpackWeightOp : Tfm_Op<"unpack_weight", [Pure]> {
     columns: packed[p, k, c] = weight[p * W + c, k], zero beyond N. The
     runtime packs weights this way once, at load, so that the matmul kernel
     streams each panel contiguously; convert-tfm-to-linalg hands the packed
-    form straight to the kernel.
+    form straight to the kernel. An f32 weight may also come in bf16 pairs
+    of K ([P, ceil(K / 2), 2 W] bf16) or quantized to int8 in quads of K
+    ([P, ceil(K / 4) + 2, 4 W] i8: the quads, then a row of the columns'
+    f32 scales and one of their i32 sums times 128), as tfm-model-abi
+    describes; only tfm.linear reads int8 quads.
 
     ```mlir
     %w = tfm.unpack_weight %p : tensor<3x16x32xf32> -> tensor<70x16xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$packed);
+  let arguments = (ins RankedTensorOf<[F32, F16, BF16, I8]>:$packed);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = "$packed attr-dict `:` type($packed) `->` type($result)";
   let hasVerifier = 1;
@@ -701,7 +705,9 @@ def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel",
   let summary = "output = act(input x weight^T + bias) * mul + residual";
   let description = [{
     `input` [M, K] times the weight, packed in panels `weight_p` [P, K, W]
-    (see tfm.unpack_weight; N <= P * W), plus `bias` [N], then the optional
+    (see tfm.unpack_weight; N <= P * W; for f32 `input` also bf16 pairs
+    [P, ceil(K / 2), 2 W] or int8 quads [P, ceil(K / 4) + 2, 4 W]), plus
+    `bias` [N], then the optional
     epilogue of tfm.linear (`activation`, `mul` [M, N], `residual` [M, N]),
     written to `output` [M, N]. On tensors it returns the result (the
     output operand is only a destination); One-Shot Bufferize turns it into
