@@ -60,7 +60,7 @@ int tfm_allocation_injected_failure(void);
  * code's buffers and tensors' data. tfm_pool_alloc returns a block of at
  * least `bytes` (malloc's alignment) and its real size in `capacity`, which
  * tfm_pool_free must be given back. */
-#define TFM_POOL_MIN ((size_t)1 << 20)
+#define TFM_POOL_MIN ((size_t)64 << 10)
 #define TFM_POOL_BYTES ((size_t)4 << 30)
 #define TFM_POOL_ENTRIES 256
 void *tfm_pool_alloc(size_t bytes, size_t *capacity);

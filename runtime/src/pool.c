@@ -7,7 +7,12 @@
  * 25 MB logits alone) on the AMD EPYC of bench/. Like the caching
  * allocators of PyTorch and ONNX Runtime, the pool keeps freed blocks of at
  * least TFM_POOL_MIN bytes and hands them out again for requests of about
- * their size.
+ * their size. TFM_POOL_MIN is 64 KiB, below glibc's smallest mmap
+ * threshold (128 KiB): whether glibc maps a block of a few hundred KiB
+ * itself depends on what the process freed before (its threshold moves),
+ * and BERT-base at T=128, whose [128, 768] activations are 384 KiB, faulted
+ * in 74 MB of fresh pages every pass after loading a safetensors file
+ * (125 ms a pass) but none after --random-weights (108 ms).
  *
  * The pool holds at most TFM_POOL_ENTRIES blocks and TFM_POOL_BYTES bytes,
  * evicting the oldest first; tfm_pool_release (model destruction, or an
