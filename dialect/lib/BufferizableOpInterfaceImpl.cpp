@@ -50,6 +50,14 @@ Operation *createLinear(RewriterBase &rewriter, LinearKernelOp k,
                                 k.getActivationAttr());
 }
 
+Operation *createNorm(RewriterBase &rewriter, NormKernelOp k,
+                      ArrayRef<Value> bufs) {
+  return NormKernelOp::create(rewriter, k.getLoc(), TypeRange{}, bufs[0],
+                              bufs[1], k.getBias() ? bufs[2] : Value(),
+                              bufs.back(), k.getKindAttr(), k.getEpsAttr(),
+                              k.getOffsetAttr());
+}
+
 Operation *createAttention(RewriterBase &rewriter, AttentionKernelOp k,
                            ArrayRef<Value> bufs) {
   unsigned next = 3;
@@ -110,6 +118,8 @@ void mlir::tfm::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, TfmDialect *) {
     LinearKernelOp::attachInterface<KernelModel<LinearKernelOp, createLinear>>(
+        *ctx);
+    NormKernelOp::attachInterface<KernelModel<NormKernelOp, createNorm>>(
         *ctx);
     AttentionKernelOp::attachInterface<
         KernelModel<AttentionKernelOp, createAttention>>(*ctx);

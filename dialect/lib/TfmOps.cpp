@@ -1035,17 +1035,38 @@ static LogicalResult checkQuads(Operation *op, ArrayRef<int64_t> p, int64_t k,
   return success();
 }
 
+/// Columns of a row of K values as tfm.norm_kernel packs it for weights in
+/// bf16 pairs (bf16, K padded to even) or int8 quads (bytes, K padded to a
+/// multiple of 4, then the row's scale).
+static int64_t packedRowColumns(bool pairs, int64_t k) {
+  return pairs ? 2 * ((k + 1) / 2) : 4 * ((k + 3) / 4) + 4;
+}
+
 LogicalResult LinearKernelOp::verify() {
-  Type elt = cast<ShapedType>(getInput().getType()).getElementType();
+  Type elt = cast<ShapedType>(getOutput().getType()).getElementType();
   bool pairs = isBf16Pairs(getWeightP().getType(), elt);
   bool quads = isInt8Quads(getWeightP().getType(), elt);
+  // A packed for those weights already (tfm.norm_kernel's packed output).
+  Type inElt = cast<ShapedType>(getInput().getType()).getElementType();
+  bool packedInput = (pairs && inElt.isBF16()) ||
+                     (quads && inElt.isSignlessInteger(8));
   for (Value v : getOperands())
     if ((cast<ShapedType>(v.getType()).getElementType() != elt &&
-         !((pairs || quads) && v == getWeightP())) ||
+         !((pairs || quads) && v == getWeightP()) &&
+         !(packedInput && v == getInput())) ||
         !isKernelFloat(elt) || !cast<ShapedType>(v.getType()).hasRank())
       return emitOpError() << "operands must be ranked f32, f16 or bf16 "
                               "tensors or buffers of one element type (or "
-                              "f32 with weights in bf16 pairs or int8 quads)";
+                              "f32 with weights in bf16 pairs or int8 quads, "
+                              "the input perhaps packed for them)";
+  if (packedInput) {
+    auto in = bufShape(getInput()), w = bufShape(getWeightP());
+    int64_t cols = pairs ? 2 * w[1] : 4 * (w[1] - 2) + 4;
+    if (in.size() == 2 && w.size() == 3 && !ShapedType::isDynamic(w[1]) &&
+        !dimsCompatible(in[1], cols))
+      return emitOpError() << "a packed input for this weight has " << cols
+                           << " columns, not " << dimStr(in[1]);
+  }
   if (bufShape(getInput()).size() != 2 || bufShape(getWeightP()).size() != 3 ||
       bufShape(getOutput()).size() != 2 ||
       (getBias() && bufShape(getBias()).size() != 1))
@@ -1057,8 +1078,11 @@ LogicalResult LinearKernelOp::verify() {
       ShapedType::isDynamic(w[2]) || ShapedType::isDynamic(out[1]))
     return emitOpError() << "weight_p and the output columns must be static";
   if (pairs || quads) {
-    if (failed(pairs ? checkPairs(*this, w, in[1], out[1])
-                     : checkQuads(*this, w, in[1], out[1])))
+    // K is known from a packed input only up to its padding: the panel's
+    // rows were checked against its columns above.
+    int64_t k = packedInput ? ShapedType::kDynamic : in[1];
+    if (failed(pairs ? checkPairs(*this, w, k, out[1])
+                     : checkQuads(*this, w, k, out[1])))
       return failure();
   } else if (!dimsCompatible(in[1], w[1]))
     return emitOpError() << "input has " << dimStr(in[1])
@@ -1086,6 +1110,61 @@ LogicalResult LinearKernelOp::verify() {
       return emitOpError() << "mul and residual must have the output's "
                               "shape, or its rows split in several dimensions";
   }
+  return success();
+}
+
+void NormKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  kernelEffects(*this, effects);
+}
+
+NormKernelOp::Packing NormKernelOp::getPacking() {
+  Type elt = cast<ShapedType>(getOutput().getType()).getElementType();
+  if (elt.isBF16())
+    return Packing::Bf16Pairs;
+  if (elt.isSignlessInteger(8))
+    return Packing::Int8Quads;
+  return Packing::None;
+}
+
+LogicalResult NormKernelOp::verify() {
+  for (Value v : getOperands()) {
+    auto st = cast<ShapedType>(v.getType());
+    if (!st.hasRank() || (v != getOutput() && !st.getElementType().isF32()))
+      return emitOpError() << "operands must be ranked f32 tensors or "
+                              "buffers (the output f32, bf16 or i8)";
+  }
+  Type outElt = cast<ShapedType>(getOutput().getType()).getElementType();
+  if (!outElt.isF32() && !outElt.isBF16() && !outElt.isSignlessInteger(8))
+    return emitOpError() << "output must be f32, bf16 (pairs) or i8 (quads)";
+  auto in = bufShape(getInput()), out = bufShape(getOutput());
+  if (in.size() < 2 || out.size() != 2)
+    return emitOpError() << "input must have rank 2 or more, output 2";
+  int64_t k = in.back();
+  if (ShapedType::isDynamic(k))
+    return emitOpError() << "the input's last dimension must be static";
+  int64_t rows = 1;
+  for (int64_t d : in.drop_back())
+    rows = ShapedType::isDynamic(d) || ShapedType::isDynamic(rows)
+               ? ShapedType::kDynamic
+               : rows * d;
+  if (!dimsCompatible(rows, out[0]))
+    return emitOpError() << "output must have " << dimStr(rows) << " rows";
+  Packing packing = getPacking();
+  int64_t cols = packing == Packing::None
+                     ? k
+                     : packedRowColumns(packing == Packing::Bf16Pairs, k);
+  if (!dimsCompatible(out[1], cols))
+    return emitOpError() << "output must have " << cols << " columns for "
+                         << k << " values a row, not " << dimStr(out[1]);
+  for (Value v : {getWeight(), getBias()})
+    if (v && (bufShape(v).size() != 1 || !dimsCompatible(bufShape(v)[0], k)))
+      return emitOpError() << "weight and bias must be 1-D of " << k;
+  if (getKind() == NormKind::layernorm && !getBias())
+    return emitOpError() << "layernorm needs a bias";
+  if (getKind() == NormKind::rmsnorm && getBias())
+    return emitOpError() << "rmsnorm takes no bias";
   return success();
 }
 

@@ -1,6 +1,7 @@
 //===- CpuPipeline.cpp - the CPU stages of the tfm pipeline ---------------===//
 //
-//   tfm-model-abi{panel-width=2*lanes}, convert-tfm-to-linalg     --emit=linalg
+//   tfm-model-abi{panel-width=2*lanes},
+//   convert-tfm-to-linalg{norm-kernels}                         --emit=linalg
 //   tfm-outline-layers, one-shot-bufferize, deallocation,
 //   tfm-lower-kernels, tfm-parallelize-outer                    --emit=loops
 //   OpenMP, vector, math and memref to LLVM                 --emit=llvm-mlir
@@ -26,7 +27,9 @@ void pipelines::buildCpuLinalgStage(OpPassManager &pm,
   abi.bf16Pairs = config.bf16Weights;
   abi.int8Quads = config.int8Weights;
   pm.addPass(createTfmModelAbi(abi));
-  pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
+  ConvertTfmToLinalgOptions linalg;
+  linalg.normKernels = true;
+  pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg(linalg));
   // arith on tensors (hand-written or imported graphs) becomes linalg too.
   addText(pm, "func.func(convert-elementwise-to-linalg)");
   pm.addPass(createCanonicalizerPass());

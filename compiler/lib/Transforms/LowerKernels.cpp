@@ -94,6 +94,21 @@ Value dim(OpBuilder &b, Location loc, Value m, int64_t i) {
   return memref::DimOp::create(b, loc, m, i);
 }
 
+/// The indices of row `row` of `from` [..., C] whose leading dimensions
+/// are the rows, split (row-major), without the column.
+SmallVector<Value> rowIndices(OpBuilder &b, Location loc, Value from,
+                              Value row) {
+  int64_t rank = cast<MemRefType>(from.getType()).getRank();
+  SmallVector<Value> idx(rank - 1);
+  for (int64_t i = rank - 2; i > 0; --i) {
+    Value d = dim(b, loc, from, i);
+    idx[i] = arith::RemUIOp::create(b, loc, row, d);
+    row = arith::DivUIOp::create(b, loc, row, d);
+  }
+  idx[0] = row;
+  return idx;
+}
+
 /// values[idx] for a small table of constants and a dynamic index (a
 /// select chain; an index past the end reads the last entry).
 Value selectByIndex(OpBuilder &b, Location loc, Value idx,
@@ -134,195 +149,189 @@ constexpr int64_t kGemmRowGroup = 128;
 /// successive tasks (the same panels, the next rows) reuse them.
 constexpr int64_t kGemmPanelGroup = 4;
 
-/// A [M, K] f32 in bf16 pairs of columns, rounded to nearest even: a new
-/// buffer [M, ceil(K / 2)] of i32, pair j of row i holding A[i, 2j] in its
-/// low half and A[i, 2j + 1] (0 past K) in its high half, the order in
-/// which vdpbf16ps multiplies them with a weight's pair. Rows in parallel,
-/// 32 columns a vector (vcvtneps2bf16), the rest one pair at a time.
-Value packPairs(OpBuilder &b, Location loc, Value a, Value m, int64_t k) {
-  int64_t k2 = (k + 1) / 2, chunks = k / 32;
-  auto i32 = b.getI32Type();
+/// How a row of a matmul's A is stored for the weights' kind: f32 as is,
+/// bf16 pairs (bf16 weights) or int8 quads (int8 weights).
+using Packing = NormKernelOp::Packing;
+
+/// The packing that the element type of an A buffer or a norm's output
+/// says: bf16 [M, 2 ceil(K / 2)] is in bf16 pairs, i8 [M, 4 ceil(K / 4) +
+/// 4] in int8 quads, f32 not packed.
+Packing packingOf(Value buf) {
+  Type elt = cast<ShapedType>(buf.getType()).getElementType();
+  if (elt.isBF16())
+    return Packing::Bf16Pairs;
+  if (elt.isSignlessInteger(8))
+    return Packing::Int8Quads;
+  return Packing::None;
+}
+
+/// Columns of a packed row of K values: bf16 pairs pad K to even, int8
+/// quads to a multiple of 4 and add the row's scale (4 bytes).
+int64_t packedColumns(Packing packing, int64_t k) {
+  switch (packing) {
+  case Packing::None:
+    return k;
+  case Packing::Bf16Pairs:
+    return 2 * ((k + 1) / 2);
+  case Packing::Int8Quads:
+    return 4 * ((k + 3) / 4) + 4;
+  }
+  llvm_unreachable("packing");
+}
+
+/// Gives the values of one row at columns [col, col + 16) as a vector, 0 in
+/// the lanes `mask` leaves out (`mask` null: all 16 inside).
+using RowChunk =
+    function_ref<Value(OpBuilder &, Location, Value col, Value mask)>;
+
+/// Calls `body(col, mask)` for the chunks of 16 columns of a row of `k`:
+/// whole chunks, then one masked chunk for the rest (null mask for whole
+/// ones).
+void forChunksOf16(OpBuilder &b, Location loc, int64_t k,
+                   function_ref<void(OpBuilder &, Location, Value, Value)> body) {
+  int64_t whole = k / 16, rest = k % 16;
+  forRange(b, loc, cIdx(b, loc, 0), cIdx(b, loc, whole * 16),
+           cIdx(b, loc, 16),
+           [&](OpBuilder &fb, Location fl, Value col) {
+             body(fb, fl, col, Value());
+           });
+  if (rest) {
+    auto maskT = VectorType::get({16}, b.getI1Type());
+    Value mask = vector::CreateMaskOp::create(b, loc, maskT,
+                                              ValueRange{cIdx(b, loc, rest)});
+    body(b, loc, cIdx(b, loc, whole * 16), mask);
+  }
+}
+
+/// Stores row `row` of `k` values, given by `chunk`, in `out` packed as its
+/// element type says (packingOf): f32 as is; bf16 rounded to nearest even
+/// (vcvtneps2bf16), a zero past an odd K: pair j holds columns 2j and
+/// 2j + 1, low half first, the order in which vdpbf16ps multiplies a
+/// weight's pair; i8 quantized (scale max |x| / 127, 0 for a zero row) to
+/// round(x / scale) + 128 (1..255, 128 past K), four to a quad in the
+/// operand order of vpdpbusd, then the scale's bytes. 16 columns a vector.
+void storePackedRow(OpBuilder &b, Location loc, RowChunk chunk, int64_t k,
+                    Value out, Value row) {
+  Packing packing = packingOf(out);
+  Type f32 = b.getF32Type();
+  auto f32V = VectorType::get({16}, f32);
+  auto i1V = VectorType::get({16}, b.getI1Type());
+  // The lanes of the chunk at `col` to store: past K up to the packed
+  // row's padding too (the chunk gives 0 there).
+  int64_t padded = packing == Packing::Int8Quads ? 4 * ((k + 3) / 4)
+                                                 : packedColumns(packing, k);
+  auto storeMask = [&](OpBuilder &sb, Location sl, Value col, Value mask) {
+    if (!mask)
+      return mask;
+    Value n = arith::SubIOp::create(sb, sl, cIdx(sb, sl, padded), col);
+    return Value(vector::CreateMaskOp::create(sb, sl, i1V, ValueRange{n}));
+  };
+  auto store = [&](OpBuilder &sb, Location sl, Value v, Value col,
+                   Value mask) {
+    if (mask)
+      vector::MaskedStoreOp::create(sb, sl, out, ValueRange{row, col}, mask, v);
+    else
+      vector::StoreOp::create(sb, sl, v, out, ValueRange{row, col});
+  };
+  if (packing != Packing::Int8Quads) {
+    forChunksOf16(b, loc, k, [&](OpBuilder &fb, Location fl, Value col,
+                                 Value mask) {
+      Value v = chunk(fb, fl, col, mask);
+      if (packing == Packing::Bf16Pairs)
+        v = arith::TruncFOp::create(
+            fb, fl, VectorType::get({16}, fb.getBF16Type()), v);
+      store(fb, fl, v, col, storeMask(fb, fl, col, mask));
+    });
+    return;
+  }
+  Value zeroV = arith::ConstantOp::create(
+      b, loc, f32V, DenseElementsAttr::get(f32V, b.getF32FloatAttr(0)));
+  // max |x| over the row (masked lanes are 0).
+  int64_t whole = k / 16;
+  auto vmax = scf::ForOp::create(
+      b, loc, cIdx(b, loc, 0), cIdx(b, loc, whole * 16), cIdx(b, loc, 16),
+      ValueRange{zeroV},
+      [&](OpBuilder &fb, Location fl, Value col, ValueRange acc) {
+        Value v = chunk(fb, fl, col, Value());
+        scf::YieldOp::create(fb, fl,
+                             ValueRange{arith::MaxNumFOp::create(
+                                 fb, fl, acc[0], math::AbsFOp::create(fb, fl, v))});
+      });
+  Value mv = vmax.getResult(0);
+  if (k % 16) {
+    Value mask = vector::CreateMaskOp::create(
+        b, loc, i1V, ValueRange{cIdx(b, loc, k % 16)});
+    Value v = chunk(b, loc, cIdx(b, loc, whole * 16), mask);
+    mv = arith::MaxNumFOp::create(b, loc, mv, math::AbsFOp::create(b, loc, v));
+  }
+  Value mx = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF,
+                                         mv);
+  Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, mx,
+                                         cF32(b, loc, 0.0));
+  Value scale = arith::DivFOp::create(b, loc, mx, cF32(b, loc, 127.0));
+  Value inv = arith::SelectOp::create(
+      b, loc, positive, arith::DivFOp::create(b, loc, cF32(b, loc, 127.0), mx),
+      cF32(b, loc, 0.0));
+  auto i32V = VectorType::get({16}, b.getI32Type());
+  forChunksOf16(b, loc, k, [&](OpBuilder &fb, Location fl, Value col,
+                               Value mask) {
+    auto splat = [&](Value s) {
+      return vector::BroadcastOp::create(fb, fl, f32V, s);
+    };
+    // round(x / scale) + 128, clamped to 1..255 (|x| <= max gives
+    // -127..127; the clamp only guards rounding).
+    Value q = math::RoundEvenOp::create(
+        fb, fl, arith::MulFOp::create(fb, fl, chunk(fb, fl, col, mask),
+                                      splat(inv)));
+    q = arith::MinNumFOp::create(fb, fl, q, splat(cF32(fb, fl, 127.0)));
+    q = arith::MaxNumFOp::create(fb, fl, q, splat(cF32(fb, fl, -127.0)));
+    Value u = arith::AddIOp::create(
+        fb, fl, arith::FPToSIOp::create(fb, fl, i32V, q),
+        vector::BroadcastOp::create(
+            fb, fl, i32V, arith::ConstantIntOp::create(fb, fl, 128, 32)));
+    Value bytes = arith::TruncIOp::create(
+        fb, fl, VectorType::get({16}, fb.getI8Type()), u);
+    store(fb, fl, bytes, col, storeMask(fb, fl, col, mask));
+  });
+  Value bits = vector::BitCastOp::create(
+      b, loc, VectorType::get({4}, b.getI8Type()),
+      vector::BroadcastOp::create(b, loc, VectorType::get({1}, f32), scale));
+  vector::StoreOp::create(b, loc, bits, out,
+                          ValueRange{row, cIdx(b, loc, padded)});
+}
+
+/// The rows of A [M, K] f32 in a new buffer packed as `packing` says
+/// (storePackedRow), rows in parallel.
+Value packRows(OpBuilder &b, Location loc, Value a, Value m, int64_t k,
+               Packing packing) {
+  Type elt = packing == Packing::Bf16Pairs ? Type(b.getBF16Type())
+                                           : Type(b.getI8Type());
   auto buf = memref::AllocOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic, k2}, i32), ValueRange{m},
-      b.getI64IntegerAttr(64));
-  auto f32V = VectorType::get({32}, b.getF32Type());
-  auto bf16V = VectorType::get({32}, b.getBF16Type());
-  auto i32V = VectorType::get({16}, i32);
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic, packedColumns(packing, k)}, elt),
+      ValueRange{m}, b.getI64IntegerAttr(64));
+  auto f32V = VectorType::get({16}, b.getF32Type());
   Value c0 = cIdx(b, loc, 0), c1 = cIdx(b, loc, 1);
   auto par = scf::ParallelOp::create(
       b, loc, ValueRange{c0}, ValueRange{m}, ValueRange{c1},
       [&](OpBuilder &pb, Location pl, ValueRange ivs) {
         Value row = ivs[0];
-        forRange(
-            pb, pl, c0, cIdx(pb, pl, chunks), c1,
-            [&](OpBuilder &fb, Location fl, Value j) {
-              Value col = arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 32));
-              Value v =
-                  vector::LoadOp::create(fb, fl, f32V, a, ValueRange{row, col});
-              Value h = arith::TruncFOp::create(fb, fl, bf16V, v);
-              Value w = vector::BitCastOp::create(fb, fl, i32V, h);
-              Value at = arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 16));
-              vector::StoreOp::create(fb, fl, w, buf, ValueRange{row, at});
-            });
-        auto half = [&](OpBuilder &fb, Location fl, Value x) {
-          Value h = arith::TruncFOp::create(fb, fl, fb.getBF16Type(), x);
-          Value bits = arith::BitcastOp::create(fb, fl, fb.getI16Type(), h);
-          return arith::ExtUIOp::create(fb, fl, i32, bits);
-        };
-        forRange(
-            pb, pl, cIdx(pb, pl, chunks * 16), cIdx(pb, pl, k2), c1,
-            [&](OpBuilder &fb, Location fl, Value j) {
-              Value col = arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 2));
-              Value lo =
-                  half(fb, fl,
-                       memref::LoadOp::create(fb, fl, a, ValueRange{row, col}));
-              Value hi =
-                  arith::ConstantOp::create(fb, fl, fb.getI32IntegerAttr(0));
-              Value next = arith::AddIOp::create(fb, fl, col, c1);
-              Value inside = arith::CmpIOp::create(
-                  fb, fl, arith::CmpIPredicate::ult, next, cIdx(fb, fl, k));
-              // Past an odd K the high half is zero.
-              Value safe = arith::SelectOp::create(fb, fl, inside, next, col);
-              Value x = half(
-                  fb, fl,
-                  memref::LoadOp::create(fb, fl, a, ValueRange{row, safe}));
-              hi = arith::SelectOp::create(fb, fl, inside, x, hi);
-              hi = arith::ShLIOp::create(
-                  fb, fl, hi,
-                  arith::ConstantOp::create(fb, fl, fb.getI32IntegerAttr(16)));
-              memref::StoreOp::create(fb, fl,
-                                      arith::OrIOp::create(fb, fl, lo, hi), buf,
-                                      ValueRange{row, j});
-            });
+        Value zeroV = arith::ConstantOp::create(
+            pb, pl, f32V, DenseElementsAttr::get(f32V, pb.getF32FloatAttr(0)));
+        storePackedRow(
+            pb, pl,
+            [&](OpBuilder &cb, Location cl, Value col, Value mask) -> Value {
+              if (!mask)
+                return vector::LoadOp::create(cb, cl, f32V, a,
+                                              ValueRange{row, col});
+              return vector::MaskedLoadOp::create(
+                  cb, cl, f32V, a, ValueRange{row, col}, mask, zeroV);
+            },
+            k, buf, row);
         scf::ReduceOp::create(pb, pl);
       });
   markKeepParallel(par);
   return buf;
-}
-
-/// A [M, K] f32 quantized per row for vpdpbusd: a new buffer of scales
-/// [M] (max |A[i, :]| / 127, 0 for a zero row) and one [M, ceil(K / 4)] of
-/// i32, quad j of row i holding the bytes round(A[i, 4j + t] / scale) + 128
-/// (unsigned, 1..255; 128 past K) for t = 0..3, lowest first: the operand
-/// order in which vpdpbusd multiplies them with a weight's quad. Rows in
-/// parallel, 16 columns a vector, the rest one quad at a time.
-std::pair<Value, Value> quantizeRows(OpBuilder &b, Location loc, Value a,
-                                     Value m, int64_t k) {
-  int64_t k4 = (k + 3) / 4, chunks = k / 16;
-  Type i32 = b.getI32Type(), f32 = b.getF32Type();
-  auto quads = memref::AllocOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic, k4}, i32), ValueRange{m},
-      b.getI64IntegerAttr(64));
-  auto scales = memref::AllocOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic}, f32), ValueRange{m},
-      b.getI64IntegerAttr(64));
-  auto f32V = VectorType::get({16}, f32);
-  Value c0 = cIdx(b, loc, 0), c1 = cIdx(b, loc, 1);
-  auto par = scf::ParallelOp::create(
-      b, loc, ValueRange{c0}, ValueRange{m}, ValueRange{c1},
-      [&](OpBuilder &pb, Location pl, ValueRange ivs) {
-        Value row = ivs[0];
-        // max |A[row, :]|, 16 columns a vector, then the rest.
-        Value zeroV = arith::ConstantOp::create(
-            pb, pl, f32V, DenseElementsAttr::get(f32V, pb.getF32FloatAttr(0)));
-        auto vmax = scf::ForOp::create(
-            pb, pl, c0, cIdx(pb, pl, chunks), c1, ValueRange{zeroV},
-            [&](OpBuilder &fb, Location fl, Value j, ValueRange acc) {
-              Value col = arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 16));
-              Value v =
-                  vector::LoadOp::create(fb, fl, f32V, a, ValueRange{row, col});
-              scf::YieldOp::create(
-                  fb, fl,
-                  ValueRange{arith::MaxNumFOp::create(
-                      fb, fl, acc[0], math::AbsFOp::create(fb, fl, v))});
-            });
-        Value mx = vector::ReductionOp::create(
-            pb, pl, vector::CombiningKind::MAXNUMF, vmax.getResult(0));
-        auto tail = scf::ForOp::create(
-            pb, pl, cIdx(pb, pl, chunks * 16), cIdx(pb, pl, k), c1,
-            ValueRange{mx},
-            [&](OpBuilder &fb, Location fl, Value j, ValueRange acc) {
-              Value x = memref::LoadOp::create(fb, fl, a, ValueRange{row, j});
-              scf::YieldOp::create(
-                  fb, fl,
-                  ValueRange{arith::MaxNumFOp::create(
-                      fb, fl, acc[0], math::AbsFOp::create(fb, fl, x))});
-            });
-        mx = tail.getResult(0);
-        Value positive = arith::CmpFOp::create(
-            pb, pl, arith::CmpFPredicate::OGT, mx, cF32(pb, pl, 0.0));
-        memref::StoreOp::create(
-            pb, pl, arith::DivFOp::create(pb, pl, mx, cF32(pb, pl, 127.0)),
-            scales, ValueRange{row});
-        Value inv = arith::SelectOp::create(
-            pb, pl, positive,
-            arith::DivFOp::create(pb, pl, cF32(pb, pl, 127.0), mx),
-            cF32(pb, pl, 0.0));
-        // round(x / scale) + 128, clamped to 1..255 (|x| <= max gives
-        // -127..127; the clamp only guards rounding).
-        auto quantize = [&](OpBuilder &qb, Location ql, Value x) {
-          Type t = x.getType();
-          auto splat = [&](Value s) -> Value {
-            if (auto vt = dyn_cast<VectorType>(t))
-              return vector::BroadcastOp::create(qb, ql, vt, s);
-            return s;
-          };
-          Value q = math::RoundEvenOp::create(
-              qb, ql, arith::MulFOp::create(qb, ql, x, splat(inv)));
-          q = arith::MinNumFOp::create(qb, ql, q, splat(cF32(qb, ql, 127.0)));
-          q = arith::MaxNumFOp::create(qb, ql, q, splat(cF32(qb, ql, -127.0)));
-          Type it = i32;
-          if (auto vt = dyn_cast<VectorType>(t))
-            it = VectorType::get(vt.getShape(), i32);
-          Value c128 = arith::ConstantIntOp::create(qb, ql, 128, 32);
-          Value off = c128;
-          if (auto vt = dyn_cast<VectorType>(it))
-            off = vector::BroadcastOp::create(qb, ql, vt, c128);
-          return arith::AddIOp::create(
-              qb, ql, arith::FPToSIOp::create(qb, ql, it, q), off);
-        };
-        forRange(
-            pb, pl, c0, cIdx(pb, pl, chunks), c1,
-            [&](OpBuilder &fb, Location fl, Value j) {
-              Value col = arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 16));
-              Value v =
-                  vector::LoadOp::create(fb, fl, f32V, a, ValueRange{row, col});
-              Value u = arith::TruncIOp::create(
-                  fb, fl, VectorType::get({16}, fb.getI8Type()),
-                  quantize(fb, fl, v));
-              Value w = vector::BitCastOp::create(fb, fl,
-                                                  VectorType::get({4}, i32), u);
-              Value at = arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 4));
-              vector::StoreOp::create(fb, fl, w, quads, ValueRange{row, at});
-            });
-        forRange(
-            pb, pl, cIdx(pb, pl, chunks * 4), cIdx(pb, pl, k4), c1,
-            [&](OpBuilder &fb, Location fl, Value j) {
-              Value word = arith::ConstantIntOp::create(fb, fl, 0, 32);
-              for (int64_t t = 0; t < 4; ++t) {
-                Value col = arith::AddIOp::create(
-                    fb, fl, arith::MulIOp::create(fb, fl, j, cIdx(fb, fl, 4)),
-                    cIdx(fb, fl, t));
-                Value inside = arith::CmpIOp::create(
-                    fb, fl, arith::CmpIPredicate::ult, col, cIdx(fb, fl, k));
-                Value safe = arith::SelectOp::create(fb, fl, inside, col, c0);
-                Value x = arith::SelectOp::create(
-                    fb, fl, inside,
-                    memref::LoadOp::create(fb, fl, a, ValueRange{row, safe}),
-                    cF32(fb, fl, 0.0));
-                Value u = quantize(fb, fl, x);
-                word = arith::OrIOp::create(
-                    fb, fl, word,
-                    arith::ShLIOp::create(
-                        fb, fl, u,
-                        arith::ConstantIntOp::create(fb, fl, 8 * t, 32)));
-              }
-              memref::StoreOp::create(fb, fl, word, quads, ValueRange{row, j});
-            });
-        scf::ReduceOp::create(pb, pl);
-      });
-  markKeepParallel(par);
-  return {quads, scales};
 }
 
 /// The LLVM intrinsic of AVX512_VNNI's vpdpbusd on 512-bit vectors: acc +
@@ -372,33 +381,29 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
         b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(0.0)));
     auto pairT = VectorType::get({2 * vl}, b.getBF16Type());
     auto pairIntT = VectorType::get({vl}, b.getI32Type());
-    // With bf16 weights, A in bf16 pairs first: [M, K / 2] of i32.
-    Value aPairs;
-    if (pairs)
-      aPairs =
-          packPairs(b, loc, a, m, cast<MemRefType>(a.getType()).getDimSize(1));
-    // With int8 weights, A quantized per row first: [M, K / 4] of i32 (4
-    // unsigned bytes) and the rows' scales [M].
-    Value aQuads, aScales;
+    // With bf16 weights A comes in bf16 pairs, with int8 weights in int8
+    // quads with the rows' scales (packRows): packed here unless a
+    // tfm.norm_kernel already wrote it so.
+    Value aPacked, aOwned;
+    if ((pairs || quads) && packingOf(a) == Packing::None)
+      aPacked = aOwned = packRows(
+          b, loc, a, m, cast<MemRefType>(a.getType()).getDimSize(1),
+          pairs ? Packing::Bf16Pairs : Packing::Int8Quads);
+    else if (pairs || quads)
+      aPacked = a;
     auto quadT = VectorType::get({4 * vl}, b.getI8Type());
     auto accIntT = VectorType::get({vl}, b.getI32Type());
-    if (quads)
-      std::tie(aQuads, aScales) = quantizeRows(
-          b, loc, a, m, cast<MemRefType>(a.getType()).getDimSize(1));
-
-    // The indices of row `row` in an epilogue operand [..., N] (its
-    // leading dimensions are the rows, split).
-    auto epilogueIndices = [&](OpBuilder &nb, Location l, Value from,
-                               Value row) {
-      int64_t rank = cast<MemRefType>(from.getType()).getRank();
-      SmallVector<Value> idx(rank - 1);
-      for (int64_t i = rank - 2; i > 0; --i) {
-        Value d = dim(nb, l, from, i);
-        idx[i] = arith::RemUIOp::create(nb, l, row, d);
-        row = arith::DivUIOp::create(nb, l, row, d);
-      }
-      idx[0] = row;
-      return idx;
+    // The i32 at packed column `col` of row `row` of A (a pair or a quad).
+    auto loadWord = [&](OpBuilder &nb, Location l, Value row, Value col) {
+      Type elt = cast<MemRefType>(aPacked.getType()).getElementType();
+      auto wordT = VectorType::get({pairs ? 2 : 4}, elt);
+      Value w = vector::LoadOp::create(nb, l, wordT, aPacked,
+                                       ValueRange{row, col});
+      return vector::ExtractOp::create(
+          nb, l,
+          vector::BitCastOp::create(
+              nb, l, VectorType::get({1}, nb.getI32Type()), w),
+          ArrayRef<int64_t>{0});
     };
 
     // The register tile: rows [m0, m0 + rows) of panel `p` (columns
@@ -457,8 +462,9 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
             SmallVector<Value> next;
             for (int64_t r = 0; r < rows; ++r) {
               if (quads) {
-                Value s = memref::LoadOp::create(bb, ll, aQuads,
-                                                 ValueRange{rowIdx[r], kk});
+                Value s = loadWord(
+                    bb, ll, rowIdx[r],
+                    arith::MulIOp::create(bb, ll, kk, cIdx(bb, ll, 4)));
                 Value sv = vector::BitCastOp::create(
                     bb, ll, quadT,
                     vector::BroadcastOp::create(bb, ll, accIntT, s));
@@ -471,8 +477,9 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
                 continue;
               }
               if (pairs) {
-                Value s = memref::LoadOp::create(bb, ll, aPairs,
-                                                 ValueRange{rowIdx[r], kk});
+                Value s = loadWord(
+                    bb, ll, rowIdx[r],
+                    arith::MulIOp::create(bb, ll, kk, cIdx(bb, ll, 2)));
                 Value sv = vector::BitCastOp::create(
                     bb, ll, pairT,
                     vector::BroadcastOp::create(bb, ll, pairIntT, s));
@@ -508,7 +515,9 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
             Value sum128 = panelRow(k + 1, accIntT);
             Value rowScale = vector::BroadcastOp::create(
                 nb, l, vt,
-                memref::LoadOp::create(nb, l, aScales, ValueRange{rowIdx[r]}));
+                arith::BitcastOp::create(
+                    nb, l, nb.getF32Type(),
+                    loadWord(nb, l, rowIdx[r], cIdx(nb, l, 4 * k))));
             v = arith::MulFOp::create(
                 nb, l,
                 arith::SIToFPOp::create(
@@ -525,7 +534,7 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
           }
           // The epilogue, on the registers before they are stored.
           auto load = [&](Value from) -> Value {
-            SmallVector<Value> at = epilogueIndices(nb, l, from, rowIdx[r]);
+            SmallVector<Value> at = rowIndices(nb, l, from, rowIdx[r]);
             at.push_back(colIdx[c]);
             if (masks.empty())
               return vector::LoadOp::create(nb, l, vt, from, at);
@@ -627,12 +636,134 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
       task(b, loc, c0, m, cIdx(b, loc, fullPanels), cIdx(b, loc, panels),
            masks);
     }
-    if (aPairs)
-      memref::DeallocOp::create(b, loc, aPairs);
-    if (aQuads) {
-      memref::DeallocOp::create(b, loc, aQuads);
-      memref::DeallocOp::create(b, loc, aScales);
-    }
+    if (aOwned)
+      memref::DeallocOp::create(b, loc, aOwned);
+    b.eraseOp(op);
+    return success();
+  }
+};
+
+/// tfm.norm_kernel: rows in parallel; a row's sum (layernorm), then its
+/// sum of squares (of x - mean for layernorm), 16 columns a vector, while
+/// the row stays in L1, then the normalized values, stored as the output's
+/// element type says (storePackedRow). One pass over the input where the
+/// linalg form of tfm.norm makes three (mean, variance, values).
+struct LowerNormKernel : OpRewritePattern<NormKernelOp> {
+  // Vectors of 16 lanes whatever the target's width (two on AVX2).
+  LowerNormKernel(MLIRContext *ctx, int64_t) : OpRewritePattern(ctx) {}
+
+  LogicalResult matchAndRewrite(NormKernelOp op,
+                                PatternRewriter &b) const override {
+    if (!op.hasPureBufferSemantics())
+      return b.notifyMatchFailure(op, "not bufferized yet");
+    Location loc = op.getLoc();
+    Value x = op.getInput(), w = op.getWeight(), bias = op.getBias(),
+          out = op.getOutput();
+    auto xType = cast<MemRefType>(x.getType());
+    int64_t k = xType.getDimSize(xType.getRank() - 1);
+    bool layer = op.getKind() == NormKind::layernorm;
+    double eps = op.getEps().convertToDouble();
+    double offset = op.getOffset().convertToDouble();
+    Type f32 = b.getF32Type();
+    auto f32V = VectorType::get({16}, f32);
+    Value c0 = cIdx(b, loc, 0), c1 = cIdx(b, loc, 1);
+    Value m = dim(b, loc, out, 0);
+    auto par = scf::ParallelOp::create(
+        b, loc, ValueRange{c0}, ValueRange{m}, ValueRange{c1},
+        [&](OpBuilder &pb, Location pl, ValueRange ivs) {
+          Value row = ivs[0];
+          // The row of the input [..., K], its leading dimensions split.
+          SmallVector<Value> xRow = rowIndices(pb, pl, x, row);
+          auto at = [&](Value col) {
+            SmallVector<Value> idx(xRow);
+            idx.push_back(col);
+            return idx;
+          };
+          Value zeroV = arith::ConstantOp::create(
+              pb, pl, f32V,
+              DenseElementsAttr::get(f32V, pb.getF32FloatAttr(0)));
+          auto load = [&](OpBuilder &lb, Location ll, Value from,
+                          ValueRange at, Value mask) -> Value {
+            if (!mask)
+              return vector::LoadOp::create(lb, ll, f32V, from, at);
+            return vector::MaskedLoadOp::create(lb, ll, f32V, from, at, mask,
+                                                zeroV);
+          };
+          auto splat = [&](OpBuilder &sb, Location sl, Value v) {
+            return vector::BroadcastOp::create(sb, sl, f32V, v);
+          };
+          // sum over the row of f(x chunk, mask), masked lanes excluded.
+          auto rowSum = [&](function_ref<Value(OpBuilder &, Location, Value,
+                                               Value)>
+                                f) {
+            int64_t whole = k / 16;
+            auto loop = scf::ForOp::create(
+                pb, pl, c0, cIdx(pb, pl, whole * 16), cIdx(pb, pl, 16),
+                ValueRange{zeroV},
+                [&](OpBuilder &fb, Location fl, Value col, ValueRange acc) {
+                  Value v = load(fb, fl, x, at(col), Value());
+                  scf::YieldOp::create(
+                      fb, fl,
+                      ValueRange{arith::AddFOp::create(fb, fl, acc[0],
+                                                       f(fb, fl, v, Value()))});
+                });
+            Value acc = loop.getResult(0);
+            if (k % 16) {
+              Value mask = vector::CreateMaskOp::create(
+                  pb, pl, VectorType::get({16}, pb.getI1Type()),
+                  ValueRange{cIdx(pb, pl, k % 16)});
+              Value v = load(pb, pl, x, at(cIdx(pb, pl, whole * 16)), mask);
+              acc = arith::AddFOp::create(pb, pl, acc, f(pb, pl, v, mask));
+            }
+            return vector::ReductionOp::create(pb, pl,
+                                               vector::CombiningKind::ADD, acc);
+          };
+          Value invK = cF32(pb, pl, 1.0 / double(k));
+          Value mean;
+          if (layer)
+            mean = arith::MulFOp::create(
+                pb, pl,
+                rowSum([](OpBuilder &, Location, Value v, Value) { return v; }),
+                invK);
+          Value ss =
+              rowSum([&](OpBuilder &fb, Location fl, Value v, Value mask) {
+                if (layer) {
+                  v = arith::SubFOp::create(fb, fl, v, splat(fb, fl, mean));
+                  if (mask)
+                    v = arith::SelectOp::create(fb, fl, mask, v, zeroV);
+                }
+                return Value(arith::MulFOp::create(fb, fl, v, v));
+              });
+          Value rstd = math::RsqrtOp::create(
+              pb, pl,
+              arith::AddFOp::create(pb, pl,
+                                    arith::MulFOp::create(pb, pl, ss, invK),
+                                    cF32(pb, pl, eps)));
+          storePackedRow(
+              pb, pl,
+              [&](OpBuilder &cb, Location cl, Value col, Value mask) -> Value {
+                Value v = load(cb, cl, x, at(col), mask);
+                if (layer)
+                  v = arith::SubFOp::create(cb, cl, v, splat(cb, cl, mean));
+                Value g = load(cb, cl, w, ValueRange{col}, mask);
+                if (offset != 0.0)
+                  g = arith::AddFOp::create(
+                      cb, cl, g, splat(cb, cl, cF32(cb, cl, offset)));
+                v = arith::MulFOp::create(
+                    cb, cl,
+                    arith::MulFOp::create(cb, cl, v, splat(cb, cl, rstd)), g);
+                if (bias)
+                  v = arith::AddFOp::create(
+                      cb, cl, v, load(cb, cl, bias, ValueRange{col}, mask));
+                // Lanes past K are 0 (the packed forms' padding).
+                if (mask)
+                  v = arith::SelectOp::create(cb, cl, mask, v, zeroV);
+                return v;
+              },
+              k, out, row);
+          scf::ReduceOp::create(pb, pl);
+        });
+    markKeepParallel(par);
     b.eraseOp(op);
     return success();
   }
@@ -1840,11 +1971,15 @@ struct TfmLowerKernelsPass
       auto lin = dyn_cast<LinearKernelOp>(op);
       for (Value v : op->getOperands()) {
         Type elt = cast<ShapedType>(v.getType()).getElementType();
-        if (lin && v == lin.getWeightP() &&
+        // The weight in pairs or quads, and the input perhaps packed for
+        // it (by a tfm.norm_kernel).
+        if (lin && (v == lin.getWeightP() || v == lin.getInput()) &&
             (elt.isBF16() || elt.isSignlessInteger(8)) &&
-            cast<ShapedType>(lin.getInput().getType())
+            cast<ShapedType>(lin.getOutput().getType())
                 .getElementType()
-                .isF32()) {
+                .isF32() &&
+            cast<ShapedType>(lin.getWeightP().getType()).getElementType() ==
+                elt) {
           if (vectorWidth != 16) {
             op->emitOpError()
                 << (elt.isBF16() ? "multiplies weights in bf16 pairs, which "
@@ -1871,7 +2006,7 @@ struct TfmLowerKernelsPass
                            math::MathDialect, memref::MemRefDialect,
                            scf::SCFDialect, vector::VectorDialect,
                            x86vector::X86VectorDialect, LLVM::LLVMDialect>();
-    target.addIllegalOp<LinearKernelOp, AttentionKernelOp, AllReduceKernelOp,
+    target.addIllegalOp<LinearKernelOp, NormKernelOp, AttentionKernelOp, AllReduceKernelOp,
                         AllGatherKernelOp, TpRankOp>();
     target.addDynamicallyLegalOp<memref::CopyOp>(isContiguousCopy);
     RewritePatternSet patterns(ctx);
@@ -1890,6 +2025,6 @@ struct TfmLowerKernelsPass
 
 void mlir::tfm::populateLowerKernelPatterns(RewritePatternSet &patterns,
                                             int64_t vectorWidth) {
-  patterns.add<LowerLinearKernel, LowerAttentionKernel>(patterns.getContext(),
-                                                        vectorWidth);
+  patterns.add<LowerLinearKernel, LowerAttentionKernel, LowerNormKernel>(
+      patterns.getContext(), vectorWidth);
 }

@@ -12,8 +12,15 @@ def ConvertTfmToLinalg : Pass<"convert-tfm-to-linalg", "func::FuncOp"> {
     reshapes become linalg/tensor ops on tensors; `tfm.linear` (with a
     transposed weight from tfm-model-abi) and `tfm.attention` become the
     destination-style kernel ops `tfm.linear_kernel` and
-    `tfm.attention_kernel`.
+    `tfm.attention_kernel`. With `norm-kernels` (the CPU pipeline), f32
+    norms become `tfm.norm_kernel` instead, and a norm read only by linears
+    of weights in bf16 pairs or int8 quads writes its rows packed for them.
   }];
+  let options = [
+    Option<"normKernels", "norm-kernels", "bool", /*default=*/"false",
+           "f32 norms to tfm.norm_kernel (one pass a row), packed for the "
+           "linears that read them where they all take packed rows">
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::scf::SCFDialect",

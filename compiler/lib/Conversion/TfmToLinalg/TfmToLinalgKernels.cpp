@@ -393,7 +393,118 @@ struct LowerAllGather : OpConversionPattern<AllGatherOp> {
   }
 };
 
+/// tfm.norm of f32 rows as tfm.norm_kernel on their matrix [rows, K].
+struct LowerNormToKernel : OpConversionPattern<NormOp> {
+  LowerNormToKernel(MLIRContext *ctx)
+      : OpConversionPattern(ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(NormOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Value x = adaptor.getInput();
+    auto t = tensorType(x);
+    if (!t.getElementType().isF32() || t.getRank() < 2 ||
+        t.isDynamicDim(t.getRank() - 1))
+      return b.notifyMatchFailure(op, "not f32 rows of a static width");
+    Location loc = op.getLoc();
+    // The input keeps its shape (a collapsed residual stream would fold
+    // into the matrix of the linear before it and cross layers as such,
+    // see emitLinear); the output is the matrix of its rows.
+    int64_t k = t.getDimSize(t.getRank() - 1), rows = 1;
+    Value rowsV = constIdx(b, loc, 1);
+    for (int64_t i = 0; i + 1 < t.getRank(); ++i) {
+      rows = t.isDynamicDim(i) || ShapedType::isDynamic(rows)
+                 ? ShapedType::kDynamic
+                 : rows * t.getDimSize(i);
+      rowsV = arith::MulIOp::create(b, loc, rowsV, dimOf(b, loc, x, i));
+    }
+    auto outT = RankedTensorType::get({rows, k}, t.getElementType());
+    Value init =
+        ShapedType::isDynamic(rows)
+            ? tensor::EmptyOp::create(b, loc, outT.getShape(),
+                                      outT.getElementType(), ValueRange{rowsV})
+            : tensor::EmptyOp::create(b, loc, outT.getShape(),
+                                      outT.getElementType(), ValueRange{});
+    Value y = NormKernelOp::create(b, loc, TypeRange{outT}, x,
+                                   adaptor.getWeight(), adaptor.getBias(), init,
+                                   op.getKindAttr(), op.getEpsAttr(),
+                                   op.getOffsetAttr())
+                  .getResult()[0];
+    b.replaceOp(op, withLeadingDimsOf(b, loc, y, x, k));
+    return success();
+  }
+};
+
+/// A tfm.norm_kernel with f32 rows that only linears of packed weights (all
+/// bf16 pairs or all int8 quads) take as their input: the norm writes the
+/// packed rows, which the linears then read instead of packing them each.
+/// The normalized f32 rows are never stored.
+struct PackNormForLinears : OpRewritePattern<NormKernelOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(NormKernelOp op,
+                                PatternRewriter &b) const override {
+    if (!op.hasPureTensorSemantics() ||
+        op.getPacking() != NormKernelOp::Packing::None)
+      return failure();
+    Value rows = op.getResult()[0];
+    Type weightElt;
+    SmallVector<LinearKernelOp> readers;
+    SmallVector<tensor::DimOp> sizes;
+    for (OpOperand &use : rows.getUses()) {
+      // The number of rows (the linears' outputs are sized by it).
+      if (auto d = dyn_cast<tensor::DimOp>(use.getOwner())) {
+        std::optional<int64_t> index = d.getConstantIndex();
+        if (!index || *index != 0)
+          return b.notifyMatchFailure(op, "its columns are asked");
+        sizes.push_back(d);
+        continue;
+      }
+      auto linear = dyn_cast<LinearKernelOp>(use.getOwner());
+      if (!linear || use.get() != linear.getInput() ||
+          use.getOperandNumber() != 0)
+        return b.notifyMatchFailure(op, "read by something but a linear");
+      Type elt =
+          cast<ShapedType>(linear.getWeightP().getType()).getElementType();
+      if (!elt.isBF16() && !elt.isSignlessInteger(8))
+        return b.notifyMatchFailure(op, "a linear of f32 weights reads it");
+      if (weightElt && elt != weightElt)
+        return b.notifyMatchFailure(op, "linears of two weight kinds read it");
+      weightElt = elt;
+      readers.push_back(linear);
+    }
+    if (readers.empty())
+      return failure();
+    auto inT = tensorType(op.getInput());
+    int64_t k = inT.getDimSize(inT.getRank() - 1);
+    int64_t cols = weightElt.isBF16() ? 2 * ((k + 1) / 2) : 4 * ((k + 3) / 4) + 4;
+    auto packedT = RankedTensorType::get(
+        {tensorType(rows).getDimSize(0), cols}, weightElt);
+    Location loc = op.getLoc();
+    Value init = emptyTensor(b, loc, packedT, {{op.getOutput(), 0}});
+    Value packed =
+        NormKernelOp::create(b, loc, TypeRange{packedT}, op.getInput(),
+                             op.getWeight(), op.getBias(), init,
+                             op.getKindAttr(), op.getEpsAttr(),
+                             op.getOffsetAttr())
+            .getResult()[0];
+    for (LinearKernelOp linear : readers)
+      b.modifyOpInPlace(linear,
+                        [&] { linear.getInputMutable().assign(packed); });
+    for (tensor::DimOp d : sizes)
+      b.modifyOpInPlace(d, [&] { d.getSourceMutable().assign(packed); });
+    b.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
+
+void mlir::tfm::populateTfmNormToKernelPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerNormToKernel>(patterns.getContext());
+}
+
+void mlir::tfm::populateTfmPackNormForLinearsPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<PackNormForLinears>(patterns.getContext());
+}
 
 void mlir::tfm::populateTfmKernelOpsToLinalgPatterns(
     RewritePatternSet &patterns) {

@@ -34,7 +34,8 @@ void mlir::tfm::populateTfmToLinalgConversionTarget(ConversionTarget &target) {
                          math::MathDialect, tensor::TensorDialect,
                          scf::SCFDialect>();
   target.addIllegalDialect<TfmDialect>();
-  target.addLegalOp<LinearKernelOp, AttentionKernelOp, AllReduceKernelOp,
+  target.addLegalOp<LinearKernelOp, NormKernelOp, AttentionKernelOp,
+                    AllReduceKernelOp,
                     AllGatherKernelOp, TpRankOp>();
   target.addDynamicallyLegalOp<UnpackWeightOp>(
       linalg_lowering::isFoldedIntoKernel);
@@ -67,12 +68,16 @@ struct DimOfExpandShape : OpRewritePattern<tensor::DimOp> {
 
 struct ConvertTfmToLinalgPass
     : mlir::tfm::impl::ConvertTfmToLinalgBase<ConvertTfmToLinalgPass> {
+  using ConvertTfmToLinalgBase::ConvertTfmToLinalgBase;
+
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
     populateTfmToLinalgConversionTarget(target);
     RewritePatternSet patterns(ctx);
     populateTfmToLinalgConversionPatterns(patterns);
+    if (normKernels)
+      populateTfmNormToKernelPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -84,8 +89,18 @@ struct ConvertTfmToLinalgPass
     });
     RewritePatternSet dims(ctx);
     dims.add<DimOfExpandShape>(ctx);
+    // The linears' collapse of a norm's expanded rows folds to the rows.
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(dims, ctx);
     if (failed(applyPatternsGreedily(getOperation(), std::move(dims))))
       return signalPassFailure();
+    // Then, with the linears reading the norms' rows directly, the norms
+    // read only by linears of packed weights write the packed rows.
+    if (normKernels) {
+      RewritePatternSet pack(ctx);
+      populateTfmPackNormForLinearsPatterns(pack);
+      if (failed(applyPatternsGreedily(getOperation(), std::move(pack))))
+        return signalPassFailure();
+    }
   }
 };
 

@@ -743,6 +743,50 @@ def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel",
   }];
 }
 
+def Tfm_NormKernelOp : Tfm_KernelOp<"norm_kernel"> {
+  let summary = "tfm.norm over rows, destination style, optionally packed";
+  let description = [{
+    The kernel form of `tfm.norm` (`kind`, `eps`, `offset` as there) on the
+    rows of `input` [..., K] (f32; M rows in all, its leading dimensions
+    kept so that a residual stream crosses layers in one shape, as
+    tfm-outline-layers needs) with `weight` [K] and, for layernorm,
+    `bias` [K]. tfm-lower-kernels lowers the buffer form to one pass over
+    each row (its statistics while the row stays in L1, then the
+    normalized values), rows in parallel. `output` is
+    - [M, K] f32: the normalized rows;
+    - [M, ceil(K / 2)] i32: the normalized rows rounded to bf16 pairs, the
+      `input` of a tfm.linear_kernel with weights in bf16 pairs;
+    - [M, ceil(K / 4) + 1] i32: the normalized rows quantized to quads of
+      unsigned bytes with the row's scale (f32 bits) last, the `input` of a
+      tfm.linear_kernel with weights in int8 quads.
+    convert-tfm-to-linalg{norm-kernels} forms it and, where every reader of
+    a norm is a linear of packed weights, writes the packed form once for
+    all of them, so that the normalized f32 rows are never stored.
+
+    ```mlir
+    %y = tfm.norm_kernel ins(%x, %w : tensor<?x16xf32>, tensor<16xf32>) outs(%init : tensor<?x8xi32>) {kind = #tfm.norm<rmsnorm>, eps = 1.0e-06 : f64} -> tensor<?x8xi32>
+    ```
+  }];
+  let arguments = (ins AnyShaped:$input, AnyShaped:$weight,
+                   Optional<AnyShaped>:$bias, AnyShaped:$output,
+                   Tfm_NormKindAttr:$kind, F64Attr:$eps,
+                   DefaultValuedAttr<F64Attr, "0.0">:$offset);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $input `,` $weight (`,` $bias^)? `:` type($input) `,`
+    type($weight) (`,` type($bias)^)? `)`
+    `outs` `(` $output `:` type($output) `)` attr-dict (`->` type($result)^)?
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputMutable();
+    }
+    /// How the output holds the normalized rows.
+    enum class Packing { None, Bf16Pairs, Int8Quads };
+    Packing getPacking();
+  }];
+}
+
 def Tfm_TpRankOp : Tfm_Op<"tp_rank", [Pure]> {
   let summary = "this process's tensor-parallel rank";
   let description = [{

@@ -2,7 +2,7 @@
 //
 // Patterns lowering primitive and fused tfm ops on tensors to linalg, tensor
 // and the destination-style kernel ops (tfm.linear_kernel,
-// tfm.attention_kernel), split like upstream's TosaToLinalg: elementwise
+// tfm.attention_kernel, tfm.norm_kernel), split like upstream's TosaToLinalg: elementwise
 // ops and reductions, data movement, and the compute-heavy ops.
 //
 //===----------------------------------------------------------------------===//
@@ -28,7 +28,16 @@ void populateTfmDataMovementToLinalgPatterns(RewritePatternSet &patterns);
 /// to a linalg contraction.
 void populateTfmKernelOpsToLinalgPatterns(RewritePatternSet &patterns);
 
-/// All of the above.
+/// tfm.norm (f32, rank >= 2) to tfm.norm_kernel over its rows, preferred
+/// to the linalg form of the elementwise patterns (CPU: one pass a row).
+void populateTfmNormToKernelPatterns(RewritePatternSet &patterns);
+
+/// A tfm.norm_kernel whose rows only linears with weights in bf16 pairs or
+/// int8 quads read writes them packed for those weights, once for all of
+/// them (run after the conversion, with the reshapes between folded).
+void populateTfmPackNormForLinearsPatterns(RewritePatternSet &patterns);
+
+/// All of the above but the norm kernels.
 void populateTfmToLinalgConversionPatterns(RewritePatternSet &patterns);
 
 /// Marks the tfm dialect illegal except the kernel ops (lowered later, on
