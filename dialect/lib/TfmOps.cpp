@@ -1048,8 +1048,8 @@ LogicalResult LinearKernelOp::verify() {
   bool quads = isInt8Quads(getWeightP().getType(), elt);
   // A packed for those weights already (tfm.norm_kernel's packed output).
   Type inElt = cast<ShapedType>(getInput().getType()).getElementType();
-  bool packedInput = (pairs && inElt.isBF16()) ||
-                     (quads && inElt.isSignlessInteger(8));
+  bool packedInput =
+      (pairs && inElt.isBF16()) || (quads && inElt.isSignlessInteger(8));
   for (Value v : getOperands())
     if ((cast<ShapedType>(v.getType()).getElementType() != elt &&
          !((pairs || quads) && v == getWeightP()) &&
@@ -1139,25 +1139,35 @@ LogicalResult NormKernelOp::verify() {
   if (!outElt.isF32() && !outElt.isBF16() && !outElt.isSignlessInteger(8))
     return emitOpError() << "output must be f32, bf16 (pairs) or i8 (quads)";
   auto in = bufShape(getInput()), out = bufShape(getOutput());
-  if (in.size() < 2 || out.size() != 2)
-    return emitOpError() << "input must have rank 2 or more, output 2";
+  if (in.size() < 2)
+    return emitOpError() << "input must have rank 2 or more";
   int64_t k = in.back();
   if (ShapedType::isDynamic(k))
     return emitOpError() << "the input's last dimension must be static";
-  int64_t rows = 1;
-  for (int64_t d : in.drop_back())
-    rows = ShapedType::isDynamic(d) || ShapedType::isDynamic(rows)
-               ? ShapedType::kDynamic
-               : rows * d;
-  if (!dimsCompatible(rows, out[0]))
-    return emitOpError() << "output must have " << dimStr(rows) << " rows";
   Packing packing = getPacking();
+  if (packing == Packing::None) {
+    if (out.size() != in.size() ||
+        !llvm::all_of(llvm::zip(in, out), [](auto d) {
+          return dimsCompatible(std::get<0>(d), std::get<1>(d));
+        }))
+      return emitOpError() << "output of f32 rows must have the input's shape";
+  } else {
+    int64_t rows = 1;
+    for (int64_t d : in.drop_back())
+      rows = ShapedType::isDynamic(d) || ShapedType::isDynamic(rows)
+                 ? ShapedType::kDynamic
+                 : rows * d;
+    if (out.size() != 2)
+      return emitOpError() << "packed output must be 2-D";
+    if (!dimsCompatible(rows, out[0]))
+      return emitOpError() << "output must have " << dimStr(rows) << " rows";
+  }
   int64_t cols = packing == Packing::None
                      ? k
                      : packedRowColumns(packing == Packing::Bf16Pairs, k);
-  if (!dimsCompatible(out[1], cols))
-    return emitOpError() << "output must have " << cols << " columns for "
-                         << k << " values a row, not " << dimStr(out[1]);
+  if (!dimsCompatible(out.back(), cols))
+    return emitOpError() << "output must have " << cols << " columns for " << k
+                         << " values a row, not " << dimStr(out.back());
   for (Value v : {getWeight(), getBias()})
     if (v && (bufShape(v).size() != 1 || !dimsCompatible(bufShape(v)[0], k)))
       return emitOpError() << "weight and bias must be 1-D of " << k;

@@ -1253,3 +1253,75 @@ func.func @tp_gather_kernel(%x: memref<?x16xf32>, %y: memref<?x24xf32>) {
   tfm.all_gather_kernel ins(%x : memref<?x16xf32>) outs(%y : memref<?x24xf32>)
   return
 }
+
+// -----
+
+func.func @norm_kernel_rows(%x: memref<2x3x16xf32>, %w: memref<16xf32>, %y: memref<5x16xbf16>) {
+  // expected-error @+1 {{output must have 6 rows}}
+  tfm.norm_kernel ins(%x, %w : memref<2x3x16xf32>, memref<16xf32>) outs(%y : memref<5x16xbf16>) {kind = #tfm.norm<rmsnorm>, eps = 1.0e-05 : f64}
+  return
+}
+
+// -----
+
+func.func @norm_kernel_pairs(%x: memref<?x15xf32>, %w: memref<15xf32>, %y: memref<?x15xbf16>) {
+  // expected-error @+1 {{output must have 16 columns for 15 values a row, not 15}}
+  tfm.norm_kernel ins(%x, %w : memref<?x15xf32>, memref<15xf32>) outs(%y : memref<?x15xbf16>) {kind = #tfm.norm<rmsnorm>, eps = 1.0e-05 : f64}
+  return
+}
+
+// -----
+
+func.func @norm_kernel_quads(%x: memref<?x15xf32>, %w: memref<15xf32>, %y: memref<?x16xi8>) {
+  // expected-error @+1 {{output must have 20 columns for 15 values a row, not 16}}
+  tfm.norm_kernel ins(%x, %w : memref<?x15xf32>, memref<15xf32>) outs(%y : memref<?x16xi8>) {kind = #tfm.norm<rmsnorm>, eps = 1.0e-05 : f64}
+  return
+}
+
+// -----
+
+func.func @norm_kernel_type(%x: memref<?x16xf32>, %w: memref<16xf32>, %y: memref<?x16xf16>) {
+  // expected-error @+1 {{output must be f32, bf16 (pairs) or i8 (quads)}}
+  tfm.norm_kernel ins(%x, %w : memref<?x16xf32>, memref<16xf32>) outs(%y : memref<?x16xf16>) {kind = #tfm.norm<rmsnorm>, eps = 1.0e-05 : f64}
+  return
+}
+
+// -----
+
+func.func @norm_kernel_bias(%x: memref<?x16xf32>, %w: memref<16xf32>, %y: memref<?x16xf32>) {
+  // expected-error @+1 {{layernorm needs a bias}}
+  tfm.norm_kernel ins(%x, %w : memref<?x16xf32>, memref<16xf32>) outs(%y : memref<?x16xf32>) {kind = #tfm.norm<layernorm>, eps = 1.0e-05 : f64}
+  return
+}
+
+// -----
+
+func.func @norm_kernel_weight(%x: memref<?x16xf32>, %w: memref<8xf32>, %y: memref<?x16xf32>) {
+  // expected-error @+1 {{weight and bias must be 1-D of 16}}
+  tfm.norm_kernel ins(%x, %w : memref<?x16xf32>, memref<8xf32>) outs(%y : memref<?x16xf32>) {kind = #tfm.norm<rmsnorm>, eps = 1.0e-05 : f64}
+  return
+}
+
+// -----
+
+func.func @linear_kernel_packed_input(%x: memref<?x14xbf16>, %w: memref<1x8x64xbf16>, %y: memref<?x32xf32>) {
+  // expected-error @+1 {{a packed input for this weight has 16 columns, not 14}}
+  tfm.linear_kernel ins(%x, %w : memref<?x14xbf16>, memref<1x8x64xbf16>) outs(%y : memref<?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @linear_kernel_packed_kind(%x: memref<?x16xbf16>, %w: memref<1x6x128xi8>, %y: memref<?x32xf32>) {
+  // expected-error @+1 {{operands must be ranked f32, f16 or bf16 tensors or buffers of one element type (or f32 with weights in bf16 pairs or int8 quads, the input perhaps packed for them)}}
+  tfm.linear_kernel ins(%x, %w : memref<?x16xbf16>, memref<1x6x128xi8>) outs(%y : memref<?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @norm_kernel_shape(%x: memref<2x3x16xf32>, %w: memref<16xf32>, %y: memref<6x16xf32>) {
+  // expected-error @+1 {{output of f32 rows must have the input's shape}}
+  tfm.norm_kernel ins(%x, %w : memref<2x3x16xf32>, memref<16xf32>) outs(%y : memref<6x16xf32>) {kind = #tfm.norm<rmsnorm>, eps = 1.0e-05 : f64}
+  return
+}

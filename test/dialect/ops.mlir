@@ -208,3 +208,18 @@ func.func @epilogues(%x: tensor<?x?x16xf32>, %w: tensor<16x16xf32>, %m: tensor<?
   tfm.linear_kernel ins(%xm, %wp : memref<?x16xf32>, memref<1x16x32xf32>) mul(%mm : memref<?x16xf32>) residual(%rm : memref<?x?x16xf32>) outs(%ym : memref<?x16xf32>) {activation = #tfm.activation<silu>}
   return %l : tensor<?x?x16xf32>
 }
+
+// Norm kernels (convert-tfm-to-linalg{norm-kernels}): f32 rows, rows in bf16
+// pairs or int8 quads, and a linear reading packed rows.
+// CHECK-LABEL: func.func @norm_kernels
+func.func @norm_kernels(%x: tensor<?x?x15xf32>, %g: tensor<15xf32>, %b: tensor<15xf32>, %y: tensor<?x?x15xf32>, %xm: memref<?x15xf32>, %gm: memref<15xf32>, %pm: memref<?x16xbf16>, %qm: memref<?x20xi8>, %wp: memref<1x8x64xbf16>, %om: memref<?x32xf32>) -> tensor<?x?x15xf32> {
+  // CHECK: tfm.norm_kernel ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x?x15xf32>, tensor<15xf32>, tensor<15xf32>) outs(%{{.*}} : tensor<?x?x15xf32>) {eps = 1.000000e-05 : f64, kind = #tfm.norm<layernorm>} -> tensor<?x?x15xf32>
+  %n = tfm.norm_kernel ins(%x, %g, %b : tensor<?x?x15xf32>, tensor<15xf32>, tensor<15xf32>) outs(%y : tensor<?x?x15xf32>) {kind = #tfm.norm<layernorm>, eps = 1.0e-05 : f64} -> tensor<?x?x15xf32>
+  // CHECK: tfm.norm_kernel ins(%{{.*}}, %{{.*}} : memref<?x15xf32>, memref<15xf32>) outs(%{{.*}} : memref<?x16xbf16>) {eps = 1.000000e-05 : f64, kind = #tfm.norm<rmsnorm>, offset = 1.000000e+00 : f64}
+  tfm.norm_kernel ins(%xm, %gm : memref<?x15xf32>, memref<15xf32>) outs(%pm : memref<?x16xbf16>) {kind = #tfm.norm<rmsnorm>, eps = 1.0e-05 : f64, offset = 1.0 : f64}
+  // CHECK: tfm.norm_kernel ins(%{{.*}}, %{{.*}} : memref<?x15xf32>, memref<15xf32>) outs(%{{.*}} : memref<?x20xi8>)
+  tfm.norm_kernel ins(%xm, %gm : memref<?x15xf32>, memref<15xf32>) outs(%qm : memref<?x20xi8>) {kind = #tfm.norm<rmsnorm>, eps = 1.0e-05 : f64}
+  // CHECK: tfm.linear_kernel ins(%{{.*}}, %{{.*}} : memref<?x16xbf16>, memref<1x8x64xbf16>) outs(%{{.*}} : memref<?x32xf32>)
+  tfm.linear_kernel ins(%pm, %wp : memref<?x16xbf16>, memref<1x8x64xbf16>) outs(%om : memref<?x32xf32>)
+  return %n : tensor<?x?x15xf32>
+}

@@ -456,6 +456,7 @@ LogicalResult Compilation::lower(const ModelSpec *spec, StringRef name,
   config.vectorWidth = host->vectorWidth;
   config.fuseAttention = options.fuseAttention;
   config.fuseEpilogues = options.fuseEpilogues;
+  config.fuseNorms = options.fuseNorms;
   llvm::json::Object targetFields;
   bool cuda = options.target == TargetKind::CUDA;
   // A bf16 model keeps its linear weights in bf16 on a CPU that multiplies

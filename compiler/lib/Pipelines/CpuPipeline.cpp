@@ -28,7 +28,7 @@ void pipelines::buildCpuLinalgStage(OpPassManager &pm,
   abi.int8Quads = config.int8Weights;
   pm.addPass(createTfmModelAbi(abi));
   ConvertTfmToLinalgOptions linalg;
-  linalg.normKernels = true;
+  linalg.normKernels = config.fuseNorms;
   pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg(linalg));
   // arith on tensors (hand-written or imported graphs) becomes linalg too.
   addText(pm, "func.func(convert-elementwise-to-linalg)");

@@ -91,6 +91,7 @@ PipelineConfig CpuPipelineOptions::getConfig() const {
   config.vectorWidth = vectorWidth;
   config.fuseAttention = fuseAttention;
   config.fuseEpilogues = fuseEpilogues;
+  config.fuseNorms = fuseNorms;
   config.bf16Weights = bf16Weights;
   config.int8Weights = int8Weights;
   return config;

@@ -187,11 +187,11 @@ using RowChunk =
 /// Calls `body(col, mask)` for the chunks of 16 columns of a row of `k`:
 /// whole chunks, then one masked chunk for the rest (null mask for whole
 /// ones).
-void forChunksOf16(OpBuilder &b, Location loc, int64_t k,
-                   function_ref<void(OpBuilder &, Location, Value, Value)> body) {
+void forChunksOf16(
+    OpBuilder &b, Location loc, int64_t k,
+    function_ref<void(OpBuilder &, Location, Value, Value)> body) {
   int64_t whole = k / 16, rest = k % 16;
-  forRange(b, loc, cIdx(b, loc, 0), cIdx(b, loc, whole * 16),
-           cIdx(b, loc, 16),
+  forRange(b, loc, cIdx(b, loc, 0), cIdx(b, loc, whole * 16), cIdx(b, loc, 16),
            [&](OpBuilder &fb, Location fl, Value col) {
              body(fb, fl, col, Value());
            });
@@ -203,7 +203,8 @@ void forChunksOf16(OpBuilder &b, Location loc, int64_t k,
   }
 }
 
-/// Stores row `row` of `k` values, given by `chunk`, in `out` packed as its
+/// Stores row `row` of `k` values, given by `chunk`, in `out` ([..., C], the
+/// row's indices split from `row` as rowIndices does) packed as its
 /// element type says (packingOf): f32 as is; bf16 rounded to nearest even
 /// (vcvtneps2bf16), a zero past an odd K: pair j holds columns 2j and
 /// 2j + 1, low half first, the order in which vdpbf16ps multiplies a
@@ -213,6 +214,12 @@ void forChunksOf16(OpBuilder &b, Location loc, int64_t k,
 void storePackedRow(OpBuilder &b, Location loc, RowChunk chunk, int64_t k,
                     Value out, Value row) {
   Packing packing = packingOf(out);
+  SmallVector<Value> outRow = rowIndices(b, loc, out, row);
+  auto at = [&](Value col) {
+    SmallVector<Value> idx(outRow);
+    idx.push_back(col);
+    return idx;
+  };
   Type f32 = b.getF32Type();
   auto f32V = VectorType::get({16}, f32);
   auto i1V = VectorType::get({16}, b.getI1Type());
@@ -226,22 +233,21 @@ void storePackedRow(OpBuilder &b, Location loc, RowChunk chunk, int64_t k,
     Value n = arith::SubIOp::create(sb, sl, cIdx(sb, sl, padded), col);
     return Value(vector::CreateMaskOp::create(sb, sl, i1V, ValueRange{n}));
   };
-  auto store = [&](OpBuilder &sb, Location sl, Value v, Value col,
-                   Value mask) {
+  auto store = [&](OpBuilder &sb, Location sl, Value v, Value col, Value mask) {
     if (mask)
-      vector::MaskedStoreOp::create(sb, sl, out, ValueRange{row, col}, mask, v);
+      vector::MaskedStoreOp::create(sb, sl, out, at(col), mask, v);
     else
-      vector::StoreOp::create(sb, sl, v, out, ValueRange{row, col});
+      vector::StoreOp::create(sb, sl, v, out, at(col));
   };
   if (packing != Packing::Int8Quads) {
-    forChunksOf16(b, loc, k, [&](OpBuilder &fb, Location fl, Value col,
-                                 Value mask) {
-      Value v = chunk(fb, fl, col, mask);
-      if (packing == Packing::Bf16Pairs)
-        v = arith::TruncFOp::create(
-            fb, fl, VectorType::get({16}, fb.getBF16Type()), v);
-      store(fb, fl, v, col, storeMask(fb, fl, col, mask));
-    });
+    forChunksOf16(b, loc, k,
+                  [&](OpBuilder &fb, Location fl, Value col, Value mask) {
+                    Value v = chunk(fb, fl, col, mask);
+                    if (packing == Packing::Bf16Pairs)
+                      v = arith::TruncFOp::create(
+                          fb, fl, VectorType::get({16}, fb.getBF16Type()), v);
+                    store(fb, fl, v, col, storeMask(fb, fl, col, mask));
+                  });
     return;
   }
   Value zeroV = arith::ConstantOp::create(
@@ -253,19 +259,20 @@ void storePackedRow(OpBuilder &b, Location loc, RowChunk chunk, int64_t k,
       ValueRange{zeroV},
       [&](OpBuilder &fb, Location fl, Value col, ValueRange acc) {
         Value v = chunk(fb, fl, col, Value());
-        scf::YieldOp::create(fb, fl,
-                             ValueRange{arith::MaxNumFOp::create(
-                                 fb, fl, acc[0], math::AbsFOp::create(fb, fl, v))});
+        scf::YieldOp::create(
+            fb, fl,
+            ValueRange{arith::MaxNumFOp::create(
+                fb, fl, acc[0], math::AbsFOp::create(fb, fl, v))});
       });
   Value mv = vmax.getResult(0);
   if (k % 16) {
-    Value mask = vector::CreateMaskOp::create(
-        b, loc, i1V, ValueRange{cIdx(b, loc, k % 16)});
+    Value mask = vector::CreateMaskOp::create(b, loc, i1V,
+                                              ValueRange{cIdx(b, loc, k % 16)});
     Value v = chunk(b, loc, cIdx(b, loc, whole * 16), mask);
     mv = arith::MaxNumFOp::create(b, loc, mv, math::AbsFOp::create(b, loc, v));
   }
-  Value mx = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF,
-                                         mv);
+  Value mx =
+      vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, mv);
   Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, mx,
                                          cF32(b, loc, 0.0));
   Value scale = arith::DivFOp::create(b, loc, mx, cF32(b, loc, 127.0));
@@ -273,31 +280,31 @@ void storePackedRow(OpBuilder &b, Location loc, RowChunk chunk, int64_t k,
       b, loc, positive, arith::DivFOp::create(b, loc, cF32(b, loc, 127.0), mx),
       cF32(b, loc, 0.0));
   auto i32V = VectorType::get({16}, b.getI32Type());
-  forChunksOf16(b, loc, k, [&](OpBuilder &fb, Location fl, Value col,
-                               Value mask) {
-    auto splat = [&](Value s) {
-      return vector::BroadcastOp::create(fb, fl, f32V, s);
-    };
-    // round(x / scale) + 128, clamped to 1..255 (|x| <= max gives
-    // -127..127; the clamp only guards rounding).
-    Value q = math::RoundEvenOp::create(
-        fb, fl, arith::MulFOp::create(fb, fl, chunk(fb, fl, col, mask),
-                                      splat(inv)));
-    q = arith::MinNumFOp::create(fb, fl, q, splat(cF32(fb, fl, 127.0)));
-    q = arith::MaxNumFOp::create(fb, fl, q, splat(cF32(fb, fl, -127.0)));
-    Value u = arith::AddIOp::create(
-        fb, fl, arith::FPToSIOp::create(fb, fl, i32V, q),
-        vector::BroadcastOp::create(
-            fb, fl, i32V, arith::ConstantIntOp::create(fb, fl, 128, 32)));
-    Value bytes = arith::TruncIOp::create(
-        fb, fl, VectorType::get({16}, fb.getI8Type()), u);
-    store(fb, fl, bytes, col, storeMask(fb, fl, col, mask));
-  });
+  forChunksOf16(
+      b, loc, k, [&](OpBuilder &fb, Location fl, Value col, Value mask) {
+        auto splat = [&](Value s) {
+          return vector::BroadcastOp::create(fb, fl, f32V, s);
+        };
+        // round(x / scale) + 128, clamped to 1..255 (|x| <= max gives
+        // -127..127; the clamp only guards rounding).
+        Value q = math::RoundEvenOp::create(
+            fb, fl,
+            arith::MulFOp::create(fb, fl, chunk(fb, fl, col, mask),
+                                  splat(inv)));
+        q = arith::MinNumFOp::create(fb, fl, q, splat(cF32(fb, fl, 127.0)));
+        q = arith::MaxNumFOp::create(fb, fl, q, splat(cF32(fb, fl, -127.0)));
+        Value u = arith::AddIOp::create(
+            fb, fl, arith::FPToSIOp::create(fb, fl, i32V, q),
+            vector::BroadcastOp::create(
+                fb, fl, i32V, arith::ConstantIntOp::create(fb, fl, 128, 32)));
+        Value bytes = arith::TruncIOp::create(
+            fb, fl, VectorType::get({16}, fb.getI8Type()), u);
+        store(fb, fl, bytes, col, storeMask(fb, fl, col, mask));
+      });
   Value bits = vector::BitCastOp::create(
       b, loc, VectorType::get({4}, b.getI8Type()),
       vector::BroadcastOp::create(b, loc, VectorType::get({1}, f32), scale));
-  vector::StoreOp::create(b, loc, bits, out,
-                          ValueRange{row, cIdx(b, loc, padded)});
+  vector::StoreOp::create(b, loc, bits, out, at(cIdx(b, loc, padded)));
 }
 
 /// The rows of A [M, K] f32 in a new buffer packed as `packing` says
@@ -386,9 +393,9 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
     // tfm.norm_kernel already wrote it so.
     Value aPacked, aOwned;
     if ((pairs || quads) && packingOf(a) == Packing::None)
-      aPacked = aOwned = packRows(
-          b, loc, a, m, cast<MemRefType>(a.getType()).getDimSize(1),
-          pairs ? Packing::Bf16Pairs : Packing::Int8Quads);
+      aPacked = aOwned =
+          packRows(b, loc, a, m, cast<MemRefType>(a.getType()).getDimSize(1),
+                   pairs ? Packing::Bf16Pairs : Packing::Int8Quads);
     else if (pairs || quads)
       aPacked = a;
     auto quadT = VectorType::get({4 * vl}, b.getI8Type());
@@ -397,12 +404,12 @@ struct LowerLinearKernel : OpRewritePattern<LinearKernelOp> {
     auto loadWord = [&](OpBuilder &nb, Location l, Value row, Value col) {
       Type elt = cast<MemRefType>(aPacked.getType()).getElementType();
       auto wordT = VectorType::get({pairs ? 2 : 4}, elt);
-      Value w = vector::LoadOp::create(nb, l, wordT, aPacked,
-                                       ValueRange{row, col});
+      Value w =
+          vector::LoadOp::create(nb, l, wordT, aPacked, ValueRange{row, col});
       return vector::ExtractOp::create(
           nb, l,
-          vector::BitCastOp::create(
-              nb, l, VectorType::get({1}, nb.getI32Type()), w),
+          vector::BitCastOp::create(nb, l,
+                                    VectorType::get({1}, nb.getI32Type()), w),
           ArrayRef<int64_t>{0});
     };
 
@@ -667,7 +674,11 @@ struct LowerNormKernel : OpRewritePattern<NormKernelOp> {
     Type f32 = b.getF32Type();
     auto f32V = VectorType::get({16}, f32);
     Value c0 = cIdx(b, loc, 0), c1 = cIdx(b, loc, 1);
-    Value m = dim(b, loc, out, 0);
+    // Rows: the input's leading dimensions (the output is [..., K] like
+    // the input, or the packed [M, C]).
+    Value m = c1;
+    for (int64_t i = 0; i + 1 < xType.getRank(); ++i)
+      m = arith::MulIOp::create(b, loc, m, dim(b, loc, x, i));
     auto par = scf::ParallelOp::create(
         b, loc, ValueRange{c0}, ValueRange{m}, ValueRange{c1},
         [&](OpBuilder &pb, Location pl, ValueRange ivs) {
@@ -682,8 +693,8 @@ struct LowerNormKernel : OpRewritePattern<NormKernelOp> {
           Value zeroV = arith::ConstantOp::create(
               pb, pl, f32V,
               DenseElementsAttr::get(f32V, pb.getF32FloatAttr(0)));
-          auto load = [&](OpBuilder &lb, Location ll, Value from,
-                          ValueRange at, Value mask) -> Value {
+          auto load = [&](OpBuilder &lb, Location ll, Value from, ValueRange at,
+                          Value mask) -> Value {
             if (!mask)
               return vector::LoadOp::create(lb, ll, f32V, from, at);
             return vector::MaskedLoadOp::create(lb, ll, f32V, from, at, mask,
@@ -693,31 +704,30 @@ struct LowerNormKernel : OpRewritePattern<NormKernelOp> {
             return vector::BroadcastOp::create(sb, sl, f32V, v);
           };
           // sum over the row of f(x chunk, mask), masked lanes excluded.
-          auto rowSum = [&](function_ref<Value(OpBuilder &, Location, Value,
-                                               Value)>
-                                f) {
-            int64_t whole = k / 16;
-            auto loop = scf::ForOp::create(
-                pb, pl, c0, cIdx(pb, pl, whole * 16), cIdx(pb, pl, 16),
-                ValueRange{zeroV},
-                [&](OpBuilder &fb, Location fl, Value col, ValueRange acc) {
-                  Value v = load(fb, fl, x, at(col), Value());
-                  scf::YieldOp::create(
-                      fb, fl,
-                      ValueRange{arith::AddFOp::create(fb, fl, acc[0],
-                                                       f(fb, fl, v, Value()))});
-                });
-            Value acc = loop.getResult(0);
-            if (k % 16) {
-              Value mask = vector::CreateMaskOp::create(
-                  pb, pl, VectorType::get({16}, pb.getI1Type()),
-                  ValueRange{cIdx(pb, pl, k % 16)});
-              Value v = load(pb, pl, x, at(cIdx(pb, pl, whole * 16)), mask);
-              acc = arith::AddFOp::create(pb, pl, acc, f(pb, pl, v, mask));
-            }
-            return vector::ReductionOp::create(pb, pl,
-                                               vector::CombiningKind::ADD, acc);
-          };
+          auto rowSum =
+              [&](function_ref<Value(OpBuilder &, Location, Value, Value)> f) {
+                int64_t whole = k / 16;
+                auto loop = scf::ForOp::create(
+                    pb, pl, c0, cIdx(pb, pl, whole * 16), cIdx(pb, pl, 16),
+                    ValueRange{zeroV},
+                    [&](OpBuilder &fb, Location fl, Value col, ValueRange acc) {
+                      Value v = load(fb, fl, x, at(col), Value());
+                      scf::YieldOp::create(
+                          fb, fl,
+                          ValueRange{arith::AddFOp::create(
+                              fb, fl, acc[0], f(fb, fl, v, Value()))});
+                    });
+                Value acc = loop.getResult(0);
+                if (k % 16) {
+                  Value mask = vector::CreateMaskOp::create(
+                      pb, pl, VectorType::get({16}, pb.getI1Type()),
+                      ValueRange{cIdx(pb, pl, k % 16)});
+                  Value v = load(pb, pl, x, at(cIdx(pb, pl, whole * 16)), mask);
+                  acc = arith::AddFOp::create(pb, pl, acc, f(pb, pl, v, mask));
+                }
+                return vector::ReductionOp::create(
+                    pb, pl, vector::CombiningKind::ADD, acc);
+              };
           Value invK = cF32(pb, pl, 1.0 / double(k));
           Value mean;
           if (layer)
@@ -2006,8 +2016,8 @@ struct TfmLowerKernelsPass
                            math::MathDialect, memref::MemRefDialect,
                            scf::SCFDialect, vector::VectorDialect,
                            x86vector::X86VectorDialect, LLVM::LLVMDialect>();
-    target.addIllegalOp<LinearKernelOp, NormKernelOp, AttentionKernelOp, AllReduceKernelOp,
-                        AllGatherKernelOp, TpRankOp>();
+    target.addIllegalOp<LinearKernelOp, NormKernelOp, AttentionKernelOp,
+                        AllReduceKernelOp, AllGatherKernelOp, TpRankOp>();
     target.addDynamicallyLegalOp<memref::CopyOp>(isContiguousCopy);
     RewritePatternSet patterns(ctx);
     populateLowerKernelPatterns(patterns, vectorWidth);

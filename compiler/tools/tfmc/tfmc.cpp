@@ -133,6 +133,12 @@ cl::opt<bool> noEpilogueFusion(
     cl::desc("Do not fold activations, gated products and residual adds "
              "into the linear that produces them (CPU; for comparison)"),
     cl::init(false), cl::cat(compileCategory));
+cl::opt<bool> noNormFusion(
+    "no-norm-fusion",
+    cl::desc("Run norms as linalg (three passes over the rows) and pack "
+             "bf16/int8 linears' inputs in each linear (CPU; for "
+             "comparison)"),
+    cl::init(false), cl::cat(compileCategory));
 cl::opt<int64_t> tensorParallel(
     "tensor-parallel",
     cl::desc("Split the model over N processes started by mpirun (heads, FFN "
@@ -200,6 +206,7 @@ FailureOr<CompileOptions> readOptions(MLIRContext &ctx) {
     options.gpuDType = dtype;
   options.fuseAttention = !noAttentionFusion;
   options.fuseEpilogues = !noEpilogueFusion;
+  options.fuseNorms = !noNormFusion;
   options.quantize = quantize;
   options.modelName = modelName;
   options.tensorParallel = tensorParallel;

@@ -66,6 +66,7 @@ struct CompileOptions {
   std::optional<DType> gpuDType;
   bool fuseAttention = true;
   bool fuseEpilogues = true;
+  bool fuseNorms = true;
   /// int8 linear weights with per-column scales (CPU with AVX512_VNNI;
   /// elsewhere a warning, and the weights stay f32).
   Quantize quantize = Quantize::None;

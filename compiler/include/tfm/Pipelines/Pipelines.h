@@ -56,6 +56,9 @@ struct PipelineConfig {
   /// CPU: run tfm-fuse-epilogues (off: activations, gated products and
   /// residual adds run as passes of their own).
   bool fuseEpilogues = true;
+  /// CPU: norms as tfm.norm_kernel (one pass a row), writing the packed
+  /// rows of the bf16/int8 linears that read them (off: linalg norms).
+  bool fuseNorms = true;
   /// CPU: linear weights in bf16 panels, multiplied with vdpbf16ps (a bf16
   /// model on a CPU with AVX512_BF16).
   bool bf16Weights = false;
@@ -85,6 +88,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       *this, "fuse-epilogues",
       llvm::cl::desc("Run tfm-fuse-epilogues (off: activations, gated "
                      "products and residual adds are ops of their own)"),
+      llvm::cl::init(true)};
+  Option<bool> fuseNorms{
+      *this, "fuse-norms",
+      llvm::cl::desc("Norms as tfm.norm_kernel, packed for the bf16/int8 "
+                     "linears that read them (off: linalg norms)"),
       llvm::cl::init(true)};
   Option<bool> bf16Weights{
       *this, "bf16-weights",

@@ -405,38 +405,24 @@ struct LowerNormToKernel : OpConversionPattern<NormOp> {
         t.isDynamicDim(t.getRank() - 1))
       return b.notifyMatchFailure(op, "not f32 rows of a static width");
     Location loc = op.getLoc();
-    // The input keeps its shape (a collapsed residual stream would fold
-    // into the matrix of the linear before it and cross layers as such,
-    // see emitLinear); the output is the matrix of its rows.
-    int64_t k = t.getDimSize(t.getRank() - 1), rows = 1;
-    Value rowsV = constIdx(b, loc, 1);
-    for (int64_t i = 0; i + 1 < t.getRank(); ++i) {
-      rows = t.isDynamicDim(i) || ShapedType::isDynamic(rows)
-                 ? ShapedType::kDynamic
-                 : rows * t.getDimSize(i);
-      rowsV = arith::MulIOp::create(b, loc, rowsV, dimOf(b, loc, x, i));
-    }
-    auto outT = RankedTensorType::get({rows, k}, t.getElementType());
-    Value init =
-        ShapedType::isDynamic(rows)
-            ? tensor::EmptyOp::create(b, loc, outT.getShape(),
-                                      outT.getElementType(), ValueRange{rowsV})
-            : tensor::EmptyOp::create(b, loc, outT.getShape(),
-                                      outT.getElementType(), ValueRange{});
-    Value y = NormKernelOp::create(b, loc, TypeRange{outT}, x,
-                                   adaptor.getWeight(), adaptor.getBias(), init,
+    // Rows in the input's shape: a post-norm residual stream then crosses
+    // layers as [B, T, K], not as the matrix of its rows, which the linears
+    // of the next layer would otherwise read (see emitLinear).
+    Value y = NormKernelOp::create(b, loc, TypeRange{t}, x, adaptor.getWeight(),
+                                   adaptor.getBias(), emptyLike(b, loc, x),
                                    op.getKindAttr(), op.getEpsAttr(),
                                    op.getOffsetAttr())
                   .getResult()[0];
-    b.replaceOp(op, withLeadingDimsOf(b, loc, y, x, k));
+    b.replaceOp(op, y);
     return success();
   }
 };
 
 /// A tfm.norm_kernel with f32 rows that only linears of packed weights (all
-/// bf16 pairs or all int8 quads) take as their input: the norm writes the
-/// packed rows, which the linears then read instead of packing them each.
-/// The normalized f32 rows are never stored.
+/// bf16 pairs or all int8 quads) take as their input (through the collapse
+/// of its rows to a matrix): the norm writes the packed rows [M, C], which
+/// the linears then read instead of packing them each. The normalized f32
+/// rows are never stored.
 struct PackNormForLinears : OpRewritePattern<NormKernelOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(NormKernelOp op,
@@ -444,52 +430,92 @@ struct PackNormForLinears : OpRewritePattern<NormKernelOp> {
     if (!op.hasPureTensorSemantics() ||
         op.getPacking() != NormKernelOp::Packing::None)
       return failure();
-    Value rows = op.getResult()[0];
     Type weightElt;
+    // The linears, and the sizes asked of the rows or of their matrix.
     SmallVector<LinearKernelOp> readers;
-    SmallVector<tensor::DimOp> sizes;
-    for (OpOperand &use : rows.getUses()) {
-      // The number of rows (the linears' outputs are sized by it).
-      if (auto d = dyn_cast<tensor::DimOp>(use.getOwner())) {
+    SmallVector<tensor::DimOp> sizes, matrixSizes;
+    SmallVector<Operation *> collapses;
+    // A use of the rows (or, `matrix`, of their [M, K] collapse).
+    auto visit = [&](OpOperand &use, bool matrix) -> LogicalResult {
+      Operation *user = use.getOwner();
+      int64_t rank = tensorType(use.get()).getRank();
+      if (auto d = dyn_cast<tensor::DimOp>(user)) {
         std::optional<int64_t> index = d.getConstantIndex();
-        if (!index || *index != 0)
-          return b.notifyMatchFailure(op, "its columns are asked");
-        sizes.push_back(d);
-        continue;
+        if (!index || *index == rank - 1)
+          return failure();
+        (matrix ? matrixSizes : sizes).push_back(d);
+        return success();
       }
-      auto linear = dyn_cast<LinearKernelOp>(use.getOwner());
-      if (!linear || use.get() != linear.getInput() ||
-          use.getOperandNumber() != 0)
-        return b.notifyMatchFailure(op, "read by something but a linear");
+      auto linear = dyn_cast<LinearKernelOp>(user);
+      if (!linear || use.getOperandNumber() != 0 || rank != 2)
+        return failure();
       Type elt =
           cast<ShapedType>(linear.getWeightP().getType()).getElementType();
-      if (!elt.isBF16() && !elt.isSignlessInteger(8))
-        return b.notifyMatchFailure(op, "a linear of f32 weights reads it");
-      if (weightElt && elt != weightElt)
-        return b.notifyMatchFailure(op, "linears of two weight kinds read it");
+      if ((!elt.isBF16() && !elt.isSignlessInteger(8)) ||
+          (weightElt && elt != weightElt))
+        return failure();
       weightElt = elt;
       readers.push_back(linear);
+      return success();
+    };
+    Value rows = op.getResult()[0];
+    bool rowsAreMatrix = tensorType(rows).getRank() == 2;
+    for (OpOperand &use : rows.getUses()) {
+      auto collapse = dyn_cast<tensor::CollapseShapeOp>(use.getOwner());
+      if (!collapse) {
+        if (failed(visit(use, /*matrix=*/rowsAreMatrix)))
+          return b.notifyMatchFailure(op, "its rows are read by something "
+                                          "but a linear of packed weights");
+        continue;
+      }
+      if (collapse.getResultType().getRank() != 2)
+        return b.notifyMatchFailure(op, "collapsed to something but a matrix");
+      for (OpOperand &cuse : collapse.getResult().getUses())
+        if (failed(visit(cuse, /*matrix=*/true)))
+          return b.notifyMatchFailure(op, "a matrix of its rows is read by "
+                                          "something but a linear of packed "
+                                          "weights");
+      collapses.push_back(collapse);
     }
     if (readers.empty())
       return failure();
     auto inT = tensorType(op.getInput());
-    int64_t k = inT.getDimSize(inT.getRank() - 1);
-    int64_t cols = weightElt.isBF16() ? 2 * ((k + 1) / 2) : 4 * ((k + 3) / 4) + 4;
-    auto packedT = RankedTensorType::get(
-        {tensorType(rows).getDimSize(0), cols}, weightElt);
+    int64_t k = inT.getDimSize(inT.getRank() - 1), m = 1;
+    for (int64_t d : inT.getShape().drop_back())
+      m = ShapedType::isDynamic(d) || ShapedType::isDynamic(m)
+              ? ShapedType::kDynamic
+              : m * d;
+    int64_t cols =
+        weightElt.isBF16() ? 2 * ((k + 1) / 2) : 4 * ((k + 3) / 4) + 4;
+    auto packedT = RankedTensorType::get({m, cols}, weightElt);
     Location loc = op.getLoc();
-    Value init = emptyTensor(b, loc, packedT, {{op.getOutput(), 0}});
-    Value packed =
-        NormKernelOp::create(b, loc, TypeRange{packedT}, op.getInput(),
-                             op.getWeight(), op.getBias(), init,
-                             op.getKindAttr(), op.getEpsAttr(),
-                             op.getOffsetAttr())
-            .getResult()[0];
+    Value init;
+    if (ShapedType::isDynamic(m)) {
+      Value mv = constIdx(b, loc, 1);
+      for (int64_t i = 0; i + 1 < inT.getRank(); ++i)
+        mv = arith::MulIOp::create(b, loc, mv, dimOf(b, loc, op.getInput(), i));
+      init = tensor::EmptyOp::create(b, loc, packedT.getShape(), weightElt,
+                                     ValueRange{mv});
+    } else {
+      init = tensor::EmptyOp::create(b, loc, packedT.getShape(), weightElt,
+                                     ValueRange{});
+    }
+    Value packed = NormKernelOp::create(b, loc, TypeRange{packedT},
+                                        op.getInput(), op.getWeight(),
+                                        op.getBias(), init, op.getKindAttr(),
+                                        op.getEpsAttr(), op.getOffsetAttr())
+                       .getResult()[0];
     for (LinearKernelOp linear : readers)
       b.modifyOpInPlace(linear,
                         [&] { linear.getInputMutable().assign(packed); });
+    // The rows' leading sizes are the input's; their matrix's, the packed
+    // rows'.
     for (tensor::DimOp d : sizes)
+      b.modifyOpInPlace(d, [&] { d.getSourceMutable().assign(op.getInput()); });
+    for (tensor::DimOp d : matrixSizes)
       b.modifyOpInPlace(d, [&] { d.getSourceMutable().assign(packed); });
+    for (Operation *c : collapses)
+      b.eraseOp(c);
     b.eraseOp(op);
     return success();
   }

@@ -35,8 +35,7 @@ void mlir::tfm::populateTfmToLinalgConversionTarget(ConversionTarget &target) {
                          scf::SCFDialect>();
   target.addIllegalDialect<TfmDialect>();
   target.addLegalOp<LinearKernelOp, NormKernelOp, AttentionKernelOp,
-                    AllReduceKernelOp,
-                    AllGatherKernelOp, TpRankOp>();
+                    AllReduceKernelOp, AllGatherKernelOp, TpRankOp>();
   target.addDynamicallyLegalOp<UnpackWeightOp>(
       linalg_lowering::isFoldedIntoKernel);
 }
@@ -98,6 +97,7 @@ struct ConvertTfmToLinalgPass
     if (normKernels) {
       RewritePatternSet pack(ctx);
       populateTfmPackNormForLinearsPatterns(pack);
+      pack.add<DimOfExpandShape>(ctx);
       if (failed(applyPatternsGreedily(getOperation(), std::move(pack))))
         return signalPassFailure();
     }

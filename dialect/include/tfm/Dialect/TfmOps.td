@@ -747,13 +747,12 @@ def Tfm_NormKernelOp : Tfm_KernelOp<"norm_kernel"> {
   let summary = "tfm.norm over rows, destination style, optionally packed";
   let description = [{
     The kernel form of `tfm.norm` (`kind`, `eps`, `offset` as there) on the
-    rows of `input` [..., K] (f32; M rows in all, its leading dimensions
-    kept so that a residual stream crosses layers in one shape, as
-    tfm-outline-layers needs) with `weight` [K] and, for layernorm,
+    rows of `input` [..., K] (f32; M rows in all) with `weight` [K] and,
+    for layernorm,
     `bias` [K]. tfm-lower-kernels lowers the buffer form to one pass over
     each row (its statistics while the row stays in L1, then the
     normalized values), rows in parallel. `output` is
-    - [M, K] f32: the normalized rows;
+    - f32 in the input's shape: the normalized rows;
     - [M, ceil(K / 2)] i32: the normalized rows rounded to bf16 pairs, the
       `input` of a tfm.linear_kernel with weights in bf16 pairs;
     - [M, ceil(K / 4) + 1] i32: the normalized rows quantized to quads of
@@ -764,7 +763,7 @@ def Tfm_NormKernelOp : Tfm_KernelOp<"norm_kernel"> {
     all of them, so that the normalized f32 rows are never stored.
 
     ```mlir
-    %y = tfm.norm_kernel ins(%x, %w : tensor<?x16xf32>, tensor<16xf32>) outs(%init : tensor<?x8xi32>) {kind = #tfm.norm<rmsnorm>, eps = 1.0e-06 : f64} -> tensor<?x8xi32>
+    %y = tfm.norm_kernel ins(%x, %w : tensor<?x?x15xf32>, tensor<15xf32>) outs(%init : tensor<?x16xbf16>) {kind = #tfm.norm<rmsnorm>, eps = 1.0e-06 : f64} -> tensor<?x16xbf16>
     ```
   }];
   let arguments = (ins AnyShaped:$input, AnyShaped:$weight,
