@@ -119,8 +119,7 @@ void mlir::tfm::registerBufferizableOpInterfaceExternalModels(
   registry.addExtension(+[](MLIRContext *ctx, TfmDialect *) {
     LinearKernelOp::attachInterface<KernelModel<LinearKernelOp, createLinear>>(
         *ctx);
-    NormKernelOp::attachInterface<KernelModel<NormKernelOp, createNorm>>(
-        *ctx);
+    NormKernelOp::attachInterface<KernelModel<NormKernelOp, createNorm>>(*ctx);
     AttentionKernelOp::attachInterface<
         KernelModel<AttentionKernelOp, createAttention>>(*ctx);
     AllReduceKernelOp::attachInterface<

@@ -2,8 +2,8 @@
 //
 // Patterns lowering primitive and fused tfm ops on tensors to linalg, tensor
 // and the destination-style kernel ops (tfm.linear_kernel,
-// tfm.attention_kernel, tfm.norm_kernel), split like upstream's TosaToLinalg: elementwise
-// ops and reductions, data movement, and the compute-heavy ops.
+// tfm.attention_kernel, tfm.norm_kernel), split like upstream's TosaToLinalg:
+// elementwise ops and reductions, data movement, and the compute-heavy ops.
 //
 //===----------------------------------------------------------------------===//
 
