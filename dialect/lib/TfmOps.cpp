@@ -251,6 +251,15 @@ std::optional<double> optF64(FloatAttr attr) {
 
 } // namespace
 
+int64_t mlir::tfm::leadingRows(ArrayRef<int64_t> shape) {
+  int64_t rows = 1;
+  for (int64_t d : shape.drop_back())
+    rows = ShapedType::isDynamic(d) || ShapedType::isDynamic(rows)
+               ? ShapedType::kDynamic
+               : rows * d;
+  return rows;
+}
+
 int64_t mlir::tfm::relativeBucket(int64_t rel, int64_t buckets,
                                   int64_t maxDistance, bool bidirectional) {
   int64_t base = 0, n = buckets;
@@ -1035,13 +1044,6 @@ static LogicalResult checkQuads(Operation *op, ArrayRef<int64_t> p, int64_t k,
   return success();
 }
 
-/// Columns of a row of K values as tfm.norm_kernel packs it for weights in
-/// bf16 pairs (bf16, K padded to even) or int8 quads (bytes, K padded to a
-/// multiple of 4, then the row's scale).
-static int64_t packedRowColumns(bool pairs, int64_t k) {
-  return pairs ? 2 * ((k + 1) / 2) : 4 * ((k + 3) / 4) + 4;
-}
-
 LogicalResult LinearKernelOp::verify() {
   Type elt = cast<ShapedType>(getOutput().getType()).getElementType();
   bool pairs = isBf16Pairs(getWeightP().getType(), elt);
@@ -1061,7 +1063,12 @@ LogicalResult LinearKernelOp::verify() {
                               "the input perhaps packed for them)";
   if (packedInput) {
     auto in = bufShape(getInput()), w = bufShape(getWeightP());
-    int64_t cols = pairs ? 2 * w[1] : 4 * (w[1] - 2) + 4;
+    // K as the weight's panels pad it.
+    int64_t cols =
+        pairs ? NormKernelOp::packedColumns(NormKernelOp::Packing::Bf16Pairs,
+                                            2 * w[1])
+              : NormKernelOp::packedColumns(NormKernelOp::Packing::Int8Quads,
+                                            4 * (w[1] - 2));
     if (in.size() == 2 && w.size() == 3 && !ShapedType::isDynamic(w[1]) &&
         !dimsCompatible(in[1], cols))
       return emitOpError() << "a packed input for this weight has " << cols
@@ -1100,11 +1107,7 @@ LogicalResult LinearKernelOp::verify() {
     if (!e)
       continue;
     auto es = bufShape(e);
-    int64_t rows = 1;
-    for (int64_t d : es.drop_back())
-      rows = ShapedType::isDynamic(d) || ShapedType::isDynamic(rows)
-                 ? ShapedType::kDynamic
-                 : rows * d;
+    int64_t rows = leadingRows(es);
     if (es.size() < 2 || !dimsCompatible(rows, out[0]) ||
         !dimsCompatible(es.back(), out[1]))
       return emitOpError() << "mul and residual must have the output's "
@@ -1119,13 +1122,24 @@ void NormKernelOp::getEffects(
   kernelEffects(*this, effects);
 }
 
-NormKernelOp::Packing NormKernelOp::getPacking() {
-  Type elt = cast<ShapedType>(getOutput().getType()).getElementType();
+NormKernelOp::Packing NormKernelOp::packingOf(Type elt) {
   if (elt.isBF16())
     return Packing::Bf16Pairs;
   if (elt.isSignlessInteger(8))
     return Packing::Int8Quads;
   return Packing::None;
+}
+
+int64_t NormKernelOp::packedColumns(Packing packing, int64_t k) {
+  switch (packing) {
+  case Packing::None:
+    return k;
+  case Packing::Bf16Pairs:
+    return 2 * ((k + 1) / 2);
+  case Packing::Int8Quads:
+    return 4 * ((k + 3) / 4) + 4;
+  }
+  llvm_unreachable("packing");
 }
 
 LogicalResult NormKernelOp::verify() {
@@ -1152,19 +1166,13 @@ LogicalResult NormKernelOp::verify() {
         }))
       return emitOpError() << "output of f32 rows must have the input's shape";
   } else {
-    int64_t rows = 1;
-    for (int64_t d : in.drop_back())
-      rows = ShapedType::isDynamic(d) || ShapedType::isDynamic(rows)
-                 ? ShapedType::kDynamic
-                 : rows * d;
+    int64_t rows = leadingRows(in);
     if (out.size() != 2)
       return emitOpError() << "packed output must be 2-D";
     if (!dimsCompatible(rows, out[0]))
       return emitOpError() << "output must have " << dimStr(rows) << " rows";
   }
-  int64_t cols = packing == Packing::None
-                     ? k
-                     : packedRowColumns(packing == Packing::Bf16Pairs, k);
+  int64_t cols = packedColumns(packing, k);
   if (!dimsCompatible(out.back(), cols))
     return emitOpError() << "output must have " << cols << " columns for " << k
                          << " values a row, not " << dimStr(out.back());

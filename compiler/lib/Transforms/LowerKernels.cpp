@@ -153,30 +153,12 @@ constexpr int64_t kGemmPanelGroup = 4;
 /// bf16 pairs (bf16 weights) or int8 quads (int8 weights).
 using Packing = NormKernelOp::Packing;
 
-/// The packing that the element type of an A buffer or a norm's output
-/// says: bf16 [M, 2 ceil(K / 2)] is in bf16 pairs, i8 [M, 4 ceil(K / 4) +
-/// 4] in int8 quads, f32 not packed.
+/// The packing of an A buffer or a norm's output, as its element type says:
+/// bf16 [M, 2 ceil(K / 2)] is in bf16 pairs, i8 [M, 4 ceil(K / 4) + 4] in
+/// int8 quads, f32 not packed.
 Packing packingOf(Value buf) {
-  Type elt = cast<ShapedType>(buf.getType()).getElementType();
-  if (elt.isBF16())
-    return Packing::Bf16Pairs;
-  if (elt.isSignlessInteger(8))
-    return Packing::Int8Quads;
-  return Packing::None;
-}
-
-/// Columns of a packed row of K values: bf16 pairs pad K to even, int8
-/// quads to a multiple of 4 and add the row's scale (4 bytes).
-int64_t packedColumns(Packing packing, int64_t k) {
-  switch (packing) {
-  case Packing::None:
-    return k;
-  case Packing::Bf16Pairs:
-    return 2 * ((k + 1) / 2);
-  case Packing::Int8Quads:
-    return 4 * ((k + 3) / 4) + 4;
-  }
-  llvm_unreachable("packing");
+  return NormKernelOp::packingOf(
+      cast<ShapedType>(buf.getType()).getElementType());
 }
 
 /// Gives the values of one row at columns [col, col + 16) as a vector, 0 in
@@ -225,8 +207,9 @@ void storePackedRow(OpBuilder &b, Location loc, RowChunk chunk, int64_t k,
   auto i1V = VectorType::get({16}, b.getI1Type());
   // The lanes of the chunk at `col` to store: past K up to the packed
   // row's padding too (the chunk gives 0 there).
-  int64_t padded = packing == Packing::Int8Quads ? 4 * ((k + 3) / 4)
-                                                 : packedColumns(packing, k);
+  int64_t padded = packing == Packing::Int8Quads
+                       ? 4 * ((k + 3) / 4)
+                       : NormKernelOp::packedColumns(packing, k);
   auto storeMask = [&](OpBuilder &sb, Location sl, Value col, Value mask) {
     if (!mask)
       return mask;
@@ -315,7 +298,8 @@ Value packRows(OpBuilder &b, Location loc, Value a, Value m, int64_t k,
                                            : Type(b.getI8Type());
   auto buf = memref::AllocOp::create(
       b, loc,
-      MemRefType::get({ShapedType::kDynamic, packedColumns(packing, k)}, elt),
+      MemRefType::get(
+          {ShapedType::kDynamic, NormKernelOp::packedColumns(packing, k)}, elt),
       ValueRange{m}, b.getI64IntegerAttr(64));
   auto f32V = VectorType::get({16}, b.getF32Type());
   Value c0 = cIdx(b, loc, 0), c1 = cIdx(b, loc, 1);
@@ -1002,6 +986,34 @@ struct AttentionLowering {
                                    held);
   }
 
+  /// The dot products of `rows` query rows with the keys [j0, j0 + bk) of
+  /// KV head `kvh` of sequence `bi` (lanes outside `kMask` 0): one
+  /// contiguous vector of K^T per head dimension, broadcast-FMA'd into every
+  /// row; `queryAt(r)` gives row r's (head, position) in Q.
+  SmallVector<Value>
+  dotBlock(OpBuilder &kb, Location kl, Value bi, Value kvh, Value j0,
+           Value kMask, int64_t rows,
+           function_ref<std::pair<Value, Value>(int64_t)> queryAt) const {
+    SmallVector<Value> init(rows, zeroK);
+    auto loop = scf::ForOp::create(
+        kb, kl, c0, cIdx(kb, kl, d), c1, init,
+        [&](OpBuilder &db, Location dl, Value dd, ValueRange acc) {
+          Value kv = vector::MaskedLoadOp::create(db, dl, vk, kt,
+                                                  ValueRange{bi, kvh, dd, j0},
+                                                  kMask, zeroK, IntegerAttr());
+          SmallVector<Value> next;
+          for (int64_t r = 0; r < rows; ++r) {
+            auto [head, pos] = queryAt(r);
+            Value qs = memref::LoadOp::create(db, dl, q,
+                                              ValueRange{bi, head, pos, dd});
+            Value qb = vector::BroadcastOp::create(db, dl, vk, qs);
+            next.push_back(vector::FMAOp::create(db, dl, qb, kv, acc[r]));
+          }
+          scf::YieldOp::create(db, dl, next);
+        });
+    return SmallVector<Value>(loop.getResults());
+  }
+
   /// The block of scores of a query of head `head` at position `pos`
   /// against keys at positions `jv`, from its dot products `qk`: scaled,
   /// the score modifiers applied (`slopeV`: the head's ALiBi slope), -inf
@@ -1326,25 +1338,10 @@ void AttentionLowering::emitPrefill(OpBuilder &b, Location loc) const {
                         [&](OpBuilder &kb, Location kl, Value j0) {
                           // S = Q K^T for the block.
                           Value kMask = keyMask(kb, kl, j0);
-                          SmallVector<Value> sInit(rows, zeroK);
-                          auto qk = scf::ForOp::create(
-                              kb, kl, c0, cIdx(kb, kl, d), c1, sInit,
-                              [&](OpBuilder &db, Location dl, Value dd,
-                                  ValueRange accS) {
-                                Value kv = vector::MaskedLoadOp::create(
-                                    db, dl, vk, kt, ValueRange{bi, kvh, dd, j0},
-                                    kMask, zeroK, IntegerAttr());
-                                SmallVector<Value> next;
-                                for (int64_t r = 0; r < rows; ++r) {
-                                  Value qs = memref::LoadOp::create(
-                                      db, dl, q,
-                                      ValueRange{bi, hi, grp.row[r], dd});
-                                  Value qb = vector::BroadcastOp::create(
-                                      db, dl, vk, qs);
-                                  next.push_back(vector::FMAOp::create(
-                                      db, dl, qb, kv, accS[r]));
-                                }
-                                scf::YieldOp::create(db, dl, next);
+                          SmallVector<Value> qk = dotBlock(
+                              kb, kl, bi, kvh, j0, kMask, rows,
+                              [&](int64_t r) -> std::pair<Value, Value> {
+                                return {hi, grp.row[r]};
                               });
                           // Scores in base-2 units, -inf outside each row's
                           // keys.
@@ -1379,15 +1376,13 @@ void AttentionLowering::emitPrefill(OpBuilder &b, Location loc) const {
                                                               i32(span)));
                               s = arith::SelectOp::create(
                                   kb, kl, in,
-                                  arith::MulFOp::create(kb, kl, qk.getResult(r),
-                                                        scaleL2),
+                                  arith::MulFOp::create(kb, kl, qk[r], scaleL2),
                                   ninfV);
                             } else {
                               s = arith::MulFOp::create(
                                   kb, kl,
-                                  scores(kb, kl, qk.getResult(r), jv,
-                                         grp.pos[r], grp.lo[r], grp.hi[r], hi,
-                                         slopeV),
+                                  scores(kb, kl, qk[r], jv, grp.pos[r],
+                                         grp.lo[r], grp.hi[r], hi, slopeV),
                                   log2eV);
                             }
                             t[r] = s;
@@ -1717,26 +1712,11 @@ void AttentionLowering::emitDecode(OpBuilder &b, Location loc,
                       int64_t n = std::min(blockRows, group - g0);
                       // S = Q K^T for the block: one contiguous vector of K^T
                       // per head dimension, broadcast-FMA'd into every row.
-                      SmallVector<Value> sInit(n, zeroK);
-                      auto qk = scf::ForOp::create(
-                          tb, tl, c0, cIdx(tb, tl, d), c1, sInit,
-                          [&](OpBuilder &db, Location dl, Value dd,
-                              ValueRange acc) {
-                            Value kvec = vector::MaskedLoadOp::create(
-                                db, dl, vk, kt, ValueRange{bi, kvh, dd, j0},
-                                kMask, zeroK, IntegerAttr());
-                            SmallVector<Value> next;
-                            for (int64_t r = 0; r < n; ++r) {
-                              Value qs = memref::LoadOp::create(
-                                  db, dl, q,
-                                  ValueRange{bi, head[g0 + r], t, dd});
-                              Value qb =
-                                  vector::BroadcastOp::create(db, dl, vk, qs);
-                              next.push_back(vector::FMAOp::create(
-                                  db, dl, qb, kvec, acc[r]));
-                            }
-                            scf::YieldOp::create(db, dl, next);
-                          });
+                      SmallVector<Value> qk =
+                          dotBlock(tb, tl, bi, kvh, j0, kMask, n,
+                                   [&](int64_t r) -> std::pair<Value, Value> {
+                                     return {head[g0 + r], t};
+                                   });
                       SmallVector<Value> rowAt, corrV;
                       for (int64_t r = 0; r < n; ++r) {
                         Value rr = arith::AddIOp::create(tb, tl, row0,
@@ -1744,8 +1724,8 @@ void AttentionLowering::emitDecode(OpBuilder &b, Location loc,
                         rowAt.push_back(rr);
                         SmallVector<Value, 5> mAt{bi, kvh, si, rr, maxLane};
                         SmallVector<Value, 5> lAt{bi, kvh, si, rr, sumLane};
-                        Value s = scores(tb, tl, qk.getResult(r), jv, pos, lo,
-                                         hi, head[g0 + r], slopeV[g0 + r]);
+                        Value s = scores(tb, tl, qk[r], jv, pos, lo, hi,
+                                         head[g0 + r], slopeV[g0 + r]);
                         SoftmaxStep step = softmaxStep(
                             tb, tl, s,
                             memref::LoadOp::create(tb, tl, stats, mAt),

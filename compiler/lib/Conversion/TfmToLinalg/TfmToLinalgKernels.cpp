@@ -451,7 +451,7 @@ struct PackNormForLinears : OpRewritePattern<NormKernelOp> {
         return failure();
       Type elt =
           cast<ShapedType>(linear.getWeightP().getType()).getElementType();
-      if ((!elt.isBF16() && !elt.isSignlessInteger(8)) ||
+      if (NormKernelOp::packingOf(elt) == NormKernelOp::Packing::None ||
           (weightElt && elt != weightElt))
         return failure();
       weightElt = elt;
@@ -480,14 +480,11 @@ struct PackNormForLinears : OpRewritePattern<NormKernelOp> {
     if (readers.empty())
       return failure();
     auto inT = tensorType(op.getInput());
-    int64_t k = inT.getDimSize(inT.getRank() - 1), m = 1;
-    for (int64_t d : inT.getShape().drop_back())
-      m = ShapedType::isDynamic(d) || ShapedType::isDynamic(m)
-              ? ShapedType::kDynamic
-              : m * d;
-    int64_t cols =
-        weightElt.isBF16() ? 2 * ((k + 1) / 2) : 4 * ((k + 3) / 4) + 4;
-    auto packedT = RankedTensorType::get({m, cols}, weightElt);
+    int64_t k = inT.getDimSize(inT.getRank() - 1),
+            m = leadingRows(inT.getShape());
+    auto packedT = RankedTensorType::get(
+        {m, NormKernelOp::packedColumns(NormKernelOp::packingOf(weightElt), k)},
+        weightElt);
     Location loc = op.getLoc();
     Value init;
     if (ShapedType::isDynamic(m)) {

@@ -40,6 +40,10 @@ Value buildActivation(OpBuilder &b, Location loc, Activation kind, Value x);
 /// is constant (the last of its sign).
 int64_t relativeBucket(int64_t rel, int64_t buckets, int64_t maxDistance,
                        bool bidirectional);
+/// The rows of a shape [..., C]: the product of its leading dimensions,
+/// dynamic if one of them is (the kernel ops' [M, C] operands may come with
+/// their rows split in several dimensions).
+int64_t leadingRows(ArrayRef<int64_t> shape);
 /// Attaches BufferizableOpInterface to the kernel ops (One-Shot Bufferize).
 void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
 } // namespace tfm

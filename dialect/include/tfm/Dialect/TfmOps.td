@@ -782,7 +782,18 @@ def Tfm_NormKernelOp : Tfm_KernelOp<"norm_kernel"> {
     }
     /// How the output holds the normalized rows.
     enum class Packing { None, Bf16Pairs, Int8Quads };
-    Packing getPacking();
+    Packing getPacking() {
+      return packingOf(
+          ::llvm::cast<::mlir::ShapedType>(getOutput().getType())
+              .getElementType());
+    }
+    /// The packing that rows of element type `elt` are in: bf16 pairs, i8
+    /// quads, or none (f32).
+    static Packing packingOf(::mlir::Type elt);
+    /// Columns of a row of `k` values packed as `packing`: K, K padded to
+    /// even (bf16 pairs), or K padded to a multiple of 4 and the row's
+    /// scale, 4 bytes (int8 quads).
+    static int64_t packedColumns(Packing packing, int64_t k);
   }];
 }
 
