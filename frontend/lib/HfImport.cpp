@@ -5,9 +5,17 @@
 // configuration class when a field is absent) and fills a .tfm model. Every
 // field read is marked; a field the mapping does not read is either known
 // not to change the forward pass (listed in the header comment with the
-// reason) or unknown (a warning, and listed too). A value that changes the
-// math in a way the language cannot express is an error; nothing is
-// approximated.
+// reason) or unknown: an error, since it may change the forward pass (a
+// warning, listed too, with --allow-unknown). A value that changes the math
+// in a way the language cannot express is an error; nothing is approximated.
+//
+// The RoPE settings are read in both forms Hugging Face writes:
+// transformers 4 keeps `rope_theta` (GPT-NeoX: `rotary_emb_base`) and
+// `partial_rotary_factor` (`rotary_pct`) at the top level and the scaling in
+// `rope_scaling`; transformers 5 moves all of them into `rope_parameters`
+// (`RotaryEmbeddingConfigMixin.convert_rope_params_to_dict` and
+// `standardize_rope_params` in modeling_rope_utils.py), one dict for the
+// model or one per layer type. A value given in both places must agree.
 //
 //===----------------------------------------------------------------------===//
 
@@ -218,6 +226,10 @@ const KnownField kGenericIgnored[] = {
     {"gradient_checkpointing", "training"},
     {"tf_legacy_loss", "training"},
     {"is_encoder_decoder", "implied by model_type"},
+    {"is_decoder", "not read by this type's modeling code (only BERT and "
+                   "RoBERTa read it)"},
+    {"add_cross_attention", "not read by this type's modeling code (only "
+                            "GPT-2 and BERT read it)"},
     {"cross_attention_hidden_size", "not read without add_cross_attention"},
 };
 
@@ -247,8 +259,9 @@ const ExpectedField kGenericExpected[] = {
 class Importer {
 public:
   Importer(StringRef file, const json::Object &cfg, StringRef modelType,
-           HfDiagnosticFn diag)
-      : file(file), cfg(cfg), modelType(modelType), diag(diag) {}
+           HfDiagnosticFn diag, const HfImportOptions &options)
+      : file(file), cfg(cfg), modelType(modelType), diag(diag),
+        options(options) {}
 
   bool failed() const { return numErrors != 0; }
 
@@ -268,6 +281,27 @@ public:
   }
   /// A line for the header's "Choices" list.
   void note(const Twine &text) { notes.push_back(text.str()); }
+  /// A field nothing reads (`name` may be nested: `rope_scaling.beta_fast`):
+  /// an error, or with --allow-unknown a warning; listed in the header.
+  void unknownField(const Twine &name) {
+    std::string text = name.str();
+    unknown.push_back(text);
+    if (options.allowUnknown) {
+      diag(HfSeverity::Warning,
+           file + ": " + text +
+               ": unknown field, not read (check that it does not change the "
+               "model)");
+      return;
+    }
+    ++numErrors;
+    diag(HfSeverity::Error,
+         file + ": " + text +
+             ": unknown field; tfmc import does not know whether it changes "
+             "the forward pass of model_type " +
+             modelType +
+             ", so it refuses the config (after checking that it does not, "
+             "--allow-unknown imports it with a warning)");
+  }
 
   //===--- reading fields -------------------------------------------------===//
 
@@ -400,8 +434,19 @@ public:
   /// feed-forwards (gate and up projections).
   std::optional<std::string> activation(StringRef field, StringRef name,
                                         bool gated);
+  /// transformers 5's `rope_parameters` (read once): the dict itself, or,
+  /// when it holds one dict per layer type, the one they all share (an error
+  /// when they differ). Null when absent.
+  const json::Object *ropeParameters();
+  /// A RoPE setting given at the top level as `key` (or its legacy `alias`)
+  /// and/or in `rope_parameters` as `dictKey`: both must agree; `dflt` when
+  /// neither is present.
+  double ropeNum(StringRef key, StringRef alias, StringRef dictKey,
+                 double dflt);
+  /// Whether a RoPE setting is present in either form.
+  bool hasRope(StringRef key, StringRef dictKey);
   /// `rope(...)` from theta, style, rotary dim (0: head_dim) and the
-  /// `rope_scaling` field.
+  /// scaling in `rope_scaling` or `rope_parameters`.
   std::string rope(double theta, StringRef style, int64_t dim, int64_t headDim);
   /// The rotary dimension for a fraction of head_dim, as int(head_dim * f).
   int64_t partialRotary(StringRef field, double fraction, int64_t headDim);
@@ -420,12 +465,19 @@ public:
 
 private:
   HfDiagnosticFn diag;
+  HfImportOptions options;
   unsigned numErrors = 0;
+  /// `rope_parameters` after ropeParameters(); `ropePath` names it in
+  /// messages (`rope_parameters` or `rope_parameters.full_attention`).
+  std::optional<const json::Object *> ropeParams;
+  std::string ropePath = "rope_parameters";
+  /// Keys of `rope_parameters` that were read.
+  llvm::StringSet<> ropeRead;
+  std::vector<std::string> unknown;
   llvm::StringSet<> read;
   llvm::StringSet<> ignoredSet;
   std::map<std::string, std::vector<std::string>> ignored;
   std::vector<std::string> notes;
-  std::vector<std::string> unknownNested;
 };
 
 std::optional<std::string> Importer::activation(StringRef field, StringRef name,
@@ -480,6 +532,95 @@ int64_t Importer::partialRotary(StringRef field, double fraction,
   return dim;
 }
 
+const json::Object *Importer::ropeParameters() {
+  if (ropeParams)
+    return *ropeParams;
+  ropeParams = nullptr;
+  const json::Value *v = raw("rope_parameters");
+  if (!v)
+    return nullptr;
+  const json::Object *obj = v->getAsObject();
+  if (!obj) {
+    error("rope_parameters", "expected an object, got " + showJson(*v));
+    return nullptr;
+  }
+  // One dict per layer type ({"full_attention": {...}, ...}) when every
+  // value is a dict; a flat dict holds numbers, strings and lists.
+  bool nested = !obj->empty() && llvm::all_of(*obj, [](const auto &kv) {
+    return kv.second.getAsObject() != nullptr;
+  });
+  if (!nested) {
+    ropeParams = obj;
+    return obj;
+  }
+  // The language has one rope(...) for all layers: the layer types must
+  // share their settings (rope_type "default" when absent, as
+  // standardize_rope_params fills it).
+  auto normalized = [](const json::Object &o) {
+    json::Object copy = o;
+    if (!copy.get("rope_type") && !copy.get("type"))
+      copy["rope_type"] = "default";
+    return json::Value(std::move(copy));
+  };
+  llvm::SmallVector<std::pair<StringRef, const json::Object *>> entries;
+  for (const auto &kv : *obj)
+    entries.push_back({kv.first, kv.second.getAsObject()});
+  llvm::sort(entries, [](auto &a, auto &b) { return a.first < b.first; });
+  json::Value first = normalized(*entries.front().second);
+  for (auto &[layerType, params] : entries)
+    if (normalized(*params) != first) {
+      unsupported("rope_parameters", showJson(*v),
+                  "the layer types " + entries.front().first + " and " +
+                      layerType +
+                      " use different RoPE settings; a .tfm model has one "
+                      "rope(...) for all layers");
+      return nullptr;
+    }
+  ropePath = "rope_parameters." + entries.front().first.str();
+  ropeParams = entries.front().second;
+  return *ropeParams;
+}
+
+bool Importer::hasRope(StringRef key, StringRef dictKey) {
+  const json::Object *params = ropeParameters();
+  const json::Value *inDict = params ? params->get(dictKey) : nullptr;
+  return has(key) || (inDict && inDict->kind() != json::Value::Null);
+}
+
+double Importer::ropeNum(StringRef key, StringRef alias, StringRef dictKey,
+                         double dflt) {
+  std::optional<double> top;
+  StringRef topName = key;
+  if (alias.empty()) {
+    top = getNum(key);
+  } else {
+    std::optional<double> a = getNum(key), b = getNum(alias);
+    if (a && b && *a != *b)
+      error(alias, formatNumber(*b) + " disagrees with " + key + " = " +
+                       formatNumber(*a));
+    top = a ? a : b;
+    topName = a ? key : alias;
+  }
+  std::optional<double> inDict;
+  if (const json::Object *params = ropeParameters()) {
+    ropeRead.insert(dictKey);
+    const json::Value *f = params->get(dictKey);
+    if (f && f->kind() != json::Value::Null) {
+      if (auto d = f->getAsNumber())
+        inDict = *d;
+      else
+        error(ropePath + "." + dictKey,
+              "expected a number, got " + showJson(*f));
+    }
+  }
+  if (top && inDict && *top != *inDict)
+    error(ropePath + "." + dictKey,
+          formatNumber(*inDict) + " disagrees with " + topName + " = " +
+              formatNumber(*top) +
+              " (transformers 4 and 5 would read different values)");
+  return inDict ? *inDict : top ? *top : dflt;
+}
+
 std::string Importer::rope(double theta, StringRef style, int64_t dim,
                            int64_t headDim) {
   std::string args =
@@ -487,44 +628,92 @@ std::string Importer::rope(double theta, StringRef style, int64_t dim,
   if (dim != 0 && dim != headDim)
     args += ", dim = " + std::to_string(dim);
 
-  const json::Value *v = raw("rope_scaling");
-  if (!v)
-    return "rope(" + args + ")";
-  const json::Object *obj = v->getAsObject();
-  if (!obj) {
-    error("rope_scaling", "expected an object, got " + showJson(*v));
-    return "rope(" + args + ")";
-  }
-  // "rope_type" was "type" in older configs; Hugging Face reads either.
-  std::string typeField = "rope_scaling.rope_type";
-  std::optional<StringRef> type = obj->getString("rope_type");
-  if (auto old = obj->getString("type")) {
-    if (type && *type != *old) {
-      error("rope_scaling",
-            "rope_type = " + *type + " and type = " + *old + " disagree");
+  // The scaling: transformers 4's rope_scaling (rope_type required) and/or
+  // transformers 5's rope_parameters (rope_type "default" when absent).
+  // Each setting may be in either; where both hold it, they must agree.
+  const json::Object *scaling = nullptr;
+  if (const json::Value *v = raw("rope_scaling")) {
+    scaling = v->getAsObject();
+    if (!scaling) {
+      error("rope_scaling", "expected an object, got " + showJson(*v));
       return "rope(" + args + ")";
     }
-    if (!type)
-      typeField = "rope_scaling.type";
-    type = old;
+  }
+  const json::Object *params = ropeParameters();
+  struct Source {
+    const json::Object *obj;
+    std::string path;
+    llvm::StringSet<> *read;
+  };
+  llvm::StringSet<> scalingRead;
+  llvm::SmallVector<Source, 2> sources;
+  if (scaling)
+    sources.push_back({scaling, "rope_scaling", &scalingRead});
+  if (params)
+    sources.push_back({params, ropePath, &ropeRead});
+
+  // "rope_type" was "type" in older configs; Hugging Face reads either.
+  std::optional<StringRef> type;
+  std::string typeField;
+  for (Source &src : sources) {
+    src.read->insert("rope_type");
+    src.read->insert("type");
+    std::optional<StringRef> t = src.obj->getString("rope_type");
+    std::string field = src.path + ".rope_type";
+    if (auto old = src.obj->getString("type")) {
+      if (t && *t != *old) {
+        error(src.path,
+              "rope_type = " + *t + " and type = " + *old + " disagree");
+        return "rope(" + args + ")";
+      }
+      if (!t)
+        field = src.path + ".type";
+      t = old;
+    }
+    if (!t && src.obj == scaling) {
+      error("rope_scaling", "has no rope_type");
+      return "rope(" + args + ")";
+    }
+    if (!t)
+      continue;
+    if (type && *type != *t) {
+      error(field, *t + " disagrees with " + typeField + " = " + *type);
+      return "rope(" + args + ")";
+    }
+    type = t;
+    typeField = field;
   }
   if (!type) {
-    error("rope_scaling", "has no rope_type");
-    return "rope(" + args + ")";
+    type = "default";
+    typeField = ropePath + ".rope_type";
   }
-  llvm::StringSet<> known = {"rope_type", "type"};
+
   auto number = [&](StringRef key) -> std::optional<double> {
-    known.insert(key);
-    const json::Value *f = obj->get(key);
-    if (!f || f->kind() == json::Value::Null) {
-      error("rope_scaling." + key,
-            "missing (rope_type = " + *type + " needs it)");
-      return std::nullopt;
+    std::optional<double> value;
+    std::string where;
+    for (Source &src : sources) {
+      src.read->insert(key);
+      const json::Value *f = src.obj->get(key);
+      if (!f || f->kind() == json::Value::Null)
+        continue;
+      std::optional<double> d = f->getAsNumber();
+      if (!d) {
+        error(src.path + "." + key, "expected a number, got " + showJson(*f));
+        return std::nullopt;
+      }
+      if (value && *value != *d) {
+        error(src.path + "." + key, formatNumber(*d) + " disagrees with " +
+                                        where + " = " + formatNumber(*value));
+        return std::nullopt;
+      }
+      value = d;
+      where = src.path + "." + key.str();
     }
-    if (auto d = f->getAsNumber())
-      return *d;
-    error("rope_scaling." + key, "expected a number, got " + showJson(*f));
-    return std::nullopt;
+    if (!value)
+      error(sources.empty() ? "rope_scaling." + key
+                            : sources.front().path + "." + key,
+            "missing (rope_type = " + *type + " needs it)");
+    return value;
   };
   if (*type == "linear") {
     if (auto factor = number("factor")) {
@@ -548,12 +737,12 @@ std::string Importer::rope(double theta, StringRef style, int64_t dim,
     unsupported(typeField, *type, "supported: default, linear, llama3");
     return "rope(" + args + ")";
   }
-  for (const auto &kv : *obj)
-    if (!known.contains(kv.first)) {
-      std::string name = ("rope_scaling." + kv.first.str());
-      diag(HfSeverity::Warning, file + ": " + name + ": unknown field");
-      unknownNested.push_back(name);
-    }
+  // rope_theta and partial_rotary_factor of rope_scaling are not read
+  // (transformers 4 reads them at the top level only).
+  for (Source &src : sources)
+    for (const auto &kv : *src.obj)
+      if (!src.read->contains(kv.first) && src.obj == scaling)
+        unknownField("rope_scaling." + kv.first.str());
   return "rope(" + args + ")";
 }
 
@@ -631,21 +820,30 @@ std::string Importer::finish(const Section &model) {
     if (isDropoutField(kv.first))
       ignore(kv.first, "dropout (inference runs without it)");
 
-  std::vector<std::string> unknown;
+  // rope_parameters: every key must have been read by the type's mapping
+  // (a type without RoPE reads none of it).
+  if (ropeParams && *ropeParams)
+    for (const auto &kv : **ropeParams)
+      if (!ropeRead.contains(kv.first))
+        unknownField(ropePath + "." + kv.first.str());
+  if (has("rope_parameters") && !read.contains("rope_parameters")) {
+    read.insert("rope_parameters");
+    unsupported("rope_parameters", show(*cfg.get("rope_parameters")),
+                "model_type " + modelType + " has no rotary positions");
+  }
+  std::vector<std::string> unknownTop;
   for (const auto &kv : cfg) {
     StringRef key = kv.first;
     if (read.contains(key) || ignoredSet.contains(key))
       continue;
-    unknown.push_back(key.str());
+    unknownTop.push_back(key.str());
   }
-  llvm::sort(unknown);
-  for (const std::string &key : unknown)
-    diag(HfSeverity::Warning,
-         file + ": " + key +
-             ": unknown field, not read (check that it does not change the "
-             "model)");
-  for (const std::string &name : unknownNested)
-    unknown.push_back(name);
+  llvm::sort(unknownTop);
+  std::vector<std::string> nested = std::move(unknown);
+  unknown.clear();
+  for (const std::string &key : unknownTop)
+    unknownField(key);
+  llvm::append_range(unknown, nested);
 
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -782,8 +980,10 @@ void importGptNeoX(Importer &I, Section &m) {
   m.set("output", "lm_head");
   // GPTNeoXConfig keeps rotary_pct and rotary_emb_base and copies them to
   // partial_rotary_factor and rope_theta.
-  double pct = I.numOr("rotary_pct", "partial_rotary_factor", 0.25);
-  double theta = I.numOr("rotary_emb_base", "rope_theta", 10000);
+  double pct = I.ropeNum("rotary_pct", "partial_rotary_factor",
+                         "partial_rotary_factor", 0.25);
+  double theta =
+      I.ropeNum("rotary_emb_base", "rope_theta", "rope_theta", 10000);
   int64_t rotary = I.partialRotary("rotary_pct", pct, headDim);
   bool bias = I.boolOr("attention_bias", true);
   int64_t inter = I.sizeOr("intermediate_size", 24576);
@@ -973,11 +1173,13 @@ void importLlamaFamily(Importer &I, Section &m) {
   int64_t inter = I.sizeOr("intermediate_size", df.inter);
 
   // Positions.
-  double theta = I.numOr("rope_theta", 10000);
+  double theta = I.ropeNum("rope_theta", "", "rope_theta", 10000);
   int64_t rotary = headDim;
-  if (I.has("partial_rotary_factor") || phi3)
-    rotary = I.partialRotary("partial_rotary_factor",
-                             I.numOr("partial_rotary_factor", 1.0), headDim);
+  if (I.hasRope("partial_rotary_factor", "partial_rotary_factor") || phi3)
+    rotary = I.partialRotary(
+        "partial_rotary_factor",
+        I.ropeNum("partial_rotary_factor", "", "partial_rotary_factor", 1.0),
+        headDim);
   std::string position = I.rope(theta, "half", rotary, headDim);
   if (phi3)
     I.ignore("original_max_position_embeddings",
@@ -1020,6 +1222,14 @@ void importLlamaFamily(Importer &I, Section &m) {
   }
   std::optional<std::string> mask = I.slidingMask(sliding, window, maskField);
 
+  if (anyGemma && I.boolOr("use_bidirectional_attention", false))
+    I.unsupported("use_bidirectional_attention", "true",
+                  "a Gemma decoder with bidirectional attention (an embedding "
+                  "model) is not supported");
+  if (llama)
+    I.ignore("max_sequence_length",
+             "not read by Hugging Face's LLaMA (a training setting some "
+             "fine-tunes keep; the context is max_position_embeddings)");
   bool tie = I.boolOr("tie_word_embeddings", df.tie);
   double eps = I.numOr("rms_norm_eps", df.eps);
   if (llama || mistral || qwen2 || qwen3)
@@ -1092,9 +1302,11 @@ void importPhi(Importer &I, Section &m) {
   m.set("layers", str(I.sizeOr("num_hidden_layers", 24)));
   m.set("residual", "parallel(norms = 1)");
   m.set("output", "lm_head(bias = true)");
-  double theta = I.numOr("rope_theta", 10000);
+  double theta = I.ropeNum("rope_theta", "", "rope_theta", 10000);
   int64_t rotary = I.partialRotary(
-      "partial_rotary_factor", I.numOr("partial_rotary_factor", 0.5), headDim);
+      "partial_rotary_factor",
+      I.ropeNum("partial_rotary_factor", "", "partial_rotary_factor", 0.5),
+      headDim);
   std::string position = I.rope(theta, "half", rotary, headDim);
   if (I.boolOr("qk_layernorm", false))
     I.unsupported("qk_layernorm", "true",
@@ -1181,7 +1393,7 @@ void importFalcon(Importer &I, Section &m) {
   }
   m.set("output", "lm_head");
   bool bias = I.boolOr("bias", false);
-  double theta = I.numOr("rope_theta", 10000);
+  double theta = I.ropeNum("rope_theta", "", "rope_theta", 10000);
   std::string position = I.rope(theta, "half", 0, 0);
   int64_t inter = I.sizeOr("ffn_hidden_size", 4 * d);
   auto act = I.activation("activation", I.strOr("activation", "gelu"), false);
@@ -1409,9 +1621,31 @@ void importT5(Importer &I, Section &m) {
       I.error("is_gated_act",
               str(*derived) + " disagrees with feed_forward_proj = " + proj);
   }
-  bool tie = I.boolOr("tie_word_embeddings", true);
   // T5ForConditionalGeneration rescales the decoder output by
-  // d_model ** -0.5 before a tied head.
+  // d_model ** -0.5 before a tied head. transformers 4 reads both from
+  // tie_word_embeddings (T5 1.0: tied and scaled; 1.1: a head of its own,
+  // unscaled); transformers 5 keeps that flag as scale_decoder_outputs and
+  // always writes tie_word_embeddings = true (T5Config.__post_init__). The
+  // head follows the published checkpoint in both forms: a T5 1.1 folder
+  // holds its own lm_head.
+  bool tie;
+  if (I.has("scale_decoder_outputs")) {
+    tie = *I.getBool("scale_decoder_outputs");
+    if (auto forced = I.getBool("tie_word_embeddings"); forced && !*forced)
+      I.unsupported("tie_word_embeddings", "false with scale_decoder_outputs",
+                    "transformers 5 always writes tie_word_embeddings = true "
+                    "for T5; this config is neither form");
+    I.note(std::string("output: scale_decoder_outputs = ") + str(tie) +
+           " (transformers 5 form): " +
+           (tie ? "the head is the shared embedding and the decoder output "
+                  "is scaled by d_model ** -0.5"
+                : "the head is the checkpoint's own lm_head, unscaled, as "
+                  "transformers 4 reads tie_word_embeddings = false "
+                  "(transformers 5 ties it to the embedding regardless)"));
+  } else {
+    (void)I.raw("scale_decoder_outputs");
+    tie = I.boolOr("tie_word_embeddings", true);
+  }
   m.set("output", tie ? "lm_head(scale = " +
                             formatNumber(1.0 / std::sqrt(double(d))) + ")"
                       : std::string("lm_head"));
@@ -1619,9 +1853,10 @@ std::optional<std::string> mlir::tfm::findHfConfig(StringRef path,
   return std::string(config);
 }
 
-std::optional<std::string> mlir::tfm::importHfConfig(StringRef filename,
-                                                     StringRef text,
-                                                     HfDiagnosticFn diag) {
+std::optional<std::string>
+mlir::tfm::importHfConfig(StringRef filename, StringRef text,
+                          HfDiagnosticFn diag,
+                          const HfImportOptions &options) {
   llvm::Expected<json::Value> parsed = json::parse(text);
   if (!parsed) {
     std::string message = llvm::toString(parsed.takeError());
@@ -1666,7 +1901,7 @@ std::optional<std::string> mlir::tfm::importHfConfig(StringRef filename,
     return std::nullopt;
   }
 
-  Importer importer(filename, *cfg, *type, diag);
+  Importer importer(filename, *cfg, *type, diag, options);
   (void)importer.raw("model_type");
   Section model{modelName(filename, *type), {}, {}};
   model.set("checkpoint", "huggingface(type = " + *type + ")");

@@ -28,7 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::optional<std::string> tfm = importHfConfig(
       "fuzz/config.json",
       llvm::StringRef(reinterpret_cast<const char *>(data), size),
-      [](HfSeverity, const llvm::Twine &) {});
+      [](HfSeverity, const llvm::Twine &) {},
+      // Unknown fields pass, so that the written file reaches the front end.
+      HfImportOptions{/*allowUnknown=*/true});
   if (!tfm)
     return 0;
   llvm::SourceMgr sourceMgr;

@@ -32,6 +32,13 @@ cl::opt<std::string> importOutput("o",
                                   cl::value_desc("file"), cl::init("-"),
                                   cl::sub(importCommand));
 
+cl::opt<bool> allowUnknown(
+    "allow-unknown",
+    cl::desc("Accept config fields tfmc import does not know (a warning, "
+             "and listed in the header) after checking that they do not "
+             "change the model"),
+    cl::init(false), cl::sub(importCommand));
+
 void report(HfSeverity severity, const llvm::Twine &message) {
   if (severity == HfSeverity::Error)
     llvm::WithColor::error(llvm::errs(), "tfmc") << message << "\n";
@@ -73,7 +80,8 @@ int runImportCommand(int argc, char **argv) {
     return 1;
   }
   std::optional<std::string> tfm =
-      importHfConfig(*config, (*buffer)->getBuffer(), report);
+      importHfConfig(*config, (*buffer)->getBuffer(), report,
+                     HfImportOptions{allowUnknown});
   if (!tfm)
     return 1;
 

@@ -5,9 +5,13 @@
 // `checkpoint = huggingface(type = T)`). Every field of the config either
 // maps to a key, is listed in the written file's header comment as not part
 // of the forward pass, or is an error when it changes the math in a way the
-// language cannot express; a field the importer does not know is a warning
-// and is listed too. Nothing is dropped silently, and nothing is
-// approximated.
+// language cannot express. A field the importer does not know is an error
+// (it may change the forward pass), or, with `allowUnknown`, a warning listed
+// in the header. Nothing is dropped silently, and nothing is approximated.
+//
+// Both forms of the RoPE settings are read: transformers 4's top-level
+// `rope_theta` / `rope_scaling` / `partial_rotary_factor`, and transformers
+// 5's `rope_parameters` (one dict, or one per layer type).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,12 +44,20 @@ llvm::ArrayRef<llvm::StringRef> getHfImportModelTypes();
 std::optional<std::string> findHfConfig(llvm::StringRef path,
                                         HfDiagnosticFn diag);
 
+/// Options of an import.
+struct HfImportOptions {
+  /// A field the importer does not know is a warning (listed in the header
+  /// comment) instead of an error.
+  bool allowUnknown = false;
+};
+
 /// Translates the text of a config.json into a .tfm file. `filename` names the
 /// config in messages and in the header comment; the model is named after
 /// the folder holding it (or its model_type). Returns nothing after an error.
 std::optional<std::string> importHfConfig(llvm::StringRef filename,
                                           llvm::StringRef json,
-                                          HfDiagnosticFn diag);
+                                          HfDiagnosticFn diag,
+                                          const HfImportOptions &options = {});
 
 } // namespace mlir::tfm
 
