@@ -1135,6 +1135,9 @@ void importLlamaFamily(Importer &I, Section &m) {
   }
   if (!qwen2)
     outBias = bias;
+  if (mistral || phi3)
+    I.ignore("attention_bias", "not read by this type's modeling code (its "
+                               "attention projections have no bias)");
 
   // Feed-forward.
   bool mlpBias = llama ? I.boolOr("mlp_bias", false) : false;

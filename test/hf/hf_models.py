@@ -211,7 +211,7 @@ def _gpt_neox(W, v):
         "initializer_range": 0.02, "intermediate_size": ff,
         "layer_norm_eps": 1e-05, "max_position_embeddings": n,
         "model_type": "gpt_neox", "num_attention_heads": H,
-        "num_hidden_layers": L, "rotary_emb_base": 10000, "rotary_pct": 0.25,
+        "num_hidden_layers": L, "rotary_emb_base": 20000, "rotary_pct": 0.25,
         "tie_word_embeddings": False, "torch_dtype": "float32",
         "transformers_version": "4.24.0", "use_cache": True,
         "use_parallel_residual": True, "vocab_size": V,
@@ -224,7 +224,7 @@ def _gpt_neox(W, v):
         W.layernorm(p + "post_attention_layernorm", d)
         W.buffer(p + "attention.bias", causal_buffer(n, np.bool_))
         W.buffer(p + "attention.masked_bias", np.array(-1e9, dtype=np.float32))
-        W.buffer(p + "attention.rotary_emb.inv_freq", inv_freq(rot, 10000.0))
+        W.buffer(p + "attention.rotary_emb.inv_freq", inv_freq(rot, 20000.0))
         # [H * 3 * hd, d]: per head, its q, k and v rows.
         W.linear(p + "attention.query_key_value", 3 * d, d)
         W.linear(p + "attention.dense", d, d)
@@ -416,7 +416,7 @@ def _gemma2(W, v):
         "num_attention_heads": H, "num_hidden_layers": L,
         "num_key_value_heads": KV, "pad_token_id": 0,
         "query_pre_attn_scalar": 24, "rms_norm_eps": 1e-06,
-        "rope_theta": 10000.0, "sliding_window": 4, "torch_dtype": "float32",
+        "rope_theta": 50000.0, "sliding_window": 4, "torch_dtype": "float32",
         "use_cache": True, "vocab_size": V,
     }
     W.w("model.embed_tokens.weight", (V, d), 0.2)
@@ -439,7 +439,7 @@ def _phi(W, v):
         "num_attention_heads": H, "num_hidden_layers": L,
         "num_key_value_heads": H, "partial_rotary_factor": 0.4,
         "qk_layernorm": False, "resid_pdrop": 0.1, "rope_scaling": None,
-        "rope_theta": 10000.0, "tie_word_embeddings": False,
+        "rope_theta": 25000.0, "tie_word_embeddings": False,
         "torch_dtype": "float32", "use_cache": True, "vocab_size": V,
     }
     W.w("model.embed_tokens.weight", (V, d), 0.2)
@@ -467,7 +467,7 @@ def _phi3(W, v):
         "num_attention_heads": H, "num_hidden_layers": L,
         "num_key_value_heads": KV, "original_max_position_embeddings": n,
         "pad_token_id": V - 2, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05,
-        "rope_scaling": None, "rope_theta": 10000.0, "sliding_window": 2047,
+        "rope_scaling": None, "rope_theta": 1000000.0, "sliding_window": 2047,
         "tie_word_embeddings": False, "torch_dtype": "float32",
         "use_cache": True, "vocab_size": V,
     }
@@ -497,7 +497,8 @@ def _falcon(W, v):
         "hidden_dropout": 0.0, "hidden_size": d, "initializer_range": 0.02,
         "layer_norm_epsilon": 1e-05, "max_position_embeddings": n,
         "model_type": "falcon", "num_hidden_layers": L, "parallel_attn": True,
-        "torch_dtype": "float32", "use_cache": True, "vocab_size": V,
+        "rope_theta": 500000.0, "torch_dtype": "float32", "use_cache": True,
+        "vocab_size": V,
     }
     if v == "7b":
         # Falcon-7B: multi-query, one norm for attention and MLP.

@@ -11,10 +11,17 @@ Hugging Face equations): PASS when max |y - ref| <= tol * max |ref|
 (tol = 1e-4). Prints PASS/FAIL per case with the error; exits 1 if any
 case fails.
 
+Every case also imports the config in the form transformers 5 saves it
+(v5_config.py) and requires the same model (the .tfm from its `model`
+line on). With --form v5 the folder itself holds that form (the reference
+is computed from the transformers 4 form first), so the whole path runs on
+it.
+
     run_hf.py --tfmc tfmc --work DIR CASE [CASE...]     (CASE = TYPE[:VARIANT])
     run_hf.py --tfmc tfmc --work DIR --all
 """
 import argparse
+import json
 import os
 import resource
 import shlex
@@ -27,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import hf_models  # noqa: E402
 import hf_reference  # noqa: E402
+import v5_config  # noqa: E402
 
 MEMORY_LIMIT = 8 << 30  # address space of each tfmc / model run
 
@@ -39,6 +47,11 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, preexec_fn=limited, **kw)
 
 
+def model_text(tfm):
+    """The model of a written .tfm, without the header comment."""
+    return tfm[tfm.find("\nmodel ") + 1:]
+
+
 def run_case(case, args):
     mt, variant = hf_models.split_case(case)
     work = os.path.join(args.work, case.replace(":", "-"))
@@ -47,11 +60,28 @@ def run_case(case, args):
     hf_models.make(mt, folder, args.seed, variant)
     inputs = hf_models.make_inputs(mt, folder, args.batch, args.seq, args.seed)
     expected = hf_reference.forward(folder, inputs)
+    config = os.path.join(folder, "config.json")
+    with open(config) as f:
+        v4 = json.load(f)
+    if args.form == "v5":
+        with open(config, "w") as f:
+            json.dump(v5_config.to_v5(v4), f, indent=2)
 
     tfm = os.path.join(work, "m.tfm")
     r = run([args.tfmc, "import", folder, "-o", tfm])
     if r.returncode != 0:
         return False, "tfmc import exited %d\n%s" % (r.returncode, (r.stdout + r.stderr)[-3000:])
+    # The other form, in a folder of the same name (the model's name).
+    other = os.path.join(work, "other", "hf-model")
+    os.makedirs(other, exist_ok=True)
+    with open(os.path.join(other, "config.json"), "w") as f:
+        json.dump(v4 if args.form == "v5" else v5_config.to_v5(v4), f, indent=2)
+    r = run([args.tfmc, "import", other])
+    with open(tfm) as f:
+        text = f.read()
+    if r.returncode != 0 or model_text(r.stdout) != model_text(text):
+        return False, "the transformers %s form gives another model:\n%s%s" % (
+            "4" if args.form == "v5" else "5", r.stdout, r.stderr[-3000:])
     exe = os.path.join(work, "m")
     r = run([args.tfmc, tfm, "-o", exe] + args.tfmc_arg)
     if r.returncode != 0:
@@ -87,6 +117,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--form", choices=["v4", "v5"], default="v4",
+                    help="the config.json of the folder as transformers 4 or 5 saves it")
     ap.add_argument("--tfmc-arg", action="append", default=[])
     ap.add_argument("--launcher", default="",
                     help="runs the model (e.g. 'mpirun -np 2' with --tfmc-arg=--tensor-parallel=2)")
