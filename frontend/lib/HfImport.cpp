@@ -1858,8 +1858,7 @@ std::optional<std::string> mlir::tfm::findHfConfig(StringRef path,
 
 std::optional<std::string>
 mlir::tfm::importHfConfig(StringRef filename, StringRef text,
-                          HfDiagnosticFn diag,
-                          const HfImportOptions &options) {
+                          HfDiagnosticFn diag, const HfImportOptions &options) {
   llvm::Expected<json::Value> parsed = json::parse(text);
   if (!parsed) {
     std::string message = llvm::toString(parsed.takeError());

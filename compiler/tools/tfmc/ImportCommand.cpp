@@ -79,9 +79,8 @@ int runImportCommand(int argc, char **argv) {
            "cannot read '" + *config + "': " + buffer.getError().message());
     return 1;
   }
-  std::optional<std::string> tfm =
-      importHfConfig(*config, (*buffer)->getBuffer(), report,
-                     HfImportOptions{allowUnknown});
+  std::optional<std::string> tfm = importHfConfig(
+      *config, (*buffer)->getBuffer(), report, HfImportOptions{allowUnknown});
   if (!tfm)
     return 1;
 
