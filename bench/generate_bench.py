@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Text generation (issue 12, item 6): prefill tokens/s and decode ms/token,
-batch 1, random weights, tfm against llama.cpp (F32), PyTorch (its own
+batch 1, random weights, tfm against llama.cpp (F32 weights), PyTorch (its own
 KV-cache loop) and ONNX Runtime (a graph with past key/values exported from
 PyTorch), measured in one run, plus the machine's memory bandwidth (bench/
 membw.c) as decode's limit.
@@ -41,9 +41,10 @@ threshold.
 
 Peers at their best: PyTorch under OMP_WAIT_POLICY=PASSIVE (TOOLCHAIN.md),
 tfm and llama.cpp with their own thread pools' defaults (tfm's threads sleep at once after
-a parallel region, llama.cpp's spin); llama.cpp with an
-F32 KV cache (--kv f32, like tfm's) and its default flash attention (auto ->
-on; --llama-fa). Decode's bandwidth limit: the bytes of weights read per
+a parallel region, llama.cpp's spin); llama.cpp as its users run it: its default F16 KV
+cache (--llama-kv; tfm's cache is F32, so llama.cpp reads half the cache bytes) and its
+default flash attention (auto -> on; --llama-fa). The settings are printed beside the
+figures. Decode's bandwidth limit: the bytes of weights read per
 token (every parameter once, the tied embedding once as the LM head, learned
 positions one row) over membw's best read bandwidth; the fraction reached is
 limit / measured (and, beside it, with the KV cache bytes read at that
@@ -221,10 +222,13 @@ def tfm_run(exe, m, P, N, threads, work):
 LLAMA_RE = re.compile(r"^peer=llama\.cpp .*$", re.M)
 
 
+LLAMA_KV = "f16"  # --llama-kv: llama.cpp's default KV-cache type
+
+
 def llama_run(m, prompts, N, threads, reps, fa, warmup=1):
     exe = os.path.join(PEER_DIR, "build", "llama_bench")
     cmd = [exe, "-m", m["base"] + ".gguf", "-t", str(threads), "-p", ",".join(map(str, prompts)),
-           "-n", str(N), "-r", str(reps), "--kv", "f32", "--fa", fa, "--warmup", str(warmup)]
+           "-n", str(N), "-r", str(reps), "--kv", LLAMA_KV, "--fa", fa, "--warmup", str(warmup)]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=PEER_DIR)
     if r.returncode:
         raise RuntimeError("llama_bench failed (rc %d): %s" % (r.returncode, r.stderr[-800:]))
@@ -603,11 +607,17 @@ def markdown(report):
                  bw["gbps"]["2"]["copy_nt"], bw["foreign_cores"]))
     L.append("Bandwidth used for the limits: %.1f GB/s (%s)." % (report["bw_gbps"], report["bw_source"]))
     L.append("")
+    L.append("Peer settings: llama.cpp `--kv %s --fa %s` (its defaults are f16 and auto = on), "
+             "%d threads; ONNX Runtime intraOpNumThreads %d, graphOptimizationLevel all; "
+             "PyTorch OMP_WAIT_POLICY=PASSIVE. tfm's KV cache is F32." % (
+                 report.get("llama_kv", "f16"), report.get("llama_fa", "auto"), report["threads"],
+                 report["threads"]))
+    L.append("")
     L.append("| model | peer | prefill 128 tok/s | prefill 512 tok/s | decode after 512 ms/token | "
              "of BW limit (weights / +KV) | decode at %d ms/token | at %d / at 512 | max foreign_cores |"
              % (report["long"], report["long"]))
     L.append("|---|---|---|---|---|---|---|---|---|")
-    names = {"tfm": "tfm", "llama": "llama.cpp F32", "torch": "PyTorch 1.13", "ort": "ONNX Runtime 1.30"}
+    names = {"tfm": "tfm", "llama": "llama.cpp (F32 weights, %s KV)" % report.get("llama_kv", "f16"), "torch": "PyTorch 1.13", "ort": "ONNX Runtime 1.30"}
     for r in report["models"]:
         s = r["summary"]
         for p in ("tfm", "llama", "torch", "ort"):
@@ -674,6 +684,8 @@ def main():
     ap.add_argument("--long-torch", action="store_true", help="PyTorch at --long context for the 1B model too")
     ap.add_argument("--ort-llama", action="store_true", help="ONNX Runtime for the 1B model too (exports 5 GB)")
     ap.add_argument("--llama-fa", default="auto", choices=["auto", "on", "off"])
+    ap.add_argument("--llama-kv", default="f16", choices=["f16", "f32"],
+                    help="llama.cpp's KV-cache type (default f16, llama.cpp's own default)")
     ap.add_argument("--tfmc", default=os.path.join(ROOT, "build", "bin", "tfmc"))
     ap.add_argument("--work", default="/tmp/tfm-genbench")
     ap.add_argument("--json", default=None, help="default: WORK/generate.json")
@@ -683,6 +695,12 @@ def main():
     ap.add_argument("--retries", type=int, default=2)
     ap.add_argument("--membw-reps", type=int, default=10)
     args = ap.parse_args()
+    global LLAMA_KV
+    LLAMA_KV = args.llama_kv
+    print("# peer settings: llama.cpp --kv %s --fa %s (its defaults: f16, auto = on), threads %d; "
+          "ONNX Runtime intraOpNumThreads %d, graphOptimizationLevel all; PyTorch "
+          "OMP_WAIT_POLICY=PASSIVE" % (args.llama_kv, args.llama_fa, args.threads, args.threads),
+          flush=True)
     args.models = (args.models or ("gpt2" if args.quick else "gpt2,llama1b")).split(",")
     args.peers = args.peers.split(",")
     if args.reps is None:
@@ -712,7 +730,7 @@ def main():
             tfm_build[dst] = datetime.datetime.fromtimestamp(os.path.getmtime(src)).isoformat(timespec="seconds")
         args.tfmc = os.path.join(snap, "bin", "tfmc")
 
-    report = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "threads": args.threads,
+    report = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "threads": args.threads, "llama_kv": args.llama_kv, "llama_fa": args.llama_fa,
               "long": args.long, "cpu": cpu_info(), "host": platform.node(), "quick": args.quick,
               "torch": torch.__version__, "args": {k: v for k, v in vars(args).items()}, "models": [],
               "notes": [], "tfm_build_mtimes": tfm_build}

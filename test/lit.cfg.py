@@ -19,6 +19,9 @@ config.test_exec_root = os.path.join(config.tfm_obj_root, "test")
 config.substitutions.append(("%tfm_src", config.tfm_src_root))
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%models", os.path.join(config.tfm_src_root, "models")))
+# Where the tfm-docs target writes docs/Dialect.md and docs/Passes.md
+# (test/dialect/docs-current.test compares them with the committed ones).
+config.substitutions.append(("%tfm_gen_docs", os.path.join(config.tfm_obj_root, "docs")))
 
 # Compiling and linking C programs against a tfm object and the runtime.
 config.substitutions.append(("%cc", config.c_compiler))
@@ -27,6 +30,15 @@ config.substitutions.append(("%tfm_libs", " ".join([
     config.tfm_lib_dir + "/libtfm_runtime.a", config.jansson_static,
     "-L" + config.omp_dir, "-lomp", "-Wl,-rpath," + config.omp_dir, "-lm"])))
 config.substitutions.append(("%tfm_lib_dir", config.tfm_lib_dir))
+
+# Installing this build (test/e2e/install.test): the build tree, and cmake
+# with this build's generator, for `cmake --install %tfm_obj_root` and a
+# small project using the installed package; pkg-config.
+config.substitutions.append(("%tfm_obj_root", config.tfm_obj_root))
+config.substitutions.append(("%cmake_configure", '"%s" -G "%s" -DCMAKE_MAKE_PROGRAM="%s" -DCMAKE_C_COMPILER="%s"' % (
+    config.cmake, config.cmake_generator, config.cmake_make_program, config.c_compiler)))
+config.substitutions.append(("%cmake", '"%s"' % config.cmake))
+config.substitutions.append(("%pkg_config", config.pkg_config or "pkg-config"))
 
 # A memory limit for a test's process: `ulimit -v N` (KiB), except under
 # AddressSanitizer (-DTFM_SANITIZE=ON), which reserves terabytes of address
@@ -47,16 +59,23 @@ tool_dirs = [config.tfm_tools_dir, config.llvm_tools_dir]
 tools = ["tfm-opt", "split-file", "count", "not", ToolSubst("tfmc", unresolved="ignore"),
          ToolSubst("tfm-tokenize", unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+# Installing (test/e2e/install.test) reads the run paths of an executable.
+llvm_config.add_tool_substitutions(["llvm-readelf"], [config.llvm_tools_dir])
 
-# Tokenizer peers: Node with the npm packages of test/tokenizer/package.json
-# in test/tokenizer/node_modules. Missing, the tokenizer tests fail with a
-# message saying so (they are not skipped).
+# Tokenizer peers: Node with the npm packages of test/tokenizer/package.json,
+# which `ctest` (fixture tfm-npm-peers) and `check-tfm` install into the
+# build tree (BUILD/test/npm-peers/node_modules). Missing, the tokenizer tests
+# fail with a message saying so (they are not skipped).
 import shutil
 node = shutil.which("node")
 config.substitutions.append(("%node", node if node else
     "sh -c 'echo error: node is not installed: the tokenizer tests need Node >&2; exit 1' --"))
-config.substitutions.append(("%npm_modules",
-    os.path.join(config.tfm_src_root, "test", "tokenizer", "node_modules")))
+npm_modules = getattr(config, "tfm_npm_modules", "")
+if not os.path.isdir(npm_modules):
+    lit_config.note("the tokenizer tests' npm packages are not installed in %s: "
+                    "run ctest (fixture tfm-npm-peers) or `cmake --build BUILD "
+                    "--target tfm-npm-peers`; those tests fail" % npm_modules)
+config.substitutions.append(("%npm_modules", npm_modules))
 
 # SentencePiece's own library for the tokenizer tests: Debian's
 # python3-sentencepiece under /usr/bin/python3. Missing, those tests fail

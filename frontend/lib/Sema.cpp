@@ -631,10 +631,12 @@ void Sema::resolveRules(const ModelSpec &spec, StackSpec &stack, Scope &emb,
   if (e.types > 0 && (imageInput || featuresInput || encDec))
     diags.error(emb.valueLoc(KeyId::Types),
                 "'types' needs token input and arch = encoder or decoder");
-  if (e.tieOutput && featuresInput)
+  if (e.tieOutput && (featuresInput || imageInput))
     diags.error(emb.keyLoc(KeyId::TieOutput),
-                "tie_output needs a token embedding, and input = features "
-                "has none");
+                llvm::formatv("tie_output needs a token embedding, and {0} "
+                              "input has none",
+                              featuresInput ? "features" : "image")
+                    .str());
   if (stack.norm.placement == NormPlacement::Sandwich && encDec && decoder)
     diags.error(norm.valueLoc(KeyId::Placement),
                 "placement = sandwich has no form for a decoder with "
@@ -881,16 +883,21 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
   }
 
   // Image input: the sequence is the patches (and the class token).
-  if (imageInput && spec.input.image && !spec.stacks.empty()) {
+  if (imageInput && !encDec && spec.input.image && !spec.stacks.empty()) {
     int64_t positions =
         spec.input.patches() + (spec.mainStack().embedding.clsToken ? 1 : 0);
     if (gotContext == Got::Unset)
       spec.context = positions;
-    else if (gotContext == Got::Ok && spec.context < positions)
+    else if (gotContext == Got::Ok && spec.context != positions)
       diags.error(top->valueLoc(KeyId::Context),
-                  llvm::formatv("context ({0}) is smaller than the {1} "
-                                "positions of the image input",
-                                spec.context, positions)
+                  llvm::formatv("context ({0}) differs from the {1} "
+                                "positions of the image input (the "
+                                "sequence is always the patches{2}); leave "
+                                "context out",
+                                spec.context, positions,
+                                spec.mainStack().embedding.clsToken
+                                    ? " and the class token"
+                                    : "")
                       .str());
   }
 

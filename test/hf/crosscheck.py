@@ -112,7 +112,7 @@ def tfm_falcon7b(cfg):
   d_model = %(hidden_size)d
   layers = %(num_hidden_layers)d
   residual = parallel
-  embedding { position = rope(theta = 10000); tie_output = true }
+  embedding { position = rope(theta = %(rope_theta)r); tie_output = true }
   attention { heads = %(num_attention_heads)d; kv_heads = 1; bias = false }
   ffn { hidden = 4 * d_model; activation = gelu; bias = false }
   norm { kind = layernorm; eps = %(layer_norm_epsilon)r }

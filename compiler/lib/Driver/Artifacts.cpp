@@ -6,13 +6,21 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -257,18 +265,122 @@ LogicalResult HostEmitter::emit(const ModelSpec *spec, StringRef name,
   return linked;
 }
 
+/// Instructions below which one partition is generated: splitting costs a
+/// bitcode round trip per partition, which only a large module repays.
+static constexpr size_t kParallelCodegenMinInstructions = 20000;
+
+static std::string findTool(ArrayRef<StringRef> names);
+
 LogicalResult HostEmitter::writeObject(llvm::Module &module,
                                        llvm::TargetMachine &tm,
                                        StringRef path) {
   TimingScope codegen = timing.nest("machine code");
+  unsigned threads = options.codegenThreads;
+  if (threads == 0)
+    threads = std::min(4u, llvm::hardware_concurrency().compute_thread_count());
+  size_t instructions = module.getInstructionCount();
+  std::string message;
+  if (threads > 1 && instructions >= kParallelCodegenMinInstructions) {
+    FailureOr<bool> done = writeObjectInParallel(module, tm, path, threads);
+    if (failed(done))
+      return failure();
+    if (*done)
+      return success();
+  }
   std::error_code ec;
   llvm::raw_fd_ostream f(path, ec, llvm::sys::fs::OF_None);
   if (ec)
     return error() << "cannot write '" << path << "': " << ec.message();
-  std::string message;
   if (failed(emitMachineCode(module, tm, false, f, message)))
     return error() << message;
   return success();
+}
+
+FailureOr<bool> HostEmitter::writeObjectInParallel(llvm::Module &module,
+                                                   llvm::TargetMachine &tm,
+                                                   StringRef path,
+                                                   unsigned threads) {
+  // SplitModule partitions the optimized module (local symbols become
+  // hidden globals so that the partitions link); each partition goes
+  // through bitcode into a context of its own, so that its machine code is
+  // generated on its own thread; `clang -r` (lld) merges the objects into
+  // the one the caller expects.
+  std::string driver = findTool({"clang-22", "clang"});
+  if (driver.empty())
+    return false;
+  SmallVector<SmallString<0>> bitcode;
+  llvm::SplitModule(
+      module, threads,
+      [&](std::unique_ptr<llvm::Module> part) {
+        bitcode.emplace_back();
+        llvm::raw_svector_ostream os(bitcode.back());
+        llvm::WriteBitcodeToFile(*part, os);
+      },
+      /*PreserveLocals=*/false, /*RoundRobin=*/true);
+  SmallVector<std::string> parts(bitcode.size());
+  auto cleanup = llvm::make_scope_exit([&] {
+    for (const std::string &p : parts)
+      if (!p.empty())
+        llvm::sys::fs::remove(p);
+  });
+  for (std::string &part : parts) {
+    SmallString<128> tmp;
+    if (llvm::sys::fs::createTemporaryFile("tfm-part", "o", tmp))
+      return false;
+    part = tmp.str().str();
+  }
+  const llvm::Target &target = tm.getTarget();
+  llvm::Triple triple = tm.getTargetTriple();
+  std::string cpu = tm.getTargetCPU().str(),
+              features = tm.getTargetFeatureString().str();
+  llvm::TargetOptions targetOptions = tm.Options;
+  std::optional<llvm::Reloc::Model> reloc = tm.getRelocationModel();
+  llvm::CodeGenOptLevel level = tm.getOptLevel();
+  SmallVector<std::string> failures(parts.size());
+  std::vector<std::thread> workers;
+  for (size_t i = 0; i < parts.size(); ++i)
+    workers.emplace_back([&, i] {
+      llvm::LLVMContext partCtx;
+      auto partModule = llvm::parseBitcodeFile(
+          llvm::MemoryBufferRef(bitcode[i].str(), "partition"), partCtx);
+      if (!partModule) {
+        failures[i] = llvm::toString(partModule.takeError());
+        return;
+      }
+      std::unique_ptr<llvm::TargetMachine> partTm(target.createTargetMachine(
+          triple, cpu, features, targetOptions, reloc, std::nullopt, level));
+      std::error_code ec;
+      llvm::raw_fd_ostream f(parts[i], ec, llvm::sys::fs::OF_None);
+      if (ec) {
+        failures[i] = "cannot write '" + parts[i] + "': " + ec.message();
+        return;
+      }
+      if (failed(
+              emitMachineCode(**partModule, *partTm, false, f, failures[i])) &&
+          failures[i].empty())
+        failures[i] = "machine code generation failed";
+    });
+  for (std::thread &w : workers)
+    w.join();
+  for (const std::string &f : failures)
+    if (!f.empty())
+      return error() << f;
+  std::vector<std::string> args{driver, "-fuse-ld=lld", "-r", "-nostdlib"};
+  args.insert(args.end(), parts.begin(), parts.end());
+  args.push_back("-o");
+  args.push_back(path.str());
+  SmallVector<StringRef> refs(args.begin(), args.end());
+  std::string message;
+  if (llvm::sys::ExecuteAndWait(driver, refs, std::nullopt, {}, 0, 0,
+                                &message) != 0) {
+    InFlightDiagnostic diag = error() << "merging the " << threads
+                                      << " partitions' objects into '" << path
+                                      << "' failed";
+    if (!message.empty())
+      diag << ": " << message;
+    return diag;
+  }
+  return true;
 }
 
 LogicalResult HostEmitter::writeHeader(const ModelSpec *spec, StringRef name,
@@ -330,16 +442,24 @@ LogicalResult HostEmitter::link(StringRef object, StringRef output) {
   if (driver.empty())
     return error() << "no C compiler driver (clang-22, cc) found to link the "
                       "executable";
-  // The runtime sits in ../lib next to bin/tfmc.
+  // The runtime sits in ../lib next to bin/tfmc, in the build tree as in an
+  // install (cmake/TfmInstall.cmake); a tfmc copied elsewhere alone falls
+  // back to the build tree's.
   std::string exe = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
   SmallString<256> libDir(
       llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
   llvm::sys::path::append(libDir, "lib");
+  SmallString<256> besideTfmc(libDir);
+  llvm::sys::path::append(besideTfmc, "libtfm_runtime.a");
+#ifdef TFM_BUILD_LIB_DIR
+  if (!llvm::sys::fs::exists(besideTfmc))
+    libDir = TFM_BUILD_LIB_DIR;
+#endif
   SmallString<256> runtime(libDir), mainObj(libDir);
   llvm::sys::path::append(runtime, "libtfm_runtime.a");
   llvm::sys::path::append(mainObj, "tfm_main.o");
   if (!llvm::sys::fs::exists(runtime))
-    return error() << "the runtime library is missing: " << runtime;
+    return error() << "the runtime library is missing: " << besideTfmc;
   bool shared = options.artifact == ArtifactKind::Shared;
   // Tensor parallelism: the runtime's MPI side, before the runtime (whose
   // weak references it fills), and Open MPI's libraries after it.
@@ -382,8 +502,12 @@ LogicalResult HostEmitter::link(StringRef object, StringRef output) {
   args.push_back(TFM_SANITIZE_LINK);
 #endif
   for (const char *a :
-       {"-L" TFM_OMP_DIR, "-lomp", "-Wl,-rpath," TFM_OMP_DIR, "-lm", "-o"})
+       {"-L" TFM_OMP_DIR, "-lomp", "-Wl,-rpath," TFM_OMP_DIR, "-lm"})
     args.push_back(a);
+  // The runtime's lib/ as a run path: the runtime loads the SentencePiece
+  // bridge (libtfm_sentencepiece.so) from there with dlopen.
+  args.push_back((Twine("-Wl,-rpath,") + libDir).str());
+  args.push_back("-o");
   args.push_back(output.str());
   SmallVector<StringRef> refs(args.begin(), args.end());
   std::string message;

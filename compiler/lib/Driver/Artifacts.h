@@ -75,6 +75,11 @@ public:
 private:
   LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &tm,
                             StringRef path);
+  /// writeObject over `threads` partitions generated at once; false when the
+  /// tools for it are missing (the caller then writes one partition).
+  FailureOr<bool> writeObjectInParallel(llvm::Module &module,
+                                        llvm::TargetMachine &tm, StringRef path,
+                                        unsigned threads);
   LogicalResult writeHeader(const ModelSpec *spec, StringRef name,
                             const HostInterface &iface, StringRef objectPath);
   LogicalResult link(StringRef object, StringRef output);

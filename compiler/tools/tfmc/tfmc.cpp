@@ -139,6 +139,12 @@ cl::opt<bool> noNormFusion(
              "bf16/int8 linears' inputs in each linear (CPU; for "
              "comparison)"),
     cl::init(false), cl::cat(compileCategory));
+cl::opt<unsigned> codegenThreads(
+    "codegen-threads",
+    cl::desc("Generate the machine code of a large model in N partitions at "
+             "once, merged into one object (default 0: the cores, at most 4; "
+             "1: one partition)"),
+    cl::init(0), cl::cat(compileCategory));
 cl::opt<int64_t> tensorParallel(
     "tensor-parallel",
     cl::desc("Split the model over N processes started by mpirun (heads, FFN "
@@ -210,6 +216,7 @@ FailureOr<CompileOptions> readOptions(MLIRContext &ctx) {
   options.quantize = quantize;
   options.modelName = modelName;
   options.tensorParallel = tensorParallel;
+  options.codegenThreads = codegenThreads;
   if (progress != cl::BOU_UNSET)
     options.progress = progress == cl::BOU_TRUE;
   if (failed(verifyOptions(ctx, options)))

@@ -74,6 +74,10 @@ struct CompileOptions {
   std::string modelName;
   /// `--tensor-parallel N`: the model split over N processes (1: none).
   int64_t tensorParallel = 1;
+  /// `--codegen-threads N`: machine code for a large module is generated in
+  /// N partitions at once (0: the machine's cores, at most 4; 1: one
+  /// module). The partitions are merged into one object.
+  unsigned codegenThreads = 0;
   /// Progress lines on stderr: always, never, or (unset) when stderr is a
   /// terminal and the compile has run for more than a second.
   std::optional<bool> progress;
