@@ -267,7 +267,7 @@ LogicalResult HostEmitter::emit(const ModelSpec *spec, StringRef name,
 
 /// Instructions below which one partition is generated: splitting costs a
 /// bitcode round trip per partition, which only a large module repays.
-static constexpr size_t kParallelCodegenMinInstructions = 20000;
+static constexpr size_t kParallelCodegenMinInstructions = 10000;
 
 static std::string findTool(ArrayRef<StringRef> names);
 
