@@ -53,14 +53,14 @@ install(CODE "
   set(TFM_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
   set(TFM_VERSION \"${TFM_VERSION}\")
   set(TFM_PC_LIBS \"${TFM_PC_LIBS}\")
-  configure_file(\"${PROJECT_SOURCE_DIR}/cmake/tfm.pc.in\"
+  configure_file(\"${PROJECT_SOURCE_DIR}/compiler/cmake/tfm.pc.in\"
     \"${CMAKE_BINARY_DIR}/install/tfm.pc\" @ONLY)")
 install(FILES ${CMAKE_BINARY_DIR}/install/tfm.pc DESTINATION lib/pkgconfig)
 
 # The CMake package: tfm::runtime (and tfm::runtime_mpi), imported targets
 # whose usage requirements are the pkg-config file's.
 string(REPLACE ";" "|" TFM_MPI_LINK_ITEMS "${TFM_MPI_LINK}")
-configure_file(${PROJECT_SOURCE_DIR}/cmake/tfmConfig.cmake.in
+configure_file(${PROJECT_SOURCE_DIR}/compiler/cmake/tfmConfig.cmake.in
   ${CMAKE_BINARY_DIR}/install/tfmConfig.cmake @ONLY)
 write_basic_package_version_file(
   ${CMAKE_BINARY_DIR}/install/tfmConfigVersion.cmake
