@@ -55,6 +55,14 @@ Token Lexer::lexNumber(const char *start) {
         ++cur;
     }
   }
+  // ".5": the language writes a digit before the point.
+  if (*start == '.') {
+    Token tok = make(TokenKind::error, start);
+    diags.error(tok.getLoc(), "a number needs a digit before its point: "
+                              "write '0" +
+                                  tok.spelling + "'");
+    return tok;
+  }
   // A number running straight into a name ("12abc") is one bad token.
   if (cur != end && isIdentChar(*cur)) {
     while (cur != end && isIdentChar(*cur))
