@@ -631,6 +631,13 @@ void Sema::resolveRules(const ModelSpec &spec, StackSpec &stack, Scope &emb,
   if (e.types > 0 && (imageInput || featuresInput || encDec))
     diags.error(emb.valueLoc(KeyId::Types),
                 "'types' needs token input and arch = encoder or decoder");
+  if (e.scale && (featuresInput || imageInput))
+    diags.warning(emb.keyLoc(KeyId::Scale),
+                  llvm::formatv("embedding scale multiplies the token "
+                                "embedding by sqrt(d_model), and {0} input "
+                                "has none: it has no effect",
+                                featuresInput ? "features" : "image")
+                      .str());
   if (e.tieOutput && (featuresInput || imageInput))
     diags.error(emb.keyLoc(KeyId::TieOutput),
                 llvm::formatv("tie_output needs a token embedding, and {0} "
