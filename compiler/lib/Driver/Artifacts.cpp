@@ -253,15 +253,20 @@ LogicalResult HostEmitter::emit(const ModelSpec *spec, StringRef name,
       return error() << "cannot create a temporary file";
     objectPath = tmp.str().str();
   }
-  if (failed(writeObject(*llvmModule, *tm, objectPath)))
+  // An object the user gets is one file; objects to link may be several.
+  FailureOr<SmallVector<std::string>> objects =
+      writeObjects(*llvmModule, *tm, objectPath, /*merge=*/objectOnly);
+  if (failed(objects))
     return failure();
   if (options.artifact == ArtifactKind::Object)
     return writeHeader(spec, name, iface, out);
   if (objectOnly)
     return success();
   progress.step(name, "linking " + out);
-  LogicalResult linked = link(objectPath, out);
+  LogicalResult linked = link(*objects, out);
   llvm::sys::fs::remove(objectPath);
+  for (const std::string &object : *objects)
+    llvm::sys::fs::remove(object);
   return linked;
 }
 
@@ -269,45 +274,56 @@ LogicalResult HostEmitter::emit(const ModelSpec *spec, StringRef name,
 /// bitcode round trip per partition, which only a large module repays.
 static constexpr size_t kParallelCodegenMinInstructions = 10000;
 
-static std::string findTool(ArrayRef<StringRef> names);
+static std::string findTool(ArrayRef<StringRef> names) {
+  for (StringRef n : names)
+    if (auto p = llvm::sys::findProgramByName(n))
+      return *p;
+  return "";
+}
 
-LogicalResult HostEmitter::writeObject(llvm::Module &module,
-                                       llvm::TargetMachine &tm,
-                                       StringRef path) {
+FailureOr<SmallVector<std::string>>
+HostEmitter::writeObjects(llvm::Module &module, llvm::TargetMachine &tm,
+                          StringRef path, bool merge) {
   TimingScope codegen = timing.nest("machine code");
   unsigned threads = options.codegenThreads;
   if (threads == 0)
     threads = std::min(4u, llvm::hardware_concurrency().compute_thread_count());
-  size_t instructions = module.getInstructionCount();
-  std::string message;
-  if (threads > 1 && instructions >= kParallelCodegenMinInstructions) {
-    FailureOr<bool> done = writeObjectInParallel(module, tm, path, threads);
-    if (failed(done))
+  // Merging the partitions takes the clang driver (`clang -r`); without it
+  // the module stays one partition.
+  std::string merger = merge ? findTool({"clang-22", "clang"}) : "";
+  if (threads > 1 &&
+      module.getInstructionCount() >= kParallelCodegenMinInstructions &&
+      (!merge || !merger.empty())) {
+    FailureOr<SmallVector<std::string>> parts =
+        writePartitions(module, tm, threads);
+    if (failed(parts))
       return failure();
-    if (*done)
-      return success();
+    if (!merge)
+      return parts;
+    LogicalResult merged = mergeObjects(merger, *parts, path);
+    for (const std::string &p : *parts)
+      llvm::sys::fs::remove(p);
+    if (failed(merged))
+      return failure();
+    return SmallVector<std::string>{path.str()};
   }
   std::error_code ec;
   llvm::raw_fd_ostream f(path, ec, llvm::sys::fs::OF_None);
   if (ec)
     return error() << "cannot write '" << path << "': " << ec.message();
+  std::string message;
   if (failed(emitMachineCode(module, tm, false, f, message)))
     return error() << message;
-  return success();
+  return SmallVector<std::string>{path.str()};
 }
 
-FailureOr<bool> HostEmitter::writeObjectInParallel(llvm::Module &module,
-                                                   llvm::TargetMachine &tm,
-                                                   StringRef path,
-                                                   unsigned threads) {
+FailureOr<SmallVector<std::string>>
+HostEmitter::writePartitions(llvm::Module &module, llvm::TargetMachine &tm,
+                             unsigned threads) {
   // SplitModule partitions the optimized module (local symbols become
   // hidden globals so that the partitions link); each partition goes
   // through bitcode into a context of its own, so that its machine code is
-  // generated on its own thread; `clang -r` (lld) merges the objects into
-  // the one the caller expects.
-  std::string driver = findTool({"clang-22", "clang"});
-  if (driver.empty())
-    return false;
+  // generated on its own thread.
   SmallVector<SmallString<0>> bitcode;
   llvm::SplitModule(
       module, threads,
@@ -317,17 +333,16 @@ FailureOr<bool> HostEmitter::writeObjectInParallel(llvm::Module &module,
         llvm::WriteBitcodeToFile(*part, os);
       },
       /*PreserveLocals=*/false, /*RoundRobin=*/true);
-  SmallVector<std::string> parts(bitcode.size());
-  auto cleanup = llvm::make_scope_exit([&] {
+  SmallVector<std::string> parts;
+  auto removeParts = llvm::make_scope_exit([&] {
     for (const std::string &p : parts)
-      if (!p.empty())
-        llvm::sys::fs::remove(p);
+      llvm::sys::fs::remove(p);
   });
-  for (std::string &part : parts) {
+  for (size_t i = 0; i < bitcode.size(); ++i) {
     SmallString<128> tmp;
     if (llvm::sys::fs::createTemporaryFile("tfm-part", "o", tmp))
-      return false;
-    part = tmp.str().str();
+      return error() << "cannot create a temporary file";
+    parts.push_back(tmp.str().str());
   }
   const llvm::Target &target = tm.getTarget();
   llvm::Triple triple = tm.getTargetTriple();
@@ -365,22 +380,29 @@ FailureOr<bool> HostEmitter::writeObjectInParallel(llvm::Module &module,
   for (const std::string &f : failures)
     if (!f.empty())
       return error() << f;
-  std::vector<std::string> args{driver, "-fuse-ld=lld", "-r", "-nostdlib"};
+  removeParts.release();
+  return parts;
+}
+
+LogicalResult HostEmitter::mergeObjects(StringRef driver,
+                                        ArrayRef<std::string> parts,
+                                        StringRef path) {
+  std::vector<std::string> args{driver.str(), "-fuse-ld=lld", "-r",
+                                "-nostdlib"};
   args.insert(args.end(), parts.begin(), parts.end());
   args.push_back("-o");
   args.push_back(path.str());
   SmallVector<StringRef> refs(args.begin(), args.end());
   std::string message;
   if (llvm::sys::ExecuteAndWait(driver, refs, std::nullopt, {}, 0, 0,
-                                &message) != 0) {
-    InFlightDiagnostic diag = error() << "merging the " << threads
-                                      << " partitions' objects into '" << path
-                                      << "' failed";
-    if (!message.empty())
-      diag << ": " << message;
-    return diag;
-  }
-  return true;
+                                &message) == 0)
+    return success();
+  InFlightDiagnostic diag = error() << "merging the " << parts.size()
+                                    << " partitions' objects into '" << path
+                                    << "' failed";
+  if (!message.empty())
+    diag << ": " << message;
+  return diag;
 }
 
 LogicalResult HostEmitter::writeHeader(const ModelSpec *spec, StringRef name,
@@ -403,13 +425,6 @@ LogicalResult HostEmitter::writeHeader(const ModelSpec *spec, StringRef name,
     << "const tfm_tensor *inputs, tfm_tensor *output);\n"
     << "#ifdef __cplusplus\n}\n#endif\n";
   return success();
-}
-
-static std::string findTool(ArrayRef<StringRef> names) {
-  for (StringRef n : names)
-    if (auto p = llvm::sys::findProgramByName(n))
-      return *p;
-  return "";
 }
 
 /// Whether `object` calls into the runtime's tensor-parallel side
@@ -436,15 +451,16 @@ static bool callsTensorParallel(StringRef object) {
   return false;
 }
 
-LogicalResult HostEmitter::link(StringRef object, StringRef output) {
+LogicalResult HostEmitter::link(ArrayRef<std::string> objects,
+                                StringRef output) {
   TimingScope linkTimer = timing.nest("link");
   std::string driver = findTool({"clang-22", "clang", "cc", "gcc"});
   if (driver.empty())
     return error() << "no C compiler driver (clang-22, cc) found to link the "
                       "executable";
   // The runtime sits in ../lib next to bin/tfmc, in the build tree as in an
-  // install (cmake/TfmInstall.cmake); a tfmc copied elsewhere alone falls
-  // back to the build tree's.
+  // install (compiler/cmake/TfmInstall.cmake); a tfmc copied elsewhere alone
+  // falls back to the build tree's.
   std::string exe = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
   SmallString<256> libDir(
       llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
@@ -464,7 +480,9 @@ LogicalResult HostEmitter::link(StringRef object, StringRef output) {
   // Tensor parallelism: the runtime's MPI side, before the runtime (whose
   // weak references it fills), and Open MPI's libraries after it.
   std::vector<std::string> runtimeLibs{runtime.str().str()}, mpiLibs;
-  if (callsTensorParallel(object)) {
+  if (llvm::any_of(objects, [](const std::string &object) {
+        return callsTensorParallel(object);
+      })) {
 #ifdef TFM_MPI_LINK
     SmallString<256> mpiRuntime(libDir);
     llvm::sys::path::append(mpiRuntime, "libtfm_runtime_mpi.a");
@@ -484,7 +502,7 @@ LogicalResult HostEmitter::link(StringRef object, StringRef output) {
   std::vector<std::string> args{driver};
   if (shared)
     args.push_back("-shared");
-  args.push_back(object.str());
+  args.insert(args.end(), objects.begin(), objects.end());
   if (shared) {
     args.push_back("-Wl,--whole-archive");
     args.insert(args.end(), runtimeLibs.begin(), runtimeLibs.end());

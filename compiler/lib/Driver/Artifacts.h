@@ -73,16 +73,24 @@ public:
   LogicalResult checkOutputs(StringRef name);
 
 private:
-  LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &tm,
-                            StringRef path);
-  /// writeObject over `threads` partitions generated at once; false when the
-  /// tools for it are missing (the caller then writes one partition).
-  FailureOr<bool> writeObjectInParallel(llvm::Module &module,
-                                        llvm::TargetMachine &tm, StringRef path,
-                                        unsigned threads);
+  /// The machine code of `module` as object files: one at `path`, or for a
+  /// large module one per partition, generated on threads of their own
+  /// (`--codegen-threads`). With `merge` (an object the user gets) the
+  /// partitions are merged into `path`; otherwise their temporary files are
+  /// returned, for the caller to link and remove.
+  FailureOr<SmallVector<std::string>> writeObjects(llvm::Module &module,
+                                                   llvm::TargetMachine &tm,
+                                                   StringRef path, bool merge);
+  /// `threads` partitions of `module`, each an object in a temporary file.
+  FailureOr<SmallVector<std::string>> writePartitions(llvm::Module &module,
+                                                      llvm::TargetMachine &tm,
+                                                      unsigned threads);
+  /// One relocatable object at `path` from `parts` (`driver -r`, lld).
+  LogicalResult mergeObjects(StringRef driver, ArrayRef<std::string> parts,
+                             StringRef path);
   LogicalResult writeHeader(const ModelSpec *spec, StringRef name,
                             const HostInterface &iface, StringRef objectPath);
-  LogicalResult link(StringRef object, StringRef output);
+  LogicalResult link(ArrayRef<std::string> objects, StringRef output);
   std::string outputPath(StringRef name) const;
   InFlightDiagnostic error() { return emitError(UnknownLoc::get(&ctx)); }
 
