@@ -355,11 +355,19 @@ public:
     return checkSize(a ? key : alias, a ? *a : b ? *b : dflt);
   }
   double numOr(StringRef key, StringRef alias, double dflt) {
+    StringRef which;
+    return getNum(key, alias, which).value_or(dflt);
+  }
+  /// A number Hugging Face also reads under a second name; both present
+  /// must agree. `which` names the field the value came from.
+  std::optional<double> getNum(StringRef key, StringRef alias,
+                               StringRef &which) {
     std::optional<double> a = getNum(key), b = getNum(alias);
     if (a && b && *a != *b)
       error(alias, formatNumber(*b) + " disagrees with " + key + " = " +
                        formatNumber(*a));
-    return a ? *a : b ? *b : dflt;
+    which = a || !b ? key : alias;
+    return a ? a : b;
   }
   std::optional<double> getNum(StringRef key) {
     const json::Value *v = raw(key);
@@ -589,18 +597,9 @@ bool Importer::hasRope(StringRef key, StringRef dictKey) {
 
 double Importer::ropeNum(StringRef key, StringRef alias, StringRef dictKey,
                          double dflt) {
-  std::optional<double> top;
   StringRef topName = key;
-  if (alias.empty()) {
-    top = getNum(key);
-  } else {
-    std::optional<double> a = getNum(key), b = getNum(alias);
-    if (a && b && *a != *b)
-      error(alias, formatNumber(*b) + " disagrees with " + key + " = " +
-                       formatNumber(*a));
-    top = a ? a : b;
-    topName = a ? key : alias;
-  }
+  std::optional<double> top =
+      alias.empty() ? getNum(key) : getNum(key, alias, topName);
   std::optional<double> inDict;
   if (const json::Object *params = ropeParameters()) {
     ropeRead.insert(dictKey);
@@ -738,10 +737,11 @@ std::string Importer::rope(double theta, StringRef style, int64_t dim,
     return "rope(" + args + ")";
   }
   // rope_theta and partial_rotary_factor of rope_scaling are not read
-  // (transformers 4 reads them at the top level only).
-  for (Source &src : sources)
-    for (const auto &kv : *src.obj)
-      if (!src.read->contains(kv.first) && src.obj == scaling)
+  // (transformers 4 reads them at the top level only); rope_parameters'
+  // keys are checked in finish(), after every reader has run.
+  if (scaling)
+    for (const auto &kv : *scaling)
+      if (!scalingRead.contains(kv.first))
         unknownField("rope_scaling." + kv.first.str());
   return "rope(" + args + ")";
 }
