@@ -5,10 +5,9 @@
  * (sentencepiece_bridge.h) and is loaded here with dlopen the first time a
  * `.model` file is opened. It is looked for, in order, at
  * $TFM_SENTENCEPIECE_BRIDGE, at the path the runtime was built with
- * (TFM_SPM_BRIDGE_PATH), in the lib/ of the configured install prefix
- * (TFM_SPM_INSTALL_PATH), and by its name through the loader's search
- * (the program's run path, which the installed pkg-config and CMake files
- * and tfmc set to the install's lib/; LD_LIBRARY_PATH; the cache); the error
+ * (TFM_SPM_BRIDGE_PATH), and by its name through the loader's search (the
+ * program's run path, which the installed pkg-config and CMake files and
+ * tfmc set to the install's lib/; LD_LIBRARY_PATH; the cache); the error
  * names every place tried.
  *===----------------------------------------------------------------------===*/
 #include "sentencepiece_bridge.h"
@@ -21,9 +20,6 @@
 
 #ifndef TFM_SPM_BRIDGE_PATH
 #define TFM_SPM_BRIDGE_PATH ""
-#endif
-#ifndef TFM_SPM_INSTALL_PATH
-#define TFM_SPM_INSTALL_PATH ""
 #endif
 #define TFM_SPM_BRIDGE_NAME "libtfm_sentencepiece.so"
 
@@ -64,9 +60,6 @@ static void open_bridge(void) {
   } else {
     if (*TFM_SPM_BRIDGE_PATH)
       bridge.api = try_open(TFM_SPM_BRIDGE_PATH, "where the build put it",
-                            tried, sizeof tried);
-    if (!bridge.api && *TFM_SPM_INSTALL_PATH)
-      bridge.api = try_open(TFM_SPM_INSTALL_PATH, "where an install puts it",
                             tried, sizeof tried);
     if (!bridge.api)
       bridge.api = try_open(TFM_SPM_BRIDGE_NAME, "the loader's search", tried,
