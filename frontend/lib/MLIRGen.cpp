@@ -12,7 +12,9 @@
 #include "tfm/Frontend/MLIRGen.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
@@ -26,8 +28,10 @@ namespace {
 
 class Generator {
 public:
-  Generator(MLIRContext &ctx, const ModelSpec &spec, Location modelLoc)
-      : b(&ctx), spec(spec), table(spec.params()), modelLoc(modelLoc) {
+  Generator(MLIRContext &ctx, const ModelSpec &spec, Location modelLoc,
+            const ModuleOptions &options)
+      : b(&ctx), spec(spec), table(spec.params()), modelLoc(modelLoc),
+        options(options) {
     switch (spec.dtype) {
     case DType::f32:
       elt = b.getF32Type();
@@ -48,6 +52,10 @@ private:
   /// decode), for a decoder or encoder-decoder with token input and an LM
   /// head.
   void buildStep(ModuleOp module);
+  /// Sets up the forward function of a decoder to attend through fresh
+  /// caches (see buildModule): the batch and length of `tokens`, and each
+  /// sequence's position, 0.
+  void beginFreshCaches(Value tokens);
   /// Builds `<name>_encoder` for an encoder-decoder: the encoder, then each
   /// decoder layer's cross-attention keys and values written into caches.
   void buildEncoder(ModuleOp module);
@@ -76,6 +84,8 @@ private:
   Value headNorm(Value x, Value w, const NormSpec &n, Location loc);
 
   static constexpr int64_t kDyn = ShapedType::kDynamic;
+  /// The layers of a forward function that share one pair of fresh caches.
+  static constexpr int64_t kFreshChain = 16;
 
   RankedTensorType act(int64_t t, int64_t d) {
     return RankedTensorType::get({kDyn, t, d}, elt);
@@ -146,6 +156,7 @@ private:
   /// The model's name in the source: the module, the function, and ops
   /// whose statement is unknown.
   Location modelLoc;
+  ModuleOptions options;
   Type elt;
   /// Where param() looks in the table.
   int32_t stackIndex = -1;
@@ -159,6 +170,10 @@ private:
   /// caches of every layer (read only).
   Value stepPositions, stepSourceLengths;
   SmallVector<Value> cacheIn, cacheOut, crossIn;
+  /// While building a decoder's forward function with fresh caches: the
+  /// batch and length of the tokens, and the positions (zeros, [B]).
+  Value freshBatch, freshLength, freshPositions;
+  SmallVector<Value> freshCaches;
 };
 
 } // namespace
@@ -271,16 +286,36 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
   FloatAttr softcap =
       a.softcap > 0.0 ? b.getF64FloatAttr(a.softcap) : FloatAttr();
   SmallVector<Value> cache;
+  Value positions;
   if (stepPositions && pos) {
     cache.push_back(cacheIn[2 * layer]);
     cache.push_back(cacheIn[2 * layer + 1]);
+    positions = stepPositions;
+  } else if (freshPositions && pos) {
+    // One key and one value cache of [B, .., T] for all the layers: each
+    // layer writes all T positions of every sequence before it reads them,
+    // so it takes the caches the layer before it returned, and they
+    // bufferize into one buffer each. Made outside the layer (the model's
+    // location): the layer function takes them as arguments, as the step
+    // function's takes its caches.
+    // A new pair every kFreshChain layers: one-shot bufferization's
+    // conflict analysis is quadratic in the length of such a chain (all its
+    // values alias), 23 s at 512 layers in one chain.
+    if (layer % kFreshChain == 0)
+      freshCaches.clear();
+    if (freshCaches.empty())
+      for (RankedTensorType type : {keyCacheType(a), valueCacheType(a)})
+        freshCaches.push_back(bufferization::AllocTensorOp::create(
+            b, modelLoc, type, ValueRange{freshBatch, freshLength}));
+    cache.assign(freshCaches.begin(), freshCaches.end());
+    positions = freshPositions;
   }
   // With tensor parallelism the block computes this rank's heads, and the
   // output projection's bias follows the sum over the ranks.
   auto op = MultiHeadAttentionOp::create(
       b, loc, q.getType(), ValueRange(cache).getTypes(), q, kv, wq, wk, wv, wo,
       biases, parallel() ? Value() : outBias, qkNorm, relative, lengths, cache,
-      cache.empty() ? Value() : stepPositions, b.getI64IntegerAttr(heads),
+      positions, b.getI64IntegerAttr(heads),
       b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(a.headDim),
       MaskKindAttr::get(ctx, a.mask), window, b.getF64FloatAttr(a.scale),
       invFreq, style, qkKind, qkEps, qkOffset, softcap, slopes, maxDistance,
@@ -288,7 +323,10 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
       // A sliding window's cache is a ring buffer (the runtime sizes it).
       !cache.empty() && a.mask == MaskKind::sliding ? b.getUnitAttr()
                                                     : UnitAttr());
-  cacheOut.append(op.getCacheOut().begin(), op.getCacheOut().end());
+  if (stepPositions)
+    cacheOut.append(op.getCacheOut().begin(), op.getCacheOut().end());
+  else if (!cache.empty())
+    freshCaches.assign(op.getCacheOut().begin(), op.getCacheOut().end());
   if (parallel())
     return allReduce(op.getResult(), outBias, loc);
   return op.getResult();
@@ -500,8 +538,13 @@ OwningOpRef<ModuleOp> Generator::build() {
       }
     } else {
       x = embedTokens(in, s, types);
+      if (options.cacheEntryPoints && options.forwardThroughCaches &&
+          hasStepFunction(spec) && !lengths)
+        beginFreshCaches(in);
     }
     x = stack(x, int32_t(spec.stacks.size()) - 1, lengths, {}, {});
+    freshBatch = freshLength = freshPositions = Value();
+    freshCaches.clear();
   }
 
   const StackSpec &top = spec.mainStack();
@@ -539,8 +582,10 @@ OwningOpRef<ModuleOp> Generator::build() {
                           << "' of the parameter table is not used by the IR";
       return nullptr;
     }
-  buildEncoder(*module);
-  buildStep(*module);
+  if (options.cacheEntryPoints) {
+    buildEncoder(*module);
+    buildStep(*module);
+  }
   if (failed || mlir::failed(verify(*module)))
     return nullptr;
   return module;
@@ -555,6 +600,30 @@ bool mlir::tfm::hasStepFunction(const ModelSpec &spec) {
 
 bool mlir::tfm::hasEncoderFunction(const ModelSpec &spec) {
   return spec.arch == Arch::encoder_decoder && hasStepFunction(spec);
+}
+
+void Generator::beginFreshCaches(Value tokens) {
+  Location loc = modelLoc;
+  freshBatch = tensor::DimOp::create(b, loc, tokens, 0);
+  freshLength = tensor::DimOp::create(b, loc, tokens, 1);
+  // Zeros from a linalg.generic, not a linalg.fill: canonicalization folds
+  // a tensor.extract of a fill to the constant, and the positions would
+  // then be folded into the layers of this function only, which would no
+  // longer be the step function's.
+  auto type = RankedTensorType::get({kDyn}, b.getI32Type());
+  Value init = bufferization::AllocTensorOp::create(b, loc, type,
+                                                    ValueRange{freshBatch});
+  AffineMap id = b.getMultiDimIdentityMap(1);
+  freshPositions =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
+          ArrayRef<AffineMap>{id},
+          ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
+          [](OpBuilder &nb, Location l, ValueRange) {
+            Value zero = arith::ConstantIntOp::create(nb, l, 0, 32);
+            linalg::YieldOp::create(nb, l, zero);
+          })
+          .getResult(0);
 }
 
 Value Generator::headNorm(Value x, Value w, const NormSpec &n, Location loc) {
@@ -763,8 +832,11 @@ void Generator::buildStep(ModuleOp module) {
 
 OwningOpRef<ModuleOp> mlir::tfm::buildModule(MLIRContext &context,
                                              const ModelSpec &spec,
-                                             Location loc) {
+                                             Location loc,
+                                             const ModuleOptions &options) {
   context.loadDialect<TfmDialect, func::FuncDialect, tensor::TensorDialect,
                       arith::ArithDialect>();
-  return Generator(context, spec, loc).build();
+  context.loadDialect<bufferization::BufferizationDialect,
+                      linalg::LinalgDialect>();
+  return Generator(context, spec, loc, options).build();
 }

@@ -113,3 +113,54 @@ func.func @after(%x: tensor<4xf32>) -> tensor<4xf32> {
   %b = arith.addf %a, %z : tensor<4xf32>
   return %b : tensor<4xf32>
 }
+
+// -----
+
+// Equal layers of two functions share one function (a decoder's forward and
+// step functions). The constant sits in another place in each function.
+// The second function also returns a value of its layer that the first one
+// drops (the caches the step function updates): the shared function gains
+// that result and the first function's call is rebuilt with it.
+#l0 = loc("layers.0")
+// CHECK-LABEL: func.func @forward(
+// CHECK: %[[F:.*]]:2 = call @forward_layer(%{{.*}}, %{{.*}}) : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+// CHECK: return %[[F]]#0
+// CHECK-LABEL: func.func private @forward_layer(
+// CHECK-SAME: -> (tensor<4xf32>, tensor<4xf32>)
+// CHECK: %[[C:.*]] = arith.constant dense<3.0
+// CHECK: %[[M:.*]] = arith.mulf
+// CHECK: %[[S:.*]] = arith.addf %[[M]], %[[C]]
+// CHECK: return %[[S]], %[[M]]
+// CHECK-LABEL: func.func @step(
+// CHECK: %[[S:.*]]:2 = call @forward_layer(%{{.*}}, %{{.*}}) : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+// CHECK: return %[[S]]#0, %[[S]]#1
+// CHECK-NOT: func.func private
+func.func @forward(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+  %c = arith.constant dense<3.0> : tensor<4xf32>
+  %a = arith.mulf %x, %w : tensor<4xf32> loc(#l0)
+  %b = arith.addf %a, %c : tensor<4xf32> loc(#l0)
+  return %b : tensor<4xf32>
+}
+func.func @step(%x: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %a = arith.mulf %x, %w : tensor<4xf32> loc(#l0)
+  %c = arith.constant dense<3.0> : tensor<4xf32>
+  %b = arith.addf %a, %c : tensor<4xf32> loc(#l0)
+  return %b, %a : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Layers of two functions that differ get a function each.
+#l0 = loc("layers.0")
+// CHECK-LABEL: func.func @one(
+// CHECK: call @one_layer(
+// CHECK-LABEL: func.func @two(
+// CHECK: call @two_layer(
+func.func @one(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = arith.mulf %x, %x : tensor<4xf32> loc(#l0)
+  return %a : tensor<4xf32>
+}
+func.func @two(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = arith.addf %x, %x : tensor<4xf32> loc(#l0)
+  return %a : tensor<4xf32>
+}

@@ -409,17 +409,16 @@ LogicalResult Compilation::compileTfm(llvm::SourceMgr &sourceMgr) {
   } else if (options.emit != Stage::Tfm) {
     lowered.dtype = DType::f32;
   }
+  // The KV-cache entry points are CPU-only for now: their attention is not
+  // lowered for CUDA yet. Without attention fusion, the forward function
+  // keeps the primitive attention the user asked for.
+  ModuleOptions built;
+  built.cacheEntryPoints = options.target != TargetKind::CUDA;
+  built.forwardThroughCaches = options.fuseAttention;
   OwningOpRef<ModuleOp> module =
-      buildModule(ctx, lowered, diags.loc(decl->loc));
+      buildModule(ctx, lowered, diags.loc(decl->loc), built);
   if (!module)
     return failure();
-  // The KV-cache entry points are CPU-only for now: their attention is not
-  // lowered for CUDA yet.
-  if (options.target == TargetKind::CUDA)
-    for (StringRef suffix : {"_cached", "_encoder"})
-      if (auto extra =
-              module->lookupSymbol<func::FuncOp>((spec->name + suffix).str()))
-        extra.erase();
   frontEnd.stop();
   if (options.emit == Stage::Tfm) {
     module->print(os);

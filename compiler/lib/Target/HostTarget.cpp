@@ -376,15 +376,20 @@ static void shortenEntryBody(llvm::Function &body) {
     for (llvm::Use &arg : call->args()) {
       auto *load = dyn_cast<llvm::LoadInst>(arg.get());
       // Only the table's loads: nothing writes the table during a pass.
+      // From the call's block or the entry block (which dominates it: the
+      // calls of a forward function that allocates between its layers are
+      // in blocks of their own).
       if (!load || !load->hasOneUse() ||
-          load->getParent() != call->getParent() ||
+          (load->getParent() != call->getParent() &&
+           load->getParent() != &body.getEntryBlock()) ||
           load->getPointerOperand()->stripInBoundsConstantOffsets() != params)
         continue;
       load->moveBefore(call->getIterator());
       // Its address (params + a constant) moves with it.
       auto *gep = dyn_cast<llvm::GetElementPtrInst>(load->getPointerOperand());
-      if (gep && gep->hasOneUse() && gep->getParent() == load->getParent() &&
-          gep->getPointerOperand() == params)
+      if (gep && gep->hasOneUse() && gep->getPointerOperand() == params &&
+          (gep->getParent() == call->getParent() ||
+           gep->getParent() == &body.getEntryBlock()))
         gep->moveBefore(load->getIterator());
     }
   }

@@ -4,8 +4,11 @@
 // `loc("<prefix>layers.<i>"(..))`. This pass moves the ops of each layer of a
 // model function into a private function and calls it; layers whose functions
 // are structurally equal (the same ops on the same shapes, differing only in
-// which weights they are given) share one. Code size, and with it the LLVM part
-// of compile time, no longer grows with `layers`.
+// which weights they are given) share one, within a function and across the
+// functions of the module: a decoder's forward function attends through
+// fresh caches (MLIRGen), so its layers are the step function's. Code size,
+// and with it the LLVM part of compile time, no longer grows with `layers`
+// nor with the number of entry points.
 //
 // Before:                                After:
 //   %a = linalg... {layers.0}              %x1 = call @m_layer0(%x0, %w0...)
@@ -117,19 +120,27 @@ void collectInputs(ArrayRef<Operation *> ops,
 
 class Outliner {
 public:
-  Outliner(ModuleOp module, func::FuncOp func)
-      : module(module), func(func), symbols(module) {}
+  /// `prototypes`: the layer functions outlined so far, from every function
+  /// of the module (a decoder's forward and step functions share theirs).
+  Outliner(ModuleOp module, func::FuncOp func, SymbolTable &symbols,
+           SmallVectorImpl<func::FuncOp> &prototypes)
+      : module(module), func(func), symbols(symbols), prototypes(prototypes) {}
   void run();
 
 private:
   /// Outlines `layer` into a new function, or returns an existing one that
   /// is structurally equal; replaces the layer's ops by a call.
   void outline(Layer &layer);
+  /// Whether `fn`'s body is `proto`'s up to the values returned; if so,
+  /// `resultIndex[i]` is the result of `proto` that is `fn`'s result i
+  /// (results `proto` lacked are added to it, and its calls rebuilt).
+  bool matchBody(func::FuncOp proto, func::FuncOp fn,
+                 SmallVectorImpl<unsigned> &resultIndex);
 
   ModuleOp module;
   func::FuncOp func;
-  SymbolTable symbols;
-  SmallVector<func::FuncOp> prototypes;
+  SymbolTable &symbols;
+  SmallVectorImpl<func::FuncOp> &prototypes;
 };
 
 /// Ops that are worth recomputing in each layer rather than passing from one
@@ -223,6 +234,63 @@ void Outliner::run() {
     outline(entry.second);
 }
 
+bool Outliner::matchBody(func::FuncOp proto, func::FuncOp fn,
+                         SmallVectorImpl<unsigned> &resultIndex) {
+  if (proto.getArgumentTypes() != fn.getArgumentTypes())
+    return false;
+  Block &pb = proto.getBody().front(), &fb = fn.getBody().front();
+  if (pb.getOperations().size() != fb.getOperations().size())
+    return false;
+  // fn's values to proto's.
+  llvm::DenseMap<Value, Value> map;
+  for (auto [f, p] : llvm::zip(fb.getArguments(), pb.getArguments()))
+    map[f] = p;
+  auto check = [&](Value f, Value p) {
+    return success(f == p || map.lookup(f) == p);
+  };
+  auto mark = [&](Value f, Value p) { map[f] = p; };
+  for (auto [f, p] :
+       llvm::zip(fb.without_terminator(), pb.without_terminator()))
+    if (!OperationEquivalence::isEquivalentTo(
+            &f, &p, check, mark, OperationEquivalence::IgnoreLocations))
+      return false;
+
+  auto protoReturn = cast<func::ReturnOp>(pb.getTerminator());
+  SmallVector<Value> returned(protoReturn.getOperands());
+  resultIndex.clear();
+  for (Value f : fb.getTerminator()->getOperands()) {
+    Value p = map.lookup(f);
+    if (!p)
+      return false;
+    auto it = llvm::find(returned, p);
+    resultIndex.push_back(it - returned.begin());
+    if (it == returned.end())
+      returned.push_back(p);
+  }
+  if (returned.size() == protoReturn.getNumOperands())
+    return true;
+
+  // proto returns more from now on; rebuild its calls.
+  protoReturn->setOperands(returned);
+  proto.setFunctionType(FunctionType::get(proto.getContext(),
+                                          proto.getArgumentTypes(),
+                                          ValueRange(returned).getTypes()));
+  SmallVector<func::CallOp> calls;
+  module.walk([&](func::CallOp call) {
+    if (call.getCallee() == proto.getName())
+      calls.push_back(call);
+  });
+  for (func::CallOp call : calls) {
+    OpBuilder b(call);
+    auto wider =
+        func::CallOp::create(b, call.getLoc(), proto, call.getOperands());
+    for (auto [from, to] : llvm::zip(call.getResults(), wider.getResults()))
+      from.replaceAllUsesWith(to);
+    call.erase();
+  }
+  return true;
+}
+
 void Outliner::outline(Layer &layer) {
   llvm::SmallPtrSet<Operation *, 32> inSet(layer.ops.begin(), layer.ops.end());
   Operation *last = layer.ops.back();
@@ -263,9 +331,26 @@ void Outliner::outline(Layer &layer) {
   for (auto [v, arg] : llvm::zip(inputs, entry->getArguments()))
     map.map(v, arg);
   b.setInsertionPointToStart(entry);
-  // Clones and the layer's ops in block order, so that operands come first.
-  SmallVector<Operation *> ordered(clones.begin(), clones.end());
-  ordered.append(layer.ops.begin(), layer.ops.end());
+  // First the clones that depend on no op of the layer, in first-use order
+  // (not block order: constants sit in different places in different
+  // functions, and equal layers must give equal bodies); then the other
+  // clones and the layer's ops in block order, so that operands come first.
+  llvm::SmallPtrSet<Operation *, 16> hoisted;
+  SmallVector<Operation *> ordered(layer.ops.begin(), layer.ops.end());
+  for (Operation *op : clones) {
+    bool independent = llvm::all_of(op->getOperands(), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return !def || hoisted.contains(def) || !clones.contains(def);
+    });
+    if (independent && llvm::none_of(op->getOperands(), [&](Value v) {
+          return inSet.contains(v.getDefiningOp());
+        })) {
+      hoisted.insert(op);
+      b.clone(*op, map);
+    } else {
+      ordered.push_back(op);
+    }
+  }
   llvm::sort(ordered,
              [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
   for (Operation *op : ordered)
@@ -275,18 +360,17 @@ void Outliner::outline(Layer &layer) {
     results.push_back(map.lookup(v));
   func::ReturnOp::create(b, loc, results);
 
-  // Reuse an equal function.
+  // Reuse a function with an equal body. Its results may be a superset:
+  // the step function's layer returns the caches it updated, the forward
+  // function's (fresh caches, unused afterwards) does not; the other way
+  // round, the prototype gains the results and its calls are rebuilt.
+  SmallVector<unsigned> resultIndex;
   func::FuncOp callee;
-  for (func::FuncOp proto : prototypes) {
-    if (proto.getFunctionType() != fn.getFunctionType())
-      continue;
-    if (OperationEquivalence::isRegionEquivalentTo(
-            &proto.getBody(), &fn.getBody(),
-            OperationEquivalence::IgnoreLocations)) {
+  for (func::FuncOp proto : prototypes)
+    if (matchBody(proto, fn, resultIndex)) {
       callee = proto;
       break;
     }
-  }
   if (callee) {
     fn.erase();
   } else {
@@ -298,15 +382,17 @@ void Outliner::outline(Layer &layer) {
     fn->setAttr("llvm.linkage", LLVM::LinkageAttr::get(
                                     b.getContext(), LLVM::Linkage::Internal));
     prototypes.push_back(fn);
+    resultIndex = llvm::to_vector(llvm::seq<unsigned>(0, outputs.size()));
   }
 
   b.setInsertionPointAfter(last);
   auto call = func::CallOp::create(b, loc, callee, inputs.getArrayRef());
   Block &body = func.getBody().front();
   for (unsigned i = 0; i < outputs.size(); ++i)
-    outputs[i].replaceUsesWithIf(call.getResult(i), [&](OpOperand &use) {
-      return !inSet.contains(body.findAncestorOpInBlock(*use.getOwner()));
-    });
+    outputs[i].replaceUsesWithIf(
+        call.getResult(resultIndex[i]), [&](OpOperand &use) {
+          return !inSet.contains(body.findAncestorOpInBlock(*use.getOwner()));
+        });
   for (Operation *op : llvm::reverse(layer.ops)) {
     op->dropAllUses();
     op->erase();
@@ -321,8 +407,10 @@ struct TfmOutlineLayersPass
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() && func.getBody().hasOneBlock())
         funcs.push_back(func);
+    SymbolTable symbols(module);
+    SmallVector<func::FuncOp> prototypes;
     for (func::FuncOp func : funcs)
-      Outliner(module, func).run();
+      Outliner(module, func, symbols, prototypes).run();
   }
 };
 

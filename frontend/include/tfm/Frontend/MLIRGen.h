@@ -10,6 +10,20 @@
 
 namespace mlir::tfm {
 
+/// What buildModule builds besides the model function.
+struct ModuleOptions {
+  /// The KV-cache entry points below (`<name>_cached`, `<name>_encoder`).
+  /// The CPU has them; CUDA not yet (its attention over a cache is not
+  /// lowered).
+  bool cacheEntryPoints = true;
+  /// A decoder's forward function computes its self-attention through fresh
+  /// caches at position 0, so that its layers are the same ops as the step
+  /// function's and tfm-outline-layers compiles one layer function for both
+  /// (half the code of a decoder). Its attention is then a tfm.attention
+  /// from tfm-decompose on, never the textbook primitives.
+  bool forwardThroughCaches = true;
+};
+
 /// Builds the model-level tfm IR of `spec`: one func.func named after the
 /// model, taking the inputs of `ModelSpec::inputs()` with dynamic batch and
 /// sequence dimensions and returning the output; parameters are tfm.param
@@ -18,7 +32,13 @@ namespace mlir::tfm {
 /// the name "<prefix>layers.<i>" around it; `loc` is the model's source
 /// location, for the module, the function and statements without one.
 OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const ModelSpec &spec,
-                                  Location loc);
+                                  Location loc,
+                                  const ModuleOptions &options);
+
+inline OwningOpRef<ModuleOp> buildModule(MLIRContext &context,
+                                         const ModelSpec &spec, Location loc) {
+  return buildModule(context, spec, loc, ModuleOptions());
+}
 
 /// Whether buildModule also builds `<name>_cached`, the forward pass over a
 /// KV cache used for generation: (tokens [B, T], positions [B], then per
