@@ -315,10 +315,10 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
   auto op = MultiHeadAttentionOp::create(
       b, loc, q.getType(), ValueRange(cache).getTypes(), q, kv, wq, wk, wv, wo,
       biases, parallel() ? Value() : outBias, qkNorm, relative, lengths, cache,
-      positions, b.getI64IntegerAttr(heads),
-      b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(a.headDim),
-      MaskKindAttr::get(ctx, a.mask), window, b.getF64FloatAttr(a.scale),
-      invFreq, style, qkKind, qkEps, qkOffset, softcap, slopes, maxDistance,
+      positions, b.getI64IntegerAttr(heads), b.getI64IntegerAttr(kvHeads),
+      b.getI64IntegerAttr(a.headDim), MaskKindAttr::get(ctx, a.mask), window,
+      b.getF64FloatAttr(a.scale), invFreq, style, qkKind, qkEps, qkOffset,
+      softcap, slopes, maxDistance,
       bidirectional ? b.getUnitAttr() : UnitAttr(),
       // A sliding window's cache is a ring buffer (the runtime sizes it).
       !cache.empty() && a.mask == MaskKind::sliding ? b.getUnitAttr()

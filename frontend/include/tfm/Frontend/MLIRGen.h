@@ -32,8 +32,7 @@ struct ModuleOptions {
 /// the name "<prefix>layers.<i>" around it; `loc` is the model's source
 /// location, for the module, the function and statements without one.
 OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const ModelSpec &spec,
-                                  Location loc,
-                                  const ModuleOptions &options);
+                                  Location loc, const ModuleOptions &options);
 
 inline OwningOpRef<ModuleOp> buildModule(MLIRContext &context,
                                          const ModelSpec &spec, Location loc) {
