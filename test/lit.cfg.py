@@ -56,7 +56,20 @@ llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.tfm_tools_dir, config.llvm_tools_dir]
-tools = ["tfm-opt", "split-file", "count", "not", ToolSubst("tfmc", unresolved="ignore"),
+# tfmc through test/tfmc-cache.sh: the tests that build the same executable
+# (the same model, flags and tfmc) share one build per run of the suite.
+tfmc_real = os.path.join(config.tfm_tools_dir, "tfmc")
+config.environment["TFMC_REAL"] = tfmc_real
+config.environment["TFMC_CACHE_DIR"] = os.path.join(config.tfm_obj_root, "test", "tfmc-cache")
+config.environment["TFMC_CACHE_DEPS"] = " ".join(
+    os.path.join(config.tfm_lib_dir, f) for f in sorted(os.listdir(config.tfm_lib_dir))
+    if f.endswith((".a", ".o", ".so")))
+tfmc_cached = os.path.join(config.tfm_src_root, "test", "tfmc-cache.sh")
+# A test of the compile itself (its time, its memory) runs tfmc uncached.
+config.substitutions.append(("%tfmc_real", tfmc_real))
+tools = ["tfm-opt", "split-file", "count", "not",
+         ToolSubst("tfmc", command=tfmc_cached if os.path.exists(tfmc_real) else None,
+                   unresolved="ignore"),
          ToolSubst("tfm-tokenize", unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 # Installing (test/e2e/install.test) reads the run paths of an executable.

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cases  # noqa: E402
 import reference  # noqa: E402
 
 
@@ -39,7 +40,7 @@ def run(cmd):
     return r
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("tfm")
     ap.add_argument("--model", default=None)
@@ -56,7 +57,7 @@ def main():
                     help="also generate text from --prompt-text: the text "
                     "streamed must be the ids' text (encoder-decoders)")
     ap.add_argument("--prompt-text", default="Hello world, how are you?")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     os.makedirs(args.work, exist_ok=True)
     sel = ["--model", args.model] if args.model else []
@@ -191,4 +192,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cases.run(main))

@@ -15,10 +15,11 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cases  # noqa: E402
 import reference  # noqa: E402
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("tfm")
     ap.add_argument("--model", default=None)
@@ -35,7 +36,7 @@ def main():
     ap.add_argument("--tfmc-arg", action="append", default=[])
     ap.add_argument("--no-types", action="store_true",
                     help="leave the optional 'types' input out")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     os.makedirs(args.work, exist_ok=True)
     sel = ["--model", args.model] if args.model else []
@@ -117,4 +118,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cases.run(main))
