@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -703,11 +704,41 @@ static tfm_status parse_generation(json_t *root, tfm_description *d) {
   return TFM_OK;
 }
 
+/* "description_version": "MAJOR.MINOR" (tfm/abi.h): this runtime reads its
+ * own major version, whatever the minor one; absent, it is 1.0. */
+static tfm_status check_version(json_t *root) {
+  tfm_status s;
+  json_t *v = field(root, "the model", "description_version", is_string,
+                    "a string", 1, &s);
+  if (!v)
+    return s;
+  const char *text = json_string_value(v);
+  unsigned major, minor;
+  int end = 0;
+  if (sscanf(text, "%u.%u%n", &major, &minor, &end) != 2 || text[end] != '\0' ||
+      strspn(text, "0123456789.") != strlen(text))
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "'description_version' must be MAJOR.MINOR (such "
+                           "as \"%d.%d\"), not \"%s\"",
+                    TFM_DESCRIPTION_VERSION_MAJOR,
+                    TFM_DESCRIPTION_VERSION_MINOR, text);
+  if (major != TFM_DESCRIPTION_VERSION_MAJOR)
+    return tfm_fail(
+        TFM_ERR_FORMAT,
+        PREFIX "version %u.%u, which this runtime (description version "
+               "%d.%d) cannot read: build the artifact and the runtime from "
+               "the same tfm",
+        major, minor, TFM_DESCRIPTION_VERSION_MAJOR,
+        TFM_DESCRIPTION_VERSION_MINOR);
+  return TFM_OK;
+}
+
 static tfm_status parse_root(json_t *root, tfm_description *d) {
   const char *what = "the model";
   json_t *ps, *abi, *ins, *outs;
   tfm_status s;
-  if ((s = dup_string(root, what, "name", &d->name)) != TFM_OK ||
+  if ((s = check_version(root)) != TFM_OK ||
+      (s = dup_string(root, what, "name", &d->name)) != TFM_OK ||
       (s = get_integer(root, what, "vocab", 1, 1, INT32_MAX, &d->vocab)) !=
           TFM_OK ||
       (s = get_integer(root, what, "context", 1, 1, INT32_MAX, &d->context)) !=

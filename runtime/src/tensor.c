@@ -85,6 +85,8 @@ char *tfm_memdup(const char *s, size_t n) {
   return d;
 }
 
+int tfm_runtime_api_version(void) { return TFM_RUNTIME_API_VERSION; }
+
 const char *tfm_status_string(tfm_status s) {
   switch (s) {
   case TFM_OK:

@@ -112,6 +112,10 @@ mlir::tfm::createTargetMachine(const HostCpu &target, std::string &error) {
 /// Serializes `root` with the fields of `target` added.
 static std::string serialize(llvm::json::Object root,
                              const llvm::json::Object &target) {
+  root.insert({"description_version",
+               llvm::formatv("{0}.{1}", TFM_DESCRIPTION_VERSION_MAJOR,
+                             TFM_DESCRIPTION_VERSION_MINOR)
+                   .str()});
   for (const auto &kv : target)
     root.insert({kv.first, kv.second});
   std::string out;

@@ -30,6 +30,16 @@
 /* How many symbols there are: -TFM_DIM_S. */
 #define TFM_NUM_DIM_SYMBOLS 3
 
+/* The version of the model description, the JSON document every artifact
+ * embeds (docs/Runtime.md, "The model description"): tfmc writes
+ * "description_version": "MAJOR.MINOR". A minor version only adds fields
+ * that a runtime of the same major version may ignore; a new major version
+ * changes or removes one, and a runtime of another major version refuses
+ * the artifact with an error that names both versions. A description
+ * without the field is 1.0 (tfmc before 2026-11-25, and hand-written ones). */
+#define TFM_DESCRIPTION_VERSION_MAJOR 1
+#define TFM_DESCRIPTION_VERSION_MINOR 0
+
 /* What a forward pass (MODEL_forward) returns besides 0: an allocation of
  * its activations failed. */
 #define TFM_FORWARD_OUT_OF_MEMORY 1

@@ -33,9 +33,24 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The version of this API (this header and the library it declares). A
+ * minor version adds functions, fields at the end of structures and enum
+ * values; programs written against an older minor version build and run
+ * unchanged. A new major version changes or removes something. Compare
+ * with tfm_runtime_api_version() to find the library a program runs with:
+ *   #if TFM_RUNTIME_API_VERSION < 10001  (needs 1.1) ... */
+#define TFM_RUNTIME_API_VERSION_MAJOR 1
+#define TFM_RUNTIME_API_VERSION_MINOR 0
+#define TFM_RUNTIME_API_VERSION                                                \
+  (TFM_RUNTIME_API_VERSION_MAJOR * 10000 + TFM_RUNTIME_API_VERSION_MINOR)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* TFM_RUNTIME_API_VERSION of the library linked (the header a program was
+ * compiled with may be older). */
+int tfm_runtime_api_version(void);
 
 typedef enum tfm_status {
   TFM_OK = 0,

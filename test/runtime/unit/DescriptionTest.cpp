@@ -204,6 +204,50 @@ TEST(Description, WrongTypesAreNamed) {
   expectError("{\"name\":", TFM_ERR_FORMAT, "model description: ");
 }
 
+/// "description_version": the runtime's major version with any minor one
+/// (or none: 1.0) is read; another major version, or a malformed one, is an
+/// error naming both versions.
+TEST(Description, ReadsItsOwnMajorVersionOnly) {
+  auto versioned = [&](const std::string &v) {
+    return edit(kSeq2Seq, R"("name":"s2s",)",
+                R"("name":"s2s","description_version":)" + v + ",");
+  };
+  std::string current = "\"" + std::to_string(TFM_DESCRIPTION_VERSION_MAJOR) +
+                        "." + std::to_string(TFM_DESCRIPTION_VERSION_MINOR) +
+                        "\"";
+  std::string newerMinor =
+      "\"" + std::to_string(TFM_DESCRIPTION_VERSION_MAJOR) + ".999\"";
+  for (const std::string &json :
+       {kSeq2Seq, versioned(current), versioned(newerMinor)}) {
+    tfm_description d;
+    EXPECT_EQ(tfm_description_parse(json.c_str(), &d), TFM_OK)
+        << tfm_last_error() << "\n"
+        << json;
+    tfm_description_free(&d);
+  }
+  std::string newerMajor =
+      std::to_string(TFM_DESCRIPTION_VERSION_MAJOR + 1) + ".0";
+  expectError(versioned("\"" + newerMajor + "\""), TFM_ERR_FORMAT,
+              "version " + newerMajor +
+                  ", which this runtime (description "
+                  "version " +
+                  std::to_string(TFM_DESCRIPTION_VERSION_MAJOR) + ".");
+  expectError(versioned("\"0.3\""), TFM_ERR_FORMAT,
+              "version 0.3, which this runtime");
+  for (const char *bad :
+       {"\"1\"", "\"1.0.2\"", "\"v1.0\"", "\"\"", "\" 1.0\"", "\"1.0x\""})
+    expectError(versioned(bad), TFM_ERR_FORMAT,
+                "'description_version' must be MAJOR.MINOR");
+  expectError(versioned("1.0"), TFM_ERR_FORMAT,
+              "'description_version' of the model must be a string");
+}
+
+TEST(Description, TheLibraryReportsItsApiVersion) {
+  EXPECT_EQ(tfm_runtime_api_version(), TFM_RUNTIME_API_VERSION);
+  EXPECT_EQ(TFM_RUNTIME_API_VERSION, TFM_RUNTIME_API_VERSION_MAJOR * 10000 +
+                                         TFM_RUNTIME_API_VERSION_MINOR);
+}
+
 /// Hugging Face sources: what the weight loader relies on to stay inside
 /// the stored tensor is checked when the description is read.
 TEST(Description, ChecksCheckpointSources) {
