@@ -112,12 +112,13 @@ mlir::tfm::createTargetMachine(const HostCpu &target, std::string &error) {
 /// Serializes `root` with the fields of `target` added.
 static std::string serialize(llvm::json::Object root,
                              const llvm::json::Object &target) {
-  root.insert({"description_version",
-               llvm::formatv("{0}.{1}", TFM_DESCRIPTION_VERSION_MAJOR,
-                             TFM_DESCRIPTION_VERSION_MINOR)
-                   .str()});
+  // What lowering decided overrides any field of the same name.
+  root["description_version"] =
+      llvm::formatv("{0}.{1}", TFM_DESCRIPTION_VERSION_MAJOR,
+                    TFM_DESCRIPTION_VERSION_MINOR)
+          .str();
   for (const auto &kv : target)
-    root.insert({kv.first, kv.second});
+    root[kv.first] = kv.second;
   std::string out;
   llvm::raw_string_ostream os(out);
   os << llvm::json::Value(std::move(root));

@@ -34,9 +34,12 @@
 #include <stdio.h>
 
 /* The version of this API (this header and the library it declares). A
- * minor version adds functions, fields at the end of structures and enum
- * values; programs written against an older minor version build and run
- * unchanged. A new major version changes or removes something. Compare
+ * minor version adds functions and enum values; programs written against an
+ * older minor version build and run unchanged. A new major version changes
+ * or removes something, including the layout of any structure (tfm_tensor,
+ * tfm_param_info and tfm_io_info are laid out by the compiler and in arrays
+ * of generated headers: a field added at their end is a major change too).
+ * Compare
  * with tfm_runtime_api_version() to find the library a program runs with:
  *   #if TFM_RUNTIME_API_VERSION < 10001  (needs 1.1) ... */
 #define TFM_RUNTIME_API_VERSION_MAJOR 1
