@@ -13,6 +13,7 @@
 #include "tfm/Frontend/Eval.h"
 #include "tfm/Frontend/HfCheckpoint.h"
 #include "tfm/Frontend/Keys.h"
+#include "llvm/Support/ErrorHandling.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -24,6 +25,18 @@ using namespace mlir::tfm;
 using llvm::SMLoc;
 using llvm::StringRef;
 using llvm::Twine;
+
+/// The enum value of a word that Keys.def accepts for a key (the parser
+/// checked the word; KeysTest checks that every word of the key is one of
+/// the enum's spellings): an internal error, never undefined behaviour, if
+/// the two lists ever disagree.
+template <typename E>
+static E enumOf(std::optional<E> value, StringRef word) {
+  if (!value)
+    llvm::report_fatal_error(llvm::Twine("internal error: the word '") + word +
+                             "' of Keys.def is not a value of its enum");
+  return *value;
+}
 
 namespace {
 
@@ -526,7 +539,7 @@ void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
     out.mask = decoder ? MaskKind::causal : MaskKind::none;
     ChoiceValue mask;
     if (getChoice(s, KeyId::Mask, mask) == Got::Ok) {
-      out.mask = *symbolizeMaskKind(mask.name);
+      out.mask = enumOf(symbolizeMaskKind(mask.name), mask.name);
       if (out.mask == MaskKind::sliding) {
         out.window = mask.nums["window"].i;
         out.globalEvery = mask.nums["global_every"].i;
@@ -566,7 +579,7 @@ void Sema::resolveFfn(Scope &s, int64_t dModel, FfnSpec &out) {
   getInt(s, KeyId::Hidden, out.hidden);
   ChoiceValue act;
   if (getChoice(s, KeyId::Activation, act) == Got::Ok)
-    out.activation = *symbolizeActivation(act.name);
+    out.activation = enumOf(symbolizeActivation(act.name), act.name);
   getBool(s, KeyId::Bias, out.bias);
 }
 
@@ -574,9 +587,10 @@ void Sema::resolveNorm(Scope &s, NormSpec &out) {
   out.loc = sourceLoc(s.loc);
   ChoiceValue kind, placement;
   if (getChoice(s, KeyId::Kind, kind) == Got::Ok)
-    out.kind = *symbolizeNormKind(kind.name);
+    out.kind = enumOf(symbolizeNormKind(kind.name), kind.name);
   if (getChoice(s, KeyId::Placement, placement) == Got::Ok)
-    out.placement = *symbolizeNormPlacement(placement.name);
+    out.placement =
+        enumOf(symbolizeNormPlacement(placement.name), placement.name);
   if (getNumber(s, KeyId::Eps, out.eps) == Got::Ok && !(out.eps > 0.0))
     diags.error(s.valueLoc(KeyId::Eps), "'eps' must be > 0");
   out.final = out.placement != NormPlacement::Post;
@@ -752,7 +766,7 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
                 "input = features is only supported with arch = encoder or "
                 "decoder");
   if (getChoice(*top, KeyId::Residual, residual) == Got::Ok) {
-    spec.residual = *symbolizeResidual(residual.name);
+    spec.residual = enumOf(symbolizeResidual(residual.name), residual.name);
     if (spec.residual == Residual::Parallel) {
       spec.parallelNorms = residual.nums["norms"].i;
       if (spec.parallelNorms != 1 && spec.parallelNorms != 2)

@@ -3,11 +3,14 @@
 // Keys.def is the one list of the sections and keys the language accepts.
 // These tests check that the table is well formed: every section is
 // reachable from the model, every key spelling is used, multiple-choice keys
-// and only they have words, and call arguments are of a kind Sema checks.
+// and only they have words, and call arguments are of a kind Sema checks;
+// the words of keys that name a dialect or ModelSpec enum are that enum's
+// spellings, both ways.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Frontend/Keys.h"
+#include "tfm/Frontend/ModelSpec.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -84,6 +87,53 @@ TEST(Keys, EnumKeysAndOnlyThemHaveWords) {
         }
       }
     }
+}
+
+/// The words of `section`.`key` in Keys.def.
+std::set<std::string> wordsOf(SectionId section, KeyId key) {
+  const KeySchema *k = findKeySchema(section, key);
+  EXPECT_NE(k, nullptr);
+  std::set<std::string> words;
+  if (k)
+    for (const ValueSchema &v : k->values)
+      words.insert(v.spelling.str());
+  return words;
+}
+
+/// Every word of the key symbolizes to a value of the enum (Sema takes
+/// `*symbolize(word)`), and every value of the enum (0 .. max) is a word.
+template <typename E>
+void expectSameWords(SectionId section, KeyId key, unsigned maxValue,
+                     std::optional<E> (*symbolize)(llvm::StringRef),
+                     llvm::StringRef (*stringify)(E)) {
+  std::set<std::string> words = wordsOf(section, key);
+  for (const std::string &w : words) {
+    std::optional<E> v = symbolize(w);
+    ASSERT_TRUE(v.has_value()) << stringifyKey(key).str() << " = " << w;
+    EXPECT_EQ(stringify(*v).str(), w);
+  }
+  for (unsigned i = 0; i <= maxValue; ++i)
+    EXPECT_TRUE(words.count(stringify(E(i)).str()))
+        << stringifyKey(key).str() << ": '" << stringify(E(i)).str()
+        << "' is not in Keys.def";
+}
+
+TEST(Keys, EnumWordsAreTheEnumsSpellings) {
+  expectSameWords<MaskKind>(SectionId::Attention, KeyId::Mask,
+                            getMaxEnumValForMaskKind(), symbolizeMaskKind,
+                            stringifyMaskKind);
+  expectSameWords<Activation>(SectionId::Ffn, KeyId::Activation,
+                              getMaxEnumValForActivation(), symbolizeActivation,
+                              stringifyActivation);
+  expectSameWords<NormKind>(SectionId::Norm, KeyId::Kind,
+                            getMaxEnumValForNormKind(), symbolizeNormKind,
+                            stringifyNormKind);
+  expectSameWords<NormPlacement>(
+      SectionId::Norm, KeyId::Placement, unsigned(NormPlacement::Sandwich),
+      symbolizeNormPlacement, stringifyNormPlacement);
+  expectSameWords<Residual>(SectionId::Model, KeyId::Residual,
+                            unsigned(Residual::Parallel), symbolizeResidual,
+                            stringifyResidual);
 }
 
 TEST(Keys, CrossAttentionTakesAttentionKeys) {

@@ -1,0 +1,325 @@
+//===- LowerAttentionKernel.cpp - tfm.attention_kernel on the CPU ---------===//
+//
+// tfm.attention_kernel becomes one of two kernels (AttentionLowering.h):
+// the prefill kernel, FlashAttention-2 style (LowerAttentionPrefill.cpp),
+// or over a KV cache with few query rows per KV head, the decode kernel,
+// flash decoding (LowerAttentionDecode.cpp). With a dynamic T both kernels
+// are emitted, chosen by T at run time. This file holds what they share:
+// the op's operands and shapes, the constants emitted before the kernel,
+// the bounds of the visible keys and the computation of a block of scores
+// (its modifiers and mask).
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionLowering.h"
+
+#include "RuntimeFunctions.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tfm;
+using namespace mlir::tfm::cpu;
+
+AttentionLowering::AttentionLowering(AttentionKernelOp op, int64_t vl,
+                                     int64_t keyVectors)
+    : op(op), vl(vl) {
+  q = op.getQuery();
+  kt = op.getKey();
+  v = op.getValue();
+  out = op.getOutput();
+  lengths = op.getLengths();
+  positions = op.getPositions();
+  bias = op.getBias();
+  ring = op.getRing() && positions;
+  d = cast<MemRefType>(q.getType()).getDimSize(3);
+  dv = cast<MemRefType>(v.getType()).getDimSize(3);
+  wv = vl;
+  while (wv > 1 && dv % wv != 0)
+    wv /= 2;
+  chunks = dv / wv;
+  bk = keyVectors * vl;
+  kind = op.getMask();
+  window = op.getWindowAttr() ? op.getWindowAttr().getInt() : 0;
+  biasDistance = bias ? op.getBiasDistanceAttr().getInt() : int64_t(0);
+  scale = op.getScale().convertToDouble();
+  if (auto cap = op.getSoftcapAttr())
+    softcap = cap.getValueAsDouble();
+  slopes = op.getAlibiSlopes();
+  MLIRContext *ctx = op.getContext();
+  Type f32 = Float32Type::get(ctx);
+  vk = VectorType::get({bk}, f32);
+  vvT = VectorType::get({wv}, f32);
+  maskT = VectorType::get({bk}, IntegerType::get(ctx, 1));
+  idxV = VectorType::get({bk}, IndexType::get(ctx));
+  i32V = VectorType::get({bk}, IntegerType::get(ctx, 32));
+}
+
+void AttentionLowering::emitCommon(OpBuilder &b, Location loc,
+                                   const AttentionLowering *sizes) {
+  if (sizes) {
+    c0 = sizes->c0;
+    c1 = sizes->c1;
+    bsz = sizes->bsz;
+    heads = sizes->heads;
+    tq = sizes->tq;
+    kvHeads = sizes->kvHeads;
+    tk = sizes->tk;
+  } else {
+    c0 = cIdx(b, loc, 0);
+    c1 = cIdx(b, loc, 1);
+    bsz = dim(b, loc, q, 0);
+    heads = dim(b, loc, q, 1);
+    tq = dim(b, loc, q, 2);
+    kvHeads = dim(b, loc, kt, 1);
+    tk = dim(b, loc, kt, 3);
+  }
+  ninf = cF32(b, loc, -INFINITY);
+  ninfV = vector::BroadcastOp::create(b, loc, vk, ninf);
+  zeroVV = arith::ConstantOp::create(
+      b, loc, vvT, DenseElementsAttr::get(vvT, b.getF32FloatAttr(0.0)));
+  zeroK = arith::ConstantOp::create(
+      b, loc, vk, DenseElementsAttr::get(vk, b.getF32FloatAttr(0.0)));
+  scaleV = vector::BroadcastOp::create(b, loc, vk, cF32(b, loc, scale));
+  lanes = vector::StepOp::create(b, loc, idxV);
+}
+
+std::optional<int64_t> AttentionLowering::decodeGroup() const {
+  int64_t h = cast<MemRefType>(q.getType()).getDimSize(1);
+  int64_t kv = cast<MemRefType>(kt.getType()).getDimSize(1);
+  if (!positions || ShapedType::isDynamic(h) || ShapedType::isDynamic(kv) ||
+      kv == 0 || h % kv != 0)
+    return std::nullopt;
+  return h / kv;
+}
+
+std::pair<Value, Value>
+AttentionLowering::sequenceBounds(OpBuilder &nb, Location l, Value bi,
+                                  Value alignedOffset) const {
+  Value limit = tk;
+  Value offset = alignedOffset;
+  if (positions) {
+    // A KV cache: this sequence's rows start at positions[b], and
+    // nothing past its last row's position was written.
+    Value p = memref::LoadOp::create(nb, l, positions, ValueRange{bi});
+    offset = arith::MaxSIOp::create(
+        nb, l, arith::IndexCastOp::create(nb, l, nb.getIndexType(), p), c0);
+    Value end = arith::AddIOp::create(nb, l, offset, tq);
+    // Positions, not slots, for a ring buffer.
+    limit = ring ? end : arith::MinSIOp::create(nb, l, limit, end);
+  }
+  if (lengths) {
+    Value len = memref::LoadOp::create(nb, l, lengths, ValueRange{bi});
+    len = arith::IndexCastOp::create(nb, l, nb.getIndexType(), len);
+    len = arith::MaxSIOp::create(nb, l, len, c0);
+    limit = arith::MinSIOp::create(nb, l, limit, len);
+  }
+  return {offset, limit};
+}
+
+std::pair<Value, Value> AttentionLowering::rowBounds(OpBuilder &nb, Location l,
+                                                     Value pos,
+                                                     Value limit) const {
+  Value h = limit;
+  if (kind != MaskKind::none)
+    h = arith::MinSIOp::create(nb, l, h, arith::AddIOp::create(nb, l, pos, c1));
+  Value lw = c0;
+  if (kind == MaskKind::sliding)
+    lw = arith::MaxSIOp::create(
+        nb, l, c0, arith::SubIOp::create(nb, l, pos, cIdx(nb, l, window - 1)));
+  return {lw, h};
+}
+
+Value AttentionLowering::keyMask(OpBuilder &kb, Location kl, Value j0) const {
+  Value valid = arith::SubIOp::create(kb, kl, tk, j0);
+  return vector::CreateMaskOp::create(kb, kl, maskT, ValueRange{valid});
+}
+
+Value AttentionLowering::keyPositions(OpBuilder &kb, Location kl, Value j0,
+                                      Value written) const {
+  Value jv = arith::AddIOp::create(
+      kb, kl, lanes, vector::BroadcastOp::create(kb, kl, idxV, j0));
+  if (!ring)
+    return jv;
+  // Slot j holds position e - 1 - ((e - 1 - j) mod S), or none (-1) if
+  // j >= e or j >= S.
+  auto splat = [&](Value x) {
+    return vector::BroadcastOp::create(kb, kl, idxV, x);
+  };
+  Value last = splat(arith::SubIOp::create(kb, kl, written, c1));
+  Value back = arith::SubIOp::create(kb, kl, last, jv);
+  // Lanes past the last slot hold nothing either.
+  Value unwritten = arith::OrIOp::create(
+      kb, kl,
+      arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::slt, back, splat(c0)),
+      arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::sge, jv, splat(tk)));
+  Value held = arith::SubIOp::create(
+      kb, kl, last,
+      arith::RemSIOp::create(
+          kb, kl, arith::MaxSIOp::create(kb, kl, back, splat(c0)), splat(tk)));
+  return arith::SelectOp::create(kb, kl, unwritten, splat(cIdx(kb, kl, -1)),
+                                 held);
+}
+
+SmallVector<Value> AttentionLowering::dotBlock(
+    OpBuilder &kb, Location kl, Value bi, Value kvh, Value j0, Value kMask,
+    int64_t rows,
+    function_ref<std::pair<Value, Value>(int64_t)> queryAt) const {
+  SmallVector<Value> init(rows, zeroK);
+  auto loop = scf::ForOp::create(
+      kb, kl, c0, cIdx(kb, kl, d), c1, init,
+      [&](OpBuilder &db, Location dl, Value dd, ValueRange acc) {
+        Value kv = vector::MaskedLoadOp::create(db, dl, vk, kt,
+                                                ValueRange{bi, kvh, dd, j0},
+                                                kMask, zeroK, IntegerAttr());
+        SmallVector<Value> next;
+        for (int64_t r = 0; r < rows; ++r) {
+          auto [head, pos] = queryAt(r);
+          Value qs =
+              memref::LoadOp::create(db, dl, q, ValueRange{bi, head, pos, dd});
+          Value qb = vector::BroadcastOp::create(db, dl, vk, qs);
+          next.push_back(vector::FMAOp::create(db, dl, qb, kv, acc[r]));
+        }
+        scf::YieldOp::create(db, dl, next);
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
+Value AttentionLowering::scores(OpBuilder &kb, Location kl, Value qk, Value jv,
+                                Value pos, Value lo, Value hi, Value head,
+                                Value slopeV) const {
+  Value s = arith::MulFOp::create(kb, kl, qk, scaleV);
+  if (softcap)
+    s = arith::MulFOp::create(
+        kb, kl,
+        math::TanhOp::create(
+            kb, kl,
+            arith::MulFOp::create(
+                kb, kl, s,
+                vector::BroadcastOp::create(kb, kl, vk,
+                                            cF32(kb, kl, 1.0 / *softcap)))),
+        vector::BroadcastOp::create(kb, kl, vk, cF32(kb, kl, *softcap)));
+  if (slopes || bias) {
+    // Distances j - pos of the block's keys.
+    Value rel = arith::SubIOp::create(
+        kb, kl, jv, vector::BroadcastOp::create(kb, kl, idxV, pos));
+    if (slopes) {
+      Value relF = arith::SIToFPOp::create(
+          kb, kl, vk, arith::IndexCastOp::create(kb, kl, i32V, rel));
+      s = vector::FMAOp::create(kb, kl, slopeV, relF, s);
+    }
+    if (bias) {
+      auto splatIdx = [&](int64_t x) {
+        return vector::BroadcastOp::create(kb, kl, idxV, cIdx(kb, kl, x));
+      };
+      Value at = arith::AddIOp::create(
+          kb, kl,
+          arith::MaxSIOp::create(
+              kb, kl,
+              arith::MinSIOp::create(kb, kl, rel, splatIdx(biasDistance)),
+              splatIdx(-biasDistance)),
+          splatIdx(biasDistance));
+      Value all = vector::ConstantMaskOp::create(
+          kb, kl, maskT, vector::ConstantMaskKind::AllTrue);
+      s = arith::AddFOp::create(kb, kl, s,
+                                vector::GatherOp::create(kb, kl, vk, bias,
+                                                         ValueRange{head, c0},
+                                                         at, all, zeroK));
+    }
+  }
+  Value in = arith::AndIOp::create(
+      kb, kl,
+      arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::slt, jv,
+                            vector::BroadcastOp::create(kb, kl, idxV, hi)),
+      arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::sge, jv,
+                            vector::BroadcastOp::create(kb, kl, idxV, lo)));
+  return arith::SelectOp::create(kb, kl, in, s, ninfV);
+}
+
+Value AttentionLowering::inverseSum(OpBuilder &nb, Location l,
+                                    Value sum) const {
+  Value pos0 = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT, sum,
+                                     cF32(nb, l, 0.0));
+  return arith::SelectOp::create(
+      nb, l, pos0, arith::DivFOp::create(nb, l, cF32(nb, l, 1.0), sum),
+      cF32(nb, l, 0.0));
+}
+
+namespace {
+
+/// The decode kernel takes an attention over a KV cache when the query rows
+/// of one KV head (T x group) are at most this many, or T is 1: few enough
+/// that reading each block of K and V once for all of them beats the
+/// prefill kernel's register-held output blocks.
+constexpr int64_t kDecodeMaxRows = 16;
+
+struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
+  LowerAttentionKernel(MLIRContext *ctx, int64_t vl)
+      : OpRewritePattern(ctx), vl(vl) {}
+  int64_t vl;
+
+  LogicalResult matchAndRewrite(AttentionKernelOp op,
+                                PatternRewriter &b) const override {
+    if (!op.hasPureBufferSemantics())
+      return b.notifyMatchFailure(op, "not bufferized yet");
+    auto qt = cast<MemRefType>(op.getQuery().getType());
+    if (qt.isDynamicDim(3) ||
+        cast<MemRefType>(op.getValue().getType()).isDynamicDim(3))
+      return b.notifyMatchFailure(op, "head dimensions must be static");
+    Location loc = op.getLoc();
+    AttentionLowering a(op, vl);
+    a.emitCommon(b, loc);
+    std::optional<int64_t> group = a.decodeGroup();
+    std::optional<AttentionLowering> dec;
+    if (group) {
+      // Decode: blocks of keys as wide as the scores of a register block
+      // of rows allow (longer contiguous runs of each row of K^T).
+      dec.emplace(op, vl, decodeKeyVectors(vl, *group));
+      dec->emitCommon(b, loc, &a);
+    }
+    if (!group) {
+      a.emitPrefill(b, loc);
+      b.eraseOp(op);
+      return success();
+    }
+    // Over a KV cache: the decode kernel for few query rows per KV head,
+    // decided at run time unless T is static.
+    int64_t maxT = std::max<int64_t>(1, kDecodeMaxRows / *group);
+    if (!qt.isDynamicDim(2) && qt.getDimSize(2) > maxT) {
+      a.emitPrefill(b, loc);
+      b.eraseOp(op);
+      return success();
+    }
+    declareRuntimeFunction(b, op, kThreadsFn,
+                           b.getFunctionType({}, {b.getI32Type()}));
+    if (!qt.isDynamicDim(2)) {
+      dec->emitDecode(b, loc, *group);
+      b.eraseOp(op);
+      return success();
+    }
+    Value decode = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                         a.tq, cIdx(b, loc, maxT));
+    scf::IfOp::create(
+        b, loc, decode,
+        [&](OpBuilder &tb, Location tl) {
+          dec->emitDecode(tb, tl, *group);
+          scf::YieldOp::create(tb, tl);
+        },
+        [&](OpBuilder &eb, Location el) {
+          a.emitPrefill(eb, el);
+          scf::YieldOp::create(eb, el);
+        });
+    b.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void cpu::populateLowerAttentionKernelPattern(RewritePatternSet &patterns,
+                                              int64_t vectorWidth) {
+  patterns.add<LowerAttentionKernel>(patterns.getContext(), vectorWidth);
+}
