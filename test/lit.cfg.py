@@ -62,7 +62,8 @@ tfmc_real = os.path.join(config.tfm_tools_dir, "tfmc")
 config.environment["TFMC_REAL"] = tfmc_real
 config.environment["TFMC_CACHE_DIR"] = os.path.join(config.tfm_obj_root, "test", "tfmc-cache")
 config.environment["TFMC_CACHE_DEPS"] = " ".join(
-    os.path.join(config.tfm_lib_dir, f) for f in sorted(os.listdir(config.tfm_lib_dir))
+    os.path.join(config.tfm_lib_dir, f)
+    for f in (sorted(os.listdir(config.tfm_lib_dir)) if os.path.isdir(config.tfm_lib_dir) else [])
     if f.endswith((".a", ".o", ".so")))
 tfmc_cached = os.path.join(config.tfm_src_root, "test", "tfmc-cache.sh")
 # A test of the compile itself (its time, its memory) runs tfmc uncached.
