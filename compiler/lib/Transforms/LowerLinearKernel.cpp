@@ -232,6 +232,17 @@ struct LinearLowering {
     return init;
   }
 
+  /// Row r's packed word (`per` values of K in 32 bits) at step `kk` of K,
+  /// broadcast to `intT` and viewed as the `lanes` the instruction takes.
+  Value broadcastWord(OpBuilder &bb, Location ll, const Tile &t, int64_t r,
+                      Value kk, int64_t per, VectorType intT,
+                      VectorType lanes) const {
+    Value s = loadWord(bb, ll, t.rowIdx[r],
+                       arith::MulIOp::create(bb, ll, kk, cIdx(bb, ll, per)));
+    return vector::BitCastOp::create(
+        bb, ll, lanes, vector::BroadcastOp::create(bb, ll, intT, s));
+  }
+
   /// The products of row r of the tile at `kk` with the panel's row `w`,
   /// added to its accumulators `acc`, appended to `next`: broadcast-FMA in
   /// f32, vdpbf16ps on bf16 pairs, vpdpbusd on int8 quads.
@@ -239,10 +250,7 @@ struct LinearLowering {
                    Value kk, ArrayRef<Value> w, ValueRange acc,
                    SmallVectorImpl<Value> &next) const {
     if (quads) {
-      Value s = loadWord(bb, ll, t.rowIdx[r],
-                         arith::MulIOp::create(bb, ll, kk, cIdx(bb, ll, 4)));
-      Value sv = vector::BitCastOp::create(
-          bb, ll, quadT, vector::BroadcastOp::create(bb, ll, accIntT, s));
+      Value sv = broadcastWord(bb, ll, t, r, kk, 4, accIntT, quadT);
       for (int64_t c = 0; c < kCols; ++c)
         next.push_back(LLVM::CallIntrinsicOp::create(
                            bb, ll, accIntT, bb.getStringAttr(kVpdpbusd),
@@ -251,10 +259,7 @@ struct LinearLowering {
       return;
     }
     if (pairs) {
-      Value s = loadWord(bb, ll, t.rowIdx[r],
-                         arith::MulIOp::create(bb, ll, kk, cIdx(bb, ll, 2)));
-      Value sv = vector::BitCastOp::create(
-          bb, ll, pairT, vector::BroadcastOp::create(bb, ll, pairIntT, s));
+      Value sv = broadcastWord(bb, ll, t, r, kk, 2, pairIntT, pairT);
       for (int64_t c = 0; c < kCols; ++c)
         next.push_back(
             x86vector::DotBF16Op::create(bb, ll, acc[r * kCols + c], sv, w[c]));
