@@ -337,14 +337,14 @@ void Outliner::outline(Layer &layer) {
   // clones and the layer's ops in block order, so that operands come first.
   llvm::SmallPtrSet<Operation *, 16> hoisted;
   SmallVector<Operation *> ordered(layer.ops.begin(), layer.ops.end());
+  // An operand is ready if it is an input (an argument) or a hoisted clone.
+  auto ready = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return !def || hoisted.contains(def) ||
+           (!clones.contains(def) && !inSet.contains(def));
+  };
   for (Operation *op : clones) {
-    bool independent = llvm::all_of(op->getOperands(), [&](Value v) {
-      Operation *def = v.getDefiningOp();
-      return !def || hoisted.contains(def) || !clones.contains(def);
-    });
-    if (independent && llvm::none_of(op->getOperands(), [&](Value v) {
-          return inSet.contains(v.getDefiningOp());
-        })) {
+    if (llvm::all_of(op->getOperands(), ready)) {
       hoisted.insert(op);
       b.clone(*op, map);
     } else {
