@@ -140,7 +140,10 @@ mpi_link = getattr(config, "tfm_mpi_link", "")
 mpirun = getattr(config, "mpiexec", "") or shutil.which("mpirun") or ""
 if mpi_link and mpirun and os.path.exists(mpirun):
     config.available_features.add("mpi")
+    # As tfmc links an executable: tp_check.c's main calls tfm_main_step,
+    # which the tokenizer library holds.
     config.substitutions.append(("%tfm_mpi_libs", " ".join([
+        config.tfm_lib_dir + "/libtfm_tokenizer.a",
         config.tfm_lib_dir + "/libtfm_runtime_mpi.a", config.tfm_lib_dir + "/libtfm_runtime.a",
         config.jansson_static, "-L" + config.omp_dir, "-lomp", "-Wl,-rpath," + config.omp_dir,
         "-lm", mpi_link])))

@@ -4,19 +4,21 @@
 # more (docs/Runtime.md, "Linking a model into your program"):
 #
 #   P/bin              tfmc, tfm-opt, tfm-tokenize
-#   P/lib              libtfm_runtime.a, libtfm_runtime_mpi.a (with MPI),
+#   P/lib              libtfm_runtime.a, libtfm_tokenizer.a (the tokenizers
+#                      and tfm_main*), libtfm_runtime_mpi.a (with MPI),
 #                      tfm_main.o (what tfmc links into executables),
-#                      libtfm_sentencepiece.so (the runtime's dlopen bridge)
+#                      libtfm_sentencepiece.so (the tokenizers' dlopen bridge)
 #   P/include/tfm      runtime.h, abi.h, tokenizer.h
-#   P/lib/pkgconfig    tfm.pc
+#   P/lib/pkgconfig    tfm.pc (the runtime), tfm-tokenizer.pc (the
+#                      tokenizers over it)
 #   P/lib/cmake/tfm    tfmConfig.cmake, tfmConfigVersion.cmake (tfm::runtime,
-#                      and tfm::runtime_mpi where built)
+#                      tfm::tokenizer, and tfm::runtime_mpi where built)
 #
 # tfmc finds the runtime in ../lib beside its own binary, so the installed
-# tfmc links against the installed runtime. The runtime loads
-# libtfm_sentencepiece.so with dlopen: the link lines below (pkg-config,
-# CMake, tfmc's own) carry P/lib as a run path, so the loader finds it there
-# wherever the prefix is.
+# tfmc links against the installed runtime. The tokenizers load
+# libtfm_sentencepiece.so with dlopen: the link lines below that link them
+# (tfm-tokenizer.pc, tfm::tokenizer, tfmc's own) carry P/lib as a run path,
+# so the loader finds it there wherever the prefix is.
 #
 # The prefix is the one given at install time (--prefix), so tfm.pc is
 # written then, and tfmConfig.cmake finds the prefix from its own place.
@@ -31,7 +33,7 @@ install(TARGETS tfmc tfm-opt tfm-tokenize RUNTIME DESTINATION bin)
 # tfmc and tfm-opt also need the folder of libMLIR.so and libLLVM.so.
 set_property(TARGET tfmc tfm-opt APPEND PROPERTY INSTALL_RPATH
   ${LLVM_LIBRARY_DIR})
-install(TARGETS tfm_runtime ARCHIVE DESTINATION lib)
+install(TARGETS tfm_runtime tfm_tokenizer ARCHIVE DESTINATION lib)
 if(TARGET tfm_runtime_mpi)
   install(TARGETS tfm_runtime_mpi ARCHIVE DESTINATION lib)
 endif()
@@ -47,18 +49,23 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/tfm
 set(TFM_OMP_LIB ${TFM_OMP_DIR}/libomp.so)
 
 # pkg-config: written at install time, with the prefix of that install.
+# tfm-tokenizer.pc requires tfm.pc, so its link line is the tokenizer
+# library followed by the runtime's.
 set(TFM_PC_LIBS "${TFM_JANSSON_STATIC} -L${TFM_OMP_DIR} -lomp \
 -Wl,-rpath,${TFM_OMP_DIR} -lm -ldl -lpthread")
 install(CODE "
   set(TFM_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
   set(TFM_VERSION \"${TFM_VERSION}\")
   set(TFM_PC_LIBS \"${TFM_PC_LIBS}\")
-  configure_file(\"${PROJECT_SOURCE_DIR}/compiler/cmake/tfm.pc.in\"
-    \"${CMAKE_BINARY_DIR}/install/tfm.pc\" @ONLY)")
-install(FILES ${CMAKE_BINARY_DIR}/install/tfm.pc DESTINATION lib/pkgconfig)
+  foreach(pc tfm tfm-tokenizer)
+    configure_file(\"${PROJECT_SOURCE_DIR}/compiler/cmake/\${pc}.pc.in\"
+      \"${CMAKE_BINARY_DIR}/install/\${pc}.pc\" @ONLY)
+  endforeach()")
+install(FILES ${CMAKE_BINARY_DIR}/install/tfm.pc
+  ${CMAKE_BINARY_DIR}/install/tfm-tokenizer.pc DESTINATION lib/pkgconfig)
 
-# The CMake package: tfm::runtime (and tfm::runtime_mpi), imported targets
-# whose usage requirements are the pkg-config file's.
+# The CMake package: tfm::runtime, tfm::tokenizer (and tfm::runtime_mpi),
+# imported targets whose usage requirements are the pkg-config files'.
 string(REPLACE ";" "|" TFM_MPI_LINK_ITEMS "${TFM_MPI_LINK}")
 configure_file(${PROJECT_SOURCE_DIR}/compiler/cmake/tfmConfig.cmake.in
   ${CMAKE_BINARY_DIR}/install/tfmConfig.cmake @ONLY)

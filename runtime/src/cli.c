@@ -1,6 +1,11 @@
-/*===- cli.c - the command line of tfm executables ------------------------===*/
+/*===- cli.c - the command line of tfm executables ------------------------===*
+ *
+ * Everything but the text: the text flags reach the tokenizers through a
+ * tfm_cli_text table that the tokenizer library passes in (tokenizer_cli.c
+ * holds tfm_main*), so this file, like the rest of libtfm_runtime.a, links
+ * without them.
+ *===----------------------------------------------------------------------===*/
 #include "internal.h"
-#include "tfm/tokenizer.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -140,40 +145,6 @@ static tfm_status narrow(tfm_tensor *t, const char *path) {
   return TFM_OK;
 }
 
-/* Loads --tokenizer PATH, or the tokenizer beside --weights. */
-static tfm_status open_tokenizer(const char *path, const char *weights,
-                                 tfm_tokenizer **out) {
-  if (path)
-    return tfm_tokenizer_load(path, out);
-  if (!weights)
-    return tfm_fail(TFM_ERR_ARGUMENT,
-                    "no tokenizer: give --tokenizer PATH (a tokenizer.json "
-                    "or a folder holding one)");
-  struct stat sb;
-  char *dir;
-  if (stat(weights, &sb) == 0 && S_ISDIR(sb.st_mode))
-    dir = tfm_strdup(weights);
-  else {
-    const char *slash = strrchr(weights, '/');
-    dir = !slash             ? tfm_strdup(".")
-          : slash == weights ? tfm_strdup("/")
-                             : tfm_strndup(weights, (size_t)(slash - weights));
-  }
-  if (!dir)
-    return tfm_fail(TFM_ERR_MEMORY, "out of memory");
-  tfm_status s;
-  if (tfm_tokenizer_in_folder(dir))
-    s = tfm_tokenizer_load(dir, out);
-  else
-    s = tfm_fail(TFM_ERR_ARGUMENT,
-                 "no tokenizer: %s holds no tokenizer.json (nor encoder.json "
-                 "and vocab.bpe, vocab.json and merges.txt, or tokenizer.model "
-                 "or spiece.model) beside the weights; give --tokenizer PATH",
-                 dir);
-  free(dir);
-  return s;
-}
-
 /* Reads a prompt file whole. */
 static char *read_prompt(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -239,8 +210,14 @@ static tfm_status parse_ids(const char *s, int32_t **ids, size_t *n) {
   }
 }
 
+static void close_tokenizer(const tfm_cli_text *tx, struct tfm_tokenizer *t) {
+  if (t)
+    tx->close(t);
+}
+
 /* Prints the prompt followed by the text that token `next` adds to it. */
-static tfm_status print_continuation(const tfm_tokenizer *tok,
+static tfm_status print_continuation(const tfm_cli_text *tx,
+                                     const struct tfm_tokenizer *tok,
                                      const char *prompt, size_t prompt_len,
                                      const int32_t *ids, size_t n,
                                      int32_t next) {
@@ -251,11 +228,11 @@ static tfm_status print_continuation(const tfm_tokenizer *tok,
   all[n] = next;
   char *before = NULL, *after = NULL, *alone = NULL;
   size_t lb = 0, la = 0, ln = 0;
-  tfm_status s = tfm_tokenizer_decode(tok, all, n, 1, &before, &lb);
+  tfm_status s = tx->decode(tok, all, n, 1, &before, &lb);
   if (s == TFM_OK)
-    s = tfm_tokenizer_decode(tok, all, n + 1, 1, &after, &la);
+    s = tx->decode(tok, all, n + 1, 1, &after, &la);
   if (s == TFM_OK)
-    s = tfm_tokenizer_decode(tok, &next, 1, 0, &alone, &ln);
+    s = tx->decode(tok, &next, 1, 0, &alone, &ln);
   if (s == TFM_OK) {
     fwrite(prompt, 1, prompt_len, stdout);
     /* The text the token adds; a special token (which adds none when
@@ -273,32 +250,23 @@ static tfm_status print_continuation(const tfm_tokenizer *tok,
   return s;
 }
 
-int tfm_main(int argc, char **argv, const char *model_json,
-             tfm_forward_fn forward) {
-  return tfm_main_step(argc, argv, model_json, forward, NULL);
-}
-
-int tfm_main_step(int argc, char **argv, const char *model_json,
-                  tfm_forward_fn forward, tfm_forward_fn step) {
-  return tfm_main_generate(argc, argv, model_json, forward, step, NULL);
-}
-
 static int run(int argc, char **argv, const char *model_json,
                tfm_forward_fn forward, tfm_forward_fn step,
-               tfm_forward_fn encode);
+               tfm_forward_fn encode, const tfm_cli_text *tx);
 
-int tfm_main_generate(int argc, char **argv, const char *model_json,
-                      tfm_forward_fn forward, tfm_forward_fn step,
-                      tfm_forward_fn encode) {
+int tfm_cli_main(int argc, char **argv, const char *model_json,
+                 tfm_forward_fn forward, tfm_forward_fn step,
+                 tfm_forward_fn encode, const tfm_cli_text *text) {
   /* A model compiled with --tensor-parallel runs as several ranks: each
    * runs all of this on its slice of the weights, rank 0 alone prints and
    * writes files, and a rank that fails stops the others (tp.c). */
-  return tfm_tp_finish(run(argc, argv, model_json, forward, step, encode));
+  return tfm_tp_finish(
+      run(argc, argv, model_json, forward, step, encode, text));
 }
 
 static int run(int argc, char **argv, const char *model_json,
                tfm_forward_fn forward, tfm_forward_fn step,
-               tfm_forward_fn encode) {
+               tfm_forward_fn encode, const tfm_cli_text *tx) {
   const char *prog = argc > 0 ? argv[0] : "model";
   const char *output = NULL;
   /* --weights, as often as given. */
@@ -431,13 +399,16 @@ static int run(int argc, char **argv, const char *model_json,
   if (!!tokenize + !!detokenize + !!prompt + !!prompt_file > 1)
     return fail(prog, "give one of --tokenize, --detokenize, --prompt and "
                       "--prompt-file");
-  tfm_tokenizer *tok = NULL;
+  struct tfm_tokenizer *tok = NULL;
   int32_t *prompt_ids = NULL;
   size_t num_prompt_ids = 0;
   char *prompt_text = NULL;
   size_t prompt_len = 0;
   if (tokenize || detokenize || prompt || prompt_file) {
-    if (open_tokenizer(tokenizer_path, num_weights ? weights[0] : NULL, &tok) !=
+    if (!tx)
+      return fail(prog, "this program was linked without the tokenizers "
+                        "(libtfm_tokenizer.a)");
+    if (tx->open(tokenizer_path, num_weights ? weights[0] : NULL, &tok) !=
         TFM_OK)
       return fail(prog, tfm_last_error());
   }
@@ -449,7 +420,7 @@ static int run(int argc, char **argv, const char *model_json,
     if (parse_ids(detokenize, &ids, &n) != TFM_OK)
       fail(prog, tfm_last_error());
     else {
-      if (tfm_tokenizer_decode(tok, ids, n, 0, &text, NULL) != TFM_OK)
+      if (tx->decode(tok, ids, n, 0, &text, NULL) != TFM_OK)
         fail(prog, tfm_last_error());
       else {
         printf("%s\n", text);
@@ -458,14 +429,14 @@ static int run(int argc, char **argv, const char *model_json,
       }
       free(ids);
     }
-    tfm_tokenizer_free(tok);
+    close_tokenizer(tx, tok);
     return r;
   }
   if (tokenize || prompt || prompt_file) {
     const char *src = prompt_file ? prompt_file : "the text";
     if (prompt_file) {
       if (!(prompt_text = read_prompt(prompt_file, &prompt_len))) {
-        tfm_tokenizer_free(tok);
+        close_tokenizer(tx, tok);
         return fail(prog, tfm_last_error());
       }
     } else {
@@ -473,16 +444,14 @@ static int run(int argc, char **argv, const char *model_json,
       prompt_len = strlen(t);
       prompt_text = tfm_strndup(t, prompt_len);
     }
-    if (!prompt_text ||
-        tfm_tokenizer_encode(tok, prompt_text, prompt_len,
-                             TFM_TOKENIZE_ADD_SPECIAL, &prompt_ids,
-                             &num_prompt_ids) != TFM_OK) {
+    if (!prompt_text || tx->encode(tok, prompt_text, prompt_len, &prompt_ids,
+                                   &num_prompt_ids) != TFM_OK) {
       if (prompt_text)
         fprintf(stderr, "%s: error: %s: %s\n", prog, src, tfm_last_error());
       else
         fail(prog, "out of memory");
       free(prompt_text);
-      tfm_tokenizer_free(tok);
+      close_tokenizer(tx, tok);
       return 1;
     }
     if (tokenize) {
@@ -491,14 +460,14 @@ static int run(int argc, char **argv, const char *model_json,
       printf("\n");
       free(prompt_ids);
       free(prompt_text);
-      tfm_tokenizer_free(tok);
+      close_tokenizer(tx, tok);
       return 0;
     }
     if (!num_prompt_ids) {
       fprintf(stderr, "%s: error: %s: the prompt gives no tokens\n", prog, src);
       free(prompt_ids);
       free(prompt_text);
-      tfm_tokenizer_free(tok);
+      close_tokenizer(tx, tok);
       return 1;
     }
   }
@@ -508,7 +477,7 @@ static int run(int argc, char **argv, const char *model_json,
       (encode && tfm_model_set_encoder(m, encode) != TFM_OK)) {
     free(prompt_ids);
     free(prompt_text);
-    tfm_tokenizer_free(tok);
+    close_tokenizer(tx, tok);
     return fail(prog, tfm_last_error());
   }
   /* Rank 0 prints (one process: always). */
@@ -520,7 +489,7 @@ static int run(int argc, char **argv, const char *model_json,
       tfm_model_destroy(m);
       free(prompt_ids);
       free(prompt_text);
-      tfm_tokenizer_free(tok);
+      close_tokenizer(tx, tok);
       return 0;
     }
   }
@@ -701,11 +670,11 @@ static int run(int argc, char **argv, const char *model_json,
       goto done;
     }
     for (size_t k = 0; tok && k < gen.num_stop; ++k) {
-      int32_t id = tfm_tokenizer_token_to_id(tok, gen.stop[k]);
+      int32_t id = tx->token_to_id(tok, gen.stop[k]);
       if (id >= 0 && gen.num_stop_ids < TFM_GEN_MAX_STOPS)
         gen.stop_ids[gen.num_stop_ids++] = id;
     }
-    rc = tfm_cli_generate(prog, m, tok, ids, prompt_text, prompt_len, &gen,
+    rc = tfm_cli_generate(prog, m, tx, tok, ids, prompt_text, prompt_len, &gen,
                           output);
     goto done;
   }
@@ -750,14 +719,14 @@ static int run(int argc, char **argv, const char *model_json,
   fprintf(info_out, "  mean %.6g; argmax of the last row: %lld (%.6g)\n",
           n ? sum / (double)n : 0.0, (long long)best, o[n - last + best]);
   if (prompt_ids && m->desc.logits) {
-    if (best >= tfm_tokenizer_vocab_size(tok)) {
+    if (best >= tx->vocab_size(tok)) {
       fprintf(stderr,
               "%s: error: the next token %lld is outside the tokenizer's "
               "vocabulary (%lld ids)\n",
-              prog, (long long)best, (long long)tfm_tokenizer_vocab_size(tok));
+              prog, (long long)best, (long long)tx->vocab_size(tok));
       goto done;
     }
-    if (print_continuation(tok, prompt_text, prompt_len, prompt_ids,
+    if (print_continuation(tx, tok, prompt_text, prompt_len, prompt_ids,
                            num_prompt_ids, (int32_t)best) != TFM_OK) {
       fail(prog, tfm_last_error());
       goto done;
@@ -793,7 +762,7 @@ static int run(int argc, char **argv, const char *model_json,
 done:
   free(prompt_ids);
   free(prompt_text);
-  tfm_tokenizer_free(tok);
+  close_tokenizer(tx, tok);
   tfm_tensor_free(&out);
   for (size_t i = 0; i < TFM_MAX_INPUTS; ++i)
     tfm_tensor_free(&inputs[i]);

@@ -13,7 +13,6 @@
  * the target from the decoder's start token.
  *===----------------------------------------------------------------------===*/
 #include "internal.h"
-#include "tfm/tokenizer.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -122,7 +121,7 @@ static int cmp_ms(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int tfm_cli_generate(const char *prog, tfm_model *m,
+int tfm_cli_generate(const char *prog, tfm_model *m, const tfm_cli_text *tx,
                      const struct tfm_tokenizer *tok, const tfm_tensor *tokens,
                      const char *prompt_text, size_t prompt_len,
                      const tfm_gen_options *o, const char *output) {
@@ -203,12 +202,12 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
   if (ids)
     memcpy(ids, rows[0], (size_t)plen * sizeof(int32_t));
   uint64_t state = o->seed;
-  int32_t eos = tok ? tfm_tokenizer_eos_id(tok) : -1;
+  int32_t eos = tok ? tx->eos_id(tok) : -1;
   size_t printed = 0, prompt_text_len = 0;
   if (tok) {
     /* What the prompt's ids decode to: generated text is what follows. */
-    if (tfm_tokenizer_decode(tok, ids, (size_t)plen, 1, &text,
-                             &prompt_text_len) != TFM_OK) {
+    if (tx->decode(tok, ids, (size_t)plen, 1, &text, &prompt_text_len) !=
+        TFM_OK) {
       fprintf(stderr, "%s: error: %s\n", prog, tfm_last_error());
       goto done;
     }
@@ -261,8 +260,8 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
       for (size_t k = 0; k < o->num_stop_ids; ++k)
         is_stop_token |= t == o->stop_ids[k];
       size_t len;
-      if (tfm_tokenizer_decode(tok, ids, (size_t)(plen + i + 1), 1, &text,
-                               &len) != TFM_OK) {
+      if (tx->decode(tok, ids, (size_t)(plen + i + 1), 1, &text, &len) !=
+          TFM_OK) {
         fprintf(stderr, "%s: error: %s\n", prog, tfm_last_error());
         goto done;
       }
@@ -276,8 +275,8 @@ int tfm_cli_generate(const char *prog, tfm_model *m,
           /* The stop token's own text (if any) is not printed. */
           char *before = NULL;
           size_t lb = 0;
-          if (tfm_tokenizer_decode(tok, ids, (size_t)(plen + i), 1, &before,
-                                   &lb) == TFM_OK)
+          if (tx->decode(tok, ids, (size_t)(plen + i), 1, &before, &lb) ==
+              TFM_OK)
             cut = lb >= prompt_text_len ? lb - prompt_text_len : 0;
           free(before);
           if (cut > glen)

@@ -392,11 +392,40 @@ tfm_status tfm_generation_unavailable(const tfm_model *m);
  * `scratch` holds vocab (float, int32) pairs. */
 int32_t tfm_sample(const float *logits, int64_t vocab, const tfm_gen_options *o,
                    uint64_t *state, void *scratch);
-/* --generate: `tokens` [B, T] int32 (B <= TFM_GEN_MAX_BATCH) are the
- * prompts; with a tokenizer (B = 1) the text streams to stdout; the ids go
- * to `output` (npy) when given. Returns the exit status. */
+/* The command line's text side (--prompt, --tokenize, --detokenize, the
+ * text that --generate streams): the tokenizer library's functions. The
+ * core runtime reaches them only through this table, so that it links
+ * without libtfm_tokenizer.a; tokenizer_cli.c (in that library) fills it
+ * and passes it to tfm_cli_main from tfm_main*. */
 struct tfm_tokenizer;
-int tfm_cli_generate(const char *prog, tfm_model *m,
+typedef struct tfm_cli_text {
+  /* --tokenizer `path`, else the tokenizer beside `weights` (the first
+   * --weights, or NULL). */
+  tfm_status (*open)(const char *path, const char *weights,
+                     struct tfm_tokenizer **out);
+  void (*close)(struct tfm_tokenizer *t);
+  /* A prompt's ids, with the special tokens the model expects around it. */
+  tfm_status (*encode)(const struct tfm_tokenizer *t, const char *text,
+                       size_t len, int32_t **ids, size_t *n);
+  /* tfm_tokenizer_decode and the look-ups of tfm/tokenizer.h. */
+  tfm_status (*decode)(const struct tfm_tokenizer *t, const int32_t *ids,
+                       size_t n, int skip_special, char **text, size_t *len);
+  int64_t (*vocab_size)(const struct tfm_tokenizer *t);
+  int32_t (*token_to_id)(const struct tfm_tokenizer *t, const char *token);
+  int32_t (*eos_id)(const struct tfm_tokenizer *t);
+} tfm_cli_text;
+
+/* The executable's command line (cli.c) with `text` as its text side
+ * (NULL: the text flags are refused); tfm_main* call it. */
+int tfm_cli_main(int argc, char **argv, const char *model_json,
+                 tfm_forward_fn forward, tfm_forward_fn step,
+                 tfm_forward_fn encode, const tfm_cli_text *text);
+
+/* --generate: `tokens` [B, T] int32 (B <= TFM_GEN_MAX_BATCH) are the
+ * prompts; with a tokenizer `tok` (B = 1), read through `text`, the text
+ * streams to stdout; the ids go to `output` (npy) when given. Returns the
+ * exit status. */
+int tfm_cli_generate(const char *prog, tfm_model *m, const tfm_cli_text *text,
                      const struct tfm_tokenizer *tok, const tfm_tensor *tokens,
                      const char *prompt_text, size_t prompt_len,
                      const tfm_gen_options *o, const char *output);

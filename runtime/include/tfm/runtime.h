@@ -1,9 +1,11 @@
 /*===- runtime.h - the tfm C runtime ------------------------------*- C -*-===*
  *
- * A thin C11 library linked into every tfm artifact: tensors, npy files,
- * safetensors weights (mmap, checked against the model's parameter table),
- * the model wrapper that validates inputs and runs a compiled forward pass,
- * threads, timing, and the executable's command line. No LLVM dependency.
+ * A thin C11 library linked into every tfm artifact (libtfm_runtime.a):
+ * tensors, npy files, safetensors weights (mmap, checked against the
+ * model's parameter table), the model wrapper that validates inputs and
+ * runs a compiled forward pass, threads, timing. No LLVM dependency. The
+ * executable's command line, tfm_main*, is declared here and lives in
+ * libtfm_tokenizer.a with the tokenizers (tfm/tokenizer.h).
  *
  * Every call that can fail returns a tfm_status; tfm_last_error() holds the
  * message of the last failure on this thread.
@@ -239,7 +241,9 @@ tfm_status tfm_cuda_init(void);
 tfm_status tfm_cuda_status(void);
 void tfm_cuda_clear_status(void);
 
-/* The executable's main: tfmc links it with the model's entry point. */
+/* The executable's main: tfmc links it with the model's entry point. These
+ * three are in libtfm_tokenizer.a (the command line takes text): a program
+ * calling them links it before libtfm_runtime.a. */
 int tfm_main(int argc, char **argv, const char *model_json,
              tfm_forward_fn forward);
 /* The same for a model that can generate: `step` may be NULL. */

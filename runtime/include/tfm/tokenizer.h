@@ -18,6 +18,10 @@
  * first time a `.model` file is read: from $TFM_SENTENCEPIECE_BRIDGE if set,
  * else from where the build put it, else by the loader's search.
  *
+ * These functions are libtfm_tokenizer.a, which a program links before
+ * libtfm_runtime.a (pkg-config tfm-tokenizer, CMake tfm::tokenizer); the
+ * runtime itself never calls them.
+ *
  * Every call that can fail returns a tfm_status; tfm_last_error() holds the
  * message, which names the file and the problem.
  *===----------------------------------------------------------------------===*/
