@@ -717,15 +717,15 @@ def main():
     t_start = time.monotonic()
     tfm_build = {}
     if "tfm" in args.peers:
-        # A snapshot of tfmc and its runtime (tfmc links ../lib/libtfm_runtime.a): the build
+        # A snapshot of tfmc and its runtime (tfmc links ../lib/libtfm_*.a): the build
         # folder may be rebuilt while this runs.
         snap = os.path.join(work, "tfm-snapshot")
         src_bin = os.path.dirname(os.path.abspath(args.tfmc))
         src_lib = os.path.join(os.path.dirname(src_bin), "lib")
         for d in ("bin", "lib"):
             os.makedirs(os.path.join(snap, d), exist_ok=True)
-        for src, dst in ((args.tfmc, "bin/tfmc"), (os.path.join(src_lib, "libtfm_runtime.a"), "lib/libtfm_runtime.a"),
-                         (os.path.join(src_lib, "tfm_main.o"), "lib/tfm_main.o")):
+        for src, dst in [(args.tfmc, "bin/tfmc")] + [(os.path.join(src_lib, f), "lib/" + f) for f in
+                                                     ("libtfm_runtime.a", "libtfm_tokenizer.a", "tfm_main.o")]:
             shutil.copy2(src, os.path.join(snap, dst))
             tfm_build[dst] = datetime.datetime.fromtimestamp(os.path.getmtime(src)).isoformat(timespec="seconds")
         args.tfmc = os.path.join(snap, "bin", "tfmc")

@@ -220,13 +220,13 @@ def case_flops(spec, rows, causal_pairs):
 # ---------------------------------------------------------------------------------------------
 # peers
 def snapshot_tfmc(tfmc, work):
-    """tfmc links ../lib/{libtfm_runtime.a,tfm_main.o} next to its bin/: copy
-    the three (build/ may be rebuilt while this runs). Waits a little for a
+    """tfmc links ../lib/{libtfm_runtime.a,libtfm_tokenizer.a,tfm_main.o} next
+    to its bin/: copy the four (build/ may be rebuilt while this runs). Waits a little for a
     rebuild in progress to put them back."""
     snap = os.path.join(work, "tfm-snapshot")
     src_lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(tfmc))), "lib")
-    files = [(tfmc, "bin/tfmc"), (os.path.join(src_lib, "libtfm_runtime.a"), "lib/libtfm_runtime.a"),
-             (os.path.join(src_lib, "tfm_main.o"), "lib/tfm_main.o")]
+    files = [(tfmc, "bin/tfmc")] + [(os.path.join(src_lib, f), "lib/" + f) for f in
+                                    ("libtfm_runtime.a", "libtfm_tokenizer.a", "tfm_main.o")]
     for _ in range(60):
         if all(os.path.exists(s) for s, _ in files):
             break

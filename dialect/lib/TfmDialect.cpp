@@ -1,6 +1,7 @@
 //===- TfmDialect.cpp - tfm dialect ---------------------------------------===//
 
 #include "tfm/Dialect/TfmDialect.h"
+#include "tfm/Dialect/ModelDescription.h"
 #include "tfm/Dialect/TfmOps.h"
 
 #include "mlir/IR/DialectImplementation.h"
@@ -77,6 +78,18 @@ LogicalResult TfmDialect::verifyOperationAttribute(Operation *op,
     if (!n || !n.getType().isSignlessInteger(64) || n.getInt() < 0)
       return op->emitOpError()
              << "'" << name << "' must be a non-negative i64, got " << value;
+    return success();
+  }
+  if (name == ModelAttrHelper::getNameStr()) {
+    bool known;
+    {
+      std::lock_guard<std::mutex> lock(verifiedModelsMutex);
+      known = verifiedModels.contains(value);
+    }
+    if (failed(verifyModelAttribute(op, value, /*checkDescription=*/!known)))
+      return failure();
+    std::lock_guard<std::mutex> lock(verifiedModelsMutex);
+    verifiedModels.insert(value);
     return success();
   }
   if (name == KeepParallelAttrHelper::getNameStr()) {

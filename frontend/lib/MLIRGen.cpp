@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Frontend/MLIRGen.h"
+#include "tfm/Dialect/ModelDescription.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -32,7 +33,7 @@ public:
             const ModuleOptions &options)
       : b(&ctx), spec(spec), table(spec.params()), modelLoc(modelLoc),
         options(options) {
-    switch (spec.dtype) {
+    switch (options.computeType.value_or(spec.dtype)) {
     case DType::f32:
       elt = b.getF32Type();
       break;
@@ -52,6 +53,9 @@ private:
   /// decode), for a decoder or encoder-decoder with token input and an LM
   /// head.
   void buildStep(ModuleOp module);
+  /// Attaches `tfm.model` (ModelDescription): the description, the entry
+  /// points and the caches' layout.
+  void describe(ModuleOp module);
   /// Sets up the forward function of a decoder to attend through fresh
   /// caches (see buildModule): the batch and length of `tokens`, and each
   /// sequence's position, 0.
@@ -427,13 +431,7 @@ Value Generator::stack(Value x, int32_t index, Value lengths, Value memory,
 
   // Every op of a layer carries the layer's name (locOf).
   for (layer = 0; layer < s.layers && !failed; ++layer) {
-    // sliding(global_every = K): every K-th layer is plain causal.
-    AttentionSpec self = s.attention;
-    if (self.mask == MaskKind::sliding && self.globalEvery > 0 &&
-        (layer + 1) % self.globalEvery == 0) {
-      self.mask = MaskKind::causal;
-      self.window = 0;
-    }
+    AttentionSpec self = s.selfAttention(layer);
     auto selfAttn = [&](Value h) {
       return attention(h, h, ParamBlock::Attn, self, &s.embedding, lengths);
     };
@@ -586,9 +584,41 @@ OwningOpRef<ModuleOp> Generator::build() {
     buildEncoder(*module);
     buildStep(*module);
   }
+  describe(*module);
   if (failed || mlir::failed(verify(*module)))
     return nullptr;
   return module;
+}
+
+void Generator::describe(ModuleOp module) {
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << spec.toJSON();
+  bool step = options.cacheEntryPoints && hasStepFunction(spec);
+  bool encode = options.cacheEntryPoints && hasEncoderFunction(spec);
+  std::optional<CacheLayout> cache;
+  if (step) {
+    const StackSpec &s = spec.mainStack();
+    cache.emplace();
+    cache->layers = s.layers;
+    cache->kvHeads = spec.localKvHeads(s.attention);
+    cache->headDim = s.attention.headDim;
+    for (int64_t l = 0; l < s.layers; ++l) {
+      AttentionSpec a = s.selfAttention(l);
+      cache->windows.push_back(a.mask == MaskKind::sliding ? a.window : 0);
+    }
+    if (encode)
+      cache->encoder = CacheLayout::Encoder{spec.localKvHeads(s.cross),
+                                            s.cross.headDim, spec.dModel,
+                                            // The encode entry point takes the
+                                            // source lengths after the source.
+                                            spec.stacks[0].attention.padding};
+  }
+  module->setAttr(ModelDescription::kAttrName,
+                  ModelDescription::build(module.getContext(), json, spec.name,
+                                          step ? spec.name + "_cached" : "",
+                                          encode ? spec.name + "_encoder" : "",
+                                          cache));
 }
 
 bool mlir::tfm::hasStepFunction(const ModelSpec &spec) {

@@ -54,46 +54,48 @@ void Progress::step(StringRef model, StringRef what) {
 //===----------------------------------------------------------------------===//
 
 FailureOr<HostInterface>
-driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
-                      const llvm::json::Object &target) {
+driver::readInterface(ModuleOp module, const ModelDescription *model,
+                      StringRef name, const llvm::json::Object &target) {
   FailureOr<std::vector<AbiArg>> abi = readAbi(module, name);
   auto func = module.lookupSymbol<func::FuncOp>(name);
   if (failed(abi) || !func)
     return emitError(module.getLoc(), "internal: no lowered model function");
   HostInterface iface;
   iface.abi = std::move(*abi);
-  if (!spec) {
+  if (!model) {
     iface.metadata = functionMetadata(name, iface.abi, target);
     return iface;
   }
-  iface.table = spec->params();
-  ArrayAttr paramsAttr = module.getContext()
-                             ->getLoadedDialect<TfmDialect>()
-                             ->getParamsAttrHelper()
-                             .getAttr(func);
+  auto paramsOf = [&](func::FuncOp f) {
+    return module.getContext()
+        ->getLoadedDialect<TfmDialect>()
+        ->getParamsAttrHelper()
+        .getAttr(f);
+  };
+  ArrayAttr paramsAttr = paramsOf(func);
   if (!paramsAttr)
     return emitError(func.getLoc(), "internal: no tfm.params on the model");
-  auto params = resolveAbiParams(iface.table, paramsAttr, func.getLoc());
+  auto params = resolveAbiParams(*model, paramsAttr, func.getLoc());
   if (failed(params))
     return failure();
   iface.params = std::move(*params);
   llvm::json::Object fields(target);
-  // An extra entry point over the forward pass's parameter table
-  // (`<name>_cached`, `<name>_encoder`): its ABI, parameters renumbered as
-  // the forward pass's; none when the module has no such function.
+  // An extra entry point over the forward pass's parameter table (the step
+  // function, the encoder): its ABI, parameters renumbered as the forward
+  // pass's; none when the model has no such function.
   auto readExtra =
       [&](StringRef fn) -> FailureOr<std::optional<std::vector<AbiArg>>> {
-    auto extra = module.lookupSymbol<func::FuncOp>(fn);
-    if (!extra)
+    if (fn.empty())
       return std::optional<std::vector<AbiArg>>();
-    FailureOr<std::vector<AbiArg>> extraAbi = readAbi(module, fn);
-    ArrayAttr extraParams = module.getContext()
-                                ->getLoadedDialect<TfmDialect>()
-                                ->getParamsAttrHelper()
-                                .getAttr(extra);
+    auto extra = module.lookupSymbol<func::FuncOp>(fn);
+    FailureOr<std::vector<AbiArg>> extraAbi =
+        extra ? readAbi(module, fn) : FailureOr<std::vector<AbiArg>>();
+    ArrayAttr extraParams = extra ? paramsOf(extra) : ArrayAttr();
     if (failed(extraAbi) || !extraParams)
-      return emitError(extra.getLoc(), "internal: no lowered '") << fn << "'";
-    auto resolved = resolveAbiParams(iface.table, extraParams, extra.getLoc());
+      return emitError(extra ? extra.getLoc() : module.getLoc(),
+                       "internal: no lowered '")
+             << fn << "'";
+    auto resolved = resolveAbiParams(*model, extraParams, extra.getLoc());
     if (failed(resolved))
       return failure();
     for (AbiArg &a : *extraAbi) {
@@ -106,46 +108,40 @@ driver::readInterface(ModuleOp module, const ModelSpec *spec, StringRef name,
       });
       if (it == iface.params.end())
         return emitError(extra.getLoc(), "internal: '")
-               << fn << "' reads '" << iface.table[p.index].name
+               << fn << "' reads '" << model->params[p.index].name
                << "' in a layout the forward pass does not";
       a.index = it - iface.params.begin();
     }
     return std::optional<std::vector<AbiArg>>(std::move(*extraAbi));
   };
-  auto stepAbi = readExtra((name + "_cached").str());
-  auto encodeAbi = readExtra((name + "_encoder").str());
+  auto stepAbi = readExtra(model->step);
+  auto encodeAbi = readExtra(model->encode);
   if (failed(stepAbi) || failed(encodeAbi))
     return failure();
   iface.encodeAbi = std::move(*encodeAbi);
   if (*stepAbi) {
     iface.stepAbi = std::move(**stepAbi);
-    const StackSpec &s = spec->mainStack();
-    // Each layer's sliding window (0: none): its cache is a ring buffer.
+    const CacheLayout &c = *model->cache;
     llvm::json::Array windows;
-    for (int64_t l = 0; l < s.layers; ++l) {
-      const AttentionSpec &a = s.attention;
-      bool global = a.globalEvery > 0 && (l + 1) % a.globalEvery == 0;
-      windows.push_back(a.mask == MaskKind::sliding && !global ? a.window
-                                                               : int64_t(0));
-    }
+    for (int64_t w : c.windows)
+      windows.push_back(w);
     llvm::json::Object generation{{"entry", (name + "_step").str()},
-                                  {"layers", s.layers},
-                                  {"kv_heads", spec->localKvHeads(s.attention)},
-                                  {"head_dim", s.attention.headDim},
+                                  {"layers", c.layers},
+                                  {"kv_heads", c.kvHeads},
+                                  {"head_dim", c.headDim},
                                   {"windows", std::move(windows)}};
     // An encoder-decoder: the entry point that encodes the source and the
     // cross-attention caches' sizes (one pair per decoder layer).
     if (iface.encodeAbi)
       generation["encoder"] =
           llvm::json::Object{{"entry", (name + "_encode").str()},
-                             {"kv_heads", spec->localKvHeads(s.cross)},
-                             {"head_dim", s.cross.headDim},
-                             {"d_model", spec->dModel},
-                             // It takes the source lengths after the source.
-                             {"lengths", spec->stacks[0].attention.padding}};
+                             {"kv_heads", c.encoder->kvHeads},
+                             {"head_dim", c.encoder->headDim},
+                             {"d_model", c.encoder->dModel},
+                             {"lengths", c.encoder->lengths}};
     fields["generation"] = std::move(generation);
   }
-  iface.metadata = modelMetadata(*spec, iface.table, iface.params, fields);
+  iface.metadata = modelMetadata(*model, iface.params, fields);
   return iface;
 }
 
@@ -202,7 +198,7 @@ LogicalResult HostEmitter::checkOutputs(StringRef name) {
   return checkNotInput(ctx, options, header);
 }
 
-LogicalResult HostEmitter::emit(const ModelSpec *spec, StringRef name,
+LogicalResult HostEmitter::emit(const ModelDescription *model, StringRef name,
                                 ModuleOp module, const HostCpu &cpu,
                                 const HostInterface &iface,
                                 llvm::raw_ostream &os) {
@@ -259,7 +255,7 @@ LogicalResult HostEmitter::emit(const ModelSpec *spec, StringRef name,
   if (failed(objects))
     return failure();
   if (options.artifact == ArtifactKind::Object)
-    return writeHeader(spec, name, iface, out);
+    return writeHeader(model, name, iface, out);
   if (objectOnly)
     return success();
   progress.step(name, "linking " + out);
@@ -405,7 +401,8 @@ LogicalResult HostEmitter::mergeObjects(StringRef driver,
   return diag;
 }
 
-LogicalResult HostEmitter::writeHeader(const ModelSpec *spec, StringRef name,
+LogicalResult HostEmitter::writeHeader(const ModelDescription *model,
+                                       StringRef name,
                                        const HostInterface &iface,
                                        StringRef objectPath) {
   std::string header = headerPath(objectPath);
@@ -413,8 +410,8 @@ LogicalResult HostEmitter::writeHeader(const ModelSpec *spec, StringRef name,
   llvm::raw_fd_ostream h(header, ec, llvm::sys::fs::OF_Text);
   if (ec)
     return error() << "cannot write '" << header << "': " << ec.message();
-  if (spec) {
-    h << generateHeader(*spec, iface.table, iface.params);
+  if (model) {
+    h << generateHeader(*model, iface.params);
     return success();
   }
   h << "/* " << name << ": generated by tfmc from hand-written IR. */\n"
@@ -471,15 +468,24 @@ LogicalResult HostEmitter::link(ArrayRef<std::string> objects,
   if (!llvm::sys::fs::exists(besideTfmc))
     libDir = TFM_BUILD_LIB_DIR;
 #endif
-  SmallString<256> runtime(libDir), mainObj(libDir);
+  SmallString<256> runtime(libDir), tokenizer(libDir), mainObj(libDir);
   llvm::sys::path::append(runtime, "libtfm_runtime.a");
+  llvm::sys::path::append(tokenizer, "libtfm_tokenizer.a");
   llvm::sys::path::append(mainObj, "tfm_main.o");
   if (!llvm::sys::fs::exists(runtime))
     return error() << "the runtime library is missing: " << besideTfmc;
+  // The tokenizers and the command line (tfm_main*): executables and shared
+  // libraries take text, so both link them, before the core runtime they
+  // call. An object (-c) links neither: its program adds the tokenizer
+  // library if it tokenizes (docs/Runtime.md).
+  if (!llvm::sys::fs::exists(tokenizer))
+    return error() << "the tokenizer library is missing: " << tokenizer;
   bool shared = options.artifact == ArtifactKind::Shared;
   // Tensor parallelism: the runtime's MPI side, before the runtime (whose
   // weak references it fills), and Open MPI's libraries after it.
-  std::vector<std::string> runtimeLibs{runtime.str().str()}, mpiLibs;
+  std::vector<std::string> runtimeLibs{tokenizer.str().str(),
+                                       runtime.str().str()},
+      mpiLibs;
   if (llvm::any_of(objects, [](const std::string &object) {
         return callsTensorParallel(object);
       })) {
@@ -488,7 +494,7 @@ LogicalResult HostEmitter::link(ArrayRef<std::string> objects,
     llvm::sys::path::append(mpiRuntime, "libtfm_runtime_mpi.a");
     if (!llvm::sys::fs::exists(mpiRuntime))
       return error() << "the runtime's MPI library is missing: " << mpiRuntime;
-    runtimeLibs.insert(runtimeLibs.begin(), mpiRuntime.str().str());
+    runtimeLibs.insert(runtimeLibs.end() - 1, mpiRuntime.str().str());
     SmallVector<StringRef> flags;
     StringRef(TFM_MPI_LINK).split(flags, '|', -1, false);
     for (StringRef f : flags)
@@ -522,7 +528,7 @@ LogicalResult HostEmitter::link(ArrayRef<std::string> objects,
   for (const char *a :
        {"-L" TFM_OMP_DIR, "-lomp", "-Wl,-rpath," TFM_OMP_DIR, "-lm"})
     args.push_back(a);
-  // The runtime's lib/ as a run path: the runtime loads the SentencePiece
+  // The runtime's lib/ as a run path: the tokenizers load the SentencePiece
   // bridge (libtfm_sentencepiece.so) from there with dlopen.
   args.push_back((Twine("-Wl,-rpath,") + libDir).str());
   args.push_back("-o");

@@ -41,14 +41,15 @@ struct HostInterface {
   /// An encoder-decoder's `<name>_encode` (over `<name>_encoder`), numbered
   /// the same way; empty without one.
   std::optional<std::vector<AbiArg>> encodeAbi;
-  ParamTable table;
   std::vector<AbiParam> params;
   std::string metadata; ///< the description embedded in the artifact
 };
 
-/// Reads the interface of `name`; `spec` is null for hand-written IR.
-/// `target` holds the description's target fields.
-FailureOr<HostInterface> readInterface(ModuleOp module, const ModelSpec *spec,
+/// Reads the interface of `name`; `model` is null for a hand-written
+/// function without a description. `target` holds the description's target
+/// fields.
+FailureOr<HostInterface> readInterface(ModuleOp module,
+                                       const ModelDescription *model,
                                        StringRef name,
                                        const llvm::json::Object &target);
 
@@ -63,9 +64,9 @@ public:
               TimingScope &timing, Progress &progress)
       : ctx(ctx), options(options), timing(timing), progress(progress) {}
 
-  LogicalResult emit(const ModelSpec *spec, StringRef name, ModuleOp module,
-                     const HostCpu &cpu, const HostInterface &iface,
-                     llvm::raw_ostream &os);
+  LogicalResult emit(const ModelDescription *model, StringRef name,
+                     ModuleOp module, const HostCpu &cpu,
+                     const HostInterface &iface, llvm::raw_ostream &os);
 
   /// Checks, before any work, that the files a binary stage writes can be
   /// written: none is the input, and `-c`'s header is a file of its own
@@ -88,7 +89,7 @@ private:
   /// One relocatable object at `path` from `parts` (`driver -r`, lld).
   LogicalResult mergeObjects(StringRef driver, ArrayRef<std::string> parts,
                              StringRef path);
-  LogicalResult writeHeader(const ModelSpec *spec, StringRef name,
+  LogicalResult writeHeader(const ModelDescription *model, StringRef name,
                             const HostInterface &iface, StringRef objectPath);
   LogicalResult link(ArrayRef<std::string> objects, StringRef output);
   std::string outputPath(StringRef name) const;

@@ -14,6 +14,7 @@
 
 #include "Artifacts.h"
 
+#include "tfm/Dialect/ModelDescription.h"
 #include "tfm/Dialect/TfmOps.h"
 #include "tfm/Frontend/AST.h"
 #include "tfm/Frontend/Lexer.h"
@@ -220,12 +221,13 @@ public:
 private:
   LogicalResult compileMLIR(llvm::SourceMgr &sourceMgr);
   LogicalResult compileTfm(llvm::SourceMgr &sourceMgr);
-  /// What hand-written IR cannot be compiled with: parameters in an
-  /// artifact, types the target does not compute in.
-  LogicalResult checkHandWritten(ModuleOp module);
-  /// Runs the pipeline on `module` (built from `spec`, or hand-written
-  /// when it is null) and writes the requested stage.
-  LogicalResult lower(const ModelSpec *spec, StringRef name, DType dtype,
+  /// What IR cannot be compiled with: parameters in an artifact without a
+  /// description (`hasModel`: the module has one), types the target does
+  /// not compute in.
+  LogicalResult checkIR(ModuleOp module, bool hasModel);
+  /// Runs the pipeline on `module` (described by `model`, or a hand-written
+  /// function `name` when it is null) and writes the requested stage.
+  LogicalResult lower(const ModelDescription *model, StringRef name,
                       ModuleOp module);
   LogicalResult runPipeline(ModuleOp module, const PipelineConfig &config,
                             Stage first, Stage last);
@@ -276,13 +278,16 @@ LogicalResult Compilation::compileSource(llvm::SourceMgr &sourceMgr) {
 }
 
 LogicalResult Compilation::compileMLIR(llvm::SourceMgr &sourceMgr) {
-  // Hand-written tfm IR: one public function with tensor arguments and one
-  // tensor result, compiled like a model without parameters.
+  // A model's module as `--emit=tfm` printed it (it carries `tfm.model`),
+  // compiled as the .tfm file it came from; or hand-written tfm IR: one
+  // public function with tensor arguments and one tensor result, compiled
+  // like a model without parameters.
   if (options.emit <= Stage::JSON)
     return error() << "--emit=tokens, ast and json need a .tfm input";
   if (options.tensorParallel > 1)
     return error() << "--tensor-parallel splits a model described in a .tfm "
-                      "file; an .mlir input is compiled as written";
+                      "file; an .mlir input is compiled as written (a "
+                      "model's module says how it is split)";
   // MLIR's parser has no nesting limit: deep enough IR overflows its stack.
   const llvm::MemoryBuffer *buf =
       sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
@@ -297,6 +302,19 @@ LogicalResult Compilation::compileMLIR(llvm::SourceMgr &sourceMgr) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   if (!module)
     return failure();
+  FailureOr<std::optional<ModelDescription>> model =
+      ModelDescription::read(*module);
+  if (failed(model))
+    return failure();
+  if (*model) {
+    if (options.emit == Stage::Tfm) {
+      module->print(os);
+      return success();
+    }
+    if (failed(checkIR(*module, /*hasModel=*/true)))
+      return failure();
+    return lower(&**model, (*model)->forward, *module);
+  }
   SmallVector<func::FuncOp> funcs;
   for (auto f : module->getOps<func::FuncOp>())
     if (!f.isExternal())
@@ -309,16 +327,16 @@ LogicalResult Compilation::compileMLIR(llvm::SourceMgr &sourceMgr) {
     module->print(os);
     return success();
   }
-  if (failed(checkHandWritten(*module)))
+  if (failed(checkIR(*module, /*hasModel=*/false)))
     return failure();
   std::string name = funcs[0].getName().str();
-  return lower(nullptr, name, DType::f32, *module);
+  return lower(nullptr, name, *module);
 }
 
-LogicalResult Compilation::checkHandWritten(ModuleOp module) {
+LogicalResult Compilation::checkIR(ModuleOp module, bool hasModel) {
   // An artifact passes its weights by the description's parameter table,
   // which hand-written IR does not have: its tensors are its arguments.
-  if (options.emit == Stage::Obj || options.emit == Stage::Exe) {
+  if (!hasModel && (options.emit == Stage::Obj || options.emit == Stage::Exe)) {
     WalkResult params =
         module.walk([](ParamOp param) {
           param.emitOpError()
@@ -353,6 +371,18 @@ LogicalResult Compilation::checkHandWritten(ModuleOp module) {
     return WalkResult::advance();
   });
   return failure(types.wasInterrupted());
+}
+
+static DType toDType(ComputeType type) {
+  switch (type) {
+  case ComputeType::f32:
+    return DType::f32;
+  case ComputeType::f16:
+    return DType::f16;
+  case ComputeType::bf16:
+    return DType::bf16;
+  }
+  llvm_unreachable("unknown ComputeType");
 }
 
 LogicalResult Compilation::compileTfm(llvm::SourceMgr &sourceMgr) {
@@ -401,22 +431,18 @@ LogicalResult Compilation::compileTfm(llvm::SourceMgr &sourceMgr) {
   }
   // The CPU computes in f32 whatever the model's dtype: weights are
   // converted when they are loaded. The GPU computes in the model's dtype
-  // (or --dtype).
-  ModelSpec lowered = *spec;
-  if (options.target == TargetKind::CUDA) {
-    if (options.gpuDType)
-      lowered.dtype = *options.gpuDType;
-  } else if (options.emit != Stage::Tfm) {
-    lowered.dtype = DType::f32;
-  }
-  // The KV-cache entry points are CPU-only for now: their attention is not
-  // lowered for CUDA yet. Without attention fusion, the forward function
-  // keeps the primitive attention the user asked for.
+  // (or --dtype). The KV-cache entry points are CPU-only for now: their
+  // attention is not lowered for CUDA yet. Without attention fusion, the
+  // forward function keeps the primitive attention the user asked for.
   ModuleOptions built;
+  if (options.target != TargetKind::CUDA)
+    built.computeType = DType::f32;
+  else if (options.gpuDType)
+    built.computeType = toDType(*options.gpuDType);
   built.cacheEntryPoints = options.target != TargetKind::CUDA;
   built.forwardThroughCaches = options.fuseAttention;
   OwningOpRef<ModuleOp> module =
-      buildModule(ctx, lowered, diags.loc(decl->loc), built);
+      buildModule(ctx, *spec, diags.loc(decl->loc), built);
   if (!module)
     return failure();
   frontEnd.stop();
@@ -424,7 +450,24 @@ LogicalResult Compilation::compileTfm(llvm::SourceMgr &sourceMgr) {
     module->print(os);
     return success();
   }
-  return lower(spec, spec->name, lowered.dtype, *module);
+  // From here on, the module is all there is: a .mlir file that `--emit=tfm`
+  // printed takes the same path.
+  FailureOr<std::optional<ModelDescription>> model =
+      ModelDescription::read(*module);
+  if (failed(model) || !*model)
+    return emitError(module->getLoc(), "internal: no model description");
+  return lower(&**model, (*model)->forward, *module);
+}
+
+/// What `name` computes in: the element type of its first float result
+/// (f32 when it has none).
+static std::string computeTypeOf(ModuleOp module, StringRef name) {
+  auto func = module.lookupSymbol<func::FuncOp>(name);
+  for (Type t : func ? func.getResultTypes() : ArrayRef<Type>())
+    if (auto shaped = dyn_cast<ShapedType>(t))
+      if (auto f = dyn_cast<FloatType>(shaped.getElementType()))
+        return f.isF16() ? "f16" : f.isBF16() ? "bf16" : "f32";
+  return "f32";
 }
 
 LogicalResult Compilation::runPipeline(ModuleOp module,
@@ -440,8 +483,8 @@ LogicalResult Compilation::runPipeline(ModuleOp module,
   return pm.run(module);
 }
 
-LogicalResult Compilation::lower(const ModelSpec *spec, StringRef name,
-                                 DType dtype, ModuleOp module) {
+LogicalResult Compilation::lower(const ModelDescription *model, StringRef name,
+                                 ModuleOp module) {
   const StageInfo &info = getStageInfo(options.emit);
   if (!stageRunsOn(options.emit, options.target))
     return error() << info.otherTargetError;
@@ -461,10 +504,10 @@ LogicalResult Compilation::lower(const ModelSpec *spec, StringRef name,
   // A bf16 model keeps its linear weights in bf16 on a CPU that multiplies
   // them (AVX512_BF16); elsewhere they are converted to f32 at load.
   config.bf16Weights =
-      !cuda && spec && spec->dtype == DType::bf16 && host->bf16Dot;
+      !cuda && model && model->dtype == "bf16" && host->bf16Dot;
   // --quantize=int8: the linears' weights in int8 where the CPU multiplies
   // them (AVX512_VNNI); elsewhere they stay as they were, with a warning.
-  if (options.quantize == Quantize::Int8 && spec) {
+  if (options.quantize == Quantize::Int8 && model) {
     if (host->int8Dot) {
       config.int8Weights = true;
       config.bf16Weights = false;
@@ -486,7 +529,8 @@ LogicalResult Compilation::lower(const ModelSpec *spec, StringRef name,
       config.toolkit = toolkit;
     // The runtime reads the target to upload weights and run on the GPU.
     targetFields["target"] = "cuda";
-    targetFields["compute_dtype"] = stringifyDType(dtype).str();
+    targetFields["compute_dtype"] =
+        model ? computeTypeOf(module, name) : std::string("f32");
   }
 
   HostEmitter emitter(ctx, options, timing, progress);
@@ -515,11 +559,11 @@ LogicalResult Compilation::lower(const ModelSpec *spec, StringRef name,
   if (failed(runPipeline(module, config, Stage::Primitive, onBuffers)))
     return failure();
   FailureOr<HostInterface> iface =
-      readInterface(module, spec, name, targetFields);
+      readInterface(module, model, name, targetFields);
   if (failed(iface) || failed(runPipeline(module, config, Stage::LLVMDialect,
                                           Stage::LLVMDialect)))
     return failure();
-  return emitter.emit(spec, name, module, *host, *iface, os);
+  return emitter.emit(model, name, module, *host, *iface, os);
 }
 
 LogicalResult mlir::tfm::compile(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,

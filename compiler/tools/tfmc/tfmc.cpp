@@ -103,13 +103,13 @@ cl::opt<GpuArch, false, EnumParser<GpuArch>> gpuArch(
     cl::values(clEnumValN(GpuArch::SM80, "sm_80", "Ampere (A100)"),
                clEnumValN(GpuArch::SM90, "sm_90", "Hopper (H100, H200)")),
     cl::cat(compileCategory));
-cl::opt<DType, false, EnumParser<DType>>
+cl::opt<ComputeType, false, EnumParser<ComputeType>>
     dtype("dtype",
           cl::desc("GPU compute precision, overriding the model's dtype "
                    "(--target=cuda)"),
-          cl::values(clEnumValN(DType::f32, "f32", "32-bit float"),
-                     clEnumValN(DType::f16, "f16", "16-bit float"),
-                     clEnumValN(DType::bf16, "bf16", "bfloat16")),
+          cl::values(clEnumValN(ComputeType::f32, "f32", "32-bit float"),
+                     clEnumValN(ComputeType::f16, "f16", "16-bit float"),
+                     clEnumValN(ComputeType::bf16, "bf16", "bfloat16")),
           cl::cat(compileCategory));
 cl::opt<Quantize, false, EnumParser<Quantize>> quantize(
     "quantize",
@@ -189,7 +189,7 @@ FailureOr<CompileOptions> readOptions(MLIRContext &ctx) {
   if (failed(checkEnum<TargetKind>(ctx, target, false)) ||
       failed(checkEnum<CpuModel>(ctx, cpu, true)) ||
       failed(checkEnum<GpuArch>(ctx, gpuArch, false)) ||
-      failed(checkEnum<DType>(ctx, dtype, false)) ||
+      failed(checkEnum<ComputeType>(ctx, dtype, false)) ||
       failed(checkEnum<Quantize>(ctx, quantize, false)))
     return failure();
   Location loc = UnknownLoc::get(&ctx);

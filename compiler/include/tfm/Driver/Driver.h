@@ -12,7 +12,6 @@
 #ifndef TFM_DRIVER_DRIVER_H
 #define TFM_DRIVER_DRIVER_H
 
-#include "tfm/Frontend/ModelSpec.h"
 #include "tfm/Pipelines/Pipelines.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -47,12 +46,17 @@ StringRef getCpuName(CpuModel cpu);
 
 enum class GpuArch { SM80, SM90 };
 
+/// `--dtype`: what the GPU computes in.
+enum class ComputeType { f32, f16, bf16 };
+
 /// `--quantize`: how the weights of linear layers are stored.
 enum class Quantize { None, Int8 };
 StringRef getGpuArchName(GpuArch arch);
 
 struct CompileOptions {
-  /// The input's name ("-" for stdin); a `.mlir` input is hand-written IR.
+  /// The input's name ("-" for stdin); a `.mlir` input is IR: a module
+  /// that describes its model (`tfm.model`, as `--emit=tfm` prints it), or
+  /// one hand-written function without parameters.
   std::string inputFilename = "-";
   /// Where a binary goes ("-": derived from the model's name).
   std::string outputFilename = "-";
@@ -63,7 +67,7 @@ struct CompileOptions {
   CpuModel cpu = CpuModel::Native;
   GpuArch gpuArch = GpuArch::SM90;
   /// The GPU's compute precision when it overrides the model's dtype.
-  std::optional<DType> gpuDType;
+  std::optional<ComputeType> gpuDType;
   bool fuseAttention = true;
   bool fuseEpilogues = true;
   bool fuseNorms = true;

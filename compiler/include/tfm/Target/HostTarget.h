@@ -10,7 +10,7 @@
 #ifndef TFM_TARGET_HOSTTARGET_H
 #define TFM_TARGET_HOSTTARGET_H
 
-#include "tfm/Frontend/ModelSpec.h"
+#include "tfm/Dialect/ModelDescription.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/IR/Module.h"
@@ -86,10 +86,13 @@ struct AbiParam {
 /// Maps the entry point's `tfm.params` list (written by the ABI pass) onto
 /// the model's parameter table; an entry the table lacks is an error at
 /// `loc`.
-FailureOr<std::vector<AbiParam>>
-resolveAbiParams(const ParamTable &table, ArrayAttr abiParams, Location loc);
+FailureOr<std::vector<AbiParam>> resolveAbiParams(const ModelDescription &model,
+                                                  ArrayAttr abiParams,
+                                                  Location loc);
 
-std::string modelMetadata(const ModelSpec &spec, const ParamTable &table,
+/// The model's description with its version, "abi_params" and the fields
+/// of `target` (which override the description's).
+std::string modelMetadata(const ModelDescription &model,
                           ArrayRef<AbiParam> abiParams,
                           const llvm::json::Object &target = {});
 /// The same for a hand-written function (`tfmc f.mlir`): its name, its
@@ -106,7 +109,7 @@ LogicalResult emitMachineCode(llvm::Module &module, llvm::TargetMachine &tm,
                               std::string &error);
 
 /// The C header for `tfmc -c`.
-std::string generateHeader(const ModelSpec &spec, const ParamTable &table,
+std::string generateHeader(const ModelDescription &model,
                            ArrayRef<AbiParam> abiParams);
 
 } // namespace mlir::tfm

@@ -6,6 +6,9 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <mutex>
 
 #include "tfm/Dialect/TfmOpsDialect.h.inc"
 

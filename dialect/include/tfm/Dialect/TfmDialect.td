@@ -34,13 +34,23 @@ def Tfm_Dialect : Dialect {
   //   tfm.num_inputs     on the model function (tfm-model-abi): how many of
   //                      its leading arguments are inputs (i64);
   //   tfm.keep_parallel  on an scf.parallel (tfm-lower-kernels): the kernel's
-  //                      own distribution, which tfm-parallelize-outer keeps.
+  //                      own distribution, which tfm-parallelize-outer keeps;
+  //   tfm.model          on a model's module (MLIRGen): its description,
+  //                      entry points and cache layout
+  //                      (tfm/Dialect/ModelDescription.h).
   let discardableAttrs = (ins
     "::mlir::ArrayAttr":$params,
+    "::mlir::DictionaryAttr":$model,
     "::mlir::IntegerAttr":$num_inputs,
     "::mlir::UnitAttr":$keep_parallel
   );
   let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The `tfm.model` values already verified: attributes are immutable,
+    /// so a description is parsed once, not after every pass.
+    ::llvm::DenseSet<::mlir::Attribute> verifiedModels;
+    ::std::mutex verifiedModelsMutex;
+  }];
 }
 
 class Tfm_Op<string mnemonic, list<Trait> traits = []>

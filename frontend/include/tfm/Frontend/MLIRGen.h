@@ -22,14 +22,18 @@ struct ModuleOptions {
   /// (half the code of a decoder). Its attention is then a tfm.attention
   /// from tfm-decompose on, never the textbook primitives.
   bool forwardThroughCaches = true;
+  /// The element type the IR computes in (default: the model's dtype). The
+  /// description keeps the model's dtype, which its checkpoint holds.
+  std::optional<DType> computeType;
 };
 
-/// Builds the model-level tfm IR of `spec`: one func.func named after the
-/// model, taking the inputs of `ModelSpec::inputs()` with dynamic batch and
-/// sequence dimensions and returning the output; parameters are tfm.param
-/// ops under their canonical names. Each op carries the location of the
-/// statement it comes from (the SourceLocs of `spec`), and each op of a layer
-/// the name "<prefix>layers.<i>" around it; `loc` is the model's source
+/// Builds the model-level tfm IR of `spec`: a module that describes itself
+/// (`tfm.model`, see tfm/Dialect/ModelDescription.h) with one func.func
+/// named after the model, taking the inputs of `ModelSpec::inputs()` with
+/// dynamic batch and sequence dimensions and returning the output; parameters
+/// are tfm.param ops under their canonical names. Each op carries the location
+/// of the statement it comes from (the SourceLocs of `spec`), and each op of a
+/// layer the name "<prefix>layers.<i>" around it; `loc` is the model's source
 /// location, for the module, the function and statements without one.
 OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const ModelSpec &spec,
                                   Location loc, const ModuleOptions &options);

@@ -157,6 +157,18 @@ struct StackSpec {
   FfnSpec ffn;
   NormSpec norm;
   SourceLoc loc; ///< the `layers = N` statement of the stack
+
+  /// Layer `layer`'s self-attention: under `sliding(global_every = K)`
+  /// every K-th layer is plain causal, without a window.
+  AttentionSpec selfAttention(int64_t layer) const {
+    AttentionSpec a = attention;
+    if (a.mask == MaskKind::sliding && a.globalEvery > 0 &&
+        (layer + 1) % a.globalEvery == 0) {
+      a.mask = MaskKind::causal;
+      a.window = 0;
+    }
+    return a;
+  }
 };
 
 struct InputSpec {
