@@ -83,6 +83,11 @@ Schema::Schema() {
 #define TFM_ARG_VALUE(Section, Key, Value, Arg, Spelling)                      \
   arg(SectionId::Section, KeyId::Key, Value, Arg).words.push_back(Spelling);
 #include "tfm/Frontend/Keys.def"
+  // The model types of Hugging Face checkpoints, from their table.
+#define TFM_HF_TYPE(Id, Name, Family, Prefix, PositionOffset, Import)          \
+  arg(SectionId::Model, KeyId::Checkpoint, "huggingface", "type")              \
+      .words.push_back(Name);
+#include "Hf/ModelTypes.def"
   for (SectionSchema &s : sections) {
     for (const KeySchema &k : s.keys)
       s.keyNames.push_back(k.spelling);

@@ -1,5 +1,4 @@
-//===- HfCheckpoint.h - Hugging Face checkpoint layouts ----------*- C++
-//-*-===//
+//===- HfCheckpoint.h - Hugging Face checkpoint layouts ---------*- C++ -*-===//
 //
 // A model with `checkpoint = huggingface(type = T)` reads the safetensors
 // Hugging Face publishes for model_type T as they are. This maps each entry
@@ -9,7 +8,9 @@
 // `from_pretrained` does) and how the canonical tensor is read out of it
 // (copied, transposed, a row range of a fused tensor, a row offset). The
 // mapping is embedded in the artifact's description; the runtime applies it
-// while converting the weights, so no converted copy is ever written.
+// while converting the weights, so no converted copy is ever written. The
+// types and the tensor names of their layouts are the table
+// frontend/lib/Hf/ModelTypes.def.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +29,8 @@
 
 namespace mlir::tfm {
 
-/// The model_type values a `checkpoint = huggingface(type = T)` may name.
+/// The model_type values a `checkpoint = huggingface(type = T)` may name
+/// (the rows of ModelTypes.def, in order).
 llvm::ArrayRef<llvm::StringRef> hfCheckpointTypes();
 bool isHfCheckpointType(llvm::StringRef type);
 

@@ -35,7 +35,8 @@ enum class HfSeverity { Error, Warning };
 using HfDiagnosticFn =
     llvm::function_ref<void(HfSeverity, const llvm::Twine &message)>;
 
-/// The `model_type`s the importer reads, in the order the docs list them.
+/// The `model_type`s the importer reads, in the order the docs list them
+/// (the rows of ModelTypes.def: the same list as hfCheckpointTypes()).
 llvm::ArrayRef<llvm::StringRef> getHfImportModelTypes();
 
 /// The config.json that `path` names: `path` itself, or `path/config.json`

@@ -1,0 +1,513 @@
+//===- HfCheckpoint.cpp - Hugging Face checkpoint layouts -----------------===//
+//
+// Maps each canonical parameter to the tensor of its model type's family in
+// ModelTypes.def: the module names follow the modeling code of the type in
+// Hugging Face transformers (modeling_<type>.py), and this file knows how a
+// canonical parameter is read out of each kind of tensor: fused projections
+// and how their outputs are split, GPT-2's Conv1D weights stored [in, out],
+// position tables that start at an offset. Norms whose convention differs
+// (Gemma's 1 + w) are the .tfm's business: their weights are copied as they
+// are.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Frontend/HfCheckpoint.h"
+
+#include "ModelTypes.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include <set>
+#include <tuple>
+
+using namespace mlir;
+using namespace mlir::tfm;
+using hf::FamilyInfo;
+using hf::ModelTypeInfo;
+using hf::Tensor;
+namespace json = llvm::json;
+namespace FamilyFlag = hf::FamilyFlag;
+
+llvm::ArrayRef<llvm::StringRef> mlir::tfm::hfCheckpointTypes() {
+  return hf::getModelTypeNames();
+}
+
+bool mlir::tfm::isHfCheckpointType(llvm::StringRef type) {
+  return hf::lookupModelType(type) != nullptr;
+}
+
+namespace {
+
+bool isBiasRole(ParamRole role) {
+  switch (role) {
+#define TFM_PARAM_ROLE(Id, Spelling, IsBias)                                   \
+  case ParamRole::Id:                                                          \
+    return IsBias;
+#include "tfm/Frontend/Params.def"
+  }
+  return false;
+}
+
+/// The tensor an attention parameter reads (q, k, v, o or a q/k norm).
+std::optional<Tensor> attentionTensor(ParamRole role, bool cross) {
+  switch (role) {
+  case ParamRole::QWeight:
+  case ParamRole::QBias:
+    return cross ? Tensor::CrossQ : Tensor::AttnQ;
+  case ParamRole::KWeight:
+  case ParamRole::KBias:
+    return cross ? Tensor::CrossK : Tensor::AttnK;
+  case ParamRole::VWeight:
+  case ParamRole::VBias:
+    return cross ? Tensor::CrossV : Tensor::AttnV;
+  case ParamRole::OWeight:
+  case ParamRole::OBias:
+    return cross ? Tensor::CrossO : Tensor::AttnO;
+  case ParamRole::QNormWeight:
+    return Tensor::AttnQNorm;
+  case ParamRole::KNormWeight:
+    return Tensor::AttnKNorm;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// The projection a feed-forward parameter is: FfnUp, FfnGate or FfnDown.
+std::optional<Tensor> ffnTensor(ParamRole role) {
+  switch (role) {
+  case ParamRole::UpWeight:
+  case ParamRole::UpBias:
+    return Tensor::FfnUp;
+  case ParamRole::GateWeight:
+  case ParamRole::GateBias:
+    return Tensor::FfnGate;
+  case ParamRole::DownWeight:
+  case ParamRole::DownBias:
+    return Tensor::FfnDown;
+  default:
+    return std::nullopt;
+  }
+}
+
+class Mapper {
+public:
+  Mapper(const ModelSpec &spec, const ParamSpec &p, const ModelTypeInfo &type)
+      : spec(spec), p(p), key(p.key), type(type),
+        fam(hf::getFamily(type.family)), d(spec.dModel),
+        stack(key.stack >= 0 ? &spec.stacks[key.stack] : &spec.mainStack()) {}
+  HfSource map();
+
+private:
+  using Kind = HfSource::Kind;
+
+  HfSource source(Kind kind, std::vector<std::string> names,
+                  std::vector<int64_t> shape, bool base = true) {
+    HfSource s;
+    s.kind = kind;
+    s.names = std::move(names);
+    s.shape = std::move(shape);
+    s.base = base;
+    return s;
+  }
+  HfSource unmapped(const llvm::Twine &why) {
+    HfSource s;
+    s.kind = Kind::Unmapped;
+    s.why = why.str();
+    return s;
+  }
+  bool isBias() const { return isBiasRole(key.role); }
+  std::string suffix() const { return isBias() ? ".bias" : ".weight"; }
+
+  /// The names the family gives `t`, placeholders filled in, each followed
+  /// by `suffix`; empty when it has none.
+  std::vector<std::string> names(Tensor t, llvm::StringRef suffix) const;
+  /// `t` copied as it is stored, under `shape` (the parameter's when
+  /// empty): an nn.Embedding, nn.Linear or norm module with `suffix`, or a
+  /// parameter or buffer with none.
+  HfSource read(Tensor t, llvm::StringRef suffix,
+                std::vector<int64_t> shape = {}, bool base = true);
+  HfSource module(Tensor t) { return read(t, suffix()); }
+  /// An nn.Linear, or a GPT-2 Conv1D whose weight is stored [in, out].
+  HfSource linear(Tensor t);
+  /// A norm; BERT's old checkpoints spell weight and bias gamma and beta,
+  /// which from_pretrained renames.
+  HfSource norm(Tensor t);
+  /// Rows of the single tensor `t`: canonical row r is source row
+  /// offset + (r / block) * stride + r % block.
+  HfSource rows(Tensor t, Kind kind, std::vector<int64_t> shape, int64_t offset,
+                int64_t block, int64_t stride);
+  /// A learned position table whose row p is position p - offset; it may
+  /// hold more positions than the model's context.
+  HfSource positions();
+  /// `t` (AttnQ, AttnK or AttnV) out of the fused AttnQkv.
+  HfSource fusedQKV(Tensor t);
+  HfSource attention(bool cross);
+  HfSource ffn();
+
+  /// The stack's name in encoder-decoder checkpoints ("encoder", "decoder").
+  std::string hfStack() const {
+    if (spec.stacks.size() == 2)
+      return stack->name;
+    return spec.arch == Arch::encoder ? "encoder" : "decoder";
+  }
+  bool twoNorms() const {
+    return spec.residual == Residual::Parallel && spec.parallelNorms == 2;
+  }
+
+  const ModelSpec &spec;
+  const ParamSpec &p;
+  const ParamKey &key;
+  const ModelTypeInfo &type;
+  const FamilyInfo &fam;
+  int64_t d;
+  const StackSpec *stack;
+};
+
+} // namespace
+
+std::vector<std::string> Mapper::names(Tensor t, llvm::StringRef suffix) const {
+  auto fill = [&](llvm::StringRef pattern) {
+    std::string out;
+    while (!pattern.empty()) {
+      auto [head, tail] = pattern.split('{');
+      out += head;
+      if (head.size() == pattern.size())
+        break;
+      auto [name, rest] = tail.split('}');
+      if (name == "i")
+        out += std::to_string(key.layer);
+      else if (name == "stack")
+        out += hfStack();
+      else if (name == "ffn")
+        out += stack->hasCross ? "2" : "1";
+      pattern = rest;
+    }
+    return out;
+  };
+  std::vector<std::string> out;
+  for (llvm::StringRef pattern : fam.names(t))
+    out.push_back((isLayerTensor(t) ? fill(fam.layer) : "") + fill(pattern) +
+                  suffix.str());
+  return out;
+}
+
+HfSource Mapper::read(Tensor t, llvm::StringRef suffix,
+                      std::vector<int64_t> shape, bool base) {
+  std::vector<std::string> n = names(t, suffix);
+  if (n.empty())
+    return unmapped(hf::whyMissing(t));
+  return source(Kind::Copy, std::move(n), shape.empty() ? p.shape : shape,
+                base);
+}
+
+HfSource Mapper::linear(Tensor t) {
+  HfSource s = module(t);
+  if (s.kind == Kind::Copy && !isBias() && fam.has(FamilyFlag::Conv1D)) {
+    s.kind = Kind::Transpose;
+    s.shape = {p.shape[1], p.shape[0]};
+  }
+  return s;
+}
+
+HfSource Mapper::norm(Tensor t) {
+  HfSource s = module(t);
+  if (s.kind == Kind::Copy && fam.has(FamilyFlag::GammaBeta))
+    for (std::string &name : names(t, isBias() ? ".beta" : ".gamma"))
+      s.names.push_back(std::move(name));
+  return s;
+}
+
+HfSource Mapper::rows(Tensor t, Kind kind, std::vector<int64_t> shape,
+                      int64_t offset, int64_t block, int64_t stride) {
+  HfSource s = read(t, suffix(), std::move(shape));
+  if (s.kind == Kind::Unmapped)
+    return s;
+  s.names.resize(1);
+  s.kind = kind;
+  s.offset = offset;
+  s.block = block;
+  s.stride = stride;
+  return s;
+}
+
+HfSource Mapper::positions() {
+  int64_t offset = type.positionOffset;
+  HfSource s = rows(Tensor::PositionEmbed, Kind::Rows,
+                    {spec.context + offset, d}, offset, spec.context, 0);
+  s.atLeast = s.kind != Kind::Unmapped;
+  return s;
+}
+
+HfSource Mapper::fusedQKV(Tensor t) {
+  const AttentionSpec &a = stack->attention;
+  int64_t hd = a.headDim, qn = a.heads * hd, kvn = a.kvHeads * hd;
+  int64_t total = qn + 2 * kvn;
+  int which = t == Tensor::AttnQ ? 0 : t == Tensor::AttnK ? 1 : 2;
+  int64_t n = p.shape[0], offset = 0, block = n, stride = 0;
+  switch (fam.fused) {
+  case hf::Fused::None:
+  case hf::Fused::Concat:
+    offset = which == 0 ? 0 : which == 1 ? qn : qn + kvn;
+    break;
+  case hf::Fused::PerHead:
+    if (a.kvHeads != a.heads)
+      return unmapped("a fused query_key_value of this type holds as many "
+                      "key/value heads as query heads (kv_heads = " +
+                      llvm::Twine(a.kvHeads) +
+                      ", heads = " + llvm::Twine(a.heads) + ")");
+    offset = which * hd;
+    block = hd;
+    stride = 3 * hd;
+    break;
+  case hf::Fused::Grouped: {
+    int64_t g = a.heads / a.kvHeads;
+    offset = which == 0 ? 0 : which == 1 ? g * hd : (g + 1) * hd;
+    block = which == 0 ? g * hd : hd;
+    stride = (g + 2) * hd;
+    break;
+  }
+  }
+  if (isBias())
+    return rows(Tensor::AttnQkv, Kind::Rows, {total}, offset, block, stride);
+  if (fam.has(FamilyFlag::Conv1D))
+    return rows(Tensor::AttnQkv, Kind::TransposeRows, {d, total}, offset, block,
+                stride);
+  return rows(Tensor::AttnQkv, Kind::Rows, {total, d}, offset, block, stride);
+}
+
+HfSource Mapper::attention(bool cross) {
+  std::optional<Tensor> t = attentionTensor(key.role, cross);
+  if (!t)
+    return unmapped("not an attention parameter");
+  bool qkNorm = *t == Tensor::AttnQNorm || *t == Tensor::AttnKNorm;
+  if (qkNorm && !fam.has(*t))
+    return unmapped(hf::whyMissing(*t));
+  if (cross && !fam.has(Tensor::CrossQ))
+    return unmapped(hf::whyMissing(Tensor::CrossQ));
+  // Whisper's k_proj has no bias (bias=False): a model with attention
+  // biases reads zeros for it, which is what Whisper computes.
+  if (key.role == ParamRole::KBias && fam.has(FamilyFlag::ZeroKeyBias))
+    return source(Kind::Zeros, {}, p.shape);
+  bool qkv = *t == Tensor::AttnQ || *t == Tensor::AttnK || *t == Tensor::AttnV;
+  if (qkv && fam.has(Tensor::AttnQkv))
+    return fusedQKV(*t);
+  return linear(*t);
+}
+
+HfSource Mapper::ffn() {
+  std::optional<Tensor> t = ffnTensor(key.role);
+  if (!t)
+    return unmapped("not an ffn parameter");
+  bool gated = isGatedActivation(stack->ffn.activation);
+  // gate_up_proj's output is [gate | up] (chunk(2) gives gate first).
+  int64_t h = stack->ffn.hidden;
+  auto gateUp = [&](int64_t offset) {
+    if (isBias())
+      return rows(Tensor::FfnGateUp, Kind::Rows, {2 * h}, offset, h, 0);
+    return rows(Tensor::FfnGateUp, Kind::Rows, {2 * h, d}, offset, h, 0);
+  };
+  if (*t == Tensor::FfnGate) {
+    if (!fam.has(Tensor::FfnGate) && fam.has(Tensor::FfnGateUp))
+      return gateUp(0);
+    return linear(Tensor::FfnGate);
+  }
+  if (gated) {
+    if (*t == Tensor::FfnUp && fam.has(Tensor::FfnGatedUp))
+      return linear(Tensor::FfnGatedUp);
+    if (*t == Tensor::FfnUp && fam.has(Tensor::FfnGateUp))
+      return gateUp(h);
+    if (*t == Tensor::FfnDown && fam.has(Tensor::FfnGatedDown))
+      return linear(Tensor::FfnGatedDown);
+  }
+  if (fam.has(*t))
+    return linear(*t);
+  // A family whose ffn is always gated: name its gated projections.
+  std::string gatedNames;
+  for (Tensor g : {Tensor::FfnGate, Tensor::FfnGatedUp, Tensor::FfnGateUp})
+    for (llvm::StringRef pattern : fam.names(g))
+      gatedNames +=
+          (gatedNames.empty() ? "" : ", ") + pattern.rsplit('.').second.str();
+  return unmapped(hf::whyMissing(*t) + " (" + gatedNames + ")");
+}
+
+HfSource Mapper::map() {
+  switch (key.block) {
+  case ParamBlock::TokenEmbed:
+    return module(Tensor::TokenEmbed);
+  case ParamBlock::PositionEmbed:
+    if (fam.has(Tensor::ImagePositions))
+      return read(Tensor::ImagePositions, "", {1, spec.context, d});
+    return positions();
+  case ParamBlock::TypeEmbed:
+    return module(Tensor::TypeEmbed);
+  case ParamBlock::EmbedNorm:
+    return norm(Tensor::EmbedNorm);
+  case ParamBlock::RelativeBias:
+    return module(Tensor::RelativeBias);
+  case ParamBlock::Patch:
+    if (isBias())
+      return module(Tensor::PatchEmbed);
+    // A Conv2d weight [d, C, P, P]: flattened in (channel, row, column)
+    // order it is the canonical [d, C*P*P].
+    return read(Tensor::PatchEmbed, ".weight",
+                {d, spec.input.channels, spec.input.patch, spec.input.patch});
+  case ParamBlock::Embed:
+    return read(Tensor::ClsToken, "", {1, 1, d});
+  case ParamBlock::AttnNorm:
+    return norm(twoNorms() && fam.has(Tensor::ParallelAttnNorm)
+                    ? Tensor::ParallelAttnNorm
+                    : Tensor::AttnNorm);
+  case ParamBlock::FfnNorm:
+    return norm(twoNorms() && fam.has(Tensor::ParallelFfnNorm)
+                    ? Tensor::ParallelFfnNorm
+                    : Tensor::FfnNorm);
+  case ParamBlock::AttnPostNorm:
+    return norm(Tensor::AttnPostNorm);
+  case ParamBlock::FfnPostNorm:
+    return norm(Tensor::FfnPostNorm);
+  case ParamBlock::CrossNorm:
+    return norm(Tensor::CrossNorm);
+  case ParamBlock::Attn:
+    return attention(false);
+  case ParamBlock::CrossAttn:
+    return attention(true);
+  case ParamBlock::Ffn:
+    return ffn();
+  case ParamBlock::FinalNorm:
+    return norm(Tensor::FinalNorm);
+  case ParamBlock::LmHead:
+    if (isBias() && fam.has(Tensor::LogitsBias))
+      return read(Tensor::LogitsBias, "", {1, spec.vocab}, /*base=*/false);
+    if (isBias() && fam.has(FamilyFlag::NoHeadBias))
+      return unmapped("this type's LM head has no bias");
+    return read(Tensor::LmHead, suffix(), {}, /*base=*/false);
+  case ParamBlock::Classifier:
+    return read(Tensor::Classifier, suffix(), {}, /*base=*/false);
+  }
+  return unmapped("unknown parameter");
+}
+
+std::optional<HfSource> mlir::tfm::getHfSource(const ModelSpec &spec,
+                                               const ParamSpec &p) {
+  if (spec.hfType.empty())
+    return std::nullopt;
+  const ModelTypeInfo *type = hf::lookupModelType(spec.hfType);
+  if (!type) {
+    HfSource s;
+    s.kind = HfSource::Kind::Unmapped;
+    s.why = "unknown model type '" + spec.hfType + "'";
+    return s;
+  }
+  // The source is the whole tensor; a rank's shard is cut from it.
+  ParamSpec full = p;
+  full.shape = p.fullShape();
+  full.shardAxis = -1;
+  return Mapper(spec, full, *type).map();
+}
+
+std::vector<std::string>
+mlir::tfm::hfCheckpointProblems(const ModelSpec &spec) {
+  std::vector<std::string> problems;
+  if (spec.hfType.empty())
+    return problems;
+  if (!hf::lookupModelType(spec.hfType)) {
+    problems.push_back("unknown Hugging Face model type '" + spec.hfType + "'");
+    return problems;
+  }
+  // Every layer of a stack maps the same way: report the first layer's.
+  std::set<std::tuple<int32_t, ParamBlock, ParamRole>> seen;
+  for (const ParamSpec &p : spec.params()) {
+    if (p.key.layer >= 0 &&
+        !seen.insert({p.key.stack, p.key.block, p.key.role}).second)
+      continue;
+    std::optional<HfSource> s = getHfSource(spec, p);
+    if (s && s->kind == HfSource::Kind::Unmapped)
+      problems.push_back("model type " + spec.hfType + " has no tensor for '" +
+                         p.name + "': " + s->why);
+  }
+  return problems;
+}
+
+static llvm::StringRef kindName(HfSource::Kind k) {
+  switch (k) {
+  case HfSource::Kind::Copy:
+    return "copy";
+  case HfSource::Kind::Transpose:
+    return "transpose";
+  case HfSource::Kind::Rows:
+    return "rows";
+  case HfSource::Kind::TransposeRows:
+    return "transpose_rows";
+  case HfSource::Kind::Zeros:
+    return "zeros";
+  case HfSource::Kind::Unmapped:
+    return "unmapped";
+  }
+  return "";
+}
+
+std::optional<json::Value> mlir::tfm::hfSourceJSON(const ModelSpec &spec,
+                                                   const ParamSpec &p) {
+  std::optional<HfSource> s = getHfSource(spec, p);
+  if (!s)
+    return std::nullopt;
+  json::Object o{{"transform", kindName(s->kind).str()}};
+  if (s->kind == HfSource::Kind::Unmapped) {
+    o["why"] = s->why;
+    return json::Value(std::move(o));
+  }
+  if (s->kind == HfSource::Kind::Zeros)
+    return json::Value(std::move(o));
+  json::Array names;
+  for (const std::string &n : s->names)
+    names.push_back(n);
+  o["tensor"] = std::move(names);
+  o["base"] = s->base;
+  json::Array shape;
+  for (int64_t d : s->shape)
+    shape.push_back(d);
+  o["shape"] = std::move(shape);
+  if (s->atLeast)
+    o["at_least"] = true;
+  if (s->kind == HfSource::Kind::Rows ||
+      s->kind == HfSource::Kind::TransposeRows) {
+    o["offset"] = s->offset;
+    o["block"] = s->block;
+    o["stride"] = s->stride;
+  }
+  return json::Value(std::move(o));
+}
+
+json::Value mlir::tfm::hfCheckpointJSON(const ModelSpec &spec) {
+  if (spec.hfType.empty())
+    return json::Object{{"format", "canonical"}};
+  // Tensors of published checkpoints that are not parameters of the model:
+  // buffers, tied copies, and the parts tfm does not run. Patterns match
+  // the name with or without the base-model prefix; `*` matches any run of
+  // characters.
+  json::Array prefixes;
+  json::Array ignore{"*position_ids", "*.inv_freq"};
+  if (const ModelTypeInfo *type = hf::lookupModelType(spec.hfType)) {
+    const FamilyInfo &fam = hf::getFamily(type->family);
+    if (!type->prefix.empty())
+      prefixes.push_back(type->prefix.str());
+    for (llvm::StringRef pattern : fam.names(Tensor::Ignore))
+      ignore.push_back(pattern.str());
+    // As T5EncoderModel.
+    if (spec.stacks.size() == 1 && spec.arch == Arch::encoder)
+      for (llvm::StringRef pattern : fam.names(Tensor::IgnoreWithoutDecoder))
+        ignore.push_back(pattern.str());
+    bool lmHead = spec.output.kind == OutputKind::lm_head;
+    if (!(lmHead && spec.output.lmBias)) // a zero buffer
+      for (llvm::StringRef name : fam.names(Tensor::LogitsBias))
+        ignore.push_back(name.str());
+    if (lmHead && spec.mainStack().embedding.tieOutput) {
+      llvm::SmallVector<llvm::StringRef, 3> head = fam.names(Tensor::LmHead);
+      ignore.push_back((head.empty() ? "lm_head" : head.front()).str() +
+                       ".weight");
+    }
+  }
+  return json::Object{{"format", "huggingface"},
+                      {"type", spec.hfType},
+                      {"prefixes", std::move(prefixes)},
+                      {"ignore", std::move(ignore)}};
+}

@@ -1,0 +1,167 @@
+//===- HfModelTypesTest.cpp - the table of Hugging Face model types -------===//
+//
+// frontend/lib/Hf/ModelTypes.def is the one list of Hugging Face model types:
+// the words of `checkpoint = huggingface(type = ...)`, the types `tfmc
+// import` reads and the layouts the runtime reads all come from it. Every
+// row must import from the defaults of its configuration class into a model
+// whose checkpoint layout provides every parameter, its tensor names may use
+// only the placeholders the mapper fills in, and the docs list every type.
+// The keys the importer writes are checked against Keys.def when it is
+// compiled (Block::set); the static_asserts below show the check.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../../frontend/lib/Hf/Importer.h"
+
+#include "tfm/Frontend/HfCheckpoint.h"
+#include "tfm/Frontend/HfImport.h"
+#include "tfm/Frontend/Keys.h"
+#include "tfm/Frontend/Parser.h"
+#include "tfm/Frontend/Sema.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+// A key of another section, or a section nested where Keys.def does not
+// allow it, does not compile: Block<S>::set<K>() and sub<C>() assert these.
+static_assert(hf::sectionHasKey(SectionId::Attention, KeyId::Heads));
+static_assert(hf::sectionHasKey(SectionId::Model, KeyId::Checkpoint));
+static_assert(!hf::sectionHasKey(SectionId::Ffn, KeyId::Heads));
+static_assert(!hf::sectionHasKey(SectionId::Model, KeyId::Heads));
+static_assert(hf::sectionNests(SectionId::Encoder, SectionId::Attention));
+static_assert(!hf::sectionNests(SectionId::Ffn, SectionId::Attention));
+
+std::vector<std::string> strings(llvm::ArrayRef<llvm::StringRef> refs) {
+  return std::vector<std::string>(refs.begin(), refs.end());
+}
+
+TEST(HfModelTypes, OneListOfTypes) {
+  const KeySchema *key = findKeySchema(SectionId::Model, KeyId::Checkpoint);
+  ASSERT_TRUE(key);
+  const ValueSchema *hf = findValueSchema(*key, "huggingface");
+  ASSERT_TRUE(hf);
+  ASSERT_EQ(hf->args.size(), 1u);
+  std::vector<std::string> words = strings(hf->args.front().words);
+  EXPECT_EQ(words, strings(hfCheckpointTypes()));
+  EXPECT_EQ(words, strings(getHfImportModelTypes()));
+  EXPECT_EQ(words.size(), hf::getModelTypes().size());
+  for (const hf::ModelTypeInfo &type : hf::getModelTypes()) {
+    EXPECT_EQ(hf::lookupModelType(type.name), &type) << type.name.str();
+    EXPECT_EQ(&hf::getModelType(type.id), &type) << type.name.str();
+    EXPECT_TRUE(isHfCheckpointType(type.name)) << type.name.str();
+  }
+  EXPECT_FALSE(isHfCheckpointType("mamba"));
+}
+
+/// The model of a .tfm text; fails the test on an error.
+ModelSpec analyzeOne(llvm::StringRef text) {
+  llvm::SourceMgr sm;
+  sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "t.tfm"),
+                        llvm::SMLoc());
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  MLIRContext ctx;
+  SourceMgrDiagnosticHandler handler(sm, &ctx, os);
+  DiagEmitter diags(sm, &ctx);
+  FileAST ast = parseFile(text, diags);
+  std::vector<ModelSpec> specs = analyzeFile(ast, diags);
+  EXPECT_EQ(diags.errorCount(), 0u) << errors << text.str();
+  EXPECT_EQ(specs.size(), 1u);
+  return specs.empty() ? ModelSpec() : specs.front();
+}
+
+/// A config of nothing but its model_type takes every default of the type's
+/// configuration class: it imports, and the checkpoint layout of the type
+/// provides every parameter of the model it describes.
+TEST(HfModelTypes, EveryTypeImportsItsDefaults) {
+  for (llvm::StringRef type : getHfImportModelTypes()) {
+    std::string messages;
+    auto diag = [&](HfSeverity, const llvm::Twine &message) {
+      messages += message.str() + "\n";
+    };
+    std::optional<std::string> tfm = importHfConfig(
+        "config.json", "{\"model_type\": \"" + type.str() + "\"}", diag);
+    ASSERT_TRUE(tfm) << type.str() << ": " << messages;
+    EXPECT_EQ(messages, "") << type.str();
+    ModelSpec spec = analyzeOne(*tfm);
+    EXPECT_EQ(spec.hfType, type.str());
+    for (const std::string &problem : hfCheckpointProblems(spec))
+      ADD_FAILURE() << type.str() << ": " << problem;
+  }
+}
+
+/// The placeholders the mapper fills in; a layer prefix names the layer.
+TEST(HfModelTypes, TensorPatterns) {
+  const hf::Tensor kinds[] = {
+#define TFM_HF_TENSOR_KIND(Id, WhyMissing) hf::Tensor::Id,
+#include "../../frontend/lib/Hf/ModelTypes.def"
+  };
+  auto placeholders = [](llvm::StringRef pattern) {
+    std::vector<std::string> out;
+    while (true) {
+      size_t open = pattern.find('{');
+      if (open == llvm::StringRef::npos)
+        return out;
+      size_t close = pattern.find('}', open);
+      EXPECT_NE(close, llvm::StringRef::npos) << pattern.str();
+      if (close == llvm::StringRef::npos)
+        return out;
+      out.push_back(pattern.slice(open + 1, close).str());
+      pattern = pattern.drop_front(close + 1);
+    }
+  };
+  for (const hf::ModelTypeInfo &type : hf::getModelTypes()) {
+    const hf::FamilyInfo &fam = hf::getFamily(type.family);
+    EXPECT_TRUE(fam.layer.contains("{i}")) << type.name.str();
+    EXPECT_TRUE(fam.has(hf::Tensor::AttnNorm)) << type.name.str();
+    EXPECT_TRUE(type.prefix.empty() || type.prefix.ends_with("."))
+        << type.name.str();
+    for (hf::Tensor kind : kinds) {
+      EXPECT_FALSE(hf::whyMissing(kind).empty() && kind != hf::Tensor::Ignore &&
+                   kind != hf::Tensor::IgnoreWithoutDecoder);
+      for (llvm::StringRef pattern : fam.names(kind)) {
+        EXPECT_FALSE(pattern.empty()) << type.name.str();
+        for (const std::string &p : placeholders(pattern))
+          EXPECT_TRUE(p == "stack" || (p == "ffn" && hf::isLayerTensor(kind)))
+              << type.name.str() << ": {" << p << "} in " << pattern.str();
+      }
+    }
+  }
+}
+
+std::string readDoc(llvm::StringRef name) {
+  auto buf = llvm::MemoryBuffer::getFile(std::string(TFM_MODELS_DIR) +
+                                         "/../docs/" + name.str());
+  EXPECT_TRUE(buf) << name.str();
+  return buf ? (*buf)->getBuffer().str() : std::string();
+}
+
+/// The language reference lists every type in the `checkpoint` row, and
+/// docs/HuggingFace.md has a row per type in its table.
+TEST(HfModelTypes, DocsListEveryType) {
+  std::string language = readDoc("Language.md");
+  std::string huggingFace = readDoc("HuggingFace.md");
+  llvm::StringRef row;
+  for (llvm::StringRef line : llvm::split(language, '\n'))
+    if (line.starts_with("| `checkpoint` |"))
+      row = line;
+  ASSERT_FALSE(row.empty());
+  for (llvm::StringRef type : getHfImportModelTypes()) {
+    EXPECT_TRUE(row.contains("`" + type.str() + "`")) << type.str();
+    EXPECT_TRUE(
+        llvm::StringRef(huggingFace).contains("\n| " + type.str() + " | "))
+        << type.str();
+  }
+}
+
+} // namespace
