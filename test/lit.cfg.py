@@ -71,7 +71,8 @@ config.substitutions.append(("%tfmc_real", tfmc_real))
 tools = ["tfm-opt", "split-file", "count", "not",
          ToolSubst("tfmc", command=tfmc_cached if os.path.exists(tfmc_real) else None,
                    unresolved="ignore"),
-         ToolSubst("tfm-tokenize", unresolved="ignore")]
+         ToolSubst("tfm-tokenize", unresolved="ignore"),
+         ToolSubst("tfm-chat-template", unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 # Installing (test/e2e/install.test) reads the run paths of an executable.
 llvm_config.add_tool_substitutions(["llvm-readelf"], [config.llvm_tools_dir])
@@ -103,6 +104,17 @@ except Exception:
     config.substitutions.append(("%spm_python",
         "sh -c 'echo error: /usr/bin/python3 lacks sentencepiece: apt-get install "
         "python3-sentencepiece >&2; exit 1' --"))
+
+# The chat templates' peer: Debian's python3-jinja2 under /usr/bin/python3.
+# Missing, the test/chat tests fail with a message saying so.
+try:
+    subprocess.run([spm_python, "-c", "import jinja2"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    config.substitutions.append(("%jinja_python", spm_python))
+except Exception:
+    config.substitutions.append(("%jinja_python",
+        "sh -c 'echo error: /usr/bin/python3 lacks jinja2: apt-get install "
+        "python3-jinja2 >&2; exit 1' --"))
 
 # Peers: PyTorch 1.13 from Debian under /usr/bin/python3.
 torch_python = getattr(config, "torch_python", "") or ""
