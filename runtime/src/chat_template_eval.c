@@ -1421,6 +1421,10 @@ static ct_value apply_filter(R *r, const ct_node *n, const char *name,
       l.u.list->items[i] = items->items[items->n - 1 - i];
     return l;
   }
+  /* Jinja2's Undefined fails on int(), float() and .items() */
+  if (v.kind == CT_UNDEF && (!strcmp(name, "int") || !strcmp(name, "float") ||
+                             !strcmp(name, "dictsort")))
+    fail_undef(r, n, v);
   if (!strcmp(name, "int")) {
     ct_value def = arg(a, 0, "default", ct_int(0));
     int base = (int)as_int(r, n, arg(a, 1, "base", ct_int(10)), "base");

@@ -510,6 +510,14 @@ static void expect_block_end(parser *P) {
   P->i++;
 }
 
+/* The end of a statement that opens a body: Jinja2 allows a colon before
+ * it, for Python's sake ("{% else: %}"). */
+static void expect_body_start(parser *P) {
+  if (is_op(cur(P), ":"))
+    P->i++;
+  expect_block_end(P);
+}
+
 static ct_node *node(parser *P, ct_node_kind kind, const tok *t) {
   ct_node *n = ct_alloc(P->a, sizeof *n);
   memset(n, 0, sizeof *n);
@@ -1038,7 +1046,7 @@ static ct_node *parse_statement(parser *P) {
   if (!strcmp(name, "if")) {
     n = node(P, N_IF, t);
     n->a = parse_tuple(P, false);
-    expect_block_end(P);
+    expect_body_start(P);
     static const char *const ends[] = {"elif", "else", "endif", NULL};
     ct_node *cur_if = n;
     for (;;) {
@@ -1048,13 +1056,13 @@ static ct_node *parse_statement(parser *P) {
       if (!strcmp(e->s, "elif")) {
         ct_node *m = node(P, N_IF, e);
         m->a = parse_tuple(P, false);
-        expect_block_end(P);
+        expect_body_start(P);
         cur_if->els = m;
         cur_if = m;
         continue;
       }
       if (!strcmp(e->s, "else")) {
-        expect_block_end(P);
+        expect_body_start(P);
         static const char *const endif[] = {"endif", NULL};
         ct_node *b = node(P, N_BODY, e);
         b->body = parse_body(P, endif, &b->nbody);
@@ -1077,13 +1085,13 @@ static ct_node *parse_statement(parser *P) {
     }
     if (is_name(cur(P), "recursive"))
       fail_at(P, cur(P), "recursive loops are not supported%s", "");
-    expect_block_end(P);
+    expect_body_start(P);
     static const char *const ends[] = {"endfor", "else", NULL};
     n->body = parse_body(P, ends, &n->nbody);
     if (is_name(cur(P), "else")) {
       tok *e = cur(P);
       P->i++;
-      expect_block_end(P);
+      expect_body_start(P);
       static const char *const endfor[] = {"endfor", NULL};
       n->els = node(P, N_BODY, e);
       n->els->body = parse_body(P, endfor, &n->els->nbody);
@@ -1118,7 +1126,7 @@ static ct_node *parse_statement(parser *P) {
         f = parse_filter(P, f);
       n->a = f == src ? NULL : f;
       n->b = src;
-      expect_block_end(P);
+      expect_body_start(P);
       static const char *const ends[] = {"endset", NULL};
       n->body = parse_body(P, ends, &n->nbody);
       P->i++;
@@ -1150,7 +1158,7 @@ static ct_node *parse_statement(parser *P) {
     memcpy(n->kwnames, params, k * sizeof *params);
     memcpy(n->kwvals, defaults, k * sizeof *defaults);
     n->nkw = k;
-    expect_block_end(P);
+    expect_body_start(P);
     static const char *const ends[] = {"endmacro", NULL};
     n->body = parse_body(P, ends, &n->nbody);
     P->i++;
@@ -1164,7 +1172,7 @@ static ct_node *parse_statement(parser *P) {
     /* transformers' AssistantTracker: {% generation %} marks the
      * assistant's text; rendering is unchanged. */
     n = node(P, N_BODY, t);
-    expect_block_end(P);
+    expect_body_start(P);
     static const char *const ends[] = {"endgeneration", NULL};
     n->body = parse_body(P, ends, &n->nbody);
     P->i++;

@@ -9,6 +9,9 @@ byte for byte.
   compare.py CLI configs NPM_MODULES PACKAGE... -- CONVERSATIONS.json
       every chat template of @lenml/PACKAGE/models/tokenizer_config.json
       (bos/eos from it) over every conversation
+  compare.py CLI files TEMPLATE... -- CONVERSATIONS.json
+      template files over every conversation (bos_token "<s>", eos_token
+      "</s>" unless a conversation gives them)
   compare.py CLI snippets SNIPPETS.txt CONTEXT.json
       every snippet of the file (separated by lines "=== name") with the one
       context
@@ -160,6 +163,24 @@ def run_configs(cli, modules, packages, conversations_path):
     return 0 if ok == total else 1
 
 
+def run_files(cli, paths, conversations_path):
+    with open(conversations_path, encoding="utf-8") as f:
+        conversations = json.load(f)
+    total = ok = 0
+    for path in paths:
+        with open(path, encoding="utf-8", newline="") as f:
+            source = f.read()
+        for conv in conversations:
+            ctx = dict(conv["context"])
+            ctx.setdefault("bos_token", "<s>")
+            ctx.setdefault("eos_token", "</s>")
+            total += 1
+            if compare("%s / %s" % (os.path.basename(path), conv["name"]), cli, source, path, ctx):
+                ok += 1
+    print("%d of %d renderings identical to jinja2 %s" % (ok, total, jinja2.__version__))
+    return 0 if ok == total else 1
+
+
 def run_snippets(cli, snippets_path, context_path):
     with open(snippets_path, encoding="utf-8") as f:
         text = f.read()
@@ -187,6 +208,9 @@ def main(argv):
     if mode == "configs":
         sep = argv.index("--")
         return run_configs(cli, argv[3], argv[4:sep], argv[sep + 1])
+    if mode == "files":
+        sep = argv.index("--")
+        return run_files(cli, argv[3:sep], argv[sep + 1])
     if mode == "snippets":
         return run_snippets(cli, argv[3], argv[4])
     print("usage: see the docstring")
