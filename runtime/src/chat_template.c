@@ -463,7 +463,8 @@ ct_value ct_as_str(ct_arena *a, ct_value v) {
   return b.s ? ct_str(b.s, b.n) : ct_str("", 0);
 }
 
-static void json_str(ct_arena *a, ct_buf *b, const char *s, size_t n) {
+static void json_str(ct_arena *a, ct_buf *b, const char *s, size_t n,
+                     bool ascii) {
   ct_buf_add(a, b, "\"", 1);
   size_t start = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -493,9 +494,28 @@ static void json_str(ct_arena *a, ct_buf *b, const char *s, size_t n) {
       esc = "\\f";
       break;
     default:
-      if (c < 0x20) {
+      if (c < 0x20 || (ascii && c == 0x7f)) {
         snprintf(tmp, sizeof tmp, "\\u%04x", c);
         esc = tmp;
+      } else if (ascii && c >= 0x80) {
+        /* ensure_ascii: \uXXXX, astral code points as surrogate pairs */
+        int k = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        if (i + (size_t)k > n)
+          k = 1;
+        uint32_t cp = k == 2 ? c & 0x1F : k == 3 ? c & 0x0F : c & 0x07;
+        for (int j = 1; j < k; ++j)
+          cp = (cp << 6) | ((unsigned char)s[i + (size_t)j] & 0x3F);
+        ct_buf_add(a, b, s + start, i - start);
+        if (cp >= 0x10000) {
+          cp -= 0x10000;
+          ct_buf_printf(a, b, "\\u%04x\\u%04x", 0xD800 + (cp >> 10),
+                        0xDC00 + (cp & 0x3FF));
+        } else {
+          ct_buf_printf(a, b, "\\u%04x", cp);
+        }
+        i += (size_t)k - 1;
+        start = i + 1;
+        continue;
       }
     }
     if (esc) {
@@ -525,7 +545,7 @@ static int cmp_keys(const void *x, const void *y) {
 
 void ct_json(ct_arena *a, ct_buf *b, ct_value v, const char *indent,
              const char *item_sep, const char *key_sep, bool sort_keys,
-             int depth, int line, int col) {
+             bool ascii, int depth, int line, int col) {
   char tmp[32];
   if (depth > TFM_CHAT_MAX_NESTING)
     ct_fail(a, TFM_ERR_FORMAT, line, col, "tojson: nesting deeper than %d",
@@ -551,7 +571,7 @@ void ct_json(ct_arena *a, ct_buf *b, ct_value v, const char *indent,
     }
     return;
   case CT_STR:
-    json_str(a, b, v.u.str.s, v.u.str.n);
+    json_str(a, b, v.u.str.s, v.u.str.n, ascii);
     return;
   case CT_LIST: {
     if (!v.u.list->n) {
@@ -565,7 +585,7 @@ void ct_json(ct_arena *a, ct_buf *b, ct_value v, const char *indent,
       if (indent)
         json_newline(a, b, indent, depth + 1);
       ct_json(a, b, v.u.list->items[i], indent, item_sep, key_sep, sort_keys,
-              depth + 1, line, col);
+              ascii, depth + 1, line, col);
     }
     if (indent)
       json_newline(a, b, indent, depth);
@@ -594,10 +614,10 @@ void ct_json(ct_arena *a, ct_buf *b, ct_value v, const char *indent,
         ct_buf_str(a, b, item_sep);
       if (indent)
         json_newline(a, b, indent, depth + 1);
-      json_str(a, b, keys[i]->u.str.s, keys[i]->u.str.n);
+      json_str(a, b, keys[i]->u.str.s, keys[i]->u.str.n, ascii);
       ct_buf_str(a, b, key_sep);
       ct_json(a, b, *ct_dict_find(d, *keys[i]), indent, item_sep, key_sep,
-              sort_keys, depth + 1, line, col);
+              sort_keys, ascii, depth + 1, line, col);
     }
     if (indent)
       json_newline(a, b, indent, depth);

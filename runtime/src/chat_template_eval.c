@@ -347,9 +347,7 @@ static ct_value get_slice(R *r, const ct_node *n, ct_value obj, ct_value lo,
                           ct_value hi, ct_value st) {
   if (obj.kind == CT_UNDEF)
     fail_undef(r, n, obj);
-  int64_t step = st.kind == CT_NONE || st.kind == CT_UNDEF
-                     ? 1
-                     : as_int(r, n, st, "a slice step");
+  int64_t step = st.kind == CT_NONE ? 1 : as_int(r, n, st, "a slice step");
   if (step == 0)
     fail(r, n, "slice step cannot be zero%s%s", "", "");
   size_t len;
@@ -361,7 +359,7 @@ static ct_value get_slice(R *r, const ct_node *n, ct_value obj, ct_value lo,
   else
     fail(r, n, "'%s' object is not subscriptable%s", ct_type_name(obj), "");
   int64_t L = (int64_t)len, start, stop;
-  if (lo.kind == CT_NONE || lo.kind == CT_UNDEF)
+  if (lo.kind == CT_NONE)
     start = step < 0 ? L - 1 : 0;
   else {
     start = as_int(r, n, lo, "a slice index");
@@ -372,7 +370,7 @@ static ct_value get_slice(R *r, const ct_node *n, ct_value obj, ct_value lo,
     } else if (start >= L)
       start = step < 0 ? L - 1 : L;
   }
-  if (hi.kind == CT_NONE || hi.kind == CT_UNDEF)
+  if (hi.kind == CT_NONE)
     stop = step < 0 ? -1 : L;
   else {
     stop = as_int(r, n, hi, "a slice index");
@@ -1133,7 +1131,7 @@ static const char *const filters[] = {
     "reject", "rejectattr", "replace", "reverse",   "round",    "safe",
     "select", "selectattr", "string",  "sum",       "title",    "tojson",
     "trim",   "unique",     "upper",   "wordcount", "dictsort", "sort",
-    "max",    "min",        "center",  "striptags", "attr",     NULL};
+    "max",    "min",        "center",  "attr",      NULL};
 static const char *const tests[] = {
     "boolean",  "callable",    "defined", "divisibleby", "eq",
     "equalto",  "even",        "false",   "float",       "ge",
@@ -1302,9 +1300,47 @@ static ct_value parse_int(R *r, ct_value s, ct_value def, int base) {
   return def;
 }
 
+/* How many arguments (after the value) Jinja2's filters take: at least
+ * min, at most max (-1: any). */
+static const struct {
+  const char *name;
+  int min, max;
+} filter_arity[] = {
+    {"abs", 0, 0},         {"attr", 1, 1},     {"capitalize", 0, 0},
+    {"center", 0, 1},      {"count", 0, 0},    {"d", 0, 2},
+    {"default", 0, 2},     {"dictsort", 0, 3}, {"e", 0, 0},
+    {"escape", 0, 0},      {"first", 0, 0},    {"float", 0, 1},
+    {"indent", 0, 3},      {"int", 0, 2},      {"items", 0, 0},
+    {"join", 0, 2},        {"last", 0, 0},     {"length", 0, 0},
+    {"list", 0, 0},        {"lower", 0, 0},    {"map", 0, -1},
+    {"max", 0, 2},         {"min", 0, 2},      {"reject", 0, -1},
+    {"rejectattr", 1, -1}, {"replace", 2, 3},  {"reverse", 0, 0},
+    {"round", 0, 2},       {"safe", 0, 0},     {"select", 0, -1},
+    {"selectattr", 1, -1}, {"sort", 0, 3},     {"string", 0, 0},
+    {"sum", 0, 2},         {"title", 0, 0},    {"tojson", 0, 4},
+    {"trim", 0, 1},        {"unique", 0, 2},   {"upper", 0, 0},
+    {"wordcount", 0, 0},
+};
+
+static void check_filter_arity(R *r, const ct_node *n, const char *name,
+                               const args *a) {
+  size_t k = a->npos + a->nkw;
+  for (size_t i = 0; i < sizeof filter_arity / sizeof *filter_arity; ++i)
+    if (!strcmp(filter_arity[i].name, name)) {
+      if (k < (size_t)filter_arity[i].min)
+        fail(r, n, "the filter '%s' needs at least %s arguments", name,
+             num_str(r, (size_t)filter_arity[i].min));
+      if (filter_arity[i].max >= 0 && k > (size_t)filter_arity[i].max)
+        fail(r, n, "the filter '%s' takes at most %s arguments", name,
+             num_str(r, (size_t)filter_arity[i].max));
+      return;
+    }
+}
+
 static ct_value apply_filter(R *r, const ct_node *n, const char *name,
                              ct_value v, const args *a) {
   ct_value none = ct_none();
+  check_filter_arity(r, n, name, a);
   if (!strcmp(name, "safe") || !strcmp(name, "list")) {
     if (name[0] == 'l' && v.kind != CT_LIST)
       return list_of(r, iterate(r, n, v)->items, iterate(r, n, v)->n);
@@ -1350,8 +1386,7 @@ static ct_value apply_filter(R *r, const ct_node *n, const char *name,
     static const char *const p[] = {"ensure_ascii", "indent", "separators",
                                     "sort_keys", NULL};
     check_args(r, n, a, name, p);
-    if (ct_truthy(arg(a, 0, "ensure_ascii", ct_bool(false))))
-      fail(r, n, "tojson: ensure_ascii=True is not supported%s%s", "", "");
+    bool ascii = ct_truthy(arg(a, 0, "ensure_ascii", ct_bool(false)));
     ct_value indent = arg(a, 1, "indent", none);
     const char *ind = NULL;
     if (indent.kind == CT_INT || indent.kind == CT_BOOL) {
@@ -1375,8 +1410,8 @@ static ct_value apply_filter(R *r, const ct_node *n, const char *name,
     ct_buf b = {0};
     ct_buf_add(r->a, &b, "", 0);
     ct_json(r->a, &b, v, ind, item_sep, key_sep,
-            ct_truthy(arg(a, 3, "sort_keys", ct_bool(false))), 0, n->line,
-            n->col);
+            ct_truthy(arg(a, 3, "sort_keys", ct_bool(false))), ascii, 0,
+            n->line, n->col);
     return buf_value(&b);
   }
   if (!strcmp(name, "join")) {
@@ -1641,6 +1676,13 @@ static ct_value apply_filter(R *r, const ct_node *n, const char *name,
 
 static bool run_test(R *r, const ct_node *n, const char *name, ct_value v,
                      const ct_value *ta, size_t nta) {
+  /* the tests with one argument; the others take none */
+  static const char *const binary[] = {
+      "divisibleby", "eq", "equalto",     "ne", "lt",     "lessthan", "le",
+      "gt",          "ge", "greaterthan", "in", "sameas", NULL};
+  size_t want = in_list(name, binary) ? 1 : 0;
+  if (nta != want)
+    fail(r, n, "the test '%s' takes %s arguments", name, num_str(r, want));
   ct_value x = nta ? ta[0] : ct_undef(NULL);
   if (!strcmp(name, "defined"))
     return v.kind != CT_UNDEF;

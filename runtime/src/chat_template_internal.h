@@ -136,11 +136,11 @@ void ct_to_str(ct_arena *a, ct_buf *b, ct_value v);
 void ct_repr(ct_arena *a, ct_buf *b, ct_value v);
 /* str(v) as a value (a string is returned as is). */
 ct_value ct_as_str(ct_arena *a, ct_value v);
-/* json.dumps(v, ensure_ascii=False, indent=..., separators=...,
+/* json.dumps(v, ensure_ascii=ascii, indent=..., separators=...,
  * sort_keys=...); indent NULL: none. Fails for values JSON cannot hold. */
 void ct_json(ct_arena *a, ct_buf *b, ct_value v, const char *indent,
              const char *item_sep, const char *key_sep, bool sort_keys,
-             int depth, int line, int col);
+             bool ascii, int depth, int line, int col);
 const char *ct_type_name(ct_value v);
 void ct_format_float(double f, char out[32]);
 
