@@ -463,6 +463,194 @@ static ct_value repeat(R *r, const ct_node *n, ct_value seq, int64_t k) {
   return l;
 }
 
+/* Python's printf-style formatting, fmt % args: the conversions s r a d i
+ * u f F e E g G x X o c and %%, with flags, width and precision (or "*");
+ * args a tuple, a mapping for %(name)s, or one value. */
+static ct_value percent_format(R *r, const ct_node *n, ct_value fmt,
+                               ct_value args) {
+  bool tuple = args.kind == CT_LIST && args.u.list->tuple;
+  const ct_value *items = tuple ? args.u.list->items : &args;
+  size_t nitems = tuple ? args.u.list->n : 1, used = 0;
+  bool mapping_used = false;
+  ct_buf b = {0};
+  ct_buf_add(r->a, &b, "", 0);
+  const char *p = fmt.u.str.s, *end = p + fmt.u.str.n;
+  while (p < end) {
+    const char *pc = memchr(p, '%', (size_t)(end - p));
+    if (!pc) {
+      ct_buf_add(r->a, &b, p, (size_t)(end - p));
+      break;
+    }
+    ct_buf_add(r->a, &b, p, (size_t)(pc - p));
+    p = pc + 1;
+    if (p >= end)
+      fail(r, n, "incomplete format%s%s", "", "");
+    if (*p == '%') {
+      ct_buf_add(r->a, &b, "%", 1);
+      ++p;
+      continue;
+    }
+    ct_value v;
+    bool have = false;
+    if (*p == '(') {
+      const char *close = memchr(p, ')', (size_t)(end - p));
+      if (!close)
+        fail(r, n, "incomplete format key%s%s", "", "");
+      if (args.kind != CT_DICT)
+        fail(r, n, "format requires a mapping%s%s", "", "");
+      ct_value *m = ct_dict_get(args.u.dict, p + 1, (size_t)(close - p - 1));
+      if (!m)
+        fail(r, n, "KeyError: '%s'%s",
+             ct_strndup(r->a, p + 1, (size_t)(close - p - 1)), "");
+      v = *m;
+      have = mapping_used = true;
+      p = close + 1;
+    }
+    char spec[32];
+    size_t k = 0;
+    spec[k++] = '%';
+    while (p < end && strchr("-+ 0#", *p) && *p && k < 8)
+      spec[k++] = *p++;
+    int width = -1, prec = -1;
+    if (p < end && *p == '*') {
+      if (used >= nitems)
+        fail(r, n, "not enough arguments for format string%s%s", "", "");
+      width = (int)as_int(r, n, items[used++], "* width");
+      ++p;
+    } else
+      for (width = p < end && *p >= '0' && *p <= '9' ? 0 : -1;
+           p < end && *p >= '0' && *p <= '9'; ++p)
+        width = width * 10 + (*p - '0');
+    if (p < end && *p == '.') {
+      ++p;
+      prec = 0;
+      if (p < end && *p == '*') {
+        if (used >= nitems)
+          fail(r, n, "not enough arguments for format string%s%s", "", "");
+        prec = (int)as_int(r, n, items[used++], "* precision");
+        ++p;
+      } else
+        for (; p < end && *p >= '0' && *p <= '9'; ++p)
+          prec = prec * 10 + (*p - '0');
+    }
+    while (p < end && (*p == 'l' || *p == 'h' || *p == 'L'))
+      ++p;
+    if (p >= end)
+      fail(r, n, "incomplete format%s%s", "", "");
+    char conv = *p++;
+    if (!have) {
+      if (used >= nitems)
+        fail(r, n, "not enough arguments for format string%s%s", "", "");
+      v = items[used++];
+    }
+    bool left = memchr(spec + 1, '-', k - 1) != NULL;
+    ct_value text;
+    char tmp[512];
+    switch (conv) {
+    case 's':
+    case 'r':
+    case 'a': {
+      ct_buf t = {0};
+      ct_buf_add(r->a, &t, "", 0);
+      if (conv == 's')
+        ct_to_str(r->a, &t, v);
+      else
+        ct_repr(r->a, &t, v);
+      text = buf_value(&t);
+      if (prec >= 0) {
+        size_t cnt;
+        size_t *off = utf8_offsets(r, text.u.str.s, text.u.str.n, &cnt);
+        if ((size_t)prec < cnt)
+          text.u.str.n = off[prec];
+      }
+      break;
+    }
+    case 'd':
+    case 'i':
+    case 'u':
+    case 'x':
+    case 'X':
+    case 'o':
+    case 'c': {
+      if (!is_num(v))
+        fail(r, n, "%%%s format: a number is required, not %s",
+             ct_strndup(r->a, &conv, 1), ct_type_name(v));
+      long long iv = v.kind == CT_FLOAT ? (long long)v.u.f : (long long)ival(v);
+      if (conv == 'c') {
+        char c = (char)iv;
+        text = ct_str(ct_strndup(r->a, &c, 1), 1);
+        break;
+      }
+      memcpy(spec + k, "ll", 2);
+      spec[k + 2] = conv == 'i' || conv == 'u' ? 'd' : conv;
+      spec[k + 3] = 0;
+      if (prec >= 0) {
+        char s2[40];
+        snprintf(s2, sizeof s2, "%%.%d%s", prec, spec + k);
+        snprintf(tmp, sizeof tmp, s2, iv);
+      } else
+        snprintf(tmp, sizeof tmp, spec, iv);
+      text = ct_str(ct_strndup(r->a, tmp, strlen(tmp)), strlen(tmp));
+      break;
+    }
+    case 'f':
+    case 'F':
+    case 'e':
+    case 'E':
+    case 'g':
+    case 'G': {
+      if (!is_num(v))
+        fail(r, n, "must be real number, not %s%s", ct_type_name(v), "");
+      spec[k] = '.';
+      snprintf(spec + k + 1, sizeof spec - k - 1, "%d%c", prec < 0 ? 6 : prec,
+               conv);
+      snprintf(tmp, sizeof tmp, spec, num(v));
+      text = ct_str(ct_strndup(r->a, tmp, strlen(tmp)), strlen(tmp));
+      break;
+    }
+    default: {
+      char c[2] = {conv, 0};
+      fail(r, n, "unsupported format character '%s'%s", c, "");
+    }
+    }
+    /* width, by code points; zero padding was done by snprintf */
+    size_t len = utf8_len(text.u.str.s, text.u.str.n);
+    if (width > 0 && (size_t)width > len && width < 4096) {
+      bool zero = memchr(spec + 1, '0', k - 1) != NULL && !left &&
+                  conv != 's' && conv != 'r' && conv != 'a' && conv != 'c';
+      if (!zero && !left)
+        for (size_t i = len; i < (size_t)width; ++i)
+          ct_buf_add(r->a, &b, " ", 1);
+      if (zero) {
+        /* let printf pad numbers with zeros after the sign */
+        char s2[48], out[600];
+        if (strchr("fFeEgG", conv)) {
+          snprintf(s2, sizeof s2, "%%0%d.%d%c", width, prec < 0 ? 6 : prec,
+                   conv);
+          snprintf(out, sizeof out, s2, num(v));
+        } else {
+          snprintf(s2, sizeof s2, "%%0%dll%c", width,
+                   conv == 'i' || conv == 'u' ? 'd' : conv);
+          snprintf(out, sizeof out, s2,
+                   v.kind == CT_FLOAT ? (long long)v.u.f : (long long)ival(v));
+        }
+        ct_buf_str(r->a, &b, out);
+        continue;
+      }
+      ct_buf_add(r->a, &b, text.u.str.s, text.u.str.n);
+      if (left)
+        for (size_t i = len; i < (size_t)width; ++i)
+          ct_buf_add(r->a, &b, " ", 1);
+      continue;
+    }
+    ct_buf_add(r->a, &b, text.u.str.s, text.u.str.n);
+  }
+  if (!mapping_used && used < nitems && !(args.kind == CT_DICT && !tuple))
+    fail(r, n, "not all arguments converted during string formatting%s%s", "",
+         "");
+  return buf_value(&b);
+}
+
 static ct_value arith(R *r, const ct_node *n, int op, ct_value x, ct_value y) {
   static const char *names[] = {"+", "-", "*", "/", "//", "%", "**"};
   const char *name = names[op];
@@ -487,7 +675,7 @@ static ct_value arith(R *r, const ct_node *n, int op, ct_value x, ct_value y) {
       (x.kind == CT_INT || x.kind == CT_BOOL))
     return repeat(r, n, y, ival(x));
   if (op == OP_MOD && x.kind == CT_STR)
-    fail(r, n, "string formatting with '%%' is not supported%s%s", "", "");
+    return percent_format(r, n, x, y);
   if (!is_num(x) || !is_num(y))
     bad_operands(r, n, name, x, y);
   bool ints = x.kind != CT_FLOAT && y.kind != CT_FLOAT;
@@ -1131,7 +1319,7 @@ static const char *const filters[] = {
     "reject", "rejectattr", "replace", "reverse",   "round",    "safe",
     "select", "selectattr", "string",  "sum",       "title",    "tojson",
     "trim",   "unique",     "upper",   "wordcount", "dictsort", "sort",
-    "max",    "min",        "center",  "attr",      NULL};
+    "max",    "min",        "center",  "attr",      "format",   NULL};
 static const char *const tests[] = {
     "boolean",  "callable",    "defined", "divisibleby", "eq",
     "equalto",  "even",        "false",   "float",       "ge",
@@ -1665,6 +1853,24 @@ static ct_value apply_filter(R *r, const ct_node *n, const char *name,
     for (int64_t i = 0; i < pad - left; ++i)
       ct_buf_add(r->a, &b, " ", 1);
     return buf_value(&b);
+  }
+  if (!strcmp(name, "format")) {
+    if (a->npos && a->nkw)
+      fail(r, n,
+           "can't handle positional and keyword arguments at the "
+           "same time%s%s",
+           "", "");
+    ct_value fa;
+    if (a->nkw) {
+      fa = ct_new_dict(r->a);
+      for (size_t k = 0; k < a->nkw; ++k)
+        ct_dict_set(r->a, fa.u.dict, ct_cstr(a->kwn[k]), a->kwv[k]);
+    } else {
+      fa = ct_new_list(r->a, a->npos, true);
+      for (size_t k = 0; k < a->npos; ++k)
+        fa.u.list->items[k] = a->pos[k];
+    }
+    return percent_format(r, n, str_of(r, v), fa);
   }
   if (!strcmp(name, "attr"))
     return get_attr(r, n, v,
