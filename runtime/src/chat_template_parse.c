@@ -698,6 +698,8 @@ static ct_node *parse_postfix(parser *P, ct_node *n) {
     } else if (is_op(t, "(")) {
       ct_node *c = node(P, E_CALL, t);
       c->a = n;
+      c->line = n->line; /* errors point at the callee */
+      c->col = n->col;
       parse_args(P, c);
       n = c;
     } else {
@@ -715,6 +717,8 @@ static ct_node *parse_filter_expr(parser *P, ct_node *n) {
     else if (is_op(cur(P), "(")) {
       ct_node *c = node(P, E_CALL, cur(P));
       c->a = n;
+      c->line = n->line; /* errors point at the callee */
+      c->col = n->col;
       parse_args(P, c);
       n = c;
     } else
