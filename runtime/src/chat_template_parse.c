@@ -7,6 +7,7 @@
  * leading spaces and its newline with it, unless written "{%+"/"+%}".
  *===----------------------------------------------------------------------===*/
 #include "chat_template_internal.h"
+#include "utf8_encode.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -96,26 +97,7 @@ static bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
 static void utf8_put(ct_arena *a, ct_buf *b, uint32_t cp) {
   char u[4];
-  size_t n;
-  if (cp < 0x80) {
-    u[0] = (char)cp;
-    n = 1;
-  } else if (cp < 0x800) {
-    u[0] = (char)(0xC0 | (cp >> 6));
-    u[1] = (char)(0x80 | (cp & 0x3F));
-    n = 2;
-  } else if (cp < 0x10000) {
-    u[0] = (char)(0xE0 | (cp >> 12));
-    u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    u[2] = (char)(0x80 | (cp & 0x3F));
-    n = 3;
-  } else {
-    u[0] = (char)(0xF0 | (cp >> 18));
-    u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    u[3] = (char)(0x80 | (cp & 0x3F));
-    n = 4;
-  }
+  size_t n = tfm_utf8_encode((uint32_t)cp, u);
   ct_buf_add(a, b, u, n);
 }
 

@@ -8,6 +8,7 @@
  *===----------------------------------------------------------------------===*/
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenizer_internal.h"
+#include "utf8_encode.h"
 
 #include <dlfcn.h>
 #include <pcre2.h>
@@ -41,26 +42,7 @@ tfm_status tk_buf_add(tk_buf *b, const void *s, size_t n) {
 
 tfm_status tk_buf_cp(tk_buf *b, int32_t cp) {
   char u[4];
-  size_t n;
-  if (cp < 0x80) {
-    u[0] = (char)cp;
-    n = 1;
-  } else if (cp < 0x800) {
-    u[0] = (char)(0xC0 | (cp >> 6));
-    u[1] = (char)(0x80 | (cp & 0x3F));
-    n = 2;
-  } else if (cp < 0x10000) {
-    u[0] = (char)(0xE0 | (cp >> 12));
-    u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    u[2] = (char)(0x80 | (cp & 0x3F));
-    n = 3;
-  } else {
-    u[0] = (char)(0xF0 | (cp >> 18));
-    u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    u[3] = (char)(0x80 | (cp & 0x3F));
-    n = 4;
-  }
+  size_t n = tfm_utf8_encode((uint32_t)cp, u);
   return tk_buf_add(b, u, n);
 }
 
