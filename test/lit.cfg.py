@@ -2,6 +2,7 @@
 # lit configuration for the tfm compiler tests.
 
 import os
+import platform
 import subprocess
 import sys
 
@@ -52,7 +53,8 @@ if str(getattr(config, "tfm_sanitize", "")).upper() in ("ON", "1", "TRUE", "YES"
 else:
     config.substitutions.append(("%ulimit_v", "ulimit -v"))
 
-llvm_config.with_system_environment(["HOME", "TMPDIR"])
+# TFMC_CACHE_LOG: where test/tfmc-cache.sh logs its hits and misses, if set.
+llvm_config.with_system_environment(["HOME", "TMPDIR", "TFMC_CACHE_LOG"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.tfm_tools_dir, config.llvm_tools_dir]
@@ -65,6 +67,13 @@ config.environment["TFMC_CACHE_DEPS"] = " ".join(
     os.path.join(config.tfm_lib_dir, f)
     for f in (sorted(os.listdir(config.tfm_lib_dir)) if os.path.isdir(config.tfm_lib_dir) else [])
     if f.endswith((".a", ".o", ".so")))
+# --cpu=native compiles for the host: its CPU is part of every key.
+try:
+    with open("/proc/cpuinfo") as f:
+        cpu = [l for l in f if l.startswith(("model name", "flags"))][:2]
+    config.environment["TFMC_CACHE_HOST"] = " ".join(" ".join(l.split()) for l in cpu)
+except OSError:
+    config.environment["TFMC_CACHE_HOST"] = platform.processor()
 tfmc_cached = os.path.join(config.tfm_src_root, "test", "tfmc-cache.sh")
 # A test of the compile itself (its time, its memory) runs tfmc uncached.
 config.substitutions.append(("%tfmc_real", tfmc_real))
