@@ -11,10 +11,12 @@
 #     output path left out;
 #   - the content of the input file, whatever its path (tfmc writes the same
 #     bytes for the same content; of the name, only whether it ends in
-#     .mlir counts);
+#     .mlir counts), for an executable, library or object without its
+#     comment and blank lines (`tfmc import` writes the config's path in
+#     one);
 #   - where the build printed anything on stderr (a warning names the input
-#     as given), the input and output paths as given too: that stderr is
-#     replayed on a hit.
+#     as given, and a line of it), the input's whole content and the input
+#     and output paths as given too: that stderr is replayed on a hit.
 # Cached: an executable, a shared library, an --emit stage written to
 # `-o FILE` or to stdout, and -c's object with its header (`-o NAME.o`,
 # header NAME.h). Everything else runs tfmc as it is: options the cache does
@@ -126,7 +128,15 @@ case "$in" in
 *.mlir) ext=mlir ;;
 *) ext=tfm ;;
 esac
-content=$(hash <"$in") || uncached "$@"
+full=$(hash <"$in") || uncached "$@"
+content=$full
+# An artifact is the same for a .tfm whose comment and blank lines differ
+# (as the header `tfmc import` writes, which names the config it read).
+case "$ext:$kind:$stage" in
+tfm:exe:* | tfm:obj:* | tfm:shared:* | tfm:emit:obj)
+  content=$(grep -v '^[[:space:]]*\(#.*\)\{0,1\}$' "$in" | hash)
+  ;;
+esac
 key=$(
   {
     # shellcheck disable=SC2086
@@ -137,8 +147,9 @@ key=$(
     printf '%s\n' "$opts" | sort
   } | hash
 )
-# The entry of a build that printed something on stderr.
-pathkey=$(printf '%s\n' "$key" "$in" "$out" | hash)
+# The entry of a build that printed something on stderr (which names the
+# input, and lines of it).
+pathkey=$(printf '%s\n' "$key" "$full" "$in" "$out" | hash)
 
 # A hit: the output (and header) from the entry, and its stderr.
 replay() {

@@ -5,6 +5,8 @@ N ranks under mpirun; their outputs must agree.
 
     check_tp.py --tfmc TFMC --mpirun MPIRUN --work DIR --ranks 2,4 MODEL...
 
+MODEL is a model of tp.tfm, or FILE.tfm:MODEL.
+
 For each model and N it prints
     PASS MODEL np=N forward: max |tp - one| / max |one| = ...
 and for models with an LM head also a greedy generation of 12 tokens
@@ -60,11 +62,13 @@ def inputs_for(desc, work, rng):
     return files
 
 
-def check_model(model, args):
+def check_model(spec, args):
+    tfm, _, model = spec.rpartition(":")
+    tfm = tfm or TFM
     results = []
     work = os.path.join(args.work, model)
     os.makedirs(work, exist_ok=True)
-    desc = json.loads(run([args.tfmc, TFM, "--model", model, "--emit=json"]))
+    desc = json.loads(run([args.tfmc, tfm, "--model", model, "--emit=json"]))
     rng = np.random.default_rng(7)
     inputs = inputs_for(desc, work, rng)
     generates = desc["output"]["kind"] == "lm_head"
@@ -72,7 +76,7 @@ def check_model(model, args):
     for n in [1] + args.ranks:
         exes[n] = os.path.join(work, "%s-np%d" % (model, n))
         extra = ["--tensor-parallel", str(n)] if n > 1 else []
-        run([args.tfmc, TFM, "--model", model, "-o", exes[n]] + extra)
+        run([args.tfmc, tfm, "--model", model, "-o", exes[n]] + extra)
 
     def launch(n, argv):
         if n == 1:
@@ -123,11 +127,11 @@ def main():
     args = ap.parse_args()
     args.ranks = [int(r) for r in args.ranks.split(",")]
     failed = 0
-    for model in args.models:
+    for spec in args.models:
         try:
-            results = check_model(model, args)
+            results = check_model(spec, args)
         except Exception as e:  # one broken model must not hide the others
-            results = [(False, "%s: %s: %s" % (model, type(e).__name__, e))]
+            results = [(False, "%s: %s: %s" % (spec, type(e).__name__, e))]
         for ok, msg in results:
             print("%s %s" % ("PASS" if ok else "FAIL", msg), flush=True)
             failed += not ok
