@@ -6,10 +6,12 @@
  * is converted: every missing, unexpected or mis-shaped tensor is reported.
  * Each entry of the ABI parameter list then gets an f32 host copy, in one
  * pass that converts the dtype, applies the source's transpose or row map,
- * and packs panels where the entry says so.
+ * and packs panels where the entry says so, in the layout that
+ * tfm/packed_layout.h describes.
  *===----------------------------------------------------------------------===*/
 #define _DEFAULT_SOURCE
 #include "checkpoint.h"
+#include "tfm/packed_layout.h"
 #include <math.h>
 
 #include <stdlib.h>
@@ -55,17 +57,19 @@ static int64_t param_numel(const tfm_param_desc *p) {
   return n;
 }
 
+/* How ABI entry `a` packs its panels. */
+static tfm_packing packing_of(const tfm_abi_desc *a) {
+  return a->int8_quads   ? TFM_PACKING_INT8_QUADS
+         : a->bf16_pairs ? TFM_PACKING_BF16_PAIRS
+                         : TFM_PACKING_F32;
+}
+
 int64_t tfm_weights_numel(const tfm_description *d, size_t i) {
   const tfm_param_desc *p = &d->params[d->abi[i].index];
   int32_t panel = d->abi[i].panel;
-  if (panel > 0 && p->rank == 2 && d->abi[i].int8_quads)
-    return (p->shape[0] + panel - 1) / panel * 4 * panel *
-           ((p->shape[1] + 3) / 4 + 2);
-  if (panel > 0 && p->rank == 2 && d->abi[i].bf16_pairs)
-    return (p->shape[0] + panel - 1) / panel * panel * 2 *
-           ((p->shape[1] + 1) / 2);
   if (panel > 0 && p->rank == 2)
-    return (p->shape[0] + panel - 1) / panel * panel * p->shape[1];
+    return tfm_packed_numel(packing_of(&d->abi[i]), p->shape[0], p->shape[1],
+                            panel);
   return param_numel(p);
 }
 
@@ -145,26 +149,32 @@ static int shard_view_init(shard_view *v, const tfm_param_desc *p, int32_t rank,
   return 1;
 }
 
-/* The f32 panels `packed` ([P, K, panel], freed) in bf16 pairs of K, the
- * operand order of vdpbf16ps: [P, ceil(K/2), 2 panel], element (n, k) at
- * [n / panel][k / 2][2 (n % panel) + k % 2], rounded to nearest even; an
- * odd K's last pair has a zero high half. Returned as float * for the
- * weight table (bf16 data). */
+/* The f32 panels `packed` ([P, K, panel], freed) in bf16 pairs of K
+ * (TFM_PACKING_BF16_PAIRS), rounded to nearest even; an odd K's last pair
+ * has a zero high half. Returned as float * for the weight table (bf16
+ * data). */
 static float *to_bf16_pairs(float *packed, int64_t panels, int64_t k,
                             int32_t panel) {
   if (!packed)
     return NULL;
-  int64_t k2 = (k + 1) / 2;
-  uint16_t *dst =
-      tfm_aligned_alloc((size_t)(panels * k2 * 2 * panel) * sizeof(uint16_t));
+  const tfm_packing pairs = TFM_PACKING_BF16_PAIRS;
+  int64_t size = tfm_packed_panel_numel(pairs, k, panel),
+          k2 = tfm_packed_steps(pairs, k);
+  uint16_t *dst = tfm_aligned_alloc((size_t)(panels * size) * sizeof(uint16_t));
   if (dst) {
-    for (int64_t p = 0; p < panels; ++p)
+    for (int64_t p = 0; p < panels; ++p) {
+      const float *src =
+          packed + p * tfm_packed_panel_numel(TFM_PACKING_F32, k, panel);
       for (int64_t kk = 0; kk < 2 * k2; ++kk)
         for (int64_t c = 0; c < panel; ++c) {
-          float x = kk < k ? packed[(p * k + kk) * panel + c] : 0.0f;
-          dst[(p * k2 + kk / 2) * 2 * panel + 2 * c + kk % 2] =
+          float x =
+              kk < k
+                  ? src[tfm_packed_panel_offset(TFM_PACKING_F32, c, kk, panel)]
+                  : 0.0f;
+          dst[p * size + tfm_packed_panel_offset(pairs, c, kk, panel)] =
               tfm_f32_to_bf16(x);
         }
+    }
   }
   free(packed);
   return (float *)dst;
@@ -172,50 +182,59 @@ static float *to_bf16_pairs(float *packed, int64_t panels, int64_t k,
 
 int8_t *tfm_quantize_int8_quads(const float *packed, int64_t panels, int64_t k,
                                 int32_t panel) {
-  int64_t k4 = (k + 3) / 4, row = 4 * (int64_t)panel;
-  int8_t *dst = tfm_aligned_alloc((size_t)(panels * (k4 + 2) * row));
+  const tfm_packing quads = TFM_PACKING_INT8_QUADS;
+  int64_t size = tfm_packed_panel_numel(quads, k, panel),
+          k4 = tfm_packed_steps(quads, k);
+  int8_t *dst = tfm_aligned_alloc((size_t)(panels * size));
   if (!dst)
     return NULL;
   for (int64_t p = 0; p < panels; ++p) {
-    const float *src = packed + p * k * panel;
-    int8_t *out = dst + p * (k4 + 2) * row;
+    const float *src =
+        packed + p * tfm_packed_panel_numel(TFM_PACKING_F32, k, panel);
+    int8_t *out = dst + p * size;
     for (int32_t c = 0; c < panel; ++c) {
       float max = 0.0f;
-      for (int64_t kk = 0; kk < k; ++kk)
-        max = fmaxf(max, fabsf(src[kk * panel + c]));
+      for (int64_t kk = 0; kk < k; ++kk) {
+        float x = src[tfm_packed_panel_offset(TFM_PACKING_F32, c, kk, panel)];
+        max = fmaxf(max, fabsf(x));
+      }
       float scale = max / 127.0f, inv = max > 0.0f ? 127.0f / max : 0.0f;
       int32_t sum = 0;
       for (int64_t kk = 0; kk < 4 * k4; ++kk) {
-        float q = kk < k ? nearbyintf(src[kk * panel + c] * inv) : 0.0f;
-        q = fminf(127.0f, fmaxf(-127.0f, q));
-        out[(kk / 4) * row + 4 * c + kk % 4] = (int8_t)q;
+        float x =
+            kk < k ? src[tfm_packed_panel_offset(TFM_PACKING_F32, c, kk, panel)]
+                   : 0.0f;
+        float q = fminf(127.0f, fmaxf(-127.0f, nearbyintf(x * inv)));
+        out[tfm_packed_panel_offset(quads, c, kk, panel)] = (int8_t)q;
         sum += (int32_t)q;
       }
       int32_t sum128 = sum * 128;
-      memcpy(out + k4 * row + 4 * c, &scale, 4);
-      memcpy(out + (k4 + 1) * row + 4 * c, &sum128, 4);
+      memcpy(out + tfm_packed_scale_offset(c, k, panel), &scale, 4);
+      memcpy(out + tfm_packed_sum_offset(c, k, panel), &sum128, 4);
     }
   }
   return dst;
 }
 
-/* The packed panels of parameter `p` ([N, K], this rank's block) quantized
- * to int8 quads (`packed` freed); returned as float * for the weight
- * table (int8 data). */
-static float *quads_of(float *packed, const tfm_param_desc *p, int32_t panel) {
-  if (!packed)
-    return NULL;
-  int8_t *q = tfm_quantize_int8_quads(packed, (p->shape[0] + panel - 1) / panel,
-                                      p->shape[1], panel);
+/* The f32 panels `packed` of a weight [n, k] (freed) as `packing` says:
+ * returned as float * for the weight table (f32, bf16 or int8 data). */
+static float *repack(float *packed, int64_t n, int64_t k, int32_t panel,
+                     tfm_packing packing) {
+  if (!packed || packing == TFM_PACKING_F32)
+    return packed;
+  int64_t panels = tfm_packed_panels(n, panel);
+  if (packing == TFM_PACKING_BF16_PAIRS)
+    return to_bf16_pairs(packed, panels, k, panel);
+  int8_t *q = tfm_quantize_int8_quads(packed, panels, k, panel);
   free(packed);
   return (float *)q;
 }
 
-/* The packed panels of parameter `p` ([N, K], this rank's block) in bf16
- * pairs. */
-static float *pairs_of(float *packed, const tfm_param_desc *p, int32_t panel) {
-  return to_bf16_pairs(packed, (p->shape[0] + panel - 1) / panel, p->shape[1],
-                       panel);
+/* The packed panels of parameter `p` ([N, K], this rank's block) in the
+ * packing of ABI entry `a`. */
+static float *repack_param(float *packed, const tfm_param_desc *p,
+                           const tfm_abi_desc *a) {
+  return repack(packed, p->shape[0], p->shape[1], a->panel, packing_of(a));
 }
 
 /* Parameter `p` in a new f32 buffer, read from `src` (NULL for zeros) as its
@@ -223,8 +242,8 @@ static float *pairs_of(float *packed, const tfm_param_desc *p, int32_t panel) {
  * applied, and for a sharded parameter only the block of rank `rank` of
  * `ranks` read (the source describes the whole tensor; the shard selects
  * from it; padding is zero). With `panel` > 0, a 2-D [N, K] weight is
- * packed as [ceil(N/panel), K, panel]: element (n, k) goes to
- * [n / panel][k][n % panel], and the padding of the last panel is zero. */
+ * packed in f32 panels (TFM_PACKING_F32 of tfm/packed_layout.h), the
+ * padding of the last panel zero. */
 static float *convert(const tfm_tensor *src, const tfm_param_desc *p,
                       int32_t panel, int32_t rank, int32_t ranks) {
   shard_view v;
@@ -233,7 +252,8 @@ static float *convert(const tfm_tensor *src, const tfm_param_desc *p,
     return NULL;
   }
   int64_t rows = v.rows, cols = v.cols, n = rows * cols;
-  int64_t padded = panel > 0 ? (rows + panel - 1) / panel * panel * cols : n;
+  int64_t padded =
+      panel > 0 ? tfm_packed_numel(TFM_PACKING_F32, rows, cols, panel) : n;
   float *dst = tfm_aligned_alloc((size_t)padded * sizeof(float));
   if (!dst || !src) {
     if (dst)
@@ -270,13 +290,31 @@ static float *convert(const tfm_tensor *src, const tfm_param_desc *p,
       }
       float x = element(src, i);
       if (panel > 0)
-        dst[(r / panel) * cols * panel + c * panel + r % panel] = x;
+        dst[tfm_packed_index(TFM_PACKING_F32, r, c, cols, panel)] = x;
       else
         dst[r * cols + c] = x;
     }
   }
   shard_view_free(&v);
   return dst;
+}
+
+/* W [n, k] (f32, row-major) packed in panels of `panel` columns as
+ * `packing` says (tfm/packed_layout.h), in a new buffer of
+ * tfm_packed_numel(packing, n, k, panel) elements (f32, bf16 or int8) to
+ * free(); NULL when out of memory. Random weights are packed with it, and
+ * test/unit/PackedLayoutTest.cpp checks it against the header. */
+void *tfm_pack_weight(const float *w, int64_t n, int64_t k, int32_t panel,
+                      tfm_packing packing) {
+  size_t size = (size_t)tfm_packed_numel(TFM_PACKING_F32, n, k, panel);
+  float *dst = tfm_aligned_alloc(size * sizeof(float));
+  if (!dst)
+    return NULL;
+  memset(dst, 0, size * sizeof(float));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c)
+      dst[tfm_packed_index(TFM_PACKING_F32, r, c, k, panel)] = w[r * k + c];
+  return repack(dst, n, k, panel, packing);
 }
 
 /* Drops the pages of a mapped tensor from this process's memory once it is
@@ -578,10 +616,8 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
     size_t index = d->abi[i].index;
     w->host[i] = convert(bound[index], &d->params[index], d->abi[i].panel,
                          d->tp_rank, d->tensor_parallel);
-    if (d->abi[i].bf16_pairs)
-      w->host[i] = pairs_of(w->host[i], &d->params[index], d->abi[i].panel);
-    if (d->abi[i].int8_quads)
-      w->host[i] = quads_of(w->host[i], &d->params[index], d->abi[i].panel);
+    if (d->abi[i].panel > 0)
+      w->host[i] = repack_param(w->host[i], &d->params[index], &d->abi[i]);
     release(bound[index]);
     if (!w->host[i]) {
       s = tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
@@ -669,19 +705,12 @@ tfm_status tfm_weights_synthesize(tfm_weights *w, const tfm_description *d,
       /* Packed and plain copies of one parameter must hold the same
        * values: pack from the values generated in canonical order (this
        * rank's block, as a whole tensor of its own). */
-      tfm_tensor plain = {values, TFM_F32, p->rank, {0}};
-      memcpy(plain.shape, p->shape, sizeof p->shape);
-      tfm_param_desc canonical = *p;
-      memset(&canonical.source, 0, sizeof canonical.source);
-      canonical.sharded = 0;
-      memcpy(canonical.full, p->shape, sizeof p->shape);
-      float *packed = convert(&plain, &canonical, d->abi[i].panel, 0, 1);
+      int64_t rows = p->rank ? p->shape[0] : 1;
+      float *packed =
+          tfm_pack_weight(values, rows, rows ? param_numel(p) / rows : 0,
+                          d->abi[i].panel, packing_of(&d->abi[i]));
       free(values);
       values = packed;
-      if (d->abi[i].bf16_pairs)
-        values = pairs_of(values, p, d->abi[i].panel);
-      if (d->abi[i].int8_quads)
-        values = quads_of(values, p, d->abi[i].panel);
     }
     if (!values) {
       tfm_weights_clear(w);
