@@ -25,6 +25,10 @@ void TfmDialect::initialize() {
 #define GET_OP_LIST
 #include "tfm/Dialect/TfmOps.cpp.inc"
       >();
+  addOperations<
+#define GET_OP_LIST
+#include "tfm/Dialect/TfmKernelOps.cpp.inc"
+      >();
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,11 +1,12 @@
 //===- TfmOps.cpp - tfm dialect operations --------------------------------===//
 //
-// Verifiers for every shape and attribute rule of the tfm ops. Dynamic
+// Verifiers for every shape and attribute rule of the model-level tfm ops
+// (TfmOps.td; the kernel level's are in TfmKernelOps.cpp). Dynamic
 // dimensions are compatible with anything; static ones must agree.
 //
 //===----------------------------------------------------------------------===//
 
-#include "tfm/Dialect/TfmOps.h"
+#include "VerifierUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -15,19 +16,134 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
+using namespace mlir::tfm::checks;
+
+//===----------------------------------------------------------------------===//
+// Checks shared with the kernel level (VerifierUtils.h)
+//===----------------------------------------------------------------------===//
+
+bool checks::dimsCompatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+std::string checks::dimStr(int64_t d) {
+  return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
+}
+
+LogicalResult checks::checkAttentionSizes(Operation *op, int64_t heads,
+                                          int64_t kvHeads, int64_t headDim,
+                                          int64_t valueDim) {
+  auto positive = [&](int64_t d, StringRef what) -> LogicalResult {
+    if (!ShapedType::isDynamic(d) && d <= 0)
+      return op->emitOpError() << what << " must be > 0, got " << d;
+    return success();
+  };
+  if (failed(positive(heads, "the query's heads (dimension 1)")) ||
+      failed(positive(kvHeads, "the key's heads (dimension 1)")) ||
+      failed(positive(headDim, "the head dimension (query dimension 3)")) ||
+      failed(positive(valueDim, "the value's head dimension (dimension 3)")))
+    return failure();
+  if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(kvHeads) &&
+      heads % kvHeads != 0)
+    return op->emitOpError() << "kv_heads (" << kvHeads
+                             << ") must divide heads (" << heads << ")";
+  return success();
+}
+
+LogicalResult checks::checkMask(Operation *op, MaskKind kind,
+                                std::optional<int64_t> window) {
+  if (kind == MaskKind::sliding) {
+    if (!window)
+      return op->emitOpError() << "sliding mask needs a window";
+    if (*window < 1)
+      return op->emitOpError() << "window must be >= 1, got " << *window;
+  } else if (window) {
+    return op->emitOpError() << "window is only valid with a sliding mask";
+  }
+  return success();
+}
+
+std::optional<int64_t> checks::optInt(IntegerAttr attr) {
+  if (!attr)
+    return std::nullopt;
+  return attr.getInt();
+}
+
+LogicalResult checks::checkSoftcap(Operation *op, std::optional<double> cap,
+                                   StringRef name) {
+  if (cap && !(std::isfinite(*cap) && *cap > 0.0))
+    return op->emitOpError() << name << " must be finite and > 0";
+  return success();
+}
+
+LogicalResult checks::checkAlibi(Operation *op,
+                                 std::optional<ArrayRef<double>> slopes,
+                                 int64_t heads, StringRef name) {
+  if (!slopes)
+    return success();
+  for (double s : *slopes)
+    if (!std::isfinite(s))
+      return op->emitOpError() << name << " must be finite";
+  if (!ShapedType::isDynamic(heads) &&
+      static_cast<int64_t>(slopes->size()) != heads)
+    return op->emitOpError() << name << " has " << slopes->size()
+                             << " entries for " << heads << " heads";
+  return success();
+}
+
+std::optional<double> checks::optF64(FloatAttr attr) {
+  if (!attr)
+    return std::nullopt;
+  return attr.getValueAsDouble();
+}
+
+tfm_packing checks::weightPacking(Type packed, Type elt) {
+  Type p = cast<ShapedType>(packed).getElementType();
+  if (elt.isF32() && p.isBF16())
+    return TFM_PACKING_BF16_PAIRS;
+  if (elt.isF32() && p.isSignlessInteger(8))
+    return TFM_PACKING_INT8_QUADS;
+  return TFM_PACKING_F32;
+}
+
+bool checks::panelsFit(int64_t panels, int64_t panel, int64_t n) {
+  return panel > 0 && tfm_packed_panels(n, panel) == panels;
+}
+
+LogicalResult checks::checkPackedWeight(Operation *op, tfm_packing packing,
+                                        ArrayRef<int64_t> p, int64_t k,
+                                        int64_t n) {
+  bool quads = packing == TFM_PACKING_INT8_QUADS;
+  if (p[2] % tfm_packed_group(packing))
+    return op->emitOpError()
+           << (quads ? "a weight in int8 quads has a last dimension of 4 W "
+                       "bytes, not "
+                     : "a weight in bf16 pairs has an even last dimension "
+                       "(2 W), not ")
+           << p[2];
+  int64_t rows = tfm_packed_rows(packing, k);
+  if (!ShapedType::isDynamic(k) && !dimsCompatible(p[1], rows))
+    return op->emitOpError()
+           << "K is " << k << ", so the weight in "
+           << (quads ? "int8 quads has " : "bf16 pairs has ") << rows
+           << (quads ? " rows per panel (quads, scales, sums), not "
+                     : " pairs per panel, not ")
+           << dimStr(p[1]);
+  int64_t panel = tfm_packed_panel_of(packing, p[2]);
+  if (!panelsFit(p[0], panel, n))
+    return op->emitOpError()
+           << n << " columns do not fill " << p[0] << " panels of " << panel;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Checks of the model level
+//===----------------------------------------------------------------------===//
 
 namespace {
 
 RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
-}
-
-bool dimsCompatible(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
-}
-
-std::string dimStr(int64_t d) {
-  return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
 }
 
 /// Checks that `v` has rank `rank`.
@@ -45,28 +161,6 @@ LogicalResult checkDim(Operation *op, int64_t actual, int64_t expected,
   if (!dimsCompatible(actual, expected))
     return op->emitOpError() << what << " is " << dimStr(actual)
                              << ", expected " << dimStr(expected);
-  return success();
-}
-
-/// Checks the sizes that attention divides by or loops over: the heads of
-/// the query and of the keys/values, and the head dimensions of the query
-/// and of the values, each > 0 where static (GQA divides by the kv heads).
-LogicalResult checkAttentionSizes(Operation *op, int64_t heads, int64_t kvHeads,
-                                  int64_t headDim, int64_t valueDim) {
-  auto positive = [&](int64_t d, StringRef what) -> LogicalResult {
-    if (!ShapedType::isDynamic(d) && d <= 0)
-      return op->emitOpError() << what << " must be > 0, got " << d;
-    return success();
-  };
-  if (failed(positive(heads, "the query's heads (dimension 1)")) ||
-      failed(positive(kvHeads, "the key's heads (dimension 1)")) ||
-      failed(positive(headDim, "the head dimension (query dimension 3)")) ||
-      failed(positive(valueDim, "the value's head dimension (dimension 3)")))
-    return failure();
-  if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(kvHeads) &&
-      heads % kvHeads != 0)
-    return op->emitOpError() << "kv_heads (" << kvHeads
-                             << ") must divide heads (" << heads << ")";
   return success();
 }
 
@@ -119,21 +213,6 @@ LogicalResult checkPositive(Operation *op, int64_t v, StringRef name) {
   return success();
 }
 
-/// Mask rule shared by tfm.mask, tfm.attention and tfm.multi_head_attention:
-/// `window` is given exactly when the kind is `sliding`, and is >= 1.
-LogicalResult checkMask(Operation *op, MaskKind kind,
-                        std::optional<int64_t> window) {
-  if (kind == MaskKind::sliding) {
-    if (!window)
-      return op->emitOpError() << "sliding mask needs a window";
-    if (*window < 1)
-      return op->emitOpError() << "window must be >= 1, got " << *window;
-  } else if (window) {
-    return op->emitOpError() << "window is only valid with a sliding mask";
-  }
-  return success();
-}
-
 /// An optional per-sequence operand (`lengths`, `positions`): [B].
 LogicalResult checkPerSequence(Operation *op, Value v, int64_t batch,
                                StringRef name) {
@@ -160,13 +239,6 @@ LogicalResult checkScale(Operation *op, double scale, StringRef name) {
   return success();
 }
 
-/// Reads an optional integer attribute as a signed value.
-std::optional<int64_t> optInt(IntegerAttr attr) {
-  if (!attr)
-    return std::nullopt;
-  return attr.getInt();
-}
-
 /// The rotary table rule shared by tfm.rope and tfm.multi_head_attention:
 /// a non-empty table of finite, non-negative frequencies for at most
 /// `headDim` (if known) dimensions.
@@ -182,28 +254,6 @@ LogicalResult checkInvFreq(Operation *op, ArrayRef<double> invFreq,
   if (!ShapedType::isDynamic(headDim) && r > headDim)
     return op->emitOpError() << name << " rotates " << r
                              << " dimensions, more than the head's " << headDim;
-  return success();
-}
-
-LogicalResult checkSoftcap(Operation *op, std::optional<double> cap,
-                           StringRef name) {
-  if (cap && !(std::isfinite(*cap) && *cap > 0.0))
-    return op->emitOpError() << name << " must be finite and > 0";
-  return success();
-}
-
-/// ALiBi slopes: one finite value per head (when the head count is known).
-LogicalResult checkAlibi(Operation *op, std::optional<ArrayRef<double>> slopes,
-                         int64_t heads, StringRef name) {
-  if (!slopes)
-    return success();
-  for (double s : *slopes)
-    if (!std::isfinite(s))
-      return op->emitOpError() << name << " must be finite";
-  if (!ShapedType::isDynamic(heads) &&
-      static_cast<int64_t>(slopes->size()) != heads)
-    return op->emitOpError() << name << " has " << slopes->size()
-                             << " entries for " << heads << " heads";
   return success();
 }
 
@@ -243,22 +293,7 @@ LogicalResult checkRelative(Operation *op, Value table,
   return success();
 }
 
-std::optional<double> optF64(FloatAttr attr) {
-  if (!attr)
-    return std::nullopt;
-  return attr.getValueAsDouble();
-}
-
 } // namespace
-
-int64_t mlir::tfm::leadingRows(ArrayRef<int64_t> shape) {
-  int64_t rows = 1;
-  for (int64_t d : shape.drop_back())
-    rows = ShapedType::isDynamic(d) || ShapedType::isDynamic(rows)
-               ? ShapedType::kDynamic
-               : rows * d;
-  return rows;
-}
 
 int64_t mlir::tfm::relativeBucket(int64_t rel, int64_t buckets,
                                   int64_t maxDistance, bool bidirectional) {
@@ -908,283 +943,8 @@ LogicalResult AttentionOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// Kernel level
+// Packed weights (tfm/packed_layout.h)
 //===----------------------------------------------------------------------===//
-
-static ArrayRef<int64_t> bufShape(Value v) {
-  return cast<ShapedType>(v.getType()).getShape();
-}
-
-/// Kernel ops read their inputs and write their output, on buffers only.
-static void kernelEffects(
-    Operation *op,
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-        &effects) {
-  for (OpOperand &o : op->getOpOperands()) {
-    if (!isa<MemRefType>(o.get().getType()))
-      continue;
-    if (o.getOperandNumber() + 1 == op->getNumOperands())
-      effects.emplace_back(MemoryEffects::Write::get(), &o,
-                           SideEffects::DefaultResource::get());
-    else
-      effects.emplace_back(MemoryEffects::Read::get(), &o,
-                           SideEffects::DefaultResource::get());
-  }
-}
-
-void LinearKernelOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-        &effects) {
-  kernelEffects(*this, effects);
-}
-
-void AllReduceKernelOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-        &effects) {
-  kernelEffects(*this, effects);
-}
-
-void AllGatherKernelOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-        &effects) {
-  kernelEffects(*this, effects);
-}
-
-LogicalResult AllReduceKernelOp::verify() {
-  for (Value v : getOperands())
-    if (!cast<ShapedType>(v.getType()).getElementType().isF32() ||
-        !cast<ShapedType>(v.getType()).hasRank())
-      return emitOpError() << "operands must be ranked f32 tensors or buffers";
-  auto in = bufShape(getInput()), out = bufShape(getOutput());
-  if (in.size() != out.size() || in.empty())
-    return emitOpError() << "input and output must have one rank (>= 1)";
-  for (auto [a, b] : llvm::zip(in, out))
-    if (!dimsCompatible(a, b))
-      return emitOpError() << "output must have the input's shape";
-  if (getBias() && (bufShape(getBias()).size() != 1 ||
-                    !dimsCompatible(bufShape(getBias())[0], in.back())))
-    return emitOpError() << "bias must be 1-D, the input's last dimension";
-  return success();
-}
-
-LogicalResult AllGatherKernelOp::verify() {
-  for (Value v : getOperands())
-    if (!cast<ShapedType>(v.getType()).getElementType().isF32() ||
-        !cast<ShapedType>(v.getType()).hasRank())
-      return emitOpError() << "operands must be ranked f32 tensors or buffers";
-  auto in = bufShape(getInput()), out = bufShape(getOutput());
-  if (in.size() != 2 || out.size() != 2)
-    return emitOpError() << "input and output must be 2-D";
-  if (!dimsCompatible(in[0], out[0]))
-    return emitOpError() << "output must have " << dimStr(in[0]) << " rows";
-  if (ShapedType::isDynamic(in[1]) || ShapedType::isDynamic(out[1]) ||
-      out[1] % in[1] != 0)
-    return emitOpError() << "output columns must be a static multiple of the "
-                            "input's";
-  return success();
-}
-
-void AttentionKernelOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-        &effects) {
-  kernelEffects(*this, effects);
-}
-
-/// Element types the kernel ops compute in (f16/bf16 on GPUs).
-static bool isKernelFloat(Type t) {
-  return t.isF32() || t.isF16() || t.isBF16();
-}
-
-/// Whether a weight packed as `packed` for a matmul of `elt` values is in
-/// bf16 pairs of K (tfm-model-abi bf16-pairs).
-static bool isBf16Pairs(Type packed, Type elt) {
-  return cast<ShapedType>(packed).getElementType().isBF16() && elt.isF32();
-}
-
-/// Checks K and the output columns `n` of a weight in bf16 pairs `p`
-/// ([P, ceil(K / 2), 2 W]).
-static LogicalResult checkPairs(Operation *op, ArrayRef<int64_t> p, int64_t k,
-                                int64_t n) {
-  if (p[2] % 2)
-    return op->emitOpError() << "a weight in bf16 pairs has an even last "
-                             << "dimension (2 W), not " << p[2];
-  if (!ShapedType::isDynamic(k) && !dimsCompatible(p[1], (k + 1) / 2))
-    return op->emitOpError() << "K is " << k << ", so the weight in bf16 "
-                             << "pairs has " << (k + 1) / 2
-                             << " pairs per panel, not " << dimStr(p[1]);
-  if (n > p[0] * (p[2] / 2) || n <= (p[0] - 1) * (p[2] / 2))
-    return op->emitOpError()
-           << n << " columns do not fill " << p[0] << " panels of " << p[2] / 2;
-  return success();
-}
-
-/// Whether a weight packed as `packed` for a matmul of `elt` values is
-/// int8 in quads of K with per-column scales (tfm-model-abi int8-quads).
-static bool isInt8Quads(Type packed, Type elt) {
-  return cast<ShapedType>(packed).getElementType().isSignlessInteger(8) &&
-         elt.isF32();
-}
-
-/// Checks K and the output columns `n` of a weight in int8 quads `p`
-/// ([P, ceil(K / 4) + 2, 4 W] bytes: the quads, then the columns' scales
-/// and sums).
-static LogicalResult checkQuads(Operation *op, ArrayRef<int64_t> p, int64_t k,
-                                int64_t n) {
-  if (p[2] % 4)
-    return op->emitOpError() << "a weight in int8 quads has a last dimension "
-                             << "of 4 W bytes, not " << p[2];
-  if (!ShapedType::isDynamic(k) && !dimsCompatible(p[1], (k + 3) / 4 + 2))
-    return op->emitOpError()
-           << "K is " << k << ", so the weight in int8 quads has "
-           << (k + 3) / 4 + 2 << " rows per panel (quads, scales, sums), not "
-           << dimStr(p[1]);
-  if (n > p[0] * (p[2] / 4) || n <= (p[0] - 1) * (p[2] / 4))
-    return op->emitOpError()
-           << n << " columns do not fill " << p[0] << " panels of " << p[2] / 4;
-  return success();
-}
-
-LogicalResult LinearKernelOp::verify() {
-  Type elt = cast<ShapedType>(getOutput().getType()).getElementType();
-  bool pairs = isBf16Pairs(getWeightP().getType(), elt);
-  bool quads = isInt8Quads(getWeightP().getType(), elt);
-  // A packed for those weights already (tfm.norm_kernel's packed output).
-  Type inElt = cast<ShapedType>(getInput().getType()).getElementType();
-  bool packedInput =
-      (pairs && inElt.isBF16()) || (quads && inElt.isSignlessInteger(8));
-  for (Value v : getOperands())
-    if ((cast<ShapedType>(v.getType()).getElementType() != elt &&
-         !((pairs || quads) && v == getWeightP()) &&
-         !(packedInput && v == getInput())) ||
-        !isKernelFloat(elt) || !cast<ShapedType>(v.getType()).hasRank())
-      return emitOpError() << "operands must be ranked f32, f16 or bf16 "
-                              "tensors or buffers of one element type (or "
-                              "f32 with weights in bf16 pairs or int8 quads, "
-                              "the input perhaps packed for them)";
-  if (packedInput) {
-    auto in = bufShape(getInput()), w = bufShape(getWeightP());
-    // K as the weight's panels pad it.
-    int64_t cols =
-        pairs ? NormKernelOp::packedColumns(NormKernelOp::Packing::Bf16Pairs,
-                                            2 * w[1])
-              : NormKernelOp::packedColumns(NormKernelOp::Packing::Int8Quads,
-                                            4 * (w[1] - 2));
-    if (in.size() == 2 && w.size() == 3 && !ShapedType::isDynamic(w[1]) &&
-        !dimsCompatible(in[1], cols))
-      return emitOpError() << "a packed input for this weight has " << cols
-                           << " columns, not " << dimStr(in[1]);
-  }
-  if (bufShape(getInput()).size() != 2 || bufShape(getWeightP()).size() != 3 ||
-      bufShape(getOutput()).size() != 2 ||
-      (getBias() && bufShape(getBias()).size() != 1))
-    return emitOpError() << "input and output must be 2-D, weight_p 3-D and "
-                            "bias 1-D";
-  auto in = bufShape(getInput()), w = bufShape(getWeightP()),
-       out = bufShape(getOutput());
-  if (ShapedType::isDynamic(w[0]) || ShapedType::isDynamic(w[1]) ||
-      ShapedType::isDynamic(w[2]) || ShapedType::isDynamic(out[1]))
-    return emitOpError() << "weight_p and the output columns must be static";
-  if (pairs || quads) {
-    // K is known from a packed input only up to its padding: the panel's
-    // rows were checked against its columns above.
-    int64_t k = packedInput ? ShapedType::kDynamic : in[1];
-    if (failed(pairs ? checkPairs(*this, w, k, out[1])
-                     : checkQuads(*this, w, k, out[1])))
-      return failure();
-  } else if (!dimsCompatible(in[1], w[1]))
-    return emitOpError() << "input has " << dimStr(in[1])
-                         << " columns but weight_p has " << dimStr(w[1])
-                         << " rows per panel";
-  if (!dimsCompatible(out[0], in[0]))
-    return emitOpError() << "output must have " << dimStr(in[0]) << " rows";
-  if (!pairs && !quads && (out[1] > w[0] * w[2] || out[1] <= (w[0] - 1) * w[2]))
-    return emitOpError() << "output has " << out[1] << " columns, which "
-                         << w[0] << " panels of " << w[2] << " do not fit";
-  if (getBias() && !dimsCompatible(bufShape(getBias())[0], out[1]))
-    return emitOpError() << "bias must have " << out[1] << " elements";
-  // [M, N], or [..., N] with leading dimensions of M elements in all.
-  for (Value e : {getMul(), getResidual()}) {
-    if (!e)
-      continue;
-    auto es = bufShape(e);
-    int64_t rows = leadingRows(es);
-    if (es.size() < 2 || !dimsCompatible(rows, out[0]) ||
-        !dimsCompatible(es.back(), out[1]))
-      return emitOpError() << "mul and residual must have the output's "
-                              "shape, or its rows split in several dimensions";
-  }
-  return success();
-}
-
-void NormKernelOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-        &effects) {
-  kernelEffects(*this, effects);
-}
-
-NormKernelOp::Packing NormKernelOp::packingOf(Type elt) {
-  if (elt.isBF16())
-    return Packing::Bf16Pairs;
-  if (elt.isSignlessInteger(8))
-    return Packing::Int8Quads;
-  return Packing::None;
-}
-
-int64_t NormKernelOp::packedColumns(Packing packing, int64_t k) {
-  switch (packing) {
-  case Packing::None:
-    return k;
-  case Packing::Bf16Pairs:
-    return 2 * ((k + 1) / 2);
-  case Packing::Int8Quads:
-    return 4 * ((k + 3) / 4) + 4;
-  }
-  llvm_unreachable("packing");
-}
-
-LogicalResult NormKernelOp::verify() {
-  for (Value v : getOperands()) {
-    auto st = cast<ShapedType>(v.getType());
-    if (!st.hasRank() || (v != getOutput() && !st.getElementType().isF32()))
-      return emitOpError() << "operands must be ranked f32 tensors or "
-                              "buffers (the output f32, bf16 or i8)";
-  }
-  Type outElt = cast<ShapedType>(getOutput().getType()).getElementType();
-  if (!outElt.isF32() && !outElt.isBF16() && !outElt.isSignlessInteger(8))
-    return emitOpError() << "output must be f32, bf16 (pairs) or i8 (quads)";
-  auto in = bufShape(getInput()), out = bufShape(getOutput());
-  if (in.size() < 2)
-    return emitOpError() << "input must have rank 2 or more";
-  int64_t k = in.back();
-  if (ShapedType::isDynamic(k))
-    return emitOpError() << "the input's last dimension must be static";
-  Packing packing = getPacking();
-  if (packing == Packing::None) {
-    if (out.size() != in.size() ||
-        !llvm::all_of(llvm::zip(in, out), [](auto d) {
-          return dimsCompatible(std::get<0>(d), std::get<1>(d));
-        }))
-      return emitOpError() << "output of f32 rows must have the input's shape";
-  } else {
-    int64_t rows = leadingRows(in);
-    if (out.size() != 2)
-      return emitOpError() << "packed output must be 2-D";
-    if (!dimsCompatible(rows, out[0]))
-      return emitOpError() << "output must have " << dimStr(rows) << " rows";
-  }
-  int64_t cols = packedColumns(packing, k);
-  if (!dimsCompatible(out.back(), cols))
-    return emitOpError() << "output must have " << cols << " columns for " << k
-                         << " values a row, not " << dimStr(out.back());
-  for (Value v : {getWeight(), getBias()})
-    if (v && (bufShape(v).size() != 1 || !dimsCompatible(bufShape(v)[0], k)))
-      return emitOpError() << "weight and bias must be 1-D of " << k;
-  if (getKind() == NormKind::layernorm && !getBias())
-    return emitOpError() << "layernorm needs a bias";
-  if (getKind() == NormKind::rmsnorm && getBias())
-    return emitOpError() << "rmsnorm takes no bias";
-  return success();
-}
 
 LogicalResult UnpackWeightOp::verify() {
   auto p = getPacked().getType().getShape();
@@ -1194,64 +954,17 @@ LogicalResult UnpackWeightOp::verify() {
   if (getType().isDynamicDim(0) || getPacked().getType().isDynamicDim(0) ||
       getPacked().getType().isDynamicDim(2))
     return emitOpError() << "needs static sizes";
-  if (isBf16Pairs(getPacked().getType(), getType().getElementType()))
-    return checkPairs(*this, p, r[1], r[0]);
-  if (isInt8Quads(getPacked().getType(), getType().getElementType()))
-    return checkQuads(*this, p, r[1], r[0]);
-  if (!dimsCompatible(p[1], r[1]))
+  tfm_packing packing =
+      weightPacking(getPacked().getType(), getType().getElementType());
+  if (packing != TFM_PACKING_F32)
+    return checkPackedWeight(*this, packing, p, r[1], r[0]);
+  if (!dimsCompatible(p[1], tfm_packed_rows(packing, r[1])))
     return emitOpError() << "K is " << dimStr(p[1]) << " packed but "
                          << dimStr(r[1]) << " unpacked";
-  if (r[0] > p[0] * p[2] || r[0] <= (p[0] - 1) * p[2])
+  if (!panelsFit(p[0], tfm_packed_panel_of(packing, p[2]), r[0]))
     return emitOpError() << r[0] << " rows do not fill " << p[0]
                          << " panels of " << p[2];
   return success();
-}
-
-LogicalResult AttentionKernelOp::verify() {
-  Type elt = cast<ShapedType>(getQuery().getType()).getElementType();
-  for (Value v : {getQuery(), getKey(), getValue(), getOutput()})
-    if (!cast<ShapedType>(v.getType()).hasRank() || bufShape(v).size() != 4 ||
-        !isKernelFloat(elt) ||
-        cast<ShapedType>(v.getType()).getElementType() != elt)
-      return emitOpError() << "query, key, value and output must be 4-D, of "
-                              "one element type: f32, f16 or bf16";
-  if (getLengths() && bufShape(getLengths()).size() != 1)
-    return emitOpError() << "lengths must be 1-D";
-  if (getPositions() && bufShape(getPositions()).size() != 1)
-    return emitOpError() << "positions must be 1-D";
-  if (getRing() && !getPositions())
-    return emitOpError() << "a ring buffer needs positions";
-  auto q = bufShape(getQuery()), k = bufShape(getKey()),
-       v = bufShape(getValue()), o = bufShape(getOutput());
-  // key is transposed: [B, KV, D, S].
-  if (!dimsCompatible(k[2], q[3]) || !dimsCompatible(v[2], k[3]) ||
-      !dimsCompatible(v[1], k[1]))
-    return emitOpError() << "query, key (transposed) and value shapes do not "
-                            "agree";
-  for (int i = 0; i < 3; ++i)
-    if (!dimsCompatible(o[i], q[i]))
-      return emitOpError() << "output must match the query in dimension " << i;
-  if (!dimsCompatible(o[3], v[3]))
-    return emitOpError() << "output dimension 3 must match the value's";
-  if (failed(checkAttentionSizes(*this, q[1], k[1], q[3], v[3])))
-    return failure();
-  if (static_cast<bool>(getBias()) != static_cast<bool>(getBiasDistanceAttr()))
-    return emitOpError() << "bias and bias_distance go together";
-  if (Value bias = getBias()) {
-    auto bt = cast<ShapedType>(bias.getType());
-    int64_t m = getBiasDistanceAttr().getInt();
-    if (m < 0)
-      return emitOpError() << "bias_distance must be >= 0, got " << m;
-    if (!bt.hasRank() || bt.getRank() != 2 || !bt.getElementType().isF32() ||
-        !dimsCompatible(bt.getDimSize(0), q[1]) ||
-        !dimsCompatible(bt.getDimSize(1), 2 * m + 1))
-      return emitOpError() << "bias must be f32 [heads, 2 * bias_distance + "
-                              "1]";
-  }
-  if (failed(checkSoftcap(*this, optF64(getSoftcapAttr()), "softcap")) ||
-      failed(checkAlibi(*this, getAlibiSlopes(), q[1], "alibi_slopes")))
-    return failure();
-  return checkMask(*this, getMask(), optInt(getWindowAttr()));
 }
 
 #define GET_OP_CLASSES

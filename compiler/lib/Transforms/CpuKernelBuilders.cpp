@@ -98,10 +98,10 @@ void cpu::storePackedRow(OpBuilder &b, Location loc, RowChunk chunk, int64_t k,
   auto f32V = VectorType::get({16}, f32);
   auto i1V = VectorType::get({16}, b.getI1Type());
   // The lanes of the chunk at `col` to store: past K up to the packed
-  // row's padding too (the chunk gives 0 there).
-  int64_t padded = packing == Packing::Int8Quads
-                       ? 4 * ((k + 3) / 4)
-                       : NormKernelOp::packedColumns(packing, k);
+  // row's padding too (the chunk gives 0 there); an int8 row's scale
+  // follows (tfm/packed_layout.h).
+  int64_t padded =
+      tfm_packed_input_values(static_cast<tfm_packing>(packing), k);
   auto storeMask = [&](OpBuilder &sb, Location sl, Value col, Value mask) {
     if (!mask)
       return mask;

@@ -67,7 +67,7 @@ using Packing = NormKernelOp::Packing;
 
 /// The packing of an A buffer or a norm's output, as its element type says:
 /// bf16 [M, 2 ceil(K / 2)] is in bf16 pairs, i8 [M, 4 ceil(K / 4) + 4] in
-/// int8 quads, f32 not packed.
+/// int8 quads, f32 not packed (the rows of A of tfm/packed_layout.h).
 Packing packingOf(Value buf);
 
 /// Gives the values of one row at columns [col, col + 16) as a vector, 0 in
@@ -82,7 +82,8 @@ using RowChunk =
 /// 2j + 1, low half first, the order in which vdpbf16ps multiplies a
 /// weight's pair; i8 quantized (scale max |x| / 127, 0 for a zero row) to
 /// round(x / scale) + 128 (1..255, 128 past K), four to a quad in the
-/// operand order of vpdpbusd, then the scale's bytes. 16 columns a vector.
+/// operand order of vpdpbusd, then the scale's bytes: the rows of A of
+/// tfm/packed_layout.h. 16 columns a vector.
 void storePackedRow(OpBuilder &b, Location loc, RowChunk chunk, int64_t k,
                     Value out, Value row);
 

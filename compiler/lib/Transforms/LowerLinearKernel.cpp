@@ -1,7 +1,8 @@
 //===- LowerLinearKernel.cpp - tfm.linear_kernel as a CPU GEMM ------------===//
 //
 // tfm.linear_kernel: out[M, N] = A[M, K] * W^T + bias, with W packed in
-// panels [P, K, PW] (PW = 2 vectors of output columns, zero-padded). A
+// panels [P, K, PW] (PW = 2 vectors of output columns, zero-padded; the
+// layouts, also in bf16 pairs and int8 quads, are tfm/packed_layout.h's). A
 // broadcast-FMA register tile keeps MR x 2 vectors of the output in
 // registers (MR = 8 on AVX-512, 6 on AVX2) while streaming one contiguous
 // panel: per k it loads the panel's row of PW weights and broadcasts MR
@@ -115,14 +116,16 @@ struct LinearLowering {
   /// The epilogue: activation, product with `mul`, sum with `residual`.
   std::optional<Activation> activation;
   Value mul, residual;
-  /// bf16 weights in pairs of K ([P, K / 2, 2 W]): vdpbf16ps multiplies
-  /// a pair of A's columns, rounded to bf16, by the pair of each column.
-  bool pairs;
-  /// int8 weights in quads of K ([P, K / 4 + 2, 4 W] bytes, the columns'
-  /// scales and sums last): vpdpbusd multiplies a quad of A's columns,
-  /// quantized per row, by the quad of each column.
-  bool quads;
-  int64_t panels, k, panel, n;
+  /// How the panels hold K (tfm/packed_layout.h): f32; bf16 pairs, whose
+  /// pair of A's columns, rounded to bf16, vdpbf16ps multiplies by the pair
+  /// of each column; int8 quads, the columns' scales and sums last, whose
+  /// quad of A's columns, quantized per row, vpdpbusd multiplies by the quad
+  /// of each column.
+  tfm_packing packing;
+  bool pairs, quads;
+  /// The panels, the words of K a column holds in one (K for f32), the
+  /// columns of a panel and of the output.
+  int64_t panels, steps, panel, n;
   // Set by emitCommon.
   int64_t kCols, tail, tileRows;
   VectorType vt, maskT, pairT, pairIntT, quadT, accIntT;
@@ -142,11 +145,12 @@ struct LinearLowering {
     auto wType = cast<MemRefType>(wp.getType());
     pairs = wType.getElementType().isBF16();
     quads = wType.getElementType().isSignlessInteger(8);
+    packing = pairs   ? TFM_PACKING_BF16_PAIRS
+              : quads ? TFM_PACKING_INT8_QUADS
+                      : TFM_PACKING_F32;
     panels = wType.getDimSize(0);
-    k = quads ? wType.getDimSize(1) - 2 : wType.getDimSize(1);
-    panel = pairs   ? wType.getDimSize(2) / 2
-            : quads ? wType.getDimSize(2) / 4
-                    : wType.getDimSize(2);
+    steps = tfm_packed_steps_of(packing, wType.getDimSize(1));
+    panel = tfm_packed_panel_of(packing, wType.getDimSize(2));
     n = cast<MemRefType>(out.getType()).getDimSize(1);
   }
 
@@ -198,9 +202,13 @@ struct LinearLowering {
     Value n0 = arith::MulIOp::create(nb, l, p, cIdx(nb, l, panel));
     for (int64_t c = 0; c < kCols; ++c) {
       t.colIdx.push_back(arith::AddIOp::create(nb, l, n0, cIdx(nb, l, c * vl)));
-      t.laneIdx.push_back(cIdx(nb, l, c * vl));
-      t.pairIdx.push_back(cIdx(nb, l, 2 * c * vl));
-      t.quadIdx.push_back(cIdx(nb, l, 4 * c * vl));
+      // Where the words of columns c * vl.. start in a row of the panel.
+      t.laneIdx.push_back(
+          cIdx(nb, l, tfm_packed_word_column(TFM_PACKING_F32, c * vl)));
+      t.pairIdx.push_back(
+          cIdx(nb, l, tfm_packed_word_column(TFM_PACKING_BF16_PAIRS, c * vl)));
+      t.quadIdx.push_back(
+          cIdx(nb, l, tfm_packed_word_column(TFM_PACKING_INT8_QUADS, c * vl)));
     }
     for (int64_t r = 0; r < rows; ++r)
       t.rowIdx.push_back(arith::AddIOp::create(nb, l, m0, cIdx(nb, l, r)));
@@ -232,13 +240,15 @@ struct LinearLowering {
     return init;
   }
 
-  /// Row r's packed word (`per` values of K in 32 bits) at step `kk` of K,
+  /// Row r's packed word (G values of K in 32 bits) at step `kk` of K,
   /// broadcast to `intT` and viewed as the `lanes` the instruction takes.
   Value broadcastWord(OpBuilder &bb, Location ll, const Tile &t, int64_t r,
-                      Value kk, int64_t per, VectorType intT,
-                      VectorType lanes) const {
-    Value s = loadWord(bb, ll, t.rowIdx[r],
-                       arith::MulIOp::create(bb, ll, kk, cIdx(bb, ll, per)));
+                      Value kk, VectorType intT, VectorType lanes) const {
+    // The word of step kk starts at column G kk of the row.
+    Value s = loadWord(
+        bb, ll, t.rowIdx[r],
+        arith::MulIOp::create(
+            bb, ll, kk, cIdx(bb, ll, tfm_packed_word_column(packing, 1))));
     return vector::BitCastOp::create(
         bb, ll, lanes, vector::BroadcastOp::create(bb, ll, intT, s));
   }
@@ -250,7 +260,7 @@ struct LinearLowering {
                    Value kk, ArrayRef<Value> w, ValueRange acc,
                    SmallVectorImpl<Value> &next) const {
     if (quads) {
-      Value sv = broadcastWord(bb, ll, t, r, kk, 4, accIntT, quadT);
+      Value sv = broadcastWord(bb, ll, t, r, kk, accIntT, quadT);
       for (int64_t c = 0; c < kCols; ++c)
         next.push_back(LLVM::CallIntrinsicOp::create(
                            bb, ll, accIntT, bb.getStringAttr(kVpdpbusd),
@@ -259,7 +269,7 @@ struct LinearLowering {
       return;
     }
     if (pairs) {
-      Value sv = broadcastWord(bb, ll, t, r, kk, 2, pairIntT, pairT);
+      Value sv = broadcastWord(bb, ll, t, r, kk, pairIntT, pairT);
       for (int64_t c = 0; c < kCols; ++c)
         next.push_back(
             x86vector::DotBF16Op::create(bb, ll, acc[r * kCols + c], sv, w[c]));
@@ -276,7 +286,7 @@ struct LinearLowering {
   scf::ForOp productLoop(OpBuilder &nb, Location l, const Tile &t,
                          ValueRange init) const {
     return scf::ForOp::create(
-        nb, l, c0, cIdx(nb, l, k), c1, init,
+        nb, l, c0, cIdx(nb, l, steps), c1, init,
         [&](OpBuilder &bb, Location ll, Value kk, ValueRange acc) {
           // The panel is zero-padded: whole-vector loads are in bounds.
           // No software prefetch: the hardware's follows the panel, and
@@ -302,7 +312,7 @@ struct LinearLowering {
 
   /// The i32 accumulator `v` of vector c of row r as f32: (acc - 128
   /// colsum) x column scale x row scale + bias: the column scales and sums
-  /// are the panel's last two rows.
+  /// are the panel's last two rows, the row's scale follows its quads.
   Value dequantize(OpBuilder &nb, Location l, const Tile &t, int64_t r,
                    int64_t c, Value v) const {
     auto panelRow = [&](int64_t at, Type type) {
@@ -312,13 +322,14 @@ struct LinearLowering {
               nb, l, quadT, wp,
               ValueRange{t.p, cIdx(nb, l, at), t.quadIdx[c]}));
     };
-    Value scaleW = panelRow(k, vt);
-    Value sum128 = panelRow(k + 1, accIntT);
+    Value scaleW = panelRow(tfm_packed_scales_row(steps), vt);
+    Value sum128 = panelRow(tfm_packed_sums_row(steps), accIntT);
     Value rowScale = vector::BroadcastOp::create(
         nb, l, vt,
         arith::BitcastOp::create(
             nb, l, nb.getF32Type(),
-            loadWord(nb, l, t.rowIdx[r], cIdx(nb, l, 4 * k))));
+            loadWord(nb, l, t.rowIdx[r],
+                     cIdx(nb, l, tfm_packed_word_column(packing, steps)))));
     v = arith::MulFOp::create(
         nb, l,
         arith::SIToFPOp::create(nb, l, vt,

@@ -60,17 +60,18 @@ def TfmModelAbi : Pass<"tfm-model-abi", "ModuleOp"> {
     lists (name, panel) pairs for the runtime (panel 0: as stored).
 
     With `bf16-pairs`, packed weights are bf16 in pairs of K, the operand
-    order of AVX512_BF16's vdpbf16ps: [ceil(out / W), ceil(in / 2), 2 W],
-    element (n, k) at [n / W][k / 2][2 (n % W) + k % 2]; their
-    `tfm.params` entries say `bf16_pairs`.
+    order of AVX512_BF16's vdpbf16ps ([ceil(out / W), ceil(in / 2), 2 W]);
+    their `tfm.params` entries say `bf16_pairs`.
 
     With `int8-quads`, the weights of tfm.linear are int8 with a scale per
     output column (weight-only quantization), in quads of K, the operand
-    order of AVX512_VNNI's vpdpbusd: [ceil(out / W), ceil(in / 4) + 2, 4 W]
-    bytes, element (n, k) at [n / W][k / 4][4 (n % W) + k % 4]; row
-    ceil(in / 4) of a panel holds the W columns' scales (f32), the next
-    their sums of the quantized values times 128 (i32). Their `tfm.params`
-    entries say `int8_quads`.
+    order of AVX512_VNNI's vpdpbusd ([ceil(out / W), ceil(in / 4) + 2, 4 W]
+    bytes: the quads, then a row of the columns' scales and one of their
+    sums); their `tfm.params` entries say `int8_quads`.
+
+    `runtime/include/tfm/packed_layout.h` describes these layouts element
+    by element: the runtime packs by it and the dialect's verifiers check
+    it.
   }];
   let options = [
     Option<"panelWidth", "panel-width", "int64_t", /*default=*/"32",

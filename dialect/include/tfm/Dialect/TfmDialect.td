@@ -1,9 +1,11 @@
 //===- TfmDialect.td - tfm dialect definition -------------*- tablegen -*-===//
 //
-// The tfm dialect describes transformer models at three levels: the model
-// level produced by the front end, the primitive (textbook) level produced by
-// tfm-decompose, and the fused level (tfm.attention) produced by
-// tfm-fuse-attention.
+// The tfm dialect describes transformer models at two levels. The model
+// level (TfmOps.td, docs/Dialect.md) holds the ops the front end produces,
+// the primitive (textbook) ops tfm-decompose rewrites them into and the fused
+// ops of tfm-fuse-attention, on tensors. The kernel level (TfmKernelOps.td,
+// docs/KernelOps.md) holds the destination-style ops that
+// convert-tfm-to-linalg produces and the kernel lowerings consume.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +23,12 @@ def Tfm_Dialect : Dialect {
     Ops that describe transformer inference on tensors with dynamic batch and
     sequence dimensions: model-level blocks (embeddings, norms, projections,
     multi-head attention, feed-forward networks), the primitive operations
-    they decompose into, and the fused `tfm.attention` kernel op.
+    they decompose into, and the fused `tfm.attention` op. This page lists
+    them; the dialect's kernel level, the destination-style ops that
+    convert-tfm-to-linalg forms for the CPU and GPU kernels and the
+    tensor-parallel collectives (`tfm.linear_kernel`, `tfm.norm_kernel`,
+    `tfm.attention_kernel`, ...), has a page of its own:
+    [KernelOps.md](KernelOps.md).
   }];
   let useDefaultAttributePrinterParser = 1;
 

@@ -1,4 +1,9 @@
 //===- TfmOps.h - tfm dialect operations -----------------------*- C++ -*-===//
+//
+// Every op of the tfm dialect: the model level (TfmOps.td) here, the kernel
+// level (TfmKernelOps.td) from TfmKernelOps.h, included at the end.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef TFM_DIALECT_TFMOPS_H
 #define TFM_DIALECT_TFMOPS_H
@@ -8,21 +13,15 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
-#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "tfm/Dialect/TfmDialect.h"
-#include "tfm/Dialect/TfmEnums.h.inc"
-
-#define GET_ATTRDEF_CLASSES
-#include "tfm/Dialect/TfmAttrs.h.inc"
+#include "tfm/Dialect/TfmAttrs.h"
 
 #define GET_OP_CLASSES
 #include "tfm/Dialect/TfmOps.h.inc"
 
 namespace mlir {
-class DialectRegistry;
 namespace tfm {
 /// Whether an ffn activation is gated (`down(act(gate(x)) * up(x))`).
 bool isGatedActivation(Activation a);
@@ -40,13 +39,9 @@ Value buildActivation(OpBuilder &b, Location loc, Activation kind, Value x);
 /// is constant (the last of its sign).
 int64_t relativeBucket(int64_t rel, int64_t buckets, int64_t maxDistance,
                        bool bidirectional);
-/// The rows of a shape [..., C]: the product of its leading dimensions,
-/// dynamic if one of them is (the kernel ops' [M, C] operands may come with
-/// their rows split in several dimensions).
-int64_t leadingRows(ArrayRef<int64_t> shape);
-/// Attaches BufferizableOpInterface to the kernel ops (One-Shot Bufferize).
-void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
 } // namespace tfm
 } // namespace mlir
+
+#include "tfm/Dialect/TfmKernelOps.h"
 
 #endif // TFM_DIALECT_TFMOPS_H

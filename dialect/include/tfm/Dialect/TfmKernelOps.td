@@ -1,0 +1,235 @@
+//===- TfmKernelOps.td - tfm dialect kernel-level ops ------*- tablegen -*-===//
+//
+// The kernel level of the tfm dialect: destination-style ops, on tensors and
+// then on buffers, that convert-tfm-to-linalg forms from the model-level ops
+// (TfmOps.td) and that the kernel lowerings consume: tfm-lower-kernels (the
+// CPU GEMM, norm and attention kernels, the collectives' runtime calls) and
+// tfm-gpu-lower-kernels. Their reference is docs/KernelOps.md. Weights in
+// panels (tfm.linear_kernel's `weight_p`) and packed rows (tfm.norm_kernel's
+// output) are laid out as runtime/include/tfm/packed_layout.h describes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_KERNEL_OPS_TD
+#define TFM_KERNEL_OPS_TD
+
+include "tfm/Dialect/TfmDialect.td"
+include "tfm/Dialect/TfmAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/OpBase.td"
+// With the interface defined, ODS gives an op whose result types are known
+// (tfm.tp_rank's i32) InferTypeOpInterface, which its assembly format needs.
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+
+class Tfm_KernelOp<string mnemonic, list<Trait> traits = []> : Tfm_Op<mnemonic,
+    !listconcat(traits, [DestinationStyleOpInterface,
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>])> {
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputMutable();
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel",
+    [AttrSizedOperandSegments]> {
+  let summary = "output = act(input x weight^T + bias) * mul + residual";
+  let description = [{
+    `input` [M, K] times the weight, packed in panels `weight_p` [P, K, W]
+    (N <= P * W; for f32 `input` also bf16 pairs [P, ceil(K / 2), 2 W] or
+    int8 quads [P, ceil(K / 4) + 2, 4 W]: the layouts of
+    `runtime/include/tfm/packed_layout.h`), plus `bias` [N], then the
+    optional epilogue of tfm.linear (`activation`, `mul` [M, N],
+    `residual` [M, N]), written to `output` [M, N]. On tensors it returns
+    the result (the output operand is only a destination); One-Shot
+    Bufferize turns it into the buffer form, which tfm-lower-kernels lowers
+    to a register-blocked vector micro-kernel that applies the epilogue to
+    its registers before it stores them.
+
+    ```mlir
+    %y = tfm.linear_kernel ins(%x, %wp, %b : tensor<?x16xf32>, tensor<2x16x32xf32>, tensor<64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
+    tfm.linear_kernel ins(%xm, %wm : memref<?x16xf32>, memref<2x16x32xf32>) residual(%rm : memref<?x64xf32>) outs(%ym : memref<?x64xf32>) {activation = #tfm.activation<silu>}
+    ```
+  }];
+  let arguments = (ins AnyShaped:$input, AnyShaped:$weight_p,
+                   Optional<AnyShaped>:$bias, Optional<AnyShaped>:$mul,
+                   Optional<AnyShaped>:$residual, AnyShaped:$output,
+                   OptionalAttr<Tfm_ActivationAttr>:$activation);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $input `,` $weight_p (`,` $bias^)? `:` type($input) `,`
+    type($weight_p) (`,` type($bias)^)? `)`
+    (`mul` `(` $mul^ `:` type($mul) `)`)?
+    (`residual` `(` $residual^ `:` type($residual) `)`)?
+    `outs` `(` $output `:` type($output) `)` attr-dict (`->` type($result)^)?
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputMutable();
+    }
+    /// Whether anything follows the biased product.
+    bool hasEpilogue() {
+      return getActivation() || getMul() || getResidual();
+    }
+  }];
+}
+
+def Tfm_NormKernelOp : Tfm_KernelOp<"norm_kernel"> {
+  let summary = "tfm.norm over rows, destination style, optionally packed";
+  let description = [{
+    The kernel form of `tfm.norm` (`kind`, `eps`, `offset` as there) on the
+    rows of `input` [..., K] (f32; M rows in all) with `weight` [K] and,
+    for layernorm,
+    `bias` [K]. tfm-lower-kernels lowers the buffer form to one pass over
+    each row (its statistics while the row stays in L1, then the
+    normalized values), rows in parallel. `output` is
+    - f32 in the input's shape: the normalized rows;
+    - bf16 [M, 2 ceil(K / 2)]: the normalized rows rounded to bf16 pairs,
+      the `input` of a tfm.linear_kernel with weights in bf16 pairs;
+    - i8 [M, 4 ceil(K / 4) + 4]: the normalized rows quantized to quads of
+      unsigned bytes with the row's scale (f32 bits) last, the `input` of a
+      tfm.linear_kernel with weights in int8 quads
+    (the rows of A of `runtime/include/tfm/packed_layout.h`).
+    convert-tfm-to-linalg{norm-kernels} forms it and, where every reader of
+    a norm is a linear of packed weights, writes the packed form once for
+    all of them, so that the normalized f32 rows are never stored.
+
+    ```mlir
+    %y = tfm.norm_kernel ins(%x, %w : tensor<?x?x15xf32>, tensor<15xf32>) outs(%init : tensor<?x16xbf16>) {kind = #tfm.norm<rmsnorm>, eps = 1.0e-06 : f64} -> tensor<?x16xbf16>
+    ```
+  }];
+  let arguments = (ins AnyShaped:$input, AnyShaped:$weight,
+                   Optional<AnyShaped>:$bias, AnyShaped:$output,
+                   Tfm_NormKindAttr:$kind, F64Attr:$eps,
+                   DefaultValuedAttr<F64Attr, "0.0">:$offset);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $input `,` $weight (`,` $bias^)? `:` type($input) `,`
+    type($weight) (`,` type($bias)^)? `)`
+    `outs` `(` $output `:` type($output) `)` attr-dict (`->` type($result)^)?
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputMutable();
+    }
+    /// How the output holds the normalized rows: the packings of
+    /// tfm/packed_layout.h.
+    enum class Packing {
+      None = TFM_PACKING_F32,
+      Bf16Pairs = TFM_PACKING_BF16_PAIRS,
+      Int8Quads = TFM_PACKING_INT8_QUADS
+    };
+    Packing getPacking() {
+      return packingOf(
+          ::llvm::cast<::mlir::ShapedType>(getOutput().getType())
+              .getElementType());
+    }
+    /// The packing that rows of element type `elt` are in: bf16 pairs, i8
+    /// quads, or none (f32).
+    static Packing packingOf(::mlir::Type elt);
+    /// Columns of a row of `k` values packed as `packing`:
+    /// tfm_packed_input_columns (K, K padded to even for bf16 pairs, K
+    /// padded to a multiple of 4 and the row's 4-byte scale for int8
+    /// quads).
+    static int64_t packedColumns(Packing packing, int64_t k);
+  }];
+}
+
+def Tfm_TpRankOp : Tfm_Op<"tp_rank", [Pure]> {
+  let summary = "this process's tensor-parallel rank";
+  let description = [{
+    The rank, in [0, N), of the process running the code among the N of
+    `tfmc --tensor-parallel N` (convert-tfm-to-linalg uses it to find a
+    rank's block of the vocabulary). tfm-lower-kernels lowers it to a call
+    of the runtime's `tfm_tp_rank`.
+
+    ```mlir
+    %r = tfm.tp_rank
+    ```
+  }];
+  let results = (outs I32:$rank);
+  let assemblyFormat = "attr-dict";
+}
+
+def Tfm_AllReduceKernelOp : Tfm_KernelOp<"all_reduce_kernel"> {
+  let summary = "tfm.all_reduce, destination style";
+  let description = [{
+    The kernel form of `tfm.all_reduce`: the sum of `input` over the ranks,
+    plus `bias` [C] (broadcast over the last dimension), written to `output`
+    (the shape of `input`). tfm-lower-kernels lowers the buffer form to a
+    call of the runtime's `tfm_tp_all_reduce_f32`.
+
+    ```mlir
+    tfm.all_reduce_kernel ins(%x, %b : memref<?x64xf32>, memref<64xf32>) outs(%y : memref<?x64xf32>)
+    ```
+  }];
+  let arguments = (ins AnyShaped:$input, Optional<AnyShaped>:$bias,
+                   AnyShaped:$output);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $input (`,` $bias^)? `:` type($input) (`,` type($bias)^)? `)`
+    `outs` `(` $output `:` type($output) `)` attr-dict (`->` type($result)^)?
+  }];
+}
+
+def Tfm_AllGatherKernelOp : Tfm_KernelOp<"all_gather_kernel"> {
+  let summary = "tfm.all_gather, destination style";
+  let description = [{
+    The kernel form of `tfm.all_gather`: `input` [R, C] of every rank
+    written to `output` [R, N * C], rank k's block at columns
+    [k * C, (k + 1) * C). tfm-lower-kernels lowers the buffer form to a call
+    of the runtime's `tfm_tp_all_gather_f32`.
+
+    ```mlir
+    tfm.all_gather_kernel ins(%x : memref<?x50xf32>) outs(%y : memref<?x100xf32>)
+    ```
+  }];
+  let arguments = (ins AnyShaped:$input, AnyShaped:$output);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $input `:` type($input) `)` `outs` `(` $output `:`
+    type($output) `)` attr-dict (`->` type($result)^)?
+  }];
+}
+
+def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel",
+    [AttrSizedOperandSegments]> {
+  let summary = "fused attention, destination style";
+  let description = [{
+    The kernel form of `tfm.attention`: reads `query` [B, H, T, D], the
+    transposed key `key` [B, KV, D, S], `value` [B, KV, S, Dv], optional
+    `lengths` [B] and optional `bias` [H, 2 * bias_distance + 1] (f32), writes
+    `output` [B, H, T, Dv]. `bias` is a position bias by distance: head h
+    adds bias[h, clamp(j - i, -bias_distance, bias_distance) + bias_distance]
+    to the score of query i and key j (the T5 relative bias, tabulated per
+    distance by convert-tfm-to-linalg). `softcap` and `alibi_slopes` as in
+    `tfm.attention`; optional `positions` [B] place query row i of sequence
+    b at key position positions[b] + i (otherwise i + S - T); `ring` reads
+    the keys as a ring buffer, as `tfm.attention` does.
+
+    ```mlir
+    %o = tfm.attention_kernel ins(%q, %kt, %v : tensor<?x4x?x8xf32>, tensor<?x2x8x?xf32>, tensor<?x2x?x8xf32>) outs(%init : tensor<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64} -> tensor<?x4x?x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyShaped:$query, AnyShaped:$key, AnyShaped:$value,
+                   Optional<AnyShaped>:$lengths,
+                   Optional<AnyShaped>:$positions, Optional<AnyShaped>:$bias,
+                   AnyShaped:$output,
+                   Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
+                   F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
+                   OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
+                   OptionalAttr<I64Attr>:$bias_distance, UnitAttr:$ring);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `,` $value (`,` $lengths^)? `:` type($query)
+    `,` type($key) `,` type($value) (`,` type($lengths)^)? `)`
+    (`positions` `(` $positions^ `:` type($positions) `)`)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)? `outs` `(`
+    $output `:` type($output) `)` attr-dict (`->` type($result)^)?
+  }];
+}
+
+#endif // TFM_KERNEL_OPS_TD
