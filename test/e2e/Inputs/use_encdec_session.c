@@ -14,7 +14,7 @@
 
 #define STEPS 12
 #define MAX_LEN 20
-#define VOCAB 61
+#define VOCAB 215
 
 static tfm_model *model;
 static const int32_t src0[] = {1, 2, 3};
