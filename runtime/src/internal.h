@@ -7,6 +7,7 @@
 #ifndef TFM_RUNTIME_INTERNAL_H
 #define TFM_RUNTIME_INTERNAL_H
 
+#include "tfm/packed_layout.h"
 #include "tfm/runtime.h"
 
 /*===- Errors -------------------------------------------------------------===*/
@@ -165,16 +166,14 @@ typedef struct tfm_param_desc {
 
 /* An entry of "abi_params": argument i of the forward pass's table. */
 typedef struct tfm_abi_desc {
-  size_t index;  /* into the parameters; one may be passed more than once */
-  int32_t panel; /* 0: as stored; else packed [ceil(N/panel), K, panel] */
-  /* Packed in bf16 pairs of K: [ceil(N/panel), ceil(K/2), 2 panel] of
-   * bf16, element (n, k) at [n / panel][k / 2][2 (n % panel) + k % 2]. */
+  size_t index; /* into the parameters; one may be passed more than once */
+  /* 0: as stored; else packed in panels of `panel` columns, as
+   * tfm/packed_layout.h describes: f32, or with the flags below */
+  int32_t panel;
+  /* In bf16 pairs of K (TFM_PACKING_BF16_PAIRS). */
   int32_t bf16_pairs;
-  /* Quantized to int8 in quads of K (--quantize=int8): [ceil(N/panel),
-   * ceil(K/4) + 2, 4 panel] bytes, element (n, k) at [n / panel][k / 4]
-   * [4 (n % panel) + k % 4] (symmetric, scale max|W[n, :]| / 127), then
-   * per panel a row of the columns' f32 scales and one of their i32 sums
-   * of quantized values times 128 (see tfm_quantize_int8_quads). */
+  /* Quantized to int8 in quads of K (TFM_PACKING_INT8_QUADS,
+   * --quantize=int8; symmetric, scale max|W[n, :]| / 127). */
   int32_t int8_quads;
 } tfm_abi_desc;
 
@@ -283,10 +282,15 @@ tfm_status tfm_weights_synthesize(tfm_weights *w, const tfm_description *d,
                                   uint64_t seed);
 /* Elements of ABI parameter `i` as passed (a packed panel is padded). */
 int64_t tfm_weights_numel(const tfm_description *d, size_t i);
+/* W [n, k] (f32, row-major) packed as `packing` says in panels of `panel`
+ * columns (tfm/packed_layout.h), in a new buffer to free(); NULL when out
+ * of memory. */
+void *tfm_pack_weight(const float *w, int64_t n, int64_t k, int32_t panel,
+                      tfm_packing packing);
 /* The f32 panels `packed` ([panels, k, panel]) quantized to int8 quads of
  * K in a new buffer of panels * (ceil(k/4) + 2) * 4 * panel bytes (layout:
- * tfm_abi_desc.int8_quads): each column n symmetric with scale
- * max_k |W[n, k]| / 127 (0 for a zero column), values rounded to nearest
+ * TFM_PACKING_INT8_QUADS of tfm/packed_layout.h): each column n symmetric with
+ * scale max_k |W[n, k]| / 127 (0 for a zero column), values rounded to nearest
  * and clamped to [-127, 127], K padded with zeros. NULL when out of
  * memory; `packed` is not freed. */
 int8_t *tfm_quantize_int8_quads(const float *packed, int64_t panels, int64_t k,

@@ -123,17 +123,19 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel, bool bf16Pairs,
       SmallVector<int64_t> shape(pt.getShape());
       Type elt = pt.getElementType();
       bool pairs = packed && !quads && bf16Pairs;
-      if (quads) {
-        shape = {(pt.getDimSize(0) + panel - 1) / panel,
-                 (pt.getDimSize(1) + 3) / 4 + 2, 4 * panel};
-        elt = b.getIntegerType(8);
-      } else if (pairs) {
-        shape = {(pt.getDimSize(0) + panel - 1) / panel,
-                 (pt.getDimSize(1) + 1) / 2, 2 * panel};
-        elt = b.getBF16Type();
-      } else if (packed) {
-        shape = {(pt.getDimSize(0) + panel - 1) / panel, pt.getDimSize(1),
-                 panel};
+      if (packed) {
+        // The packed shape of tfm/packed_layout.h, which the runtime packs
+        // by.
+        tfm_packing kind = quads   ? TFM_PACKING_INT8_QUADS
+                           : pairs ? TFM_PACKING_BF16_PAIRS
+                                   : TFM_PACKING_F32;
+        shape = {tfm_packed_panels(pt.getDimSize(0), panel),
+                 tfm_packed_rows(kind, pt.getDimSize(1)),
+                 tfm_packed_row_width(kind, panel)};
+        if (quads)
+          elt = b.getIntegerType(8);
+        else if (pairs)
+          elt = b.getBF16Type();
       }
       auto mt = MemRefType::get(shape, elt);
       newInputs.push_back(mt);

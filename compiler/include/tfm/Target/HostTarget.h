@@ -72,14 +72,11 @@ LogicalResult addEntryPoints(llvm::Module &module, StringRef name,
 struct AbiParam {
   unsigned index;
   int64_t panel;
-  /// Panels of bf16 in pairs of K: [ceil(out / panel), ceil(in / 2),
-  /// 2 * panel], element (n, k) at [n / panel][k / 2][2 (n % panel) + k % 2]
-  /// (the operand order of vdpbf16ps).
+  /// Packed in bf16 pairs of K rather than f32 panels (TFM_PACKING_BF16_PAIRS;
+  /// the layout: runtime/include/tfm/packed_layout.h).
   bool bf16Pairs = false;
-  /// int8 in quads of K with per-column scales: [ceil(out / panel),
-  /// ceil(in / 4) + 2, 4 * panel] bytes, element (n, k) at
-  /// [n / panel][k / 4][4 (n % panel) + k % 4], then each panel's column
-  /// scales (f32) and sums times 128 (i32), one row each (vpdpbusd).
+  /// Quantized to int8 in quads of K, with the columns' scales and sums
+  /// (TFM_PACKING_INT8_QUADS of runtime/include/tfm/packed_layout.h).
   bool int8Quads = false;
 };
 
