@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import lit.formats
+import lit.util
 from lit.llvm import llvm_config
 from lit.llvm.subst import ToolSubst
 
@@ -55,6 +56,11 @@ else:
 
 # TFMC_CACHE_LOG: where test/tfmc-cache.sh logs its hits and misses, if set.
 llvm_config.with_system_environment(["HOME", "TMPDIR", "TFMC_CACHE_LOG"])
+
+# `lit --param long=1`: the long runs of test/long (CI's sanitizer job runs
+# them; the README's test command leaves them out).
+if lit.util.pythonize_bool(lit_config.params.get("long", False)):
+    config.available_features.add("long")
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.tfm_tools_dir, config.llvm_tools_dir]
