@@ -1,6 +1,7 @@
 # -*- Python -*-
 # lit configuration for the tfm compiler tests.
 
+import glob
 import os
 import platform
 import subprocess
@@ -64,15 +65,22 @@ if lit.util.pythonize_bool(lit_config.params.get("long", False)):
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.tfm_tools_dir, config.llvm_tools_dir]
-# tfmc through test/tfmc-cache.sh: the tests that build the same executable
-# (the same model, flags and tfmc) share one build per run of the suite.
+# tfmc through test/tfmc-cache.sh: the tests that build the same artifact
+# (the same model, options and tfmc) share one build, which stays valid in
+# later runs until tfmc, a library it depends on or the host changes.
 tfmc_real = os.path.join(config.tfm_tools_dir, "tfmc")
 config.environment["TFMC_REAL"] = tfmc_real
 config.environment["TFMC_CACHE_DIR"] = os.path.join(config.tfm_obj_root, "test", "tfmc-cache")
+# What a build depends on besides tfmc: the runtime libraries it links, and
+# those of the system that make its code or link it (LLVM and MLIR, which a
+# package upgrade replaces without a rebuild of tfmc, and the C compiler).
 config.environment["TFMC_CACHE_DEPS"] = " ".join(
-    os.path.join(config.tfm_lib_dir, f)
-    for f in (sorted(os.listdir(config.tfm_lib_dir)) if os.path.isdir(config.tfm_lib_dir) else [])
-    if f.endswith((".a", ".o", ".so")))
+    [os.path.join(config.tfm_lib_dir, f)
+     for f in (sorted(os.listdir(config.tfm_lib_dir)) if os.path.isdir(config.tfm_lib_dir) else [])
+     if f.endswith((".a", ".o", ".so"))] +
+    sorted(p for lib in ("libLLVM.so.*", "libMLIR.so.*")
+           for p in glob.glob(os.path.join(config.llvm_tools_dir, "..", "lib", lib))) +
+    [config.c_compiler])
 # --cpu=native compiles for the host: its CPU is part of every key.
 try:
     with open("/proc/cpuinfo") as f:
