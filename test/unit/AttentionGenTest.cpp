@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AnalyzeModel.h"
 #include "tfm/Frontend/MLIRGen.h"
 #include "tfm/Frontend/Parser.h"
 #include "tfm/Frontend/Sema.h"
@@ -25,21 +26,9 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
+using mlir::tfm::test::analyzeOne;
 
 namespace {
-
-ModelSpec analyzeOne(llvm::StringRef text) {
-  llvm::SourceMgr sm;
-  sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "m.tfm"),
-                        llvm::SMLoc());
-  MLIRContext ctx;
-  DiagEmitter diags(sm, &ctx);
-  FileAST ast = parseFile(text, diags);
-  std::vector<ModelSpec> specs = analyzeFile(ast, diags);
-  EXPECT_EQ(diags.errorCount(), 0u);
-  EXPECT_EQ(specs.size(), 1u);
-  return specs.front();
-}
 
 /// The attention ops of `spec`'s IR (null module: a failure).
 std::vector<MultiHeadAttentionOp> attentions(MLIRContext &ctx,

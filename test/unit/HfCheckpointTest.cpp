@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Frontend/HfCheckpoint.h"
+#include "AnalyzeModel.h"
 #include "tfm/Frontend/Parser.h"
 #include "tfm/Frontend/Sema.h"
 
@@ -22,24 +23,9 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
+using mlir::tfm::test::analyzeOne;
 
 namespace {
-
-ModelSpec analyzeOne(llvm::StringRef text) {
-  llvm::SourceMgr sm;
-  sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "t.tfm"),
-                        llvm::SMLoc());
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  MLIRContext ctx;
-  SourceMgrDiagnosticHandler handler(sm, &ctx, os);
-  DiagEmitter diags(sm, &ctx);
-  FileAST ast = parseFile(text, diags);
-  std::vector<ModelSpec> specs = analyzeFile(ast, diags);
-  EXPECT_EQ(diags.errorCount(), 0u) << errors;
-  EXPECT_EQ(specs.size(), 1u);
-  return specs.empty() ? ModelSpec() : specs.front();
-}
 
 HfSource sourceOf(const ModelSpec &spec, llvm::StringRef name) {
   ParamTable table = spec.params();

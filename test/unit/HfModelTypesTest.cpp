@@ -13,6 +13,7 @@
 
 #include "../../frontend/lib/Hf/Importer.h"
 
+#include "AnalyzeModel.h"
 #include "tfm/Frontend/HfCheckpoint.h"
 #include "tfm/Frontend/HfImport.h"
 #include "tfm/Frontend/Keys.h"
@@ -29,6 +30,7 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
+using mlir::tfm::test::analyzeOne;
 
 namespace {
 
@@ -61,23 +63,6 @@ TEST(HfModelTypes, OneListOfTypes) {
     EXPECT_TRUE(isHfCheckpointType(type.name)) << type.name.str();
   }
   EXPECT_FALSE(isHfCheckpointType("mamba"));
-}
-
-/// The model of a .tfm text; fails the test on an error.
-ModelSpec analyzeOne(llvm::StringRef text) {
-  llvm::SourceMgr sm;
-  sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "t.tfm"),
-                        llvm::SMLoc());
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  MLIRContext ctx;
-  SourceMgrDiagnosticHandler handler(sm, &ctx, os);
-  DiagEmitter diags(sm, &ctx);
-  FileAST ast = parseFile(text, diags);
-  std::vector<ModelSpec> specs = analyzeFile(ast, diags);
-  EXPECT_EQ(diags.errorCount(), 0u) << errors << text.str();
-  EXPECT_EQ(specs.size(), 1u);
-  return specs.empty() ? ModelSpec() : specs.front();
 }
 
 /// A config of nothing but its model_type takes every default of the type's
