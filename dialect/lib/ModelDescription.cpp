@@ -5,7 +5,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
-#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -28,8 +27,7 @@ private:
   LogicalResult readJSON(StringRef text, ModelDescription &d);
   LogicalResult readTensors(const llvm::json::Object &root, StringRef key,
                             std::vector<ModelDescription::Tensor> &out);
-  LogicalResult readParams(const llvm::json::Object &root,
-                           std::vector<ModelDescription::Param> &out);
+  LogicalResult readParams(const llvm::json::Object &root, ModelDescription &d);
   FailureOr<std::vector<int64_t>> readShape(const llvm::json::Value *v,
                                             StringRef what);
   FailureOr<std::string> readEntry(DictionaryAttr dict, StringRef key);
@@ -87,17 +85,16 @@ LogicalResult Reader::readTensors(const llvm::json::Object &root, StringRef key,
 }
 
 LogicalResult Reader::readParams(const llvm::json::Object &root,
-                                 std::vector<ModelDescription::Param> &out) {
+                                 ModelDescription &d) {
   const llvm::json::Array *a = root.getArray("parameters");
   if (!a)
     return error() << "description has no \"parameters\" array";
-  llvm::StringSet<> seen;
   for (const llvm::json::Value &v : *a) {
     const llvm::json::Object *o = v.getAsObject();
     std::optional<StringRef> name = o ? o->getString("name") : std::nullopt;
     if (!name || name->empty())
       return error() << "description: a parameter has no name";
-    if (!seen.insert(*name).second)
+    if (!d.paramIndex.try_emplace(*name, d.params.size()).second)
       return error() << "description: parameter '" << *name
                      << "' is listed twice";
     FailureOr<std::vector<int64_t>> shape =
@@ -107,7 +104,7 @@ LogicalResult Reader::readParams(const llvm::json::Object &root,
     if (llvm::any_of(*shape, [](int64_t d) { return d < 0; }))
       return error() << "description: parameter '" << *name
                      << "' has a negative dimension";
-    out.push_back({name->str(), std::move(*shape)});
+    d.params.push_back({name->str(), std::move(*shape)});
   }
   return success();
 }
@@ -141,7 +138,7 @@ LogicalResult Reader::readJSON(StringRef text, ModelDescription &d) {
   }
   if (failed(readTensors(*root, "inputs", d.inputs)) ||
       failed(readTensors(*root, "outputs", d.outputs)) ||
-      failed(readParams(*root, d.params)))
+      failed(readParams(*root, d)))
     return failure();
   d.json = std::move(*root);
   return success();
@@ -253,10 +250,10 @@ FailureOr<ModelDescription> Reader::read(Attribute attr) {
 }
 
 std::optional<unsigned> ModelDescription::indexOf(StringRef paramName) const {
-  for (auto [i, p] : llvm::enumerate(params))
-    if (p.name == paramName)
-      return i;
-  return std::nullopt;
+  auto it = paramIndex.find(paramName);
+  if (it == paramIndex.end())
+    return std::nullopt;
+  return it->second;
 }
 
 FailureOr<ModelDescription>

@@ -371,6 +371,17 @@ static void repr_str(ct_arena *a, ct_buf *b, const char *s, size_t n) {
   ct_buf_add(a, b, &q, 1);
 }
 
+/* A dict's (or namespace's) items as Python prints them: `k: v, ...`. */
+static void repr_items(ct_arena *a, ct_buf *b, const ct_dict *d) {
+  for (size_t i = 0; i < d->n; ++i) {
+    if (i)
+      ct_buf_str(a, b, ", ");
+    ct_repr(a, b, d->keys[i]);
+    ct_buf_str(a, b, ": ");
+    ct_repr(a, b, d->vals[i]);
+  }
+}
+
 void ct_repr(ct_arena *a, ct_buf *b, ct_value v) {
   switch (v.kind) {
   case CT_STR:
@@ -390,13 +401,7 @@ void ct_repr(ct_arena *a, ct_buf *b, ct_value v) {
   }
   case CT_DICT:
     ct_buf_str(a, b, "{");
-    for (size_t i = 0; i < v.u.dict->n; ++i) {
-      if (i)
-        ct_buf_str(a, b, ", ");
-      ct_repr(a, b, v.u.dict->keys[i]);
-      ct_buf_str(a, b, ": ");
-      ct_repr(a, b, v.u.dict->vals[i]);
-    }
+    repr_items(a, b, v.u.dict);
     ct_buf_str(a, b, "}");
     return;
   case CT_UNDEF:
@@ -430,13 +435,7 @@ void ct_to_str(ct_arena *a, ct_buf *b, ct_value v) {
     return;
   case CT_NS: {
     ct_buf_str(a, b, "<Namespace {");
-    for (size_t i = 0; i < v.u.dict->n; ++i) {
-      if (i)
-        ct_buf_str(a, b, ", ");
-      ct_repr(a, b, v.u.dict->keys[i]);
-      ct_buf_str(a, b, ": ");
-      ct_repr(a, b, v.u.dict->vals[i]);
-    }
+    repr_items(a, b, v.u.dict);
     ct_buf_str(a, b, "}>");
     return;
   }

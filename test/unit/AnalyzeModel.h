@@ -15,11 +15,12 @@
 
 namespace mlir::tfm::test {
 
-/// The one model of a .tfm text; fails the test on an error (with the
-/// diagnostics and the text).
-inline ModelSpec analyzeOne(llvm::StringRef text) {
+/// The models of the .tfm text `text` (named `file` in diagnostics); fails
+/// the test on an error (with the diagnostics and the text).
+inline std::vector<ModelSpec> analyzeAll(llvm::StringRef text,
+                                         llvm::StringRef file = "t.tfm") {
   llvm::SourceMgr sm;
-  sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "t.tfm"),
+  sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, file),
                         llvm::SMLoc());
   std::string errors;
   llvm::raw_string_ostream os(errors);
@@ -28,7 +29,14 @@ inline ModelSpec analyzeOne(llvm::StringRef text) {
   DiagEmitter diags(sm, &ctx);
   FileAST ast = parseFile(text, diags);
   std::vector<ModelSpec> specs = analyzeFile(ast, diags);
-  EXPECT_EQ(diags.errorCount(), 0u) << errors << text.str();
+  EXPECT_EQ(diags.errorCount(), 0u)
+      << file.str() << ": " << errors << text.str();
+  return specs;
+}
+
+/// The one model of a .tfm text; fails the test on an error.
+inline ModelSpec analyzeOne(llvm::StringRef text) {
+  std::vector<ModelSpec> specs = analyzeAll(text);
   EXPECT_EQ(specs.size(), 1u);
   return specs.empty() ? ModelSpec() : specs.front();
 }

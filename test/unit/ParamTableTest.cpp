@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AnalyzeModel.h"
 #include "tfm/Frontend/MLIRGen.h"
 #include "tfm/Frontend/Parser.h"
 #include "tfm/Frontend/Sema.h"
@@ -27,23 +28,9 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
+using mlir::tfm::test::analyzeAll;
 
 namespace {
-
-std::vector<ModelSpec> analyze(llvm::StringRef text, llvm::StringRef file) {
-  llvm::SourceMgr sm;
-  sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, file),
-                        llvm::SMLoc());
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  MLIRContext ctx;
-  SourceMgrDiagnosticHandler handler(sm, &ctx, os);
-  DiagEmitter diags(sm, &ctx);
-  FileAST ast = parseFile(text, diags);
-  std::vector<ModelSpec> specs = analyzeFile(ast, diags);
-  EXPECT_EQ(diags.errorCount(), 0u) << file.str() << ": " << errors;
-  return specs;
-}
 
 /// Checks that the tfm.params of the model's IR are exactly the table.
 void expectIRMatchesTable(const ModelSpec &spec) {
@@ -91,7 +78,7 @@ TEST(ParamTable, ModelsDirectory) {
       continue;
     auto buf = llvm::MemoryBuffer::getFile(it->path());
     ASSERT_TRUE(bool(buf)) << it->path();
-    for (const ModelSpec &spec : analyze((*buf)->getBuffer(), it->path()))
+    for (const ModelSpec &spec : analyzeAll((*buf)->getBuffer(), it->path()))
       expectIRMatchesTable(spec);
     ++files;
   }
@@ -136,14 +123,14 @@ model seq2seq {
 )";
 
 TEST(ParamTable, Variants) {
-  std::vector<ModelSpec> specs = analyze(kVariants, "variants.tfm");
+  std::vector<ModelSpec> specs = analyzeAll(kVariants, "variants.tfm");
   ASSERT_EQ(specs.size(), 5u);
   for (const ModelSpec &spec : specs)
     expectIRMatchesTable(spec);
 }
 
 TEST(ParamTable, KeysAndNames) {
-  std::vector<ModelSpec> specs = analyze(kVariants, "variants.tfm");
+  std::vector<ModelSpec> specs = analyzeAll(kVariants, "variants.tfm");
   ASSERT_EQ(specs.size(), 5u);
   const ModelSpec &seq2seq = specs[4];
   ParamTable table = seq2seq.params();

@@ -29,6 +29,7 @@
 #define TFM_DIALECT_MODELDESCRIPTION_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
 
 #include <optional>
@@ -92,6 +93,8 @@ struct ModelDescription {
 
   /// The parameter named `name`'s index in `params`.
   std::optional<unsigned> indexOf(llvm::StringRef name) const;
+  /// `params` by name.
+  llvm::StringMap<unsigned> paramIndex;
 
   /// The description of `module`: nothing when it has no `tfm.model` (a
   /// hand-written function), failure (reported at the module) when the
