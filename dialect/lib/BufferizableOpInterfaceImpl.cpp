@@ -84,6 +84,17 @@ Operation *createAllGather(RewriterBase &rewriter, AllGatherKernelOp k,
                                    bufs.back());
 }
 
+Operation *createMoe(RewriterBase &rewriter, MoeKernelOp k,
+                     ArrayRef<Value> bufs) {
+  unsigned next = 3;
+  Value gate = k.getGateP() ? bufs[next++] : Value();
+  Value down = bufs[next++];
+  SmallVector<Value> biases(bufs.begin() + next, bufs.end() - 1);
+  return MoeKernelOp::create(rewriter, k.getLoc(), TypeRange{}, bufs[0],
+                             bufs[1], bufs[2], gate, down, biases, bufs.back(),
+                             k.getHiddenAttr(), k.getActivationAttr());
+}
+
 /// The kernels read their inputs, overwrite their destination (so do not
 /// read it) and alias it with their result.
 template <typename OpTy,
@@ -126,5 +137,6 @@ void mlir::tfm::registerBufferizableOpInterfaceExternalModels(
         KernelModel<AllReduceKernelOp, createAllReduce>>(*ctx);
     AllGatherKernelOp::attachInterface<
         KernelModel<AllGatherKernelOp, createAllGather>>(*ctx);
+    MoeKernelOp::attachInterface<KernelModel<MoeKernelOp, createMoe>>(*ctx);
   });
 }

@@ -51,6 +51,12 @@ void LinearKernelOp::getEffects(
   kernelEffects(*this, effects);
 }
 
+void MoeKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  kernelEffects(*this, effects);
+}
+
 void AllReduceKernelOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
@@ -291,3 +297,67 @@ LogicalResult AttentionKernelOp::verify() {
 
 #define GET_OP_CLASSES
 #include "tfm/Dialect/TfmKernelOps.cpp.inc"
+
+LogicalResult MoeKernelOp::verify() {
+  auto out = bufShape(getOutput()), in = bufShape(getInput()),
+       w = bufShape(getWeights()), up = bufShape(getUpP()),
+       down = bufShape(getDownP());
+  for (Value v : {getInput(), getWeights(), getOutput()})
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+      return emitOpError() << "input, weights and output must be f32";
+  if (in.size() != 2 || w.size() != 2 || out.size() != 2 || up.size() != 4 ||
+      down.size() != 4)
+    return emitOpError() << "input, weights and output must be 2-D, the "
+                            "packed experts 4-D";
+  if (!dimsCompatible(in[0], out[0]) || !dimsCompatible(in[0], w[0]) ||
+      !dimsCompatible(in[1], out[1]))
+    return emitOpError() << "input, weights and output must have one number "
+                            "of rows, and output the input's columns";
+  int64_t e = up[0];
+  if (ShapedType::isDynamic(e) || !dimsCompatible(w[1], e) || down[0] != e)
+    return emitOpError() << "weights must have a column per expert, and the "
+                            "stacks a static number of experts";
+  bool gated = isGatedActivation(getActivation());
+  if (gated != bool(getGateP()))
+    return emitOpError() << stringifyActivation(getActivation())
+                         << (gated ? " needs" : " takes no") << " gate_p";
+  Type packedElt = cast<ShapedType>(getUpP().getType()).getElementType();
+  for (Value v : {getGateP(), getDownP()})
+    if (v && cast<ShapedType>(v.getType()).getElementType() != packedElt)
+      return emitOpError() << "the experts' stacks must have one packing";
+  tfm_packing packing =
+      weightPacking(getUpP().getType(), Float32Type::get(getContext()));
+  // Up (and gate) [E, P, D, W] make F columns; down [E, P', F, W'] makes D.
+  int64_t f = getHidden();
+  if (f < 1)
+    return emitOpError() << "hidden must be > 0";
+  if (packing != TFM_PACKING_F32) {
+    if (failed(checkPackedWeight(*this, packing, up.drop_front(), in[1], f)) ||
+        failed(checkPackedWeight(*this, packing, down.drop_front(), f, in[1])))
+      return failure();
+  } else {
+    if (!dimsCompatible(in[1], up[2]))
+      return emitOpError() << "up_p has " << dimStr(up[2])
+                           << " rows per panel, not the input's "
+                           << dimStr(in[1]) << " columns";
+    if (down[2] != f)
+      return emitOpError() << "down_p has " << down[2]
+                           << " rows per panel, not hidden (" << f << ")";
+    if (!panelsFit(up[1], up[3], f) || !panelsFit(down[1], down[3], in[1]))
+      return emitOpError() << "the panels do not fit " << dimStr(f)
+                           << " hidden units and " << dimStr(in[1])
+                           << " outputs";
+  }
+  size_t nb = getBiases().size(), want = gated ? 3 : 2;
+  if (nb != 0 && nb != want)
+    return emitOpError() << "takes 0 or " << want << " biases, got " << nb;
+  for (Value b : getBiases())
+    if (bufShape(b).size() != 2 || bufShape(b)[0] != e)
+      return emitOpError() << "biases must be [experts, N]";
+  if (nb && !dimsCompatible(bufShape(getBiases().back())[1], in[1]))
+    return emitOpError() << "the down bias must have " << dimStr(in[1])
+                         << " columns";
+  if (gated && up != bufShape(getGateP()))
+    return emitOpError() << "gate_p must have up_p's shape";
+  return success();
+}

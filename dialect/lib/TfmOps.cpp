@@ -615,6 +615,12 @@ Value mlir::tfm::buildActivation(OpBuilder &b, Location l, Activation kind,
     return arith::DivFOp::create(b, l, x,
                                  arith::AddFOp::create(b, l, e, c(1.0)));
   }
+  case Activation::sigmoid: {
+    // A gate's weight (Qwen2-MoE's shared expert), not a ffn activation.
+    Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
+    return arith::DivFOp::create(b, l, c(1.0),
+                                 arith::AddFOp::create(b, l, e, c(1.0)));
+  }
   case Activation::quick_gelu: {
     // x * sigmoid(1.702 x), as CLIP.
     Value e =
@@ -665,6 +671,136 @@ LogicalResult FfnOp::verify() {
   if (getInput().getType() != getResult().getType())
     return emitOpError() << "result type must equal the input type";
   return checkSameElementType(op);
+}
+
+/// The experts' stacks of a mixture of experts (tfm.moe, tfm.moe_experts):
+/// up (and gate) [E, F, D], down [E, D, F], biases none or up [E, F], gate
+/// [E, F] (gated), down [E, D]. Sets `experts` and `hidden` (E and F).
+static LogicalResult checkExperts(Operation *op, int64_t d, Value up,
+                                  Value gate, Value down, ValueRange biases,
+                                  Activation act, int64_t &experts,
+                                  int64_t &hidden) {
+  if (failed(checkRank(op, up, 3, "up weight")))
+    return failure();
+  experts = tensorType(up).getDimSize(0);
+  hidden = tensorType(up).getDimSize(1);
+  if (failed(checkShape(op, up, {experts, hidden, d}, "up weight")) ||
+      failed(checkShape(op, down, {experts, d, hidden}, "down weight")))
+    return failure();
+  bool gated = isGatedActivation(act);
+  if (gated != bool(gate))
+    return op->emitOpError()
+           << stringifyActivation(act)
+           << (gated ? " needs a gate weight" : " takes no gate weight");
+  if (gate && failed(checkShape(op, gate, {experts, hidden, d}, "gate weight")))
+    return failure();
+  if (biases.empty())
+    return success();
+  size_t want = gated ? 3 : 2;
+  if (biases.size() != want)
+    return op->emitOpError()
+           << "takes 0 or " << want << " expert biases, got " << biases.size();
+  if (failed(checkShape(op, biases[0], {experts, hidden}, "up bias")) ||
+      (gated &&
+       failed(checkShape(op, biases[1], {experts, hidden}, "gate bias"))) ||
+      failed(checkShape(op, biases.back(), {experts, d}, "down bias")))
+    return failure();
+  return success();
+}
+
+static LogicalResult checkRouting(Operation *op, int64_t experts, int64_t k,
+                                  double scale) {
+  if (k < 1 || (!ShapedType::isDynamic(experts) && k > experts))
+    return op->emitOpError() << "experts_per_token must be in [1, "
+                             << dimStr(experts) << "], got " << k;
+  if (!(scale > 0.0))
+    return op->emitOpError() << "routed_scale must be > 0, got " << scale;
+  return success();
+}
+
+LogicalResult MoeOp::verify() {
+  Operation *op = *this;
+  auto in = tensorType(getInput());
+  if (in.getRank() < 1)
+    return emitOpError() << "input must have rank >= 1";
+  int64_t d = in.getShape().back(), experts, hidden;
+  if (failed(checkExperts(op, d, getUpWeight(), getGateWeight(),
+                          getDownWeight(), getExpertBiases(), getActivation(),
+                          experts, hidden)) ||
+      failed(
+          checkShape(op, getRouterWeight(), {experts, d}, "router weight")) ||
+      (getRouterBias() &&
+       failed(checkShape(op, getRouterBias(), {experts}, "router bias"))) ||
+      failed(checkRouting(op, experts, getExpertsPerToken(),
+                          getRoutedScale().convertToDouble())))
+    return failure();
+  auto shared = getShared();
+  bool gated = isGatedActivation(getActivation());
+  if (!shared.empty()) {
+    if (shared.size() != (gated ? 3u : 2u))
+      return emitOpError() << "a shared expert takes " << (gated ? 3 : 2)
+                           << " weights, got " << shared.size();
+    if (failed(checkRank(op, shared[0], 2, "shared up weight")))
+      return failure();
+    int64_t s = tensorType(shared[0]).getDimSize(0);
+    if ((gated &&
+         failed(checkShape(op, shared[1], {s, d}, "shared gate weight"))) ||
+        failed(checkShape(op, shared[0], {s, d}, "shared up weight")) ||
+        failed(checkShape(op, shared.back(), {d, s}, "shared down weight")))
+      return failure();
+  }
+  if (getSharedScale()) {
+    if (shared.empty())
+      return emitOpError() << "shared_scale needs a shared expert";
+    if (failed(checkShape(op, getSharedScale(), {1, d}, "shared scale")))
+      return failure();
+  }
+  if (getInput().getType() != getResult().getType())
+    return emitOpError() << "result type must equal the input type";
+  return checkSameElementType(op);
+}
+
+LogicalResult RouteOp::verify() {
+  auto t = tensorType(getLogits());
+  if (t.getRank() < 1)
+    return emitOpError() << "logits must have rank >= 1";
+  return checkRouting(*this, t.getShape().back(), getExpertsPerToken(),
+                      getRoutedScale().convertToDouble());
+}
+
+LogicalResult MoeExpertsOp::verify() {
+  Operation *op = *this;
+  auto in = tensorType(getInput()), w = tensorType(getWeights());
+  if (in.getRank() < 1 || w.getRank() != in.getRank())
+    return emitOpError() << "input and weights must have one rank (>= 1)";
+  int64_t d = in.getShape().back(), experts, hidden;
+  if (failed(checkExperts(op, d, getUpWeight(), getGateWeight(),
+                          getDownWeight(), getBiases(), getActivation(),
+                          experts, hidden)))
+    return failure();
+  for (int64_t i = 0; i + 1 < in.getRank(); ++i)
+    if (!dimsCompatible(in.getDimSize(i), w.getDimSize(i)))
+      return emitOpError() << "weights must have the input's rows";
+  if (!dimsCompatible(w.getShape().back(), experts))
+    return emitOpError() << "weights must have " << experts
+                         << " columns (one per expert), got "
+                         << dimStr(w.getShape().back());
+  if (getInput().getType() != getResult().getType())
+    return emitOpError() << "result type must equal the input type";
+  return checkSameElementType(op);
+}
+
+LogicalResult RowScaleOp::verify() {
+  auto in = tensorType(getInput()), sc = tensorType(getScale());
+  if (in.getRank() < 1 || sc.getRank() != in.getRank() ||
+      sc.getShape().back() != 1)
+    return emitOpError() << "scale must be [..., 1] of the input's rank";
+  for (int64_t i = 0; i + 1 < in.getRank(); ++i)
+    if (!dimsCompatible(in.getDimSize(i), sc.getDimSize(i)))
+      return emitOpError() << "scale must have the input's rows";
+  if (getInput().getType() != getResult().getType())
+    return emitOpError() << "result type must equal the input type";
+  return checkSameElementType(*this);
 }
 
 LogicalResult PatchEmbedOp::verify() {
@@ -949,10 +1085,18 @@ LogicalResult AttentionOp::verify() {
 LogicalResult UnpackWeightOp::verify() {
   auto p = getPacked().getType().getShape();
   auto r = getType().getShape();
-  if (p.size() != 3 || r.size() != 2)
-    return emitOpError() << "unpacks a 3-D [P, K, W] tensor into a 2-D one";
-  if (getType().isDynamicDim(0) || getPacked().getType().isDynamicDim(0) ||
-      getPacked().getType().isDynamicDim(2))
+  // A stack [E, N, K] of weights is packed weight by weight: [E, P, K, W].
+  if (p.size() < 3 || r.size() + 1 != p.size())
+    return emitOpError() << "unpacks a [..., P, K, W] tensor into a "
+                            "[..., N, K] one";
+  for (size_t i = 0; i + 2 < r.size(); ++i)
+    if (p[i] != r[i] || ShapedType::isDynamic(p[i]))
+      return emitOpError() << "the stacked dimensions must be static and "
+                              "equal";
+  p = p.take_back(3);
+  r = r.take_back(2);
+  if (ShapedType::isDynamic(r[0]) || ShapedType::isDynamic(p[0]) ||
+      ShapedType::isDynamic(p[2]))
     return emitOpError() << "needs static sizes";
   tfm_packing packing =
       weightPacking(getPacked().getType(), getType().getElementType());

@@ -148,7 +148,9 @@ private:
   /// (RoPE, ALiBi, relative positions), null for cross-attention.
   Value attention(Value q, Value kv, ParamBlock block, const AttentionSpec &a,
                   const EmbeddingSpec *pos, Value lengths);
+  /// The ffn of the current layer: dense, or a mixture of experts.
   Value ffn(Value x, const FfnSpec &f);
+  Value experts(Value x, const FfnSpec &f);
   Value embedTokens(Value tokens, const StackSpec &s, Value types = {});
   Value lmHead(Value x);
   Value stack(Value x, int32_t index, Value lengths, Value memory,
@@ -336,7 +338,47 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
   return op.getResult();
 }
 
+Value Generator::experts(Value x, const FfnSpec &f) {
+  Location loc = locOf(f.loc);
+  bool gated = isGatedActivation(f.activation);
+  auto p = [&](ParamRole role) { return param(ParamBlock::Ffn, role, loc); };
+  Value router = p(ParamRole::RouterWeight);
+  Value routerBias = f.routerBias ? p(ParamRole::RouterBias) : Value();
+  Value up = p(ParamRole::ExpertsUpWeight);
+  Value gate = gated ? p(ParamRole::ExpertsGateWeight) : Value();
+  Value down = p(ParamRole::ExpertsDownWeight);
+  SmallVector<Value> biases, shared;
+  if (f.bias) {
+    biases.push_back(p(ParamRole::ExpertsUpBias));
+    if (gated)
+      biases.push_back(p(ParamRole::ExpertsGateBias));
+    biases.push_back(p(ParamRole::ExpertsDownBias));
+  }
+  Value sharedScale;
+  if (f.sharedHidden > 0) {
+    shared.push_back(p(ParamRole::SharedUpWeight));
+    if (gated)
+      shared.push_back(p(ParamRole::SharedGateWeight));
+    shared.push_back(p(ParamRole::SharedDownWeight));
+    if (f.sharedGate)
+      sharedScale = p(ParamRole::SharedScaleWeight);
+  }
+  if (failed)
+    return x;
+  MLIRContext *ctx = b.getContext();
+  Value y = MoeOp::create(
+      b, loc, x.getType(), x, router, routerBias, up, gate, down, biases,
+      shared, sharedScale, b.getI64IntegerAttr(f.perToken),
+      RouterKindAttr::get(ctx, f.router),
+      f.normalize ? b.getUnitAttr() : UnitAttr(),
+      b.getF64FloatAttr(f.routedScale), ActivationAttr::get(ctx, f.activation));
+  // Each rank ran its part of every expert: the sum over the ranks.
+  return parallel() ? allReduce(y, Value(), loc) : y;
+}
+
 Value Generator::ffn(Value x, const FfnSpec &f) {
+  if (f.sparse(layer))
+    return experts(x, f);
   Location loc = locOf(f.loc);
   bool gated = isGatedActivation(f.activation);
   Value up = param(ParamBlock::Ffn, ParamRole::UpWeight, loc);

@@ -290,8 +290,11 @@ private:
       add(block, ParamRole::KNormWeight, {a.headDim});
     }
   }
-  // Up and gate by output rows, down by input columns.
+  // Up and gate by output rows, down by input columns; a mixture of
+  // experts splits every expert so, and replicates the router.
   void ffn(const FfnSpec &f) {
+    if (f.sparse(layer))
+      return experts(f);
     int64_t h = spec.localFfnHidden(f);
     add(ParamBlock::Ffn, ParamRole::UpWeight, {f.hidden, d}, 0, h);
     if (f.bias)
@@ -304,6 +307,33 @@ private:
     add(ParamBlock::Ffn, ParamRole::DownWeight, {d, f.hidden}, 1, h);
     if (f.bias)
       add(ParamBlock::Ffn, ParamRole::DownBias, {d});
+  }
+
+  void experts(const FfnSpec &f) {
+    int64_t e = f.experts, w = f.expertHidden, h = spec.localExpertHidden(f);
+    add(ParamBlock::Ffn, ParamRole::RouterWeight, {e, d});
+    if (f.routerBias)
+      add(ParamBlock::Ffn, ParamRole::RouterBias, {e});
+    add(ParamBlock::Ffn, ParamRole::ExpertsUpWeight, {e, w, d}, 1, h);
+    if (f.bias)
+      add(ParamBlock::Ffn, ParamRole::ExpertsUpBias, {e, w}, 1, h);
+    if (isGatedActivation(f.activation)) {
+      add(ParamBlock::Ffn, ParamRole::ExpertsGateWeight, {e, w, d}, 1, h);
+      if (f.bias)
+        add(ParamBlock::Ffn, ParamRole::ExpertsGateBias, {e, w}, 1, h);
+    }
+    add(ParamBlock::Ffn, ParamRole::ExpertsDownWeight, {e, d, w}, 2, h);
+    if (f.bias)
+      add(ParamBlock::Ffn, ParamRole::ExpertsDownBias, {e, d});
+    if (f.sharedHidden > 0) {
+      int64_t s = f.sharedHidden, ls = spec.localSharedHidden(f);
+      add(ParamBlock::Ffn, ParamRole::SharedUpWeight, {s, d}, 0, ls);
+      if (isGatedActivation(f.activation))
+        add(ParamBlock::Ffn, ParamRole::SharedGateWeight, {s, d}, 0, ls);
+      add(ParamBlock::Ffn, ParamRole::SharedDownWeight, {d, s}, 1, ls);
+      if (f.sharedGate)
+        add(ParamBlock::Ffn, ParamRole::SharedScaleWeight, {1, d});
+    }
   }
 
   const ModelSpec &spec;
@@ -410,10 +440,33 @@ std::string ModelSpec::tensorParallelProblem(int64_t ranks) const {
     if (s.embedding.position == PositionEncoding::alibi)
       return s.name + " uses ALiBi, whose slope depends on the head: "
                       "tensor parallelism does not split it yet";
-    if (s.ffn.hidden % ranks != 0)
-      return s.name + " ffn has " + std::to_string(s.ffn.hidden) +
-             " hidden units, which do not split over " + std::to_string(ranks) +
-             " ranks";
+    auto split = [&](int64_t units, llvm::StringRef what) -> std::string {
+      if (units % ranks == 0)
+        return "";
+      return (s.name + " ffn has " + std::to_string(units) + " " + what +
+              ", which do not split over " + std::to_string(ranks) + " ranks")
+          .str();
+    };
+    const FfnSpec &f = s.ffn;
+    bool anyDense = f.experts == 0;
+    for (int64_t l = 0; l < s.layers && !anyDense; ++l)
+      anyDense = !f.sparse(l);
+    if (std::string p = anyDense ? split(f.hidden, "hidden units") : "";
+        !p.empty())
+      return p;
+    if (f.experts > 0) {
+      if (std::string p = split(f.expertHidden, "hidden units per expert");
+          !p.empty())
+        return p;
+      if (std::string p = split(f.sharedHidden, "shared expert units");
+          !p.empty())
+        return p;
+      // A routed expert's down bias is weighted per token: it cannot be
+      // added once after the all-reduce as a dense ffn's is.
+      if (f.bias)
+        return s.name + " ffn has experts with biases, which tensor "
+                        "parallelism does not split yet";
+    }
   }
   return "";
 }
@@ -520,6 +573,32 @@ static json::Value attentionJSON(const AttentionSpec &a, bool cross) {
   return o;
 }
 
+static json::Value ffnJSON(const StackSpec &s) {
+  const FfnSpec &f = s.ffn;
+  json::Object o{{"hidden", f.hidden},
+                 {"activation", stringifyActivation(f.activation).str()},
+                 {"bias", f.bias}};
+  if (f.experts > 0) {
+    json::Array sparse;
+    for (int64_t l = 0; l < s.layers; ++l)
+      if (f.sparse(l))
+        sparse.push_back(l);
+    o["experts"] = json::Object{{"count", f.experts},
+                                {"per_token", f.perToken},
+                                {"hidden", f.expertHidden},
+                                {"router", stringifyRouterKind(f.router).str()},
+                                {"normalize", f.normalize},
+                                {"router_bias", f.routerBias},
+                                {"routed_scale", f.routedScale},
+                                {"shared_hidden", f.sharedHidden},
+                                {"shared_gate", f.sharedGate},
+                                {"first_dense", f.firstDense},
+                                {"sparse_every", f.sparseEvery},
+                                {"sparse_layers", std::move(sparse)}};
+  }
+  return o;
+}
+
 json::Value ModelSpec::toJSON() const {
   json::Object root;
   root["name"] = name;
@@ -580,10 +659,7 @@ json::Value ModelSpec::toJSON() const {
         {"layers", s.layers},
         {"embedding", std::move(e)},
         {"attention", attentionJSON(s.attention, false)},
-        {"ffn", json::Object{{"hidden", s.ffn.hidden},
-                             {"activation",
-                              stringifyActivation(s.ffn.activation).str()},
-                             {"bias", s.ffn.bias}}},
+        {"ffn", ffnJSON(s)},
         {"norm", json::Object{{"kind", stringifyNormKind(s.norm.kind).str()},
                               {"placement",
                                stringifyNormPlacement(s.norm.placement).str()},

@@ -581,6 +581,53 @@ void Sema::resolveFfn(Scope &s, int64_t dModel, FfnSpec &out) {
   if (getChoice(s, KeyId::Activation, act) == Got::Ok)
     out.activation = enumOf(symbolizeActivation(act.name), act.name);
   getBool(s, KeyId::Bias, out.bias);
+
+  // A mixture of experts (v3): every other key needs experts > 0.
+  getInt(s, KeyId::Experts, out.experts);
+  static constexpr KeyId kMoeKeys[] = {
+      KeyId::ExpertsPerToken, KeyId::ExpertHidden, KeyId::Router,
+      KeyId::Normalize,       KeyId::RouterBias,   KeyId::RoutedScale,
+      KeyId::SharedHidden,    KeyId::SharedGate,   KeyId::FirstDense,
+      KeyId::SparseEvery};
+  if (out.experts == 0) {
+    for (KeyId k : kMoeKeys)
+      if (Binding *b = s.local(stringifyKey(k)))
+        diags.error(b->stmt->loc, ("'" + stringifyKey(k) +
+                                   "' needs a mixture of experts: set "
+                                   "'experts' to their number")
+                                      .str());
+    return;
+  }
+  out.expertHidden = out.hidden;
+  if (getInt(s, KeyId::ExpertsPerToken, out.perToken) == Got::Unset)
+    diags.error(s.loc, "a mixture of experts needs 'experts_per_token', the "
+                       "experts each token runs");
+  else if (out.perToken > out.experts)
+    diags.error(s.valueLoc(KeyId::ExpertsPerToken),
+                llvm::formatv("'experts_per_token' ({0}) must be at most "
+                              "'experts' ({1})",
+                              out.perToken, out.experts)
+                    .str());
+  getInt(s, KeyId::ExpertHidden, out.expertHidden);
+  ChoiceValue router;
+  if (getChoice(s, KeyId::Router, router) == Got::Ok)
+    out.router = enumOf(symbolizeRouterKind(router.name), router.name);
+  getBool(s, KeyId::Normalize, out.normalize);
+  getBool(s, KeyId::RouterBias, out.routerBias);
+  if (getNumber(s, KeyId::RoutedScale, out.routedScale) == Got::Ok &&
+      !(out.routedScale > 0.0))
+    diags.error(s.valueLoc(KeyId::RoutedScale), "'routed_scale' must be > 0");
+  getInt(s, KeyId::SharedHidden, out.sharedHidden);
+  getBool(s, KeyId::SharedGate, out.sharedGate);
+  if (out.sharedGate && out.sharedHidden == 0)
+    diags.error(s.valueLoc(KeyId::SharedGate),
+                "'shared_gate' needs a shared expert: set 'shared_hidden'");
+  if (out.sharedHidden > 0 && out.bias)
+    diags.error(s.valueLoc(KeyId::SharedHidden),
+                "a shared expert has no biases: write 'bias = false' (the "
+                "models with shared experts have none)");
+  getInt(s, KeyId::FirstDense, out.firstDense);
+  getInt(s, KeyId::SparseEvery, out.sparseEvery);
 }
 
 void Sema::resolveNorm(Scope &s, NormSpec &out) {

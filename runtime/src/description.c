@@ -426,9 +426,11 @@ static tfm_status parse_abi(json_t *j, size_t i, const tfm_description *d,
     return tfm_fail(TFM_ERR_FORMAT,
                     PREFIX "%s names '%s' but parameter %lld is '%s'", what,
                     name, (long long)index, d->params[index].name);
-  if (panel > 0 && d->params[index].rank != 2)
+  /* A matrix, or a stack of them (a mixture of experts' [E, N, K]). */
+  if (panel > 0 && d->params[index].rank != 2 && d->params[index].rank != 3)
     return tfm_fail(TFM_ERR_FORMAT,
-                    PREFIX "%s packs '%s' in panels, but it is not a matrix",
+                    PREFIX "%s packs '%s' in panels, but it is not a matrix "
+                           "or a stack of matrices",
                     what, name);
   a->index = (size_t)index;
   a->panel = (int32_t)panel;

@@ -64,12 +64,30 @@ static tfm_packing packing_of(const tfm_abi_desc *a) {
                          : TFM_PACKING_F32;
 }
 
+/* A packed parameter is a weight [N, K] or a stack of E of them
+ * [E, N, K] (a mixture of experts), packed weight after weight. */
+typedef struct packed_shape {
+  int64_t stacks, n, k;
+} packed_shape;
+
+static packed_shape packed_shape_of(const tfm_param_desc *p) {
+  packed_shape s = {1, 0, 0};
+  if (p->rank == 3)
+    s.stacks = p->shape[0];
+  if (p->rank >= 2) {
+    s.n = p->shape[p->rank - 2];
+    s.k = p->shape[p->rank - 1];
+  }
+  return s;
+}
+
 int64_t tfm_weights_numel(const tfm_description *d, size_t i) {
   const tfm_param_desc *p = &d->params[d->abi[i].index];
   int32_t panel = d->abi[i].panel;
-  if (panel > 0 && p->rank == 2)
-    return tfm_packed_numel(packing_of(&d->abi[i]), p->shape[0], p->shape[1],
-                            panel);
+  if (panel > 0 && (p->rank == 2 || p->rank == 3)) {
+    packed_shape s = packed_shape_of(p);
+    return s.stacks * tfm_packed_numel(packing_of(&d->abi[i]), s.n, s.k, panel);
+  }
   return param_numel(p);
 }
 
@@ -216,13 +234,14 @@ int8_t *tfm_quantize_int8_quads(const float *packed, int64_t panels, int64_t k,
   return dst;
 }
 
-/* The f32 panels `packed` of a weight [n, k] (freed) as `packing` says:
- * returned as float * for the weight table (f32, bf16 or int8 data). */
-static float *repack(float *packed, int64_t n, int64_t k, int32_t panel,
-                     tfm_packing packing) {
+/* The f32 panels `packed` of `stacks` weights [n, k] (freed) as `packing`
+ * says: returned as float * for the weight table (f32, bf16 or int8 data).
+ * Panels are independent, so a stack's are converted as one run. */
+static float *repack(float *packed, int64_t stacks, int64_t n, int64_t k,
+                     int32_t panel, tfm_packing packing) {
   if (!packed || packing == TFM_PACKING_F32)
     return packed;
-  int64_t panels = tfm_packed_panels(n, panel);
+  int64_t panels = stacks * tfm_packed_panels(n, panel);
   if (packing == TFM_PACKING_BF16_PAIRS)
     return to_bf16_pairs(packed, panels, k, panel);
   int8_t *q = tfm_quantize_int8_quads(packed, panels, k, panel);
@@ -234,7 +253,8 @@ static float *repack(float *packed, int64_t n, int64_t k, int32_t panel,
  * packing of ABI entry `a`. */
 static float *repack_param(float *packed, const tfm_param_desc *p,
                            const tfm_abi_desc *a) {
-  return repack(packed, p->shape[0], p->shape[1], a->panel, packing_of(a));
+  packed_shape s = packed_shape_of(p);
+  return repack(packed, s.stacks, s.n, s.k, a->panel, packing_of(a));
 }
 
 /* Parameter `p` in a new f32 buffer, read from `src` (NULL for zeros) as its
@@ -252,8 +272,12 @@ static float *convert(const tfm_tensor *src, const tfm_param_desc *p,
     return NULL;
   }
   int64_t rows = v.rows, cols = v.cols, n = rows * cols;
-  int64_t padded =
-      panel > 0 ? tfm_packed_numel(TFM_PACKING_F32, rows, cols, panel) : n;
+  /* Packed: a weight [rows, cols], or a stack (rank 3) of `rows` weights
+   * [N, K] each a row of N * K columns. */
+  packed_shape ps = packed_shape_of(p);
+  int64_t per =
+      panel > 0 ? tfm_packed_numel(TFM_PACKING_F32, ps.n, ps.k, panel) : 0;
+  int64_t padded = panel > 0 ? ps.stacks * per : n;
   float *dst = tfm_aligned_alloc((size_t)padded * sizeof(float));
   if (!dst || !src) {
     if (dst)
@@ -289,7 +313,10 @@ static float *convert(const tfm_tensor *src, const tfm_param_desc *p,
         break;
       }
       float x = element(src, i);
-      if (panel > 0)
+      if (panel > 0 && p->rank == 3)
+        dst[r * per + tfm_packed_index(TFM_PACKING_F32, c / ps.k, c % ps.k,
+                                       ps.k, panel)] = x;
+      else if (panel > 0)
         dst[tfm_packed_index(TFM_PACKING_F32, r, c, cols, panel)] = x;
       else
         dst[r * cols + c] = x;
@@ -314,7 +341,24 @@ void *tfm_pack_weight(const float *w, int64_t n, int64_t k, int32_t panel,
   for (int64_t r = 0; r < n; ++r)
     for (int64_t c = 0; c < k; ++c)
       dst[tfm_packed_index(TFM_PACKING_F32, r, c, k, panel)] = w[r * k + c];
-  return repack(dst, n, k, panel, packing);
+  return repack(dst, 1, n, k, panel, packing);
+}
+
+/* A stack of `stacks` weights [n, k] (f32, row-major, one after the
+ * other) packed weight after weight, as tfm_pack_weight packs one. */
+static void *pack_stack(const float *w, int64_t stacks, int64_t n, int64_t k,
+                        int32_t panel, tfm_packing packing) {
+  int64_t per = tfm_packed_numel(TFM_PACKING_F32, n, k, panel);
+  float *dst = tfm_aligned_alloc((size_t)(stacks * per) * sizeof(float));
+  if (!dst)
+    return NULL;
+  memset(dst, 0, (size_t)(stacks * per) * sizeof(float));
+  for (int64_t e = 0; e < stacks; ++e)
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < k; ++c)
+        dst[e * per + tfm_packed_index(TFM_PACKING_F32, r, c, k, panel)] =
+            w[(e * n + r) * k + c];
+  return repack(dst, stacks, n, k, panel, packing);
 }
 
 /* Drops the pages of a mapped tensor from this process's memory once it is
@@ -705,10 +749,9 @@ tfm_status tfm_weights_synthesize(tfm_weights *w, const tfm_description *d,
       /* Packed and plain copies of one parameter must hold the same
        * values: pack from the values generated in canonical order (this
        * rank's block, as a whole tensor of its own). */
-      int64_t rows = p->rank ? p->shape[0] : 1;
-      float *packed =
-          tfm_pack_weight(values, rows, rows ? param_numel(p) / rows : 0,
-                          d->abi[i].panel, packing_of(&d->abi[i]));
+      packed_shape ps = packed_shape_of(p);
+      float *packed = pack_stack(values, ps.stacks, ps.n, ps.k, d->abi[i].panel,
+                                 packing_of(&d->abi[i]));
       free(values);
       values = packed;
     }

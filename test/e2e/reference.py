@@ -232,6 +232,101 @@ class FFN(nn.Module):
         return self.down(h)
 
 
+class Stacked(nn.Module):
+    """E weights [E, out, in] (and biases [E, out]) of a mixture of experts."""
+
+    def __init__(self, e, out, inp, bias):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(e, out, inp))
+        self.bias = nn.Parameter(torch.empty(e, out)) if bias else None
+
+    def at(self, x, e):
+        y = x @ self.weight[e].t()
+        return y if self.bias is None else y + self.bias[e]
+
+
+def gated_ffn(act, up, gate, down):
+    """The ffn of FFN.forward, on callables up(x), gate(x), down(h)."""
+    def run(x):
+        if act == "swiglu":
+            return down(F.silu(gate(x)) * up(x))
+        if act == "geglu":
+            return down(F.gelu(gate(x)) * up(x))
+        if act == "geglu_tanh":
+            return down(F.gelu(gate(x), approximate="tanh") * up(x))
+        h = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu,
+             "gelu_tanh": lambda z: F.gelu(z, approximate="tanh"),
+             "quick_gelu": lambda z: z * torch.sigmoid(1.702 * z)}[act](up(x))
+        return down(h)
+    return run
+
+
+class MoE(nn.Module):
+    """A mixture of experts (language v3, docs/Language.md): the router's
+    logits, its K chosen experts and their weights (softmax over all then the
+    top K, renormalized with `normalize`; or the top K logits' softmax), times
+    routed_scale; the weighted sum of the chosen experts' ffns, plus a shared
+    expert (times sigmoid(x . w) with shared_gate)."""
+
+    def __init__(self, f, d):
+        super().__init__()
+        m = f["experts"]
+        self.act, self.m = f["activation"], m
+        e, h = m["count"], m["hidden"]
+        gated = self.act in ("swiglu", "geglu", "geglu_tanh")
+        self.router = nn.Linear(d, e, bias=m["router_bias"])
+        self.experts = nn.Module()
+        self.experts.up = Stacked(e, h, d, f["bias"])
+        if gated:
+            self.experts.gate = Stacked(e, h, d, f["bias"])
+        self.experts.down = Stacked(e, d, h, f["bias"])
+        if m["shared_hidden"]:
+            s = m["shared_hidden"]
+            self.shared = nn.Module()
+            self.shared.up = nn.Linear(d, s, bias=False)
+            if gated:
+                self.shared.gate = nn.Linear(d, s, bias=False)
+            self.shared.down = nn.Linear(s, d, bias=False)
+            if m["shared_gate"]:
+                self.shared.scale = nn.Linear(d, 1, bias=False)
+
+    def forward(self, x):
+        m = self.m
+        logits = self.router(x)
+        k = m["per_token"]
+        if m["router"] == "softmax":
+            p = torch.softmax(logits, -1)
+            w, idx = torch.topk(p, k, -1)
+            if m["normalize"]:
+                w = w / w.sum(-1, keepdim=True)
+        else:  # topk_softmax
+            w, idx = torch.topk(logits, k, -1)
+            w = torch.softmax(w, -1)
+        w = w * m["routed_scale"]
+        y = torch.zeros_like(x)
+        ex = self.experts
+        for e in range(m["count"]):
+            we = (w * (idx == e)).sum(-1, keepdim=True)
+            if not bool((we != 0).any()):
+                continue
+            run = gated_ffn(self.act, lambda z: ex.up.at(z, e),
+                            (lambda z: ex.gate.at(z, e)) if hasattr(ex, "gate") else None,
+                            lambda z: ex.down.at(z, e))
+            y = y + we * run(x)
+        if m["shared_hidden"]:
+            sh = self.shared
+            s = gated_ffn(self.act, sh.up, getattr(sh, "gate", None), sh.down)(x)
+            if m["shared_gate"]:
+                s = s * torch.sigmoid(sh.scale(x))
+            y = y + s
+        return y
+
+
+def is_sparse(f, index):
+    m = f.get("experts")
+    return bool(m) and index >= m["first_dense"] and (index + 1) % m["sparse_every"] == 0
+
+
 class Layer(nn.Module):
     def __init__(self, st, d, parallel, cross, position, index=0):
         super().__init__()
@@ -254,7 +349,7 @@ class Layer(nn.Module):
         self.cross = cross
         if parallel != 1:
             self.ffn_norm = make_norm(st["norm"], d)
-        self.ffn = FFN(st["ffn"], d)
+        self.ffn = MoE(st["ffn"], d) if is_sparse(st["ffn"], index) else FFN(st["ffn"], d)
         if self.placement == "sandwich":
             self.ffn_post_norm = make_norm(st["norm"], d)
 
@@ -457,6 +552,8 @@ def randomize(model, seed):
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))
             elif p.dim() == 2 and "positions" not in name and name != "tokens":
                 p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[1]))
+            elif p.dim() == 3:  # experts' stacks [E, out, in]
+                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[2]))
             else:
                 p.copy_(torch.randn(p.shape, generator=g) * 0.5)
 

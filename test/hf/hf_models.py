@@ -13,7 +13,7 @@ Only numpy is needed; the safetensors format is written here directly
 (8-byte little-endian header length, JSON header, raw data).
 
     python3 hf_models.py TYPE[:VARIANT] FOLDER [--seed N]
-    python3 hf_models.py --list
+    python3 hf_models.py --list [--moe]
 """
 import json
 import math
@@ -31,11 +31,22 @@ CASES = [
     "bart", "whisper",
 ]
 
+# The mixture-of-experts cases, kept apart from CASES (which models.test runs
+# with run_hf.py --all) until tfmc imports these types; run_hf.py takes them
+# by name. selfcheck.py runs both lists.
+MOE_CASES = [
+    "mixtral", "qwen2_moe", "qwen2_moe:sparse2", "qwen3_moe",
+    "qwen3_moe:mlp_only", "olmoe", "olmoe:clip", "granitemoe",
+]
+
 # Variants that exist (the first is the default).
 VARIANTS = {
     "llama": ["llama3", "linear", "plain"],
     "falcon": ["7b", "40b"],
     "t5": ["v1.0", "v1.1"],
+    "qwen2_moe": ["a2.7b", "sparse2"],
+    "qwen3_moe": ["a3b", "mlp_only"],
+    "olmoe": ["0924", "clip"],
 }
 
 # ---------------------------------------------------------------------------
@@ -836,12 +847,259 @@ def _whisper(W, v):
     return cfg, 1
 
 
+
+# ---------------------------------------------------------------------------
+# mixture-of-experts types: mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe
+#
+# Sizes: d_model 64, 4 heads over 2 kv heads, 8 experts, top 2, expert width
+# 32, vocab 1000, 2 layers (qwen2_moe:sparse2: 3). Router weights have std
+# 0.5: the router's input is RMS-normed (64 wide), so its logits have std
+# about 4, the top-2 choice is far from a tie (hf_reference.py records the
+# smallest gap between the k-th and (k+1)-th router probability; selfcheck.py
+# requires it to exceed 1e-6), and the second expert still carries weight.
+
+MOE_V, MOE_D, MOE_H, MOE_KV, MOE_E, MOE_K, MOE_F, MOE_N = 1000, 64, 4, 2, 8, 2, 32, 64
+ROUTER_STD = 0.5
+
+
+def _moe_attention(W, p, d, H, KV, hd, qkv_bias=False, qk_norm=None):
+    """q/k/v/o_proj (bias on q, k and v when qkv_bias), the two norms of the
+    layer, and q_norm/k_norm: per head ("head", Qwen3-MoE: [head_dim]) or
+    over the whole projection ("full", OLMoE: q [H*hd], k [KV*hd])."""
+    W.linear(p + "self_attn.q_proj", H * hd, d, bias=qkv_bias)
+    W.linear(p + "self_attn.k_proj", KV * hd, d, bias=qkv_bias)
+    W.linear(p + "self_attn.v_proj", KV * hd, d, bias=qkv_bias)
+    W.linear(p + "self_attn.o_proj", d, H * hd, bias=False)
+    if qk_norm == "head":
+        W.layernorm(p + "self_attn.q_norm", hd, bias=False)
+        W.layernorm(p + "self_attn.k_norm", hd, bias=False)
+    elif qk_norm == "full":
+        W.layernorm(p + "self_attn.q_norm", H * hd, bias=False)
+        W.layernorm(p + "self_attn.k_norm", KV * hd, bias=False)
+    W.layernorm(p + "input_layernorm", d, bias=False)
+    W.layernorm(p + "post_attention_layernorm", d, bias=False)
+
+
+def _swiglu(W, p, d, ff, names=("gate_proj", "up_proj", "down_proj")):
+    gate, up, down = names
+    W.linear(p + gate, ff, d, bias=False)
+    W.linear(p + up, ff, d, bias=False)
+    W.linear(p + down, d, ff, bias=False)
+
+
+def qwen_moe_sparse(i, cfg):
+    """Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer: layer i has the sparse
+    block when (i not in mlp_only_layers) and num_experts > 0 and
+    (i + 1) % decoder_sparse_step == 0, else a dense MLP of intermediate_size."""
+    return (i not in (cfg.get("mlp_only_layers") or []) and cfg.get("num_experts", 0) > 0
+            and (i + 1) % cfg.get("decoder_sparse_step", 1) == 0)
+
+
+def _mixtral(W, v):
+    # Mixtral-8x7B-v0.1 style: all layers sparse, 8 experts top 2 (weights
+    # always renormalized), GQA, no sliding window (null, as published),
+    # experts w1 (gate) / w3 (up) / w2 (down) under block_sparse_moe; sharded.
+    V, d, H, KV, E, K, F, n = MOE_V, MOE_D, MOE_H, MOE_KV, MOE_E, MOE_K, MOE_F, MOE_N
+    L, hd = 2, MOE_D // MOE_H
+    cfg = {
+        "architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0,
+        "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+        "hidden_size": d, "initializer_range": 0.02, "intermediate_size": F,
+        "max_position_embeddings": n, "model_type": "mixtral",
+        "num_attention_heads": H, "num_experts_per_tok": K,
+        "num_hidden_layers": L, "num_key_value_heads": KV,
+        "num_local_experts": E, "output_router_logits": False,
+        "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
+        "router_aux_loss_coef": 0.02, "sliding_window": None,
+        "tie_word_embeddings": False, "torch_dtype": "float32",
+        "transformers_version": "4.36.0.dev0", "use_cache": True,
+        "vocab_size": V,
+    }
+    W.w("model.embed_tokens.weight", (V, d), 0.2)
+    for i in range(L):
+        p = "model.layers.%d." % i
+        _moe_attention(W, p, d, H, KV, hd)
+        m = p + "block_sparse_moe."
+        W.w(m + "gate.weight", (E, d), ROUTER_STD)
+        for e in range(E):
+            _swiglu(W, m + "experts.%d." % e, d, F, ("w1", "w3", "w2"))
+    W.layernorm("model.norm", d, bias=False)
+    W.w("lm_head.weight", (V, d), 0.1)
+    return cfg, 2
+
+
+def _qwen2_moe(W, v):
+    # a2.7b: Qwen1.5-MoE-A2.7B style: every layer sparse (decoder_sparse_step
+    # 1), norm_topk_prob false, a shared expert (width 48) behind a sigmoid
+    # gate, q/k/v bias. sparse2: decoder_sparse_step 2 over 3 layers (layer 1
+    # sparse, layers 0 and 2 a dense MLP of intermediate_size 96) and
+    # norm_topk_prob true.
+    v = v or "a2.7b"
+    V, d, H, KV, E, K, F, n = MOE_V, MOE_D, MOE_H, MOE_KV, MOE_E, MOE_K, MOE_F, MOE_N
+    hd, ff, shared = MOE_D // MOE_H, 96, 48
+    L, step, norm = (2, 1, False) if v == "a2.7b" else (3, 2, True)
+    cfg = {
+        "architectures": ["Qwen2MoeForCausalLM"], "attention_dropout": 0.0,
+        "bos_token_id": V - 3, "decoder_sparse_step": step,
+        "eos_token_id": V - 3, "hidden_act": "silu", "hidden_size": d,
+        "initializer_range": 0.02, "intermediate_size": ff,
+        "max_position_embeddings": n, "max_window_layers": L,
+        "model_type": "qwen2_moe", "moe_intermediate_size": F,
+        "norm_topk_prob": norm, "num_attention_heads": H, "num_experts": E,
+        "num_experts_per_tok": K, "num_hidden_layers": L,
+        "num_key_value_heads": KV, "output_router_logits": False,
+        "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+        "router_aux_loss_coef": 0.001,
+        "shared_expert_intermediate_size": shared, "sliding_window": n,
+        "tie_word_embeddings": False, "torch_dtype": "float32",
+        "transformers_version": "4.40.0", "use_cache": True,
+        "use_sliding_window": False, "vocab_size": V,
+    }
+    W.w("model.embed_tokens.weight", (V, d), 0.2)
+    for i in range(L):
+        p = "model.layers.%d." % i
+        _moe_attention(W, p, d, H, KV, hd, qkv_bias=True)
+        if qwen_moe_sparse(i, cfg):
+            m = p + "mlp."
+            W.w(m + "gate.weight", (E, d), ROUTER_STD)
+            for e in range(E):
+                _swiglu(W, m + "experts.%d." % e, d, F)
+            _swiglu(W, m + "shared_expert.", d, shared)
+            W.w(m + "shared_expert_gate.weight", (1, d), 0.2)
+        else:
+            _swiglu(W, p + "mlp.", d, ff)
+    W.layernorm("model.norm", d, bias=False)
+    W.w("lm_head.weight", (V, d), 0.1)
+    return cfg, 1
+
+
+def _qwen3_moe(W, v):
+    # a3b: Qwen3-30B-A3B style: head_dim 32 with d_model 64 and 4 heads (q is
+    # 128 wide), per-head q_norm/k_norm, no bias, norm_topk_prob true, every
+    # layer sparse, no shared expert. mlp_only: mlp_only_layers [0] (layer 0
+    # a dense MLP of intermediate_size 96) and norm_topk_prob false.
+    v = v or "a3b"
+    V, d, H, KV, E, K, F, n = MOE_V, MOE_D, MOE_H, MOE_KV, MOE_E, MOE_K, MOE_F, MOE_N
+    L, hd, ff = 2, 32, 96
+    mlp_only, norm = ([], True) if v == "a3b" else ([0], False)
+    cfg = {
+        "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": False,
+        "attention_dropout": 0.0, "bos_token_id": V - 3,
+        "decoder_sparse_step": 1, "eos_token_id": V - 2, "head_dim": hd,
+        "hidden_act": "silu", "hidden_size": d, "initializer_range": 0.02,
+        "intermediate_size": ff, "max_position_embeddings": n,
+        "max_window_layers": L, "mlp_only_layers": mlp_only,
+        "model_type": "qwen3_moe", "moe_intermediate_size": F,
+        "norm_topk_prob": norm, "num_attention_heads": H, "num_experts": E,
+        "num_experts_per_tok": K, "num_hidden_layers": L,
+        "num_key_value_heads": KV, "output_router_logits": False,
+        "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000.0,
+        "router_aux_loss_coef": 0.001, "sliding_window": None,
+        "tie_word_embeddings": False, "torch_dtype": "float32",
+        "transformers_version": "4.51.0", "use_cache": True,
+        "use_sliding_window": False, "vocab_size": V,
+    }
+    W.w("model.embed_tokens.weight", (V, d), 0.2)
+    for i in range(L):
+        p = "model.layers.%d." % i
+        _moe_attention(W, p, d, H, KV, hd, qk_norm="head")
+        if qwen_moe_sparse(i, cfg):
+            m = p + "mlp."
+            W.w(m + "gate.weight", (E, d), ROUTER_STD)
+            for e in range(E):
+                _swiglu(W, m + "experts.%d." % e, d, F)
+        else:
+            _swiglu(W, p + "mlp.", d, ff)
+    W.layernorm("model.norm", d, bias=False)
+    W.w("lm_head.weight", (V, d), 0.1)
+    return cfg, 1
+
+
+def _olmoe(W, v):
+    # 0924: OLMoE-1B-7B-0924 style: q_norm/k_norm RMSNorm over the whole q
+    # and k projections (q_norm [64], k_norm [KV * head_dim = 32] with GQA
+    # 4/2), norm_topk_prob false, clip_qkv null, every layer sparse, expert
+    # width = intermediate_size. clip: clip_qkv 1.0 (q and k after their
+    # norms, and v, clamped to [-1, 1]: a good part of the values).
+    v = v or "0924"
+    V, d, H, KV, E, K, F, n = MOE_V, MOE_D, MOE_H, MOE_KV, MOE_E, MOE_K, MOE_F, MOE_N
+    L, hd = 2, MOE_D // MOE_H
+    cfg = {
+        "architectures": ["OlmoeForCausalLM"], "attention_bias": False,
+        "attention_dropout": 0.0, "bos_token_id": None,
+        "clip_qkv": 1.0 if v == "clip" else None, "eos_token_id": V - 1,
+        "hidden_act": "silu", "hidden_size": d, "initializer_range": 0.02,
+        "intermediate_size": F, "max_position_embeddings": n,
+        "model_type": "olmoe", "norm_topk_prob": False,
+        "num_attention_heads": H, "num_experts": E, "num_experts_per_tok": K,
+        "num_hidden_layers": L, "num_key_value_heads": KV,
+        "output_router_logits": False, "pad_token_id": 1,
+        "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0,
+        "router_aux_loss_coef": 0.01, "tie_word_embeddings": False,
+        "torch_dtype": "float32", "transformers_version": "4.45.0",
+        "use_cache": True, "vocab_size": V,
+    }
+    W.w("model.embed_tokens.weight", (V, d), 0.2)
+    for i in range(L):
+        p = "model.layers.%d." % i
+        _moe_attention(W, p, d, H, KV, hd, qk_norm="full")
+        m = p + "mlp."
+        W.w(m + "gate.weight", (E, d), ROUTER_STD)
+        for e in range(E):
+            _swiglu(W, m + "experts.%d." % e, d, F)
+    W.layernorm("model.norm", d, bias=False)
+    W.w("lm_head.weight", (V, d), 0.1)
+    return cfg, 1
+
+
+def _granitemoe(W, v):
+    # granite-3.0-1b-a400m style: top-k of the router logits, then softmax
+    # over those k (GraniteMoeTopKGating); experts fused: input_linear
+    # [E, 2F, d] (first F rows the gate, then the up projection),
+    # output_linear [E, d, F], router.layer [E, d]; embedding_multiplier,
+    # attention_multiplier (the attention scale, here 0.125, not head_dim^-0.5
+    # = 0.25), residual_multiplier (on both branches), logits_scaling (a
+    # divisor); tied head, not stored.
+    V, d, H, KV, E, K, F, n = MOE_V, MOE_D, MOE_H, MOE_KV, MOE_E, MOE_K, MOE_F, MOE_N
+    L, hd = 2, MOE_D // MOE_H
+    cfg = {
+        "architectures": ["GraniteMoeForCausalLM"], "attention_bias": False,
+        "attention_dropout": 0.0, "attention_multiplier": 0.125,
+        "bos_token_id": 0, "embedding_multiplier": 12.0, "eos_token_id": 0,
+        "hidden_act": "silu", "hidden_size": d, "initializer_range": 0.02,
+        "intermediate_size": F, "logits_scaling": 6.0,
+        "max_position_embeddings": n, "model_type": "granitemoe",
+        "num_attention_heads": H, "num_experts_per_tok": K,
+        "num_hidden_layers": L, "num_key_value_heads": KV,
+        "num_local_experts": E, "output_router_logits": False,
+        "pad_token_id": 0, "residual_multiplier": 0.22,
+        "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 10000.0,
+        "router_aux_loss_coef": 0.01, "tie_word_embeddings": True,
+        "torch_dtype": "float32", "transformers_version": "4.45.0",
+        "use_cache": True, "vocab_size": V,
+    }
+    # std 0.1: times embedding_multiplier 12, 1.2, so that the branches,
+    # scaled by residual_multiplier 0.22, still move the residual stream
+    W.w("model.embed_tokens.weight", (V, d), 0.1)
+    for i in range(L):
+        p = "model.layers.%d." % i
+        _moe_attention(W, p, d, H, KV, hd)
+        m = p + "block_sparse_moe."
+        W.w(m + "router.layer.weight", (E, d), ROUTER_STD)
+        W.w(m + "input_linear.weight", (E, 2 * F, d), 0.1)
+        W.w(m + "output_linear.weight", (E, d, F), 0.1)
+    W.layernorm("model.norm", d, bias=False)
+    return cfg, 1
+
+
 BUILDERS = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "llama": _llama,
     "mistral": _mistral, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma,
     "gemma2": _gemma2, "phi": _phi, "phi3": _phi3, "falcon": _falcon,
     "bloom": _bloom, "bert": _bert, "roberta": _roberta, "vit": _vit,
-    "t5": _t5, "bart": _bart, "whisper": _whisper,
+    "t5": _t5, "bart": _bart, "whisper": _whisper, "mixtral": _mixtral,
+    "qwen2_moe": _qwen2_moe, "qwen3_moe": _qwen3_moe, "olmoe": _olmoe,
+    "granitemoe": _granitemoe,
 }
 
 
@@ -918,9 +1176,10 @@ def main(argv):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dtype", default="F32", choices=["F32", "F16", "BF16"])
     ap.add_argument("--list", action="store_true", help="print the cases the tests use")
+    ap.add_argument("--moe", action="store_true", help="with --list: the mixture-of-experts cases")
     args = ap.parse_args(argv)
     if args.list:
-        print("\n".join(CASES))
+        print("\n".join(MOE_CASES if args.moe else CASES))
         return 0
     if not args.case or not args.folder:
         ap.error("give TYPE[:VARIANT] and FOLDER")

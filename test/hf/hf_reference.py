@@ -7,6 +7,8 @@ computes, in float32, what the Hugging Face model of that `model_type`
 computes:
 
   decoders (gpt2 ... bloom)     inputs["tokens"] [B, T]   -> logits [B, T, V]
+  mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe (mixture of experts,
+  computed in float64)          inputs["tokens"] [B, T]   -> logits [B, T, V]
   bert, roberta                 inputs["tokens"] (+ "types") -> last hidden state
   vit                           inputs["pixels"] [B, C, S, S] -> last hidden state
   t5, bart                      inputs["src"], inputs["tgt"] -> logits
@@ -177,7 +179,9 @@ def attention(q, k, v, scale, causal=False, window=0, bias=None, softcap=0.0):
     if window:
         masked |= j <= i - window
     s = s.masked_fill(masked, float("-inf"))
-    p = torch.softmax(s.float(), -1)
+    # float32 softmax as the Hugging Face code has it (the mixture-of-experts
+    # types compute everything in float64 and keep it)
+    p = torch.softmax(s if s.dtype == torch.float64 else s.float(), -1)
     return torch.matmul(p, v)
 
 
@@ -212,7 +216,7 @@ def rope_half(x, inv, rot):
     t = x.shape[2]
     ang = torch.arange(t, dtype=torch.float64)[:, None] * inv[None, :]
     ang = torch.cat([ang, ang], -1)
-    cos, sin = ang.cos().float(), ang.sin().float()
+    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
     xr, xp = x[..., :rot], x[..., rot:]
     x1, x2 = xr[..., : rot // 2], xr[..., rot // 2:]
     rotated = torch.cat([-x2, x1], -1)
@@ -724,6 +728,238 @@ def bart(cfg, W, inp):
 
 
 # ---------------------------------------------------------------------------
+# mixture of experts: mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe
+#
+# Computed in float64 throughout (the checkpoints' float32 values converted
+# exactly), so that the reference itself adds no rounding to the routing.
+# Written from these files of huggingface/transformers (the quoted lines are
+# the equations; line numbers move between versions, so the class and method
+# are named instead):
+#   mixtral/modeling_mixtral.py (commit 00d4b3d2): MixtralSparseMoeBlock,
+#     MixtralBlockSparseTop2MLP, MixtralAttention, MixtralDecoderLayer
+#   qwen2_moe/modeling_qwen2_moe.py (00a3f938) and modular_qwen2_moe.py
+#     (001f85b3): Qwen2MoeSparseMoeBlock / Qwen2MoeTopKRouter, Qwen2MoeMLP,
+#     Qwen2MoeDecoderLayer, Qwen2MoeAttention; configuration_qwen2_moe.py
+#   qwen3_moe/modular_qwen3_moe.py (00eb1166): Qwen3MoeAttention =
+#     Qwen3Attention, Qwen3MoeSparseMoeBlock (Qwen2Moe's router, no shared
+#     expert), Qwen3MoeDecoderLayer = Qwen2MoeDecoderLayer
+#   olmoe/modeling_olmoe.py (00dcc6dd): OlmoeAttention, OlmoeSparseMoeBlock,
+#     OlmoeMLP, OlmoeDecoderLayer; configuration_olmoe.py
+#   granitemoe/modular_granitemoe.py (023633dd): GraniteMoeMoE,
+#     GraniteMoeAttention, GraniteMoeDecoderLayer, GraniteMoeModel,
+#     GraniteMoeForCausalLM; modeling_granitemoe.py (013458c1):
+#     GraniteMoeTopKGating, GraniteMoeParallelExperts; configuration_granitemoe.py
+
+MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe")
+
+# A top-k choice closer than this (k-th against (k+1)-th router probability)
+# could go the other way in a float32 computation: forward() says so on
+# stderr, and ROUTER_GAPS keeps the smallest gap of each MoE layer of the
+# last forward() (selfcheck.py requires them all above TOPK_GAP).
+TOPK_GAP = 1e-6
+ROUTER_GAPS = []
+
+
+def route(logits, k, kind, norm_topk_prob=False):
+    """The router of each type on router logits [N, E]. Returns (weights
+    [N, k], experts [N, k], the smallest gap between the k-th and (k+1)-th
+    probability over the N tokens (inf when k == E)).
+
+    kind "softmax_topk" (mixtral, qwen2_moe, qwen3_moe, olmoe):
+        routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float)
+        routing_weights, selected_experts = torch.topk(routing_weights, self.top_k, dim=-1)
+        mixtral, always:            routing_weights /= routing_weights.sum(dim=-1, keepdim=True)
+        the others, if self.norm_topk_prob: the same line
+    kind "topk_softmax" (granitemoe, GraniteMoeTopKGating.forward):
+        top_k_logits, top_k_indices = logits.topk(self.top_k, dim=1)
+        top_k_gates = torch.softmax(top_k_logits, dim=1).type_as(hidden_states)
+      (the same numbers as softmax, top-k, renormalize: softmax is monotone
+      and its normalizer cancels; selfcheck.py checks this)
+    """
+    probs = torch.softmax(logits, -1)
+    if kind == "softmax_topk":
+        w, idx = torch.topk(probs, k, dim=-1)
+        if norm_topk_prob:
+            w = w / w.sum(-1, keepdim=True)
+    elif kind == "topk_softmax":
+        top, idx = logits.topk(k, dim=1)
+        w = torch.softmax(top, dim=1)
+    else:
+        raise ValueError(kind)
+    gap = float("inf")
+    if probs.shape[-1] > k:
+        srt = probs.sort(-1, descending=True).values
+        gap = float((srt[:, k - 1] - srt[:, k]).min())
+    return w, idx, gap
+
+
+def swiglu(x, gate_w, up_w, down_w, act):
+    """MixtralBlockSparseTop2MLP.forward:
+           current_hidden_states = self.act_fn(self.w1(hidden_states)) * self.w3(hidden_states)
+           current_hidden_states = self.w2(current_hidden_states)
+       Qwen2MoeMLP / OlmoeMLP.forward:
+           down_proj(act_fn(gate_proj(x)) * up_proj(x))"""
+    return F.linear(act(F.linear(x, gate_w)) * F.linear(x, up_w), down_w)
+
+
+def moe_experts(mt, W, m, n_experts):
+    """[(gate, up, down)] weights of each expert of the sparse block at
+    prefix m, as published:
+      mixtral   block_sparse_moe.experts.{e}.w1 (gate) / w3 (up) / w2 (down)
+      qwen2_moe, qwen3_moe, olmoe   mlp.experts.{e}.gate_proj / up_proj / down_proj
+      granitemoe   block_sparse_moe.input_linear.weight [E, 2F, D]: per
+                   expert F.linear(x, weight[e]) gives [.., 2F], then
+                   (GraniteMoeMoE.forward)
+                       chunked_hidden_states = hidden_states.chunk(2, dim=-1)
+                       hidden_states = self.activation(chunked_hidden_states[0]) * chunked_hidden_states[1]
+                   so rows [0, F) are the gate and [F, 2F) the up projection;
+                   output_linear.weight [E, D, F] the down projection."""
+    if mt == "granitemoe":
+        wi, wo = W[m + "input_linear.weight"], W[m + "output_linear.weight"]
+        f = wi.shape[1] // 2
+        return [(wi[e, :f], wi[e, f:], wo[e]) for e in range(n_experts)]
+    names = ("w1", "w3", "w2") if mt == "mixtral" else ("gate_proj", "up_proj", "down_proj")
+    return [tuple(W[m + "experts.%d.%s.weight" % (e, nm)] for nm in names) for e in range(n_experts)]
+
+
+def moe_block(mt, cfg, W, m, h, act):
+    """The sparse block on h [B, T, D] (the post-attention-norm output) at
+    prefix m. Returns (output, smallest top-k gap)."""
+    b, t, dd = h.shape
+    x = h.reshape(-1, dd)
+    k = cfg["num_experts_per_tok"]
+    if mt == "granitemoe":
+        # GraniteMoeTopKGating: logits = self.layer(hidden_states).float()
+        logits = F.linear(x, W[m + "router.layer.weight"])
+        w, idx, gap = route(logits, k, "topk_softmax")
+    else:
+        # router_logits = self.gate(hidden_states)
+        logits = F.linear(x, W[m + "gate.weight"])
+        norm = True if mt == "mixtral" else cfg.get("norm_topk_prob", False)
+        w, idx, gap = route(logits, k, "softmax_topk", norm)
+    experts = moe_experts(mt, W, m, logits.shape[-1])
+    # Every expert on every token, then for each token the sum over its k
+    # choices of weight * expert output: what the per-expert index_add_ loop
+    # of the sparse blocks (and GraniteMoeMoE's sorted scatter) computes.
+    ys = torch.stack([swiglu(x, g, u, dn, act) for g, u, dn in experts])  # [E, N, D]
+    rows = torch.arange(x.shape[0])
+    out = sum(w[:, j, None] * ys[idx[:, j], rows] for j in range(k))
+    if mt == "qwen2_moe":
+        # Qwen2MoeSparseMoeBlock.forward:
+        #   shared_expert_output = self.shared_expert(hidden_states)
+        #   shared_expert_output = F.sigmoid(self.shared_expert_gate(hidden_states)) * shared_expert_output
+        #   final_hidden_states = final_hidden_states + shared_expert_output
+        s = swiglu(x, W[m + "shared_expert.gate_proj.weight"], W[m + "shared_expert.up_proj.weight"],
+                   W[m + "shared_expert.down_proj.weight"], act)
+        out = out + torch.sigmoid(F.linear(x, W[m + "shared_expert_gate.weight"])) * s
+    return out.reshape(b, t, dd), gap
+
+
+def qwen_moe_sparse(i, cfg):
+    """Qwen2MoeDecoderLayer.__init__ (Qwen3MoeDecoderLayer is the same class):
+        if (layer_idx not in config.mlp_only_layers) and (
+            config.num_experts > 0 and (layer_idx + 1) % config.decoder_sparse_step == 0
+        ):
+            self.mlp = Qwen2MoeSparseMoeBlock(config)
+        else:
+            self.mlp = Qwen2MoeMLP(config, intermediate_size=config.intermediate_size)
+    (defaults: mlp_only_layers [], decoder_sparse_step 1)"""
+    return (i not in (cfg.get("mlp_only_layers") or []) and cfg.get("num_experts", 0) > 0
+            and (i + 1) % (cfg.get("decoder_sparse_step") or 1) == 0)
+
+
+# defaults of the configuration classes for the fields the forward reads
+MOE_DEFAULTS = {
+    "mixtral": {"rms_norm_eps": 1e-5, "rope_theta": 1e6},
+    "qwen2_moe": {"rms_norm_eps": 1e-6, "rope_theta": 10000.0},
+    "qwen3_moe": {"rms_norm_eps": 1e-6, "rope_theta": 10000.0},
+    "olmoe": {"rms_norm_eps": 1e-5, "rope_theta": 10000.0},
+    "granitemoe": {"rms_norm_eps": 1e-6, "rope_theta": 10000.0},
+}
+
+
+def moe_family(cfg, W, inp):
+    mt = cfg["model_type"]
+    W = Tensors({n: (t.double() if t.is_floating_point() else t) for n, t in W.t.items()}, W.prefix)
+    defaults = MOE_DEFAULTS[mt]
+    ids = inp["tokens"]
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    if mt == "olmoe":
+        hd = d // H  # OlmoeAttention: self.head_dim = self.hidden_size // self.num_heads
+    else:
+        # MixtralAttention / Qwen3Attention: getattr(config, "head_dim", None) or hidden_size // heads
+        hd = cfg.get("head_dim") or d // H
+    eps = cfg.get("rms_norm_eps", defaults["rms_norm_eps"])
+    inv = rope_inv_freq(cfg, hd, cfg.get("rope_theta", defaults["rope_theta"]))
+    act = act_fn(cfg.get("hidden_act", "silu"))
+    # GraniteMoeAttention: self.scaling = config.attention_multiplier; the
+    # others head_dim ** -0.5
+    scale = cfg.get("attention_multiplier", 1.0) if mt == "granitemoe" else hd ** -0.5
+    # granitemoe: hidden_states = residual + hidden_states * self.residual_multiplier (both branches)
+    resid = cfg.get("residual_multiplier", 1.0) if mt == "granitemoe" else 1.0
+    window = 0
+    if mt == "mixtral" and cfg.get("sliding_window"):
+        window = cfg["sliding_window"]  # MixtralAttention: sliding_window=getattr(config, "sliding_window", None)
+    if mt in ("qwen2_moe", "qwen3_moe") and cfg.get("use_sliding_window"):
+        raise NotImplementedError("use_sliding_window")
+    clip = cfg.get("clip_qkv") if mt == "olmoe" else None
+
+    def norm(z, name):
+        return rmsnorm(z, W[name + ".weight"], eps)
+
+    x = embed(W, "model.embed_tokens.weight", ids)
+    if mt == "granitemoe":
+        x = x * cfg.get("embedding_multiplier", 1.0)  # inputs_embeds = inputs_embeds * self.embedding_multiplier
+    for i in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        h = norm(x, p + "input_layernorm")
+        # q/k/v_proj: bias on q, k, v for qwen2_moe (Qwen2MoeAttention:
+        # bias=config.qkv_bias, default True; o_proj bias=False), and where
+        # attention_bias is set for the others: linear() reads a bias when stored.
+        q, k, v = (linear(h, W, p + "self_attn.%s_proj" % c) for c in "qkv")
+        if mt == "olmoe":
+            # OlmoeAttention.forward, before the heads are split: q_norm is
+            # OlmoeRMSNorm(hidden_size), k_norm OlmoeRMSNorm((hidden_size // num_heads) * num_key_value_heads)
+            #   query_states = self.q_norm(self.q_proj(hidden_states))
+            #   key_states = self.k_norm(self.k_proj(hidden_states))
+            #   if self.config.clip_qkv is not None:
+            #       query_states.clamp_(min=-self.config.clip_qkv, max=self.config.clip_qkv)   (and key, value)
+            q = norm(q, p + "self_attn.q_norm")
+            k = norm(k, p + "self_attn.k_norm")
+            if clip is not None:
+                q, k, v = (z.clamp(-clip, clip) for z in (q, k, v))
+        q, k, v = split_heads(q, H, hd), split_heads(k, KV, hd), split_heads(v, KV, hd)
+        if mt == "qwen3_moe":
+            # Qwen3Attention: self.q_norm(self.q_proj(hidden_states).view(hidden_shape)), per head (head_dim wide)
+            q = norm(q, p + "self_attn.q_norm")
+            k = norm(k, p + "self_attn.k_norm")
+        q, k = rope_half(q, inv, hd), rope_half(k, inv, hd)
+        a = attention(q, k, v, scale, causal=True, window=window)
+        x = x + linear(merge_heads(a), W, p + "self_attn.o_proj") * resid
+        h = norm(x, p + "post_attention_layernorm")
+        if mt in ("qwen2_moe", "qwen3_moe") and not qwen_moe_sparse(i, cfg):
+            m = p + "mlp."
+            y = swiglu(h, W[m + "gate_proj.weight"], W[m + "up_proj.weight"], W[m + "down_proj.weight"], act)
+        else:
+            m = p + ("block_sparse_moe." if mt in ("mixtral", "granitemoe") else "mlp.")
+            y, gap = moe_block(mt, cfg, W, m, h, act)
+            ROUTER_GAPS.append((i, gap))
+            if gap < TOPK_GAP:
+                import sys
+                print("hf_reference.py: %s layer %d: top-k gap %.3g < %g: the expert choice of some token "
+                      "is a near tie" % (mt, i, gap, TOPK_GAP), file=sys.stderr)
+        x = x + y * resid
+    x = norm(x, "model.norm")
+    if cfg.get("tie_word_embeddings", False):
+        logits = x @ W["model.embed_tokens.weight"].t()
+    else:
+        logits = x @ W["lm_head.weight"].t()
+    if mt == "granitemoe":
+        logits = logits / cfg.get("logits_scaling", 1.0)  # logits = logits / self.config.logits_scaling
+    return logits
+
+# ---------------------------------------------------------------------------
 
 # model_type -> (forward, base-model prefix of its published checkpoints)
 MODELS = {
@@ -746,6 +982,11 @@ MODELS = {
     "whisper": (whisper_encoder, "model."),
     "t5": (t5, ""),
     "bart": (bart, ""),
+    "mixtral": (moe_family, "model."),
+    "qwen2_moe": (moe_family, "model."),
+    "qwen3_moe": (moe_family, "model."),
+    "olmoe": (moe_family, "model."),
+    "granitemoe": (moe_family, "model."),
 }
 
 
@@ -759,6 +1000,7 @@ def forward(folder, inputs):
     fn, prefix = MODELS[mt]
     W = Tensors(tensors, prefix)
     inp = {k: torch.from_numpy(np.asarray(v)) for k, v in inputs.items()}
+    del ROUTER_GAPS[:]
     with torch.no_grad():
         return fn(cfg, W, inp).float().numpy()
 

@@ -10,9 +10,16 @@
     changed (so a compiled model that ignored the field would fail
     models.test), and so does each kind of tensor a loader must not confuse;
   - the ALiBi slopes and T5 buckets of the reference agree with DSL.md's
-    description of them, written here a second time from that text.
+    description of them, written here a second time from that text;
+  - mixture of experts (hf_models.MOE_CASES): the published tensor names and
+    shapes, which layers are sparse, no top-k choice near a tie (gap between
+    the k-th and (k+1)-th router probability over 1e-6), the reference's
+    sparse block against a literal transcription of each Hugging Face loop,
+    1 expert with top-1 equal to the dense SwiGLU MLP, renormalized weights
+    summing to 1, GraniteMoE's top-k-then-softmax equal to softmax, top-k,
+    renormalize.
 
-    selfcheck.py --work DIR
+    selfcheck.py --work DIR [--moe]     (--moe: the mixture-of-experts cases only)
 """
 import argparse
 import json
@@ -108,22 +115,280 @@ SENSITIVE = [
     ("bart", {"scale_embedding": False}, "BART scale_embedding"),
 ]
 
+SENSITIVE_MOE = [
+    ("mixtral", {"num_experts_per_tok": 1}, "Mixtral num_experts_per_tok"),
+    ("qwen2_moe", {"norm_topk_prob": True}, "Qwen2-MoE norm_topk_prob"),
+    ("qwen2_moe:sparse2", {"norm_topk_prob": False}, "Qwen2-MoE norm_topk_prob (sparse2)"),
+    ("qwen3_moe", {"norm_topk_prob": False}, "Qwen3-MoE norm_topk_prob"),
+    ("qwen3_moe:mlp_only", {"norm_topk_prob": True}, "Qwen3-MoE norm_topk_prob (mlp_only)"),
+    ("olmoe", {"norm_topk_prob": True}, "OLMoE norm_topk_prob"),
+    ("olmoe", {"clip_qkv": 1.0}, "OLMoE clip_qkv (set)"),
+    ("olmoe:clip", {"clip_qkv": None}, "OLMoE clip_qkv (removed)"),
+    ("granitemoe", {"attention_multiplier": 0.25}, "GraniteMoE attention_multiplier"),
+    ("granitemoe", {"embedding_multiplier": 1.0}, "GraniteMoE embedding_multiplier"),
+    ("granitemoe", {"residual_multiplier": 1.0}, "GraniteMoE residual_multiplier"),
+    ("granitemoe", {"logits_scaling": 1.0}, "GraniteMoE logits_scaling"),
+    ("granitemoe", {"num_experts_per_tok": 3}, "GraniteMoE num_experts_per_tok"),
+]
+
+
+def moe_layout(case, cfg):
+    """The published names and shapes a folder of the case must hold (layer
+    by layer), and the names it must not."""
+    mt, v = hf_models.split_case(case)
+    d, E, H = cfg["hidden_size"], hf_models.MOE_E, cfg["num_attention_heads"]
+    KV = cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim") or d // H
+    F = cfg.get("moe_intermediate_size", cfg["intermediate_size"])
+    want, absent = {}, []
+    for i in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        want[p + "self_attn.q_proj.weight"] = [H * hd, d]
+        want[p + "self_attn.k_proj.weight"] = [KV * hd, d]
+        if mt == "mixtral":
+            m = p + "block_sparse_moe."
+            want[m + "gate.weight"] = [E, d]
+            for e in range(E):
+                want[m + "experts.%d.w1.weight" % e] = [F, d]
+                want[m + "experts.%d.w3.weight" % e] = [F, d]
+                want[m + "experts.%d.w2.weight" % e] = [d, F]
+        elif mt == "granitemoe":
+            m = p + "block_sparse_moe."
+            want[m + "router.layer.weight"] = [E, d]
+            want[m + "input_linear.weight"] = [E, 2 * F, d]
+            want[m + "output_linear.weight"] = [E, d, F]
+        elif mt in ("qwen2_moe", "qwen3_moe") and not hf_reference.qwen_moe_sparse(i, cfg):
+            want[p + "mlp.gate_proj.weight"] = [cfg["intermediate_size"], d]
+            want[p + "mlp.down_proj.weight"] = [d, cfg["intermediate_size"]]
+            absent.append(p + "mlp.gate.weight")
+        else:
+            m = p + "mlp."
+            want[m + "gate.weight"] = [E, d]
+            for e in range(E):
+                want[m + "experts.%d.gate_proj.weight" % e] = [F, d]
+                want[m + "experts.%d.up_proj.weight" % e] = [F, d]
+                want[m + "experts.%d.down_proj.weight" % e] = [d, F]
+            if mt == "qwen2_moe":
+                S = cfg["shared_expert_intermediate_size"]
+                want[m + "shared_expert.gate_proj.weight"] = [S, d]
+                want[m + "shared_expert.down_proj.weight"] = [d, S]
+                want[m + "shared_expert_gate.weight"] = [1, d]
+        if mt == "qwen2_moe":
+            want[p + "self_attn.q_proj.bias"] = [H * hd]
+        if mt == "qwen3_moe":
+            want[p + "self_attn.q_norm.weight"] = [hd]
+            want[p + "self_attn.k_norm.weight"] = [hd]
+        if mt == "olmoe":
+            want[p + "self_attn.q_norm.weight"] = [H * hd]
+            want[p + "self_attn.k_norm.weight"] = [KV * hd]
+    if mt == "granitemoe":
+        absent.append("lm_head.weight")
+    return want, absent
+
+
+def hf_loop_block(mt, cfg, W, m, h, act):
+    """The sparse block as the Hugging Face code loops, transcribed line by
+    line (MixtralSparseMoeBlock.forward / Qwen2MoeSparseMoeBlock.forward /
+    OlmoeSparseMoeBlock.forward; GraniteMoeTopKGating + GraniteMoeMoE.forward
+    + GraniteMoeParallelExperts.forward), to check the reference's gathered
+    form against."""
+    import torch
+    import torch.nn.functional as F
+    batch_size, sequence_length, hidden_dim = h.shape
+    hidden_states = h.reshape(-1, hidden_dim)
+    top_k = cfg["num_experts_per_tok"]
+    if mt == "granitemoe":
+        wi, wo = W[m + "input_linear.weight"], W[m + "output_linear.weight"]
+        num_experts = wi.shape[0]
+        logits = F.linear(hidden_states, W[m + "router.layer.weight"])
+        top_k_logits, top_k_indices = logits.topk(top_k, dim=1)
+        top_k_gates = torch.softmax(top_k_logits, dim=1)
+        zeros = torch.zeros([top_k_gates.size(0), num_experts], dtype=top_k_gates.dtype)
+        gates = zeros.scatter(1, top_k_indices, 1)
+        expert_size = gates.long().sum(0).tolist()
+        top_k_experts = top_k_indices.flatten()
+        _, index_sorted_experts = top_k_experts.sort(0)
+        batch_index = index_sorted_experts.div(top_k, rounding_mode="trunc")
+        batch_gates = top_k_gates.flatten()[index_sorted_experts]
+        expert_inputs = hidden_states[batch_index]
+        input_list = expert_inputs.split(expert_size, dim=0)
+        hs = torch.cat([F.linear(input_list[i], wi[i]) for i in range(num_experts)], dim=0)
+        chunked_hidden_states = hs.chunk(2, dim=-1)
+        hs = act(chunked_hidden_states[0]) * chunked_hidden_states[1]
+        output_list = hs.split(expert_size, dim=0)
+        expert_outputs = torch.cat([F.linear(output_list[i], wo[i]) for i in range(num_experts)], dim=0)
+        expert_outputs = expert_outputs * batch_gates[:, None]
+        zeros = torch.zeros((batch_size * sequence_length, hidden_dim), dtype=expert_outputs.dtype)
+        layer_output = zeros.index_add(0, batch_index, expert_outputs)
+        return layer_output.view(batch_size, sequence_length, hidden_dim)
+    router_logits = F.linear(hidden_states, W[m + "gate.weight"])
+    num_experts = router_logits.shape[-1]
+    routing_weights = F.softmax(router_logits, dim=1, dtype=router_logits.dtype)
+    routing_weights, selected_experts = torch.topk(routing_weights, top_k, dim=-1)
+    if mt == "mixtral" or cfg.get("norm_topk_prob", False):
+        routing_weights /= routing_weights.sum(dim=-1, keepdim=True)
+    final_hidden_states = torch.zeros((batch_size * sequence_length, hidden_dim), dtype=hidden_states.dtype)
+    expert_mask = torch.nn.functional.one_hot(selected_experts, num_classes=num_experts).permute(2, 1, 0)
+    names = ("w1", "w3", "w2") if mt == "mixtral" else ("gate_proj", "up_proj", "down_proj")
+    for expert_idx in range(num_experts):
+        g, u, dn = (W[m + "experts.%d.%s.weight" % (expert_idx, n)] for n in names)
+        idx, top_x = torch.where(expert_mask[expert_idx])
+        current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
+        current_hidden_states = F.linear(act(F.linear(current_state, g)) * F.linear(current_state, u), dn)
+        current_hidden_states = current_hidden_states * routing_weights[top_x, idx, None]
+        final_hidden_states.index_add_(0, top_x, current_hidden_states.to(hidden_states.dtype))
+    if mt == "qwen2_moe":
+        shared = F.linear(act(F.linear(hidden_states, W[m + "shared_expert.gate_proj.weight"]))
+                          * F.linear(hidden_states, W[m + "shared_expert.up_proj.weight"]),
+                          W[m + "shared_expert.down_proj.weight"])
+        shared = torch.sigmoid(F.linear(hidden_states, W[m + "shared_expert_gate.weight"])) * shared  # F.sigmoid in HF
+        final_hidden_states = final_hidden_states + shared
+    return final_hidden_states.reshape(batch_size, sequence_length, hidden_dim)
+
+
+def moe_checks(args, folders, outputs, inputs, gaps):
+    import torch
+    import torch.nn.functional as F
+    act = F.silu
+
+    for case in hf_models.MOE_CASES:
+        mt, v = hf_models.split_case(case)
+        folder = folders[case]
+        cfg, t = hf_reference.load(folder)
+        want, absent = moe_layout(case, cfg)
+        bad = [n for n, shape in want.items() if n not in t or list(t[n].shape) != shape]
+        bad += [n for n in absent if n in t]
+        report(not bad, "%s: published tensor names and shapes (%d checked)%s" % (
+            case, len(want) + len(absent), (": " + ", ".join(bad[:4])) if bad else ""))
+
+        # Which layers have the sparse block, and no top-k choice near a tie.
+        layers = [i for i, _ in gaps[case]]
+        if mt in ("qwen2_moe", "qwen3_moe"):
+            sparse = [i for i in range(cfg["num_hidden_layers"]) if hf_reference.qwen_moe_sparse(i, cfg)]
+        else:
+            sparse = list(range(cfg["num_hidden_layers"]))
+        report(layers == sparse and sparse, "%s: sparse layers %s (dense: %s)" % (
+            case, layers, [i for i in range(cfg["num_hidden_layers"]) if i not in sparse]))
+        worst = min(g for _, g in gaps[case])
+        report(worst > hf_reference.TOPK_GAP, "%s: smallest top-k router gap %.3g (> %g)" % (
+            case, worst, hf_reference.TOPK_GAP))
+
+        # The gathered sparse block against the Hugging Face loop, on the
+        # first sparse layer's weights.
+        W = hf_reference.Tensors({n: a.double() for n, a in t.items() if a.is_floating_point()}, "model.")
+        p = "model.layers.%d." % sparse[0]
+        m = p + ("block_sparse_moe." if mt in ("mixtral", "granitemoe") else "mlp.")
+        g = torch.Generator().manual_seed(args.seed)
+        h = torch.randn(2, 9, cfg["hidden_size"], generator=g, dtype=torch.float64)
+        ours, _ = hf_reference.moe_block(mt, cfg, W, m, h, act)
+        theirs = hf_loop_block(mt, cfg, W, m, h, act)
+        r = float((ours - theirs).abs().max() / theirs.abs().max())
+        report(r < 1e-12, "%s: sparse block == the Hugging Face loop (relative %.3g)" % (case, r))
+
+    # One expert, top-1: the MoE layer is the dense SwiGLU MLP with the same
+    # weights (Qwen2-MoE: plus its gated shared expert).
+    g = torch.Generator().manual_seed(args.seed + 1)
+
+    def rnd(*shape, std=0.1):
+        return torch.randn(*shape, generator=g, dtype=torch.float64) * std
+    d, f = 16, 8
+    h = rnd(2, 5, d, std=1.0)
+    gate, up, down = rnd(f, d), rnd(f, d), rnd(d, f)
+    dense = hf_reference.swiglu(h, gate, up, down, act)
+    for mt in hf_reference.MOE_TYPES:
+        cfg = {"num_experts_per_tok": 1, "norm_topk_prob": False}
+        if mt == "mixtral":
+            m, ts = "block_sparse_moe.", {"gate.weight": rnd(1, d), "experts.0.w1.weight": gate,
+                                          "experts.0.w3.weight": up, "experts.0.w2.weight": down}
+        elif mt == "granitemoe":
+            m, ts = "block_sparse_moe.", {"router.layer.weight": rnd(1, d),
+                                          "input_linear.weight": torch.cat([gate, up])[None],
+                                          "output_linear.weight": down[None]}
+        else:
+            m, ts = "mlp.", {"gate.weight": rnd(1, d), "experts.0.gate_proj.weight": gate,
+                             "experts.0.up_proj.weight": up, "experts.0.down_proj.weight": down}
+        want = dense
+        if mt == "qwen2_moe":
+            sg, su, sd, sgate = rnd(12, d), rnd(12, d), rnd(d, 12), rnd(1, d)
+            ts.update({"shared_expert.gate_proj.weight": sg, "shared_expert.up_proj.weight": su,
+                       "shared_expert.down_proj.weight": sd, "shared_expert_gate.weight": sgate})
+            want = dense + torch.sigmoid(F.linear(h, sgate)) * hf_reference.swiglu(h, sg, su, sd, act)
+        W = hf_reference.Tensors({"model.layers.0." + m + n: a for n, a in ts.items()}, "model.")
+        got, _ = hf_reference.moe_block(mt, cfg, W, "model.layers.0." + m, h, act)
+        r = float((got - want).abs().max() / want.abs().max())
+        report(r < 1e-14, "%s: 1 expert, top-1 == the dense SwiGLU MLP%s (relative %.3g)" % (
+            mt, " + gated shared expert" if mt == "qwen2_moe" else "", r))
+
+    # Routing weights: renormalized ones sum to 1, the others do not; top-k
+    # of the logits then softmax (GraniteMoE) == softmax, top-k, renormalize.
+    logits = rnd(50, 8, std=3.0)
+    for k in (1, 2, 4):
+        w_norm, i_norm, _ = hf_reference.route(logits, k, "softmax_topk", True)
+        w_raw, i_raw, _ = hf_reference.route(logits, k, "softmax_topk", False)
+        w_gr, i_gr, _ = hf_reference.route(logits, k, "topk_softmax")
+        s_norm = float((w_norm.sum(-1) - 1).abs().max())
+        report(s_norm < 1e-14, "top-%d with norm_topk_prob: weights sum to 1 (max |sum - 1| %.3g)" % (k, s_norm))
+        report(bool((w_raw.sum(-1) < 1 - 1e-6).all()), "top-%d without norm_topk_prob: weights sum below 1 "
+               "(largest sum %.6f)" % (k, float(w_raw.sum(-1).max())))
+        same = bool((i_gr == i_norm).all()) and float((w_gr - w_norm).abs().max()) < 1e-14
+        report(same, "top-%d: GraniteMoE's top-k-then-softmax == softmax, top-k, renormalize" % k)
+
+    # Config fields the MoE tests rely on change the output.
+    for case, changes, why in SENSITIVE_MOE:
+        gdir = with_config(folders[case], os.path.join(args.work, "changed"), **changes)
+        r = rel(hf_reference.forward(gdir, inputs[case]), outputs[case])
+        report(r > 1e-3, "%s: %s matters (relative change %.3g)" % (case, why, r))
+
+    # Tensors a loader must read from the right place: scaled, and swapped.
+    def scaled(name, k):
+        return lambda t: {n: (a * k if n == name else a) for n, a in t.items()}
+    for case, name, k in (("qwen2_moe", "model.layers.0.mlp.shared_expert_gate.weight", 0.0),
+                          ("qwen2_moe", "model.layers.0.self_attn.q_proj.bias", 0.0),
+                          ("qwen3_moe", "model.layers.0.self_attn.q_norm.weight", 3.0),
+                          ("olmoe", "model.layers.0.self_attn.k_norm.weight", 3.0),
+                          ("olmoe", "model.layers.0.self_attn.q_norm.weight", 3.0)):
+        gdir = with_tensors(folders[case], os.path.join(args.work, "scaled"), scaled(name, k))
+        r = rel(hf_reference.forward(gdir, inputs[case]), outputs[case])
+        report(r > 1e-3, "%s: %s matters (relative change %.3g)" % (case, name, r))
+
+    def swap_mixtral(t):
+        t = dict(t)
+        for e in range(hf_models.MOE_E):
+            p = "model.layers.0.block_sparse_moe.experts.%d." % e
+            t[p + "w1.weight"], t[p + "w3.weight"] = t[p + "w3.weight"], t[p + "w1.weight"]
+        return t
+
+    def swap_granite(t):
+        t = dict(t)
+        n = "model.layers.0.block_sparse_moe.input_linear.weight"
+        f = t[n].shape[1] // 2
+        t[n] = np.concatenate([t[n][:, f:], t[n][:, :f]], axis=1)
+        return t
+    for case, fn, why in (("mixtral", swap_mixtral, "w1 (gate) and w3 (up) swapped"),
+                          ("granitemoe", swap_granite, "input_linear halves (gate first) swapped")):
+        gdir = with_tensors(folders[case], os.path.join(args.work, "swapped"), fn)
+        r = rel(hf_reference.forward(gdir, inputs[case]), outputs[case])
+        report(r > 1e-3, "%s: %s changes the output (relative change %.3g)" % (case, why, r))
+
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--moe", action="store_true", help="the mixture-of-experts cases and checks only")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    folders, outputs, inputs = {}, {}, {}
+    folders, outputs, inputs, gaps = {}, {}, {}, {}
 
-    for case in hf_models.CASES:
+    cases = hf_models.MOE_CASES if args.moe else hf_models.CASES + hf_models.MOE_CASES
+    for case in cases:
         mt, v = hf_models.split_case(case)
         folder = os.path.join(args.work, case.replace(":", "-"))
         cfg = hf_models.make(mt, folder, args.seed, v)
         inp = hf_models.make_inputs(mt, folder, 2, 7, args.seed)
         y = hf_reference.forward(folder, inp)
         folders[case], outputs[case], inputs[case] = folder, y, inp
+        gaps[case] = list(hf_reference.ROUTER_GAPS)
         ok = bool(np.isfinite(y).all()) and list(y.shape) == expected_shape(mt, cfg, inp)
         report(ok, "%s: forward %s, max |y| %.3g" % (case, list(y.shape), float(np.abs(y).max())))
         # Deterministic: the same seed writes the same folder.
@@ -131,6 +396,11 @@ def main():
         shutil.rmtree(again, ignore_errors=True)
         hf_models.make(mt, again, args.seed, v)
         report(rel(hf_reference.forward(again, inp), y) == 0.0, "%s: same seed, same model" % case)
+
+    moe_checks(args, folders, outputs, inputs, gaps)
+    if args.moe:
+        print("%d checks failed" % len(FAILED) if FAILED else "all checks passed")
+        return 1 if FAILED else 0
 
     # Sharded checkpoints hold the same model as one file would.
     for case in ("llama:llama3", "falcon:40b"):

@@ -46,8 +46,14 @@ constexpr StageRow kStages[] = {
 };
 } // namespace
 
-void pipelines::buildPrimitiveStage(OpPassManager &pm, const PipelineConfig &) {
-  pm.addNestedPass<func::FuncOp>(createTfmDecompose());
+void pipelines::buildPrimitiveStage(OpPassManager &pm,
+                                    const PipelineConfig &config) {
+  // The CPU runs a mixture of experts' routed experts sparsely
+  // (tfm.moe_kernel); the CUDA pipeline, which has no such kernel yet, runs
+  // the reference form.
+  TfmDecomposeOptions options;
+  options.denseExperts = config.target == TargetKind::CUDA;
+  pm.addNestedPass<func::FuncOp>(createTfmDecompose(options));
 }
 
 void pipelines::buildFusedStage(OpPassManager &pm,

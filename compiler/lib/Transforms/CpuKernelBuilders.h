@@ -97,6 +97,8 @@ void populateLowerAttentionKernelPattern(RewritePatternSet &patterns,
                                          int64_t vectorWidth);
 /// tfm.norm_kernel (LowerNormKernel.cpp), 16 lanes whatever the width.
 void populateLowerNormKernelPattern(RewritePatternSet &patterns);
+/// tfm.moe_kernel (LowerMoeKernel.cpp): linear kernels on the experts.
+void populateLowerMoeKernelPattern(RewritePatternSet &patterns);
 
 } // namespace mlir::tfm::cpu
 

@@ -9,6 +9,7 @@
 #include "tfm/Transforms/Passes.h"
 #include "tfm/Transforms/Transforms.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -174,10 +175,118 @@ struct DecomposeFfn : OpRewritePattern<FfnOp> {
   }
 };
 
+/// An ffn of the rows of `x` as tfm.ffn computes it (linears, activation,
+/// product), from weights up [F, D], gate [F, D] (or null), down [D, F] and
+/// biases (null when absent).
+Value ffnOf(PatternRewriter &b, Location loc, Value x, Activation act, Value up,
+            Value gate, Value down, Value upBias, Value gateBias,
+            Value downBias) {
+  Value u = linear(b, loc, x, up, upBias);
+  Value h;
+  MLIRContext *ctx = b.getContext();
+  if (gate) {
+    Value g =
+        ActivationOp::create(b, loc, linear(b, loc, x, gate, gateBias),
+                             ActivationAttr::get(ctx, getGateActivation(act)));
+    h = MulOp::create(b, loc, g, u);
+  } else {
+    h = ActivationOp::create(b, loc, u, ActivationAttr::get(ctx, act));
+  }
+  return linear(b, loc, h, down, downBias);
+}
+
+struct DecomposeMoe : OpRewritePattern<MoeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MoeOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value x = op.getInput();
+    Value logits = linear(b, loc, x, op.getRouterWeight(), op.getRouterBias());
+    Value weights = RouteOp::create(
+        b, loc, logits.getType(), logits, op.getExpertsPerTokenAttr(),
+        op.getRouterAttr(), op.getNormalizeAttr(), op.getRoutedScaleAttr());
+    Value y = MoeExpertsOp::create(
+        b, loc, x.getType(), x, weights, op.getUpWeight(), op.getGateWeight(),
+        op.getDownWeight(), op.getExpertBiases(), op.getActivationAttr());
+    if (auto shared = op.getShared(); !shared.empty()) {
+      bool gated = shared.size() == 3;
+      Value s = ffnOf(b, loc, x, op.getActivation(), shared[0],
+                      gated ? shared[1] : Value(), shared.back(), {}, {}, {});
+      if (Value scale = op.getSharedScale())
+        s = RowScaleOp::create(
+            b, loc, s.getType(), s, linear(b, loc, x, scale, Value()),
+            ActivationAttr::get(b.getContext(), Activation::sigmoid));
+      y = AddOp::create(b, loc, y, s);
+    }
+    b.replaceOp(op, y);
+    return success();
+  }
+};
+
+/// `v` [E, ...] at [e]: [...].
+Value expertSlice(PatternRewriter &b, Location loc, Value v, int64_t e) {
+  auto t = cast<RankedTensorType>(v.getType());
+  SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0));
+  offsets[0] = b.getIndexAttr(e);
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d : t.getShape())
+    sizes.push_back(b.getIndexAttr(d));
+  sizes[0] = b.getIndexAttr(1);
+  auto type =
+      RankedTensorType::get(t.getShape().drop_front(), t.getElementType());
+  return tensor::ExtractSliceOp::create(
+      b, loc, type, v, offsets, sizes,
+      SmallVector<OpFoldResult>(t.getRank(), b.getIndexAttr(1)));
+}
+
+/// The reference form of tfm.moe_experts: every expert's ffn over every
+/// row, weighted by its column of the routing weights, summed in expert
+/// order.
+struct DecomposeMoeExpertsDense : OpRewritePattern<MoeExpertsOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MoeExpertsOp op,
+                                PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    auto wt = cast<RankedTensorType>(op.getWeights().getType());
+    int64_t experts = wt.getShape().back(), rank = wt.getRank();
+    auto biases = op.getBiases();
+    bool gated = op.getGateWeight() != nullptr;
+    SmallVector<int64_t> colShape(wt.getShape());
+    colShape.back() = 1;
+    auto colType = RankedTensorType::get(colShape, wt.getElementType());
+    Value acc;
+    for (int64_t e = 0; e < experts; ++e) {
+      auto at = [&](Value v) { return v ? expertSlice(b, loc, v, e) : v; };
+      Value y =
+          ffnOf(b, loc, op.getInput(), op.getActivation(), at(op.getUpWeight()),
+                at(op.getGateWeight()), at(op.getDownWeight()),
+                biases.empty() ? Value() : at(biases[0]),
+                biases.empty() || !gated ? Value() : at(biases[1]),
+                biases.empty() ? Value() : at(biases.back()));
+      SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+      offsets.back() = b.getIndexAttr(e);
+      SmallVector<OpFoldResult> sizes =
+          tensor::getMixedSizes(b, loc, op.getWeights());
+      sizes.back() = b.getIndexAttr(1);
+      Value col = tensor::ExtractSliceOp::create(
+          b, loc, colType, op.getWeights(), offsets, sizes,
+          SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)));
+      y = RowScaleOp::create(b, loc, y.getType(), y, col, ActivationAttr());
+      acc = acc ? AddOp::create(b, loc, acc, y).getResult() : y;
+    }
+    b.replaceOp(op, acc);
+    return success();
+  }
+};
+
 struct TfmDecomposePass : mlir::tfm::impl::TfmDecomposeBase<TfmDecomposePass> {
+  using TfmDecomposeBase::TfmDecomposeBase;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateDecomposePatterns(patterns);
+    if (denseExperts)
+      patterns.add<DecomposeMoeExpertsDense>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
@@ -186,6 +295,6 @@ struct TfmDecomposePass : mlir::tfm::impl::TfmDecomposeBase<TfmDecomposePass> {
 } // namespace
 
 void mlir::tfm::populateDecomposePatterns(RewritePatternSet &patterns) {
-  patterns.add<DecomposeMultiHeadAttention, DecomposeFfn>(
+  patterns.add<DecomposeMultiHeadAttention, DecomposeFfn, DecomposeMoe>(
       patterns.getContext());
 }

@@ -11,6 +11,9 @@
 //   tfm.norm_kernel       layernorm / RMSnorm in one pass over each row,
 //                         its output packed for the linear that reads it
 //                         (LowerNormKernel.cpp);
+//   tfm.moe_kernel        a mixture of experts' routed experts: a counting
+//                         sort of the rows by expert, each chosen expert's
+//                         linear kernels over its rows (LowerMoeKernel.cpp);
 //   tfm.attention_kernel  FlashAttention-2 style (LowerAttentionPrefill.cpp)
 //                         or, over a KV cache with few query rows per KV
 //                         head, flash decoding (LowerAttentionDecode.cpp),
@@ -127,7 +130,8 @@ struct TfmLowerKernelsPass
                            scf::SCFDialect, vector::VectorDialect,
                            x86vector::X86VectorDialect, LLVM::LLVMDialect>();
     target.addIllegalOp<LinearKernelOp, NormKernelOp, AttentionKernelOp,
-                        AllReduceKernelOp, AllGatherKernelOp, TpRankOp>();
+                        AllReduceKernelOp, AllGatherKernelOp, MoeKernelOp,
+                        TpRankOp>();
     target.addDynamicallyLegalOp<memref::CopyOp>(isContiguousCopy);
     RewritePatternSet patterns(ctx);
     populateLowerKernelPatterns(patterns, vectorWidth);
@@ -148,4 +152,5 @@ void mlir::tfm::populateLowerKernelPatterns(RewritePatternSet &patterns,
   populateLowerLinearKernelPattern(patterns, vectorWidth);
   populateLowerAttentionKernelPattern(patterns, vectorWidth);
   populateLowerNormKernelPattern(patterns);
+  populateLowerMoeKernelPattern(patterns);
 }

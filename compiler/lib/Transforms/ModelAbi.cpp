@@ -45,6 +45,10 @@ bool wantsPacked(OpOperand &use) {
     return use.get() == lin.getWeight() && use.getOperandNumber() == 1;
   if (auto pe = dyn_cast<PatchEmbedOp>(owner))
     return use.getOperandNumber() == 1;
+  // A mixture of experts' stacks [E, N, K]: packed expert by expert.
+  if (auto m = dyn_cast<MoeExpertsOp>(owner))
+    return use.get() == m.getUpWeight() || use.get() == m.getGateWeight() ||
+           use.get() == m.getDownWeight();
   return false;
 }
 
@@ -129,9 +133,12 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel, bool bf16Pairs,
         tfm_packing kind = quads   ? TFM_PACKING_INT8_QUADS
                            : pairs ? TFM_PACKING_BF16_PAIRS
                                    : TFM_PACKING_F32;
-        shape = {tfm_packed_panels(pt.getDimSize(0), panel),
-                 tfm_packed_rows(kind, pt.getDimSize(1)),
-                 tfm_packed_row_width(kind, panel)};
+        // A stack [E, N, K] is E such weights, one after the other.
+        int64_t r = pt.getRank();
+        shape.assign(pt.getShape().begin(), pt.getShape().end() - 2);
+        shape.append({tfm_packed_panels(pt.getDimSize(r - 2), panel),
+                      tfm_packed_rows(kind, pt.getDimSize(r - 1)),
+                      tfm_packed_row_width(kind, panel)});
         if (quads)
           elt = b.getIntegerType(8);
         else if (pairs)
@@ -160,8 +167,9 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel, bool bf16Pairs,
     };
     for (OpOperand &use : llvm::make_early_inc_range(p->getUses())) {
       Packing packing = Packing::Plain;
-      if (pt.getRank() == 2 && wantsPacked(use))
-        packing = int8Quads && isa<LinearOp>(use.getOwner()) &&
+      bool stack = isa<MoeExpertsOp>(use.getOwner());
+      if (pt.getRank() == (stack ? 3 : 2) && wantsPacked(use))
+        packing = int8Quads && isa<LinearOp, MoeExpertsOp>(use.getOwner()) &&
                           pt.getElementType().isF32()
                       ? Packing::Quads
                       : Packing::Panels;

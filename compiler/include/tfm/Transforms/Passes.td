@@ -14,10 +14,18 @@ def TfmDecompose : Pass<"tfm-decompose", "func::FuncOp"> {
     modifiers `tfm.softcap`, `tfm.alibi` and `tfm.relative_bias`, `tfm.mask`,
     `tfm.softmax`, `tfm.matmul` (P V), `tfm.merge_heads` and the output
     projection. `tfm.ffn` becomes linears, `tfm.activation` and (gated kinds)
-    `tfm.mul`.
+    `tfm.mul`. `tfm.moe` becomes the router's linear, `tfm.route`,
+    `tfm.moe_experts` and the shared expert's linears; with `dense-experts`
+    `tfm.moe_experts` becomes every expert's ffn over every row, weighted by
+    `tfm.row_scale` (the reference form; the CUDA pipeline's).
   }];
+  let options = [
+    Option<"denseExperts", "dense-experts", "bool", /*default=*/"false",
+           "Rewrite tfm.moe_experts into every expert's ffn over all rows">
+  ];
   let dependentDialects = ["::mlir::tfm::TfmDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def TfmFuseAttention : Pass<"tfm-fuse-attention", "func::FuncOp"> {

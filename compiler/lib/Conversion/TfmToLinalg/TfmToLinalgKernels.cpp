@@ -23,43 +23,6 @@ using utils::IteratorType;
 
 namespace {
 
-/// The reassociation of [..., C] (rank `rank` >= 2) into [rows, C].
-SmallVector<ReassociationIndices> rowsAndColumns(int64_t rank) {
-  SmallVector<ReassociationIndices> re(2);
-  for (int64_t i = 0; i < rank - 1; ++i)
-    re[0].push_back(i);
-  re[1].push_back(rank - 1);
-  return re;
-}
-
-/// `x` [..., C] as the matrix [rows, C] (`x` itself when 2-D).
-Value asMatrix(OpBuilder &b, Location loc, Value x) {
-  int64_t rank = tensorType(x).getRank();
-  if (rank == 2)
-    return x;
-  return tensor::CollapseShapeOp::create(b, loc, x, rowsAndColumns(rank));
-}
-
-/// The matrix `m` [rows, n] in the leading dimensions of `like` [..., C]:
-/// [..., n] (`m` itself when `like` is 2-D).
-Value withLeadingDimsOf(OpBuilder &b, Location loc, Value m, Value like,
-                        int64_t n) {
-  auto lt = tensorType(like);
-  int64_t rank = lt.getRank();
-  if (rank == 2)
-    return m;
-  SmallVector<int64_t> shape(lt.getShape());
-  shape.back() = n;
-  SmallVector<OpFoldResult> outShape;
-  for (int64_t i = 0; i < rank - 1; ++i)
-    outShape.push_back(lt.isDynamicDim(i) ? OpFoldResult(dimOf(b, loc, like, i))
-                                          : b.getIndexAttr(lt.getDimSize(i)));
-  outShape.push_back(b.getIndexAttr(n));
-  return tensor::ExpandShapeOp::create(
-      b, loc, RankedTensorType::get(shape, lt.getElementType()), m,
-      rowsAndColumns(rank), outShape);
-}
-
 /// The epilogue of a linear (tfm.linear's `activation`, `mul`, `residual`;
 /// the last two of the result's shape [..., N]).
 struct Epilogue {

@@ -27,6 +27,7 @@ void mlir::tfm::populateTfmToLinalgConversionPatterns(
   populateTfmElementwiseToLinalgPatterns(patterns);
   populateTfmDataMovementToLinalgPatterns(patterns);
   populateTfmKernelOpsToLinalgPatterns(patterns);
+  populateTfmMoeToLinalgPatterns(patterns);
 }
 
 void mlir::tfm::populateTfmToLinalgConversionTarget(ConversionTarget &target) {
@@ -35,7 +36,8 @@ void mlir::tfm::populateTfmToLinalgConversionTarget(ConversionTarget &target) {
                          scf::SCFDialect>();
   target.addIllegalDialect<TfmDialect>();
   target.addLegalOp<LinearKernelOp, NormKernelOp, AttentionKernelOp,
-                    AllReduceKernelOp, AllGatherKernelOp, TpRankOp>();
+                    AllReduceKernelOp, AllGatherKernelOp, MoeKernelOp,
+                    TpRankOp>();
   target.addDynamicallyLegalOp<UnpackWeightOp>(
       linalg_lowering::isFoldedIntoKernel);
 }

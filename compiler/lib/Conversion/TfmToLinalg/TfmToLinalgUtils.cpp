@@ -144,13 +144,54 @@ Value linalg_lowering::transposeTensor(OpBuilder &b, Location loc, Value x,
   return linalg::TransposeOp::create(b, loc, x, init, perm).getResult()[0];
 }
 
+/// The reassociation of [..., C] (rank `rank` >= 2) into [rows, C].
+static SmallVector<ReassociationIndices> rowsAndColumns(int64_t rank) {
+  SmallVector<ReassociationIndices> re(2);
+  for (int64_t i = 0; i < rank - 1; ++i)
+    re[0].push_back(i);
+  re[1].push_back(rank - 1);
+  return re;
+}
+
+/// `x` [..., C] as the matrix [rows, C] (`x` itself when 2-D).
+Value linalg_lowering::asMatrix(OpBuilder &b, Location loc, Value x) {
+  int64_t rank = tensorType(x).getRank();
+  if (rank == 2)
+    return x;
+  return tensor::CollapseShapeOp::create(b, loc, x, rowsAndColumns(rank));
+}
+
+/// The matrix `m` [rows, n] in the leading dimensions of `like` [..., C]:
+/// [..., n] (`m` itself when `like` is 2-D).
+Value linalg_lowering::withLeadingDimsOf(OpBuilder &b, Location loc, Value m,
+                                         Value like, int64_t n) {
+  auto lt = tensorType(like);
+  int64_t rank = lt.getRank();
+  if (rank == 2)
+    return m;
+  SmallVector<int64_t> shape(lt.getShape());
+  shape.back() = n;
+  SmallVector<OpFoldResult> outShape;
+  for (int64_t i = 0; i < rank - 1; ++i)
+    outShape.push_back(lt.isDynamicDim(i) ? OpFoldResult(dimOf(b, loc, like, i))
+                                          : b.getIndexAttr(lt.getDimSize(i)));
+  outShape.push_back(b.getIndexAttr(n));
+  return tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(shape, lt.getElementType()), m,
+      rowsAndColumns(rank), outShape);
+}
+
 //===----------------------------------------------------------------------===//
 // Patterns
 
 bool linalg_lowering::isFoldedIntoKernel(UnpackWeightOp op) {
-  // Only as a linear's weight: not as its input or epilogue operand.
+  // Only as a linear's weight (not as its input or epilogue operand), or
+  // an expert stack.
   return llvm::all_of(op->getUses(), [](OpOperand &use) {
     Operation *u = use.getOwner();
+    if (auto m = dyn_cast<MoeExpertsOp>(u))
+      return use.get() == m.getUpWeight() || use.get() == m.getGateWeight() ||
+             use.get() == m.getDownWeight();
     return (isa<LinearOp>(u) && use.getOperandNumber() == 1) ||
            isa<PatchEmbedOp>(u);
   });

@@ -88,6 +88,14 @@ Value selectByIndex(OpBuilder &b, Location loc, Value idx,
 Value relativeBucketOf(OpBuilder &b, Location loc, Value rel, int64_t buckets,
                        int64_t maxDistance, bool bidirectional);
 
+/// `x` [..., C] as the matrix [rows, C] (`x` itself when 2-D).
+Value asMatrix(OpBuilder &b, Location loc, Value x);
+
+/// The matrix `m` [rows, n] in the leading dimensions of `like` [..., C]:
+/// [..., n] (`m` itself when `like` is 2-D).
+Value withLeadingDimsOf(OpBuilder &b, Location loc, Value m, Value like,
+                        int64_t n);
+
 /// Integer index `i` as f32.
 Value indexToF32(OpBuilder &b, Location loc, Value i);
 

@@ -29,11 +29,21 @@ def Tfm_Activation : I32EnumAttr<"Activation", "activation function", [
     I32EnumAttrCase<"relu", 0>, I32EnumAttrCase<"gelu", 1>,
     I32EnumAttrCase<"gelu_tanh", 2>, I32EnumAttrCase<"silu", 3>,
     I32EnumAttrCase<"swiglu", 4>, I32EnumAttrCase<"geglu", 5>,
-    I32EnumAttrCase<"geglu_tanh", 6>, I32EnumAttrCase<"quick_gelu", 7>]> {
+    I32EnumAttrCase<"geglu_tanh", 6>, I32EnumAttrCase<"quick_gelu", 7>,
+    I32EnumAttrCase<"sigmoid", 8>]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;
 }
 def Tfm_ActivationAttr : EnumAttr<Tfm_Dialect, Tfm_Activation, "activation"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Tfm_RouterKind : I32EnumAttr<"RouterKind", "mixture-of-experts router", [
+    I32EnumAttrCase<"softmax", 0>, I32EnumAttrCase<"topk_softmax", 1>]> {
+  let cppNamespace = "::mlir::tfm";
+  let genSpecializedAttr = 0;
+}
+def Tfm_RouterKindAttr : EnumAttr<Tfm_Dialect, Tfm_RouterKind, "router"> {
   let assemblyFormat = "`<` $value `>`";
 }
 

@@ -77,6 +77,47 @@ def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel",
   }];
 }
 
+def Tfm_MoeKernelOp : Tfm_KernelOp<"moe_kernel",
+    [AttrSizedOperandSegments]> {
+  let summary = "a mixture of experts' routed experts, destination style";
+  let description = [{
+    The kernel form of `tfm.moe_experts` on rows: `input` [M, D] (f32),
+    `weights` [M, E] (the routing weights, 0 for an expert a row does not
+    run), the experts' weights packed weight by weight as
+    `tfm.linear_kernel`'s (`up_p` and, for gated activations, `gate_p`
+    [E, P, D, W]; `down_p` [E, P', F, W']; f32 panels, bf16 pairs or int8
+    quads, one packing for the three), `biases` none or up [E, F], gate
+    [E, F] (gated), down [E, D]; `output` [M, D] is sum over e of
+    weights[m, e] * ffn_e(input[m]). tfm-lower-kernels lowers the buffer
+    form to a counting sort of the (row, expert) pairs of nonzero weight
+    by expert, then for each expert with rows its GEMMs over its rows
+    only, gathered (each expert's weights read once, none of an expert no
+    row chose), then the weighted sum of each row's experts in expert
+    order.
+
+    ```mlir
+    tfm.moe_kernel ins(%x, %w, %up, %gate, %down : memref<?x16xf32>, memref<?x4xf32>, memref<4x1x16x32xf32>, memref<4x1x16x32xf32>, memref<4x1x32x32xf32>) outs(%y : memref<?x16xf32>) {hidden = 32 : i64, activation = #tfm.activation<swiglu>}
+    ```
+  }];
+  let arguments = (ins AnyShaped:$input, AnyShaped:$weights, AnyShaped:$up_p,
+                   Optional<AnyShaped>:$gate_p, AnyShaped:$down_p,
+                   Variadic<AnyShaped>:$biases, AnyShaped:$output,
+                   I64Attr:$hidden, Tfm_ActivationAttr:$activation);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $input `,` $weights `,` $up_p (`,` $gate_p^)? `,` $down_p
+    `:` type($input) `,` type($weights) `,` type($up_p)
+    (`,` type($gate_p)^)? `,` type($down_p) `)`
+    (`biases` `(` $biases^ `:` type($biases) `)`)?
+    `outs` `(` $output `:` type($output) `)` attr-dict (`->` type($result)^)?
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputMutable();
+    }
+  }];
+}
+
 def Tfm_NormKernelOp : Tfm_KernelOp<"norm_kernel"> {
   let summary = "tfm.norm over rows, destination style, optionally packed";
   let description = [{

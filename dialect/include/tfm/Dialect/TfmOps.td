@@ -254,6 +254,61 @@ def Tfm_FfnOp : Tfm_Op<"ffn", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Tfm_MoeOp : Tfm_Op<"moe", [Pure, AttrSizedOperandSegments]> {
+  let summary = "mixture-of-experts feed-forward network";
+  let description = [{
+    A mixture of experts in place of a `tfm.ffn` (language version 3). The
+    router scores the experts: `logits = x router_weight^T (+ router_bias)`
+    ([..., E] for E experts). `router` chooses `experts_per_token` = K of
+    them and weighs them:
+    - `softmax` (Mixtral, Qwen-MoE, OLMoE): p = softmax(logits) over all E,
+      the K largest kept (`normalize`: divided by their sum);
+    - `topk_softmax` (GraniteMoE, gpt-oss): the K largest logits, softmax
+      over them;
+    then multiplied by `routed_scale`. Each chosen expert e is an ffn as
+    `tfm.ffn` computes it (`activation`) with the weights at [e] of the
+    stacks `up_weight` [E, F, D], `gate_weight` [E, F, D] (gated
+    activations) and `down_weight` [E, D, F], and `expert_biases` (none, or
+    up [E, F], gate [E, F] for gated activations, down [E, D]); the result
+    is the weighted sum of their outputs. With `shared` weights (up [S, D],
+    gate [S, D] for gated activations, down [D, S]), a shared expert that
+    every token runs is added, multiplied by sigmoid(x shared_scale^T) when
+    `shared_scale` [1, D] is given (Qwen2-MoE).
+
+    tfm-decompose rewrites it into the router's `tfm.linear`, `tfm.route`
+    and `tfm.moe_experts`; the shared expert into its linears.
+
+    ```mlir
+    %y = tfm.moe %x router(%wr) experts(%wu, %wg, %wd)
+           {experts_per_token = 2 : i64, router = #tfm.router<softmax>,
+            activation = #tfm.activation<swiglu>}
+           : (tensor<?x?x16xf32>, tensor<4x16xf32>, tensor<4x32x16xf32>,
+              tensor<4x32x16xf32>, tensor<4x16x32xf32>) -> tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$router_weight,
+                   Optional<Tfm_FloatTensor>:$router_bias,
+                   Tfm_FloatTensor:$up_weight,
+                   Optional<Tfm_FloatTensor>:$gate_weight,
+                   Tfm_FloatTensor:$down_weight,
+                   Variadic<Tfm_FloatTensor>:$expert_biases,
+                   Variadic<Tfm_FloatTensor>:$shared,
+                   Optional<Tfm_FloatTensor>:$shared_scale,
+                   I64Attr:$experts_per_token, Tfm_RouterKindAttr:$router,
+                   UnitAttr:$normalize,
+                   DefaultValuedAttr<F64Attr, "1.0">:$routed_scale,
+                   Tfm_ActivationAttr:$activation);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `router` `(` $router_weight (`,` $router_bias^)? `)`
+    `experts` `(` $up_weight (`,` $gate_weight^)? `,` $down_weight `)`
+    (`expert_biases` `(` $expert_biases^ `)`)?
+    (`shared` `(` $shared^ `)`)? (`shared_scale` `(` $shared_scale^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_PatchEmbedOp : Tfm_Op<"patch_embed", [Pure]> {
   let summary = "cut an image into patches and project them";
   let description = [{
@@ -369,6 +424,83 @@ class Tfm_BinaryOp<string mnemonic, string what>
 
 def Tfm_AddOp : Tfm_BinaryOp<"add", "sum">;
 def Tfm_MulOp : Tfm_BinaryOp<"mul", "product">;
+
+def Tfm_RouteOp : Tfm_Op<"route", [Pure, SameOperandsAndResultType]> {
+  let summary = "a mixture of experts' routing weights";
+  let description = [{
+    From the router's `logits` [..., E], the weight of each expert for each
+    row: the `experts_per_token` = K largest logits of the row are chosen
+    (the lower index first among equal ones); `softmax` gives a chosen
+    expert softmax(logits)[e] (over all E), divided by the sum of the
+    chosen ones with `normalize`; `topk_softmax` gives the softmax over the
+    chosen logits. The weights are multiplied by `routed_scale`; the others
+    are 0.
+
+    ```mlir
+    %w = tfm.route %logits {experts_per_token = 2 : i64, router = #tfm.router<softmax>, normalize} : tensor<?x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$logits, I64Attr:$experts_per_token,
+                   Tfm_RouterKindAttr:$router, UnitAttr:$normalize,
+                   DefaultValuedAttr<F64Attr, "1.0">:$routed_scale);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$logits attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_MoeExpertsOp : Tfm_Op<"moe_experts",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "the routed experts of a mixture of experts";
+  let description = [{
+    sum over e of `weights`[..., e] * ffn_e(`input`), ffn_e the `tfm.ffn`
+    (`activation`) of the weights at [e] of `up_weight` [E, F, D],
+    `gate_weight` [E, F, D] (gated activations) and `down_weight`
+    [E, D, F], with `biases` none or up [E, F], gate [E, F] (gated), down
+    [E, D]. `weights` [..., E] are a `tfm.route`'s: an expert whose weight
+    is 0 contributes nothing, and the CPU kernel (tfm.moe_kernel) runs only
+    the experts of nonzero weight of each row. With the `dense` option
+    tfm-decompose rewrites it into every expert's ffn over every row (the
+    reference form, and the CUDA path).
+
+    ```mlir
+    %y = tfm.moe_experts %x, %w experts(%wu, %wg, %wd) {activation = #tfm.activation<swiglu>}
+           : (tensor<?x?x16xf32>, tensor<?x?x4xf32>, tensor<4x32x16xf32>,
+              tensor<4x32x16xf32>, tensor<4x16x32xf32>) -> tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weights,
+                   Tfm_FloatTensor:$up_weight,
+                   Optional<Tfm_FloatTensor>:$gate_weight,
+                   Tfm_FloatTensor:$down_weight,
+                   Variadic<Tfm_FloatTensor>:$biases,
+                   Tfm_ActivationAttr:$activation);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weights `experts` `(` $up_weight (`,` $gate_weight^)? `,`
+    $down_weight `)` (`biases` `(` $biases^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_RowScaleOp : Tfm_Op<"row_scale", [Pure]> {
+  let summary = "multiply each row by a scalar of its own";
+  let description = [{
+    `input` [..., D] times `scale` [..., 1] (broadcast over the last
+    dimension), after `activation` of the scale when given: a shared
+    expert's sigmoid gate, an expert's routing weight.
+
+    ```mlir
+    %y = tfm.row_scale %x, %s {activation = #tfm.activation<sigmoid>} : (tensor<?x?x16xf32>, tensor<?x?x1xf32>) -> tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$scale,
+                   OptionalAttr<Tfm_ActivationAttr>:$activation);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `,` $scale attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
 
 def Tfm_MatmulOp : Tfm_Op<"matmul", [Pure]> {
   let summary = "batched matrix product with transpose flags";
@@ -684,7 +816,9 @@ def Tfm_UnpackWeightOp : Tfm_Op<"unpack_weight", [Pure]> {
     ([P, ceil(K / 4) + 2, 4 W] i8: the quads, then a row of the columns'
     f32 scales and one of their i32 sums times 128); only tfm.linear reads
     int8 quads. `runtime/include/tfm/packed_layout.h` is the reference for
-    these layouts, which the runtime and this verifier share.
+    these layouts, which the runtime and this verifier share. A stack of
+    weights (a mixture of experts' [E, N, K]) is packed weight by weight:
+    [E, P, K, W].
 
     ```mlir
     %w = tfm.unpack_weight %p : tensor<3x16x32xf32> -> tensor<70x16xf32>

@@ -126,10 +126,39 @@ struct AttentionSpec {
 };
 
 struct FfnSpec {
+  /// The width of a dense ffn (every layer's, or the dense layers' of a
+  /// mixture of experts).
   int64_t hidden = 0;
   Activation activation = Activation::gelu;
+  /// Biases on every projection (the experts' too).
   bool bias = true;
+  /// v3 mixture of experts (`experts` > 0): the router scores `experts`
+  /// ffns of width `expertHidden` per token, `perToken` of them run, and
+  /// their outputs are summed with the router's weights (see
+  /// docs/Language.md).
+  int64_t experts = 0;
+  int64_t perToken = 0;
+  int64_t expertHidden = 0; ///< resolved: `hidden` when not set
+  RouterKind router = RouterKind::softmax;
+  /// Renormalize the chosen experts' weights to sum 1.
+  bool normalize = false;
+  bool routerBias = false;
+  /// Multiplies the routed experts' weights.
+  double routedScale = 1.0;
+  /// A shared expert of this width that every token runs (0: none), its
+  /// output multiplied by sigmoid(x . w) with `sharedGate`.
+  int64_t sharedHidden = 0;
+  bool sharedGate = false;
+  /// Layers [0, firstDense) are dense; after them, layer i is sparse when
+  /// (i + 1) % sparseEvery == 0.
+  int64_t firstDense = 0;
+  int64_t sparseEvery = 1;
   SourceLoc loc; ///< the ffn section
+
+  /// Whether layer `layer` runs the experts instead of the dense ffn.
+  bool sparse(int64_t layer) const {
+    return experts > 0 && layer >= firstDense && (layer + 1) % sparseEvery == 0;
+  }
 };
 
 struct NormSpec {
@@ -321,6 +350,13 @@ struct ModelSpec {
   }
   int64_t localFfnHidden(const FfnSpec &f) const {
     return f.hidden / tensorParallel;
+  }
+  /// Each expert (and the shared expert) is split as a dense ffn is.
+  int64_t localExpertHidden(const FfnSpec &f) const {
+    return f.expertHidden / tensorParallel;
+  }
+  int64_t localSharedHidden(const FfnSpec &f) const {
+    return f.sharedHidden / tensorParallel;
   }
   /// The vocabulary rows of a rank: the vocabulary padded to a multiple of
   /// the ranks, divided by them.

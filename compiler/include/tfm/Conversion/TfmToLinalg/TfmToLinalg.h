@@ -28,6 +28,9 @@ void populateTfmDataMovementToLinalgPatterns(RewritePatternSet &patterns);
 /// to a linalg contraction.
 void populateTfmKernelOpsToLinalgPatterns(RewritePatternSet &patterns);
 
+/// tfm.route and tfm.row_scale to linalg, tfm.moe_experts to tfm.moe_kernel.
+void populateTfmMoeToLinalgPatterns(RewritePatternSet &patterns);
+
 /// tfm.norm (f32, rank >= 2) to tfm.norm_kernel over its rows, preferred
 /// to the linalg form of the elementwise patterns (CPU: one pass a row).
 void populateTfmNormToKernelPatterns(RewritePatternSet &patterns);
