@@ -96,7 +96,7 @@ def Tfm_MoeKernelOp : Tfm_KernelOp<"moe_kernel",
     order.
 
     ```mlir
-    tfm.moe_kernel ins(%x, %w, %up, %gate, %down : memref<?x16xf32>, memref<?x4xf32>, memref<4x1x16x32xf32>, memref<4x1x16x32xf32>, memref<4x1x32x32xf32>) outs(%y : memref<?x16xf32>) {hidden = 32 : i64, activation = #tfm.activation<swiglu>}
+    tfm.moe_kernel ins(%x, %w : memref<?x16xf32>, memref<?x4xf32>) up(%up : memref<4x1x16x32xf32>) gate(%gate : memref<4x1x16x32xf32>) down(%down : memref<4x1x32x32xf32>) outs(%y : memref<?x16xf32>) {hidden = 32 : i64, activation = #tfm.activation<swiglu>}
     ```
   }];
   let arguments = (ins AnyShaped:$input, AnyShaped:$weights, AnyShaped:$up_p,
@@ -105,9 +105,10 @@ def Tfm_MoeKernelOp : Tfm_KernelOp<"moe_kernel",
                    I64Attr:$hidden, Tfm_ActivationAttr:$activation);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
-    `ins` `(` $input `,` $weights `,` $up_p (`,` $gate_p^)? `,` $down_p
-    `:` type($input) `,` type($weights) `,` type($up_p)
-    (`,` type($gate_p)^)? `,` type($down_p) `)`
+    `ins` `(` $input `,` $weights `:` type($input) `,` type($weights) `)`
+    `up` `(` $up_p `:` type($up_p) `)`
+    (`gate` `(` $gate_p^ `:` type($gate_p) `)`)?
+    `down` `(` $down_p `:` type($down_p) `)`
     (`biases` `(` $biases^ `:` type($biases) `)`)?
     `outs` `(` $output `:` type($output) `)` attr-dict (`->` type($result)^)?
   }];

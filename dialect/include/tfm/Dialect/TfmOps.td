@@ -279,7 +279,7 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     and `tfm.moe_experts`; the shared expert into its linears.
 
     ```mlir
-    %y = tfm.moe %x router(%wr) experts(%wu, %wg, %wd)
+    %y = tfm.moe %x router(%wr) up(%wu) gate(%wg) down(%wd)
            {experts_per_token = 2 : i64, router = #tfm.router<softmax>,
             activation = #tfm.activation<swiglu>}
            : (tensor<?x?x16xf32>, tensor<4x16xf32>, tensor<4x32x16xf32>,
@@ -301,8 +301,8 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, AttrSizedOperandSegments]> {
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input `router` `(` $router_weight (`,` $router_bias^)? `)`
-    `experts` `(` $up_weight (`,` $gate_weight^)? `,` $down_weight `)`
-    (`expert_biases` `(` $expert_biases^ `)`)?
+    `up` `(` $up_weight `)` (`gate` `(` $gate_weight^ `)`)?
+    `down` `(` $down_weight `)` (`expert_biases` `(` $expert_biases^ `)`)?
     (`shared` `(` $shared^ `)`)? (`shared_scale` `(` $shared_scale^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
@@ -463,7 +463,7 @@ def Tfm_MoeExpertsOp : Tfm_Op<"moe_experts",
     reference form, and the CUDA path).
 
     ```mlir
-    %y = tfm.moe_experts %x, %w experts(%wu, %wg, %wd) {activation = #tfm.activation<swiglu>}
+    %y = tfm.moe_experts %x, %w up(%wu) gate(%wg) down(%wd) {activation = #tfm.activation<swiglu>}
            : (tensor<?x?x16xf32>, tensor<?x?x4xf32>, tensor<4x32x16xf32>,
               tensor<4x32x16xf32>, tensor<4x16x32xf32>) -> tensor<?x?x16xf32>
     ```
@@ -476,8 +476,9 @@ def Tfm_MoeExpertsOp : Tfm_Op<"moe_experts",
                    Tfm_ActivationAttr:$activation);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weights `experts` `(` $up_weight (`,` $gate_weight^)? `,`
-    $down_weight `)` (`biases` `(` $biases^ `)`)?
+    $input `,` $weights `up` `(` $up_weight `)`
+    (`gate` `(` $gate_weight^ `)`)? `down` `(` $down_weight `)`
+    (`biases` `(` $biases^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
