@@ -20,6 +20,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -219,6 +220,34 @@ static SmallVector<double> ropeInvFreq(const EmbeddingSpec &e,
     }
     break;
   }
+  case RopeScaling::yarn: {
+    // Hugging Face's _compute_yarn_parameters: the frequencies that turn
+    // fewer than beta_slow times over the original context are divided by
+    // `factor`, those that turn more than beta_fast times kept, and a
+    // linear ramp over the dimensions between blends the two.
+    double base = e.ropeTheta, orig = double(e.ropeOriginalContext);
+    auto correctionDim = [&](double rotations) {
+      return double(r) * std::log(orig / (rotations * 2.0 * M_PI)) /
+             (2.0 * std::log(base));
+    };
+    double low = correctionDim(e.ropeBetaFast);
+    double high = correctionDim(e.ropeBetaSlow);
+    if (e.ropeTruncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, double(r - 1));
+    if (low == high)
+      high += 0.001;
+    for (int64_t i = 0; i < int64_t(invFreq.size()); ++i) {
+      double ramp = std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+      double extrapolation = 1.0 - ramp;
+      double f = invFreq[i];
+      invFreq[i] = f / e.ropeFactor * (1.0 - extrapolation) + f * extrapolation;
+    }
+    break;
+  }
   }
   return invFreq;
 }
@@ -274,12 +303,15 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
   // relative bias of the stack.
   DenseF64ArrayAttr invFreq, slopes;
   RopeStyleAttr style;
+  FloatAttr ropeScale;
   Value relative;
   IntegerAttr maxDistance;
   bool bidirectional = false;
   if (pos && pos->position == PositionEncoding::rope) {
     invFreq = b.getDenseF64ArrayAttr(ropeInvFreq(*pos, a.headDim));
     style = RopeStyleAttr::get(ctx, pos->ropeStyle);
+    if (pos->ropeAttentionFactor != 1.0)
+      ropeScale = b.getF64FloatAttr(pos->ropeAttentionFactor);
   } else if (pos && pos->position == PositionEncoding::alibi) {
     slopes = b.getDenseF64ArrayAttr(alibiSlopes(a.heads));
   } else if (pos && pos->position == PositionEncoding::relative) {
@@ -323,8 +355,8 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
       biases, parallel() ? Value() : outBias, qkNorm, relative, lengths, cache,
       positions, b.getI64IntegerAttr(heads), b.getI64IntegerAttr(kvHeads),
       b.getI64IntegerAttr(a.headDim), MaskKindAttr::get(ctx, a.mask), window,
-      b.getF64FloatAttr(a.scale), invFreq, style, qkKind, qkEps, qkOffset,
-      softcap, slopes, maxDistance,
+      b.getF64FloatAttr(a.scale), invFreq, style, ropeScale, qkKind, qkEps,
+      qkOffset, softcap, slopes, maxDistance,
       bidirectional ? b.getUnitAttr() : UnitAttr(),
       // A sliding window's cache is a ring buffer (the runtime sizes it).
       !cache.empty() && a.mask == MaskKind::sliding ? b.getUnitAttr()

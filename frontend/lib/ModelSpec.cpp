@@ -57,6 +57,8 @@ llvm::StringRef mlir::tfm::stringifyRopeScaling(RopeScaling r) {
     return "none";
   case RopeScaling::linear:
     return "linear";
+  case RopeScaling::yarn:
+    return "yarn";
   case RopeScaling::llama3:
     return "llama3";
   }
@@ -648,6 +650,12 @@ json::Value ModelSpec::toJSON() const {
       e["rope_low_freq_factor"] = es.ropeLowFreqFactor;
       e["rope_high_freq_factor"] = es.ropeHighFreqFactor;
       e["rope_original_context"] = es.ropeOriginalContext;
+      if (es.ropeScaling == RopeScaling::yarn) {
+        e["rope_beta_fast"] = es.ropeBetaFast;
+        e["rope_beta_slow"] = es.ropeBetaSlow;
+        e["rope_truncate"] = es.ropeTruncate;
+        e["rope_attention_factor"] = es.ropeAttentionFactor;
+      }
     }
     if (es.position == PositionEncoding::relative) {
       e["relative_buckets"] = es.relativeBuckets;

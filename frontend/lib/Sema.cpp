@@ -494,10 +494,31 @@ void Sema::resolveEmbedding(Scope &s, EmbeddingSpec &out) {
       StringRef scaling = pos.words["scaling"];
       out.ropeScaling = scaling == "linear"   ? RopeScaling::linear
                         : scaling == "llama3" ? RopeScaling::llama3
+                        : scaling == "yarn"   ? RopeScaling::yarn
                                               : RopeScaling::none;
       out.ropeFactor = pos.nums["factor"].asDouble();
       out.ropeLowFreqFactor = pos.nums["low_freq_factor"].asDouble();
       out.ropeHighFreqFactor = pos.nums["high_freq_factor"].asDouble();
+      out.ropeBetaFast = pos.nums["beta_fast"].asDouble();
+      out.ropeBetaSlow = pos.nums["beta_slow"].asDouble();
+      out.ropeTruncate = pos.words["truncate"] != "false";
+      if (out.ropeScaling == RopeScaling::yarn) {
+        // Hugging Face's _compute_yarn_parameters: the given factor, or
+        // get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)
+        // when both are set, or get_mscale(factor).
+        auto mscale = [&](double m) {
+          return out.ropeFactor <= 1.0
+                     ? 1.0
+                     : 0.1 * m * std::log(out.ropeFactor) + 1.0;
+        };
+        double given = pos.nums["attention_factor"].asDouble();
+        double m = pos.nums["mscale"].asDouble();
+        double all = pos.nums["mscale_all_dim"].asDouble();
+        out.ropeAttentionFactor = given > 0.0 ? given
+                                  : m > 0.0 && all > 0.0
+                                      ? mscale(m) / mscale(all)
+                                      : mscale(1.0);
+      }
     }
   }
   getInt(s, KeyId::Types, out.types);

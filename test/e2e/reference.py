@@ -72,15 +72,32 @@ def rope_inv_freq(emb, head_dim):
         blended = (1 - smooth) * scaled / factor + smooth * scaled
         medium = (wavelen >= old / high) & (wavelen <= old / low)
         inv = torch.where(medium, blended, scaled)
+    elif scaling == "yarn":
+        # Hugging Face's _compute_yarn_parameters (modeling_rope_utils.py).
+        old = emb["rope_original_context"]
+
+        def correction_dim(rotations):
+            return r * math.log(old / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+        low = correction_dim(emb["rope_beta_fast"])
+        high = correction_dim(emb["rope_beta_slow"])
+        if emb["rope_truncate"]:
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, r - 1)
+        if low == high:
+            high += 0.001
+        ramp = ((torch.arange(r // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+        extrapolation = 1 - ramp
+        inv = inv / factor * (1 - extrapolation) + inv * extrapolation
     return inv
 
 
-def rope(x, inv, style):
-    # x: [B, H, T, D]; the first R = 2 * len(inv) dimensions rotate.
+def rope(x, inv, style, factor=1.0):
+    # x: [B, H, T, D]; the first R = 2 * len(inv) dimensions rotate; YaRN
+    # multiplies cos and sin by its attention factor.
     b, h, t, d = x.shape
     r = 2 * inv.shape[0]
     ang = torch.arange(t, dtype=torch.float64)[:, None] * inv[None, :]
-    cos, sin = ang.cos().float(), ang.sin().float()
+    cos, sin = (ang.cos() * factor).float(), (ang.sin() * factor).float()
     xr, rest = x[..., :r], x[..., r:]
     if style == "half":
         cos = torch.cat([cos, cos], -1)
@@ -177,8 +194,8 @@ class Attention(nn.Module):
             k = self.k_norm(k)
         pos = self.position[0]
         if pos is not None and pos[0] == "rope":
-            q = rope(q, pos[1], pos[2])
-            k = rope(k, pos[1], pos[2])
+            q = rope(q, pos[1], pos[2], pos[3])
+            k = rope(k, pos[1], pos[2], pos[3])
         rep = self.h // self.kv
         k = k.repeat_interleave(rep, 1)
         v = v.repeat_interleave(rep, 1)
@@ -389,7 +406,8 @@ class Stack(nn.Module):
         position = None
         if emb["position"] == "rope":
             inv = rope_inv_freq(emb, st["attention"]["head_dim"])
-            position = ("rope", inv, emb["rope_style"])
+            position = ("rope", inv, emb["rope_style"],
+                        emb.get("rope_attention_factor", 1.0))
         elif emb["position"] == "alibi":
             position = ("alibi",)
         elif emb["position"] == "relative":

@@ -87,10 +87,10 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     }
     Value positions = op.getPositions();
     if (auto invFreq = op.getRopeInvFreqAttr()) {
-      qh =
-          RopeOp::create(b, loc, qh, positions, invFreq, op.getRopeStyleAttr());
-      kh =
-          RopeOp::create(b, loc, kh, positions, invFreq, op.getRopeStyleAttr());
+      qh = RopeOp::create(b, loc, qh, positions, invFreq, op.getRopeStyleAttr(),
+                          op.getRopeScaleAttr());
+      kh = RopeOp::create(b, loc, kh, positions, invFreq, op.getRopeStyleAttr(),
+                          op.getRopeScaleAttr());
     }
     auto merge = [&](Value o) {
       Value merged = MergeHeadsOp::create(

@@ -358,6 +358,9 @@ struct LowerRope : OpConversionPattern<RopeOp> {
     ArrayRef<double> invFreq = op.getInvFreq();
     int64_t n = int64_t(invFreq.size()), r = 2 * n;
     bool half = op.getStyle() == RopeStyle::half;
+    std::optional<double> scale;
+    if (auto attr = op.getScaleAttr())
+      scale = attr.getValueAsDouble();
     Type f64 = b.getF64Type();
     // A geometric table (no scaling, or linear) is exp(i * log(ratio)) times
     // the first entry; any other (llama3) is read by a select chain.
@@ -424,10 +427,15 @@ struct LowerRope : OpConversionPattern<RopeOp> {
                   arith::IndexCastOp::create(nb, l, nb.getI64Type(), p));
               Value angle = arith::MulFOp::create(nb, l, tf, freq);
               Type elt = a[0].getType();
-              Value c = arith::TruncFOp::create(
-                  nb, l, elt, math::CosOp::create(nb, l, angle));
-              Value s = arith::TruncFOp::create(
-                  nb, l, elt, math::SinOp::create(nb, l, angle));
+              Value c64 = math::CosOp::create(nb, l, angle);
+              Value s64 = math::SinOp::create(nb, l, angle);
+              if (scale) {
+                Value k = constF(nb, l, f64, *scale);
+                c64 = arith::MulFOp::create(nb, l, c64, k);
+                s64 = arith::MulFOp::create(nb, l, s64, k);
+              }
+              Value c = arith::TruncFOp::create(nb, l, elt, c64);
+              Value s = arith::TruncFOp::create(nb, l, elt, s64);
               Value other = tensor::ExtractOp::create(
                   nb, l, x, ValueRange{bi, hi, t, partner});
               // first of a pair: x c - y s; second: x c + y s.

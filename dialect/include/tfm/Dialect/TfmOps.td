@@ -159,7 +159,8 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     `qk_norm_eps`, multiplying by `qk_norm_offset + weight`), applies RoPE to
     Q and K when `rope_inv_freq` is set (the first 2 * size(rope_inv_freq)
     dimensions of each head rotate, pair i at position p by angle
-    p * rope_inv_freq[i]), computes softmax(M + bias + cap(Q K^T * scale)) V
+    p * rope_inv_freq[i]; with `rope_scale`, cos and sin times it), computes
+    softmax(M + bias + cap(Q K^T * scale)) V
     per head, merges heads and projects with `wo`. For self-attention `source`
     is `query`.
 
@@ -206,6 +207,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                    F64Attr:$scale,
                    OptionalAttr<DenseF64ArrayAttr>:$rope_inv_freq,
                    OptionalAttr<Tfm_RopeStyleAttr>:$rope_style,
+                   OptionalAttr<F64Attr>:$rope_scale,
                    OptionalAttr<Tfm_NormKindAttr>:$qk_norm_kind,
                    OptionalAttr<F64Attr>:$qk_norm_eps,
                    OptionalAttr<F64Attr>:$qk_norm_offset,
@@ -638,9 +640,11 @@ def Tfm_RopeOp : Tfm_Op<"rope",
     With R = 2 * size(inv_freq) <= D, rotates pairs (i, i + R/2) (`half`) or
     (2i, 2i+1) (`interleaved`) of the first R dimensions of each head vector
     at position p by the angle p * inv_freq[i]; dimensions R.. pass through.
-    The front end computes the table (theta^(-2i/R), rescaled by `linear` or
-    `llama3` scaling). Row t of sequence b is at position p = t, or
-    positions[b] + t with `positions` ([B]).
+    The front end computes the table (theta^(-2i/R), rescaled by `linear`,
+    `llama3` or `yarn` scaling). With `scale` (YaRN's attention factor),
+    cos and sin are multiplied by it: the rotated dimensions are scaled.
+    Row t of sequence b is at position p = t, or positions[b] + t with
+    `positions` ([B]).
 
     ```mlir
     %r = tfm.rope %q {inv_freq = array<f64: 1.0, 0.1>, style = #tfm.rope_style<half>} : tensor<?x4x?x8xf32>
@@ -648,7 +652,8 @@ def Tfm_RopeOp : Tfm_Op<"rope",
   }];
   let arguments = (ins Tfm_FloatTensor:$input,
                    Optional<Tfm_IntTensor>:$positions,
-                   DenseF64ArrayAttr:$inv_freq, Tfm_RopeStyleAttr:$style);
+                   DenseF64ArrayAttr:$inv_freq, Tfm_RopeStyleAttr:$style,
+                   OptionalAttr<F64Attr>:$scale);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`positions` `(` $positions^ `:` type($positions) `)`)? attr-dict

@@ -33,7 +33,7 @@ enum class PositionEncoding {
   none
 };
 /// How RoPE frequencies are rescaled (`rope(scaling = ...)`, DSL v2).
-enum class RopeScaling { none, linear, llama3 };
+enum class RopeScaling { none, linear, llama3, yarn };
 enum class OutputKind { lm_head, hidden, classifier };
 
 /// Where the norms of a layer sit (`norm { placement = ... }`).
@@ -89,6 +89,14 @@ struct EmbeddingSpec {
   double ropeLowFreqFactor = 1.0;
   double ropeHighFreqFactor = 4.0;
   int64_t ropeOriginalContext = 0;
+  /// v3 `scaling = yarn` (Hugging Face's rope_type "yarn"): the ramp's
+  /// rotation bounds, whether they are rounded to whole dimensions, and the
+  /// factor on cos and sin (resolved from `attention_factor`, or from
+  /// `factor`, `mscale` and `mscale_all_dim`; 1 for other scalings).
+  double ropeBetaFast = 32.0;
+  double ropeBetaSlow = 1.0;
+  bool ropeTruncate = true;
+  double ropeAttentionFactor = 1.0;
   /// v2 `relative(buckets, max_distance)`: T5 relative position buckets.
   int64_t relativeBuckets = 32;
   int64_t relativeMaxDistance = 128;
