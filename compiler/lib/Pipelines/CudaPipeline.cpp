@@ -38,7 +38,9 @@ void pipelines::buildCudaLinalgStage(OpPassManager &pm,
   TfmModelAbiOptions abi;
   abi.panelWidth = 64;
   pm.addPass(createTfmModelAbi(abi));
-  pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg());
+  ConvertTfmToLinalgOptions linalg;
+  linalg.panelWidth = abi.panelWidth;
+  pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg(linalg));
   addText(pm, "func.func(convert-elementwise-to-linalg, "
               "linalg-fuse-elementwise-ops), canonicalize, cse");
 }

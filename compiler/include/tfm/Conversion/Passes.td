@@ -17,6 +17,9 @@ def ConvertTfmToLinalg : Pass<"convert-tfm-to-linalg", "func::FuncOp"> {
     of weights in bf16 pairs or int8 quads writes its rows packed for them.
   }];
   let options = [
+    Option<"panelWidth", "panel-width", "int64_t", /*default=*/"32",
+           "Panel width of the weights packed in the IR (those that "
+           "tfm-model-abi does not pass packed): the target GEMM's">,
     Option<"normKernels", "norm-kernels", "bool", /*default=*/"false",
            "f32 norms to tfm.norm_kernel (one pass a row), packed for the "
            "linears that read them where they all take packed rows">

@@ -55,14 +55,12 @@ Value emitLinear(OpBuilder &b, Location loc, Value x, Value weightP, int64_t n,
                            epilogue.residual ? epilogue.residual : x, n);
 }
 
-/// Panel width of weights packed here (a weight that does not come packed
-/// from tfm-model-abi, as in hand-written IR).
-constexpr int64_t kPanel = 32;
-
 /// The packed [P, K, W] form of the [N, K] weight operand `w` (`converted`:
 /// its value after conversion): the packed parameter when the weight is
-/// tfm.unpack_weight of one (tfm-model-abi), else packed here.
-Value packedWeight(OpBuilder &b, Location loc, Value w, Value converted) {
+/// tfm.unpack_weight of one (tfm-model-abi), else packed here in panels of
+/// `kPanel` columns (hand-written IR, a slice of an experts' stack).
+Value packedWeight(OpBuilder &b, Location loc, Value w, Value converted,
+                   int64_t kPanel) {
   if (auto up = w.getDefiningOp<UnpackWeightOp>())
     return up.getPacked();
   w = converted;
@@ -90,11 +88,13 @@ Value packedWeight(OpBuilder &b, Location loc, Value w, Value converted) {
 }
 
 struct LowerLinear : OpConversionPattern<LinearOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LowerLinear(MLIRContext *ctx, int64_t panel)
+      : OpConversionPattern(ctx), panel(panel) {}
+  int64_t panel;
   LogicalResult matchAndRewrite(LinearOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
-    Value wp = packedWeight(b, loc, op.getWeight(), adaptor.getWeight());
+    Value wp = packedWeight(b, loc, op.getWeight(), adaptor.getWeight(), panel);
     int64_t n = tensorType(adaptor.getWeight()).getDimSize(0);
     b.replaceOp(op,
                 emitLinear(b, loc, adaptor.getInput(), wp, n, adaptor.getBias(),
@@ -288,7 +288,9 @@ struct LowerMatmul : OpConversionPattern<MatmulOp> {
 };
 
 struct LowerPatchEmbed : OpConversionPattern<PatchEmbedOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LowerPatchEmbed(MLIRContext *ctx, int64_t panel)
+      : OpConversionPattern(ctx), panel(panel) {}
+  int64_t panel;
   LogicalResult matchAndRewrite(PatchEmbedOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
@@ -314,7 +316,7 @@ struct LowerPatchEmbed : OpConversionPattern<PatchEmbedOp> {
     Value t = transposeTensor(b, loc, e, {0, 2, 4, 1, 3, 5});
     Value flat = tensor::CollapseShapeOp::create(
         b, loc, t, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4, 5}});
-    Value wp = packedWeight(b, loc, op.getWeight(), adaptor.getWeight());
+    Value wp = packedWeight(b, loc, op.getWeight(), adaptor.getWeight(), panel);
     int64_t n = tensorType(adaptor.getWeight()).getDimSize(0);
     b.replaceOp(op, emitLinear(b, loc, flat, wp, n, adaptor.getBias()));
     return success();
@@ -493,8 +495,8 @@ void mlir::tfm::populateTfmPackNormForLinearsPatterns(
 }
 
 void mlir::tfm::populateTfmKernelOpsToLinalgPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<LowerLinear, LowerAttention, LowerCacheWrite, LowerMatmul,
-               LowerPatchEmbed, LowerAllReduce, LowerAllGather>(
-      patterns.getContext());
+    RewritePatternSet &patterns, int64_t panelWidth) {
+  patterns.add<LowerAttention, LowerCacheWrite, LowerMatmul, LowerAllReduce,
+               LowerAllGather>(patterns.getContext());
+  patterns.add<LowerLinear, LowerPatchEmbed>(patterns.getContext(), panelWidth);
 }

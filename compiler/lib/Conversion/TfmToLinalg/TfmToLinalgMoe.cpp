@@ -160,14 +160,12 @@ struct LowerRowScale : OpConversionPattern<RowScaleOp> {
   }
 };
 
-/// Panel width of expert stacks packed here (hand-written IR; tfm-model-abi
-/// passes them packed).
-constexpr int64_t kPanel = 32;
-
 /// The packed [E, P, K, W] form of the stack `w` [E, N, K] (`converted`:
 /// its value after conversion): the packed parameter when it comes from
-/// tfm.unpack_weight (tfm-model-abi), else packed here.
-Value packedStack(OpBuilder &b, Location loc, Value w, Value converted) {
+/// tfm.unpack_weight (tfm-model-abi), else packed here in panels of `kPanel`
+/// columns (hand-written IR).
+Value packedStack(OpBuilder &b, Location loc, Value w, Value converted,
+                  int64_t kPanel) {
   if (auto up = w.getDefiningOp<UnpackWeightOp>())
     return up.getPacked();
   auto wt = tensorType(converted);
@@ -196,7 +194,9 @@ Value packedStack(OpBuilder &b, Location loc, Value w, Value converted) {
 }
 
 struct LowerMoeExperts : OpConversionPattern<MoeExpertsOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LowerMoeExperts(MLIRContext *ctx, int64_t panel)
+      : OpConversionPattern(ctx), panel(panel) {}
+  int64_t panel;
   LogicalResult matchAndRewrite(MoeExpertsOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
@@ -205,12 +205,14 @@ struct LowerMoeExperts : OpConversionPattern<MoeExpertsOp> {
                                       "decompose with dense-experts");
     Value x = asMatrix(b, loc, adaptor.getInput());
     Value w = asMatrix(b, loc, adaptor.getWeights());
-    Value up = packedStack(b, loc, op.getUpWeight(), adaptor.getUpWeight());
-    Value gate = op.getGateWeight() ? packedStack(b, loc, op.getGateWeight(),
-                                                  adaptor.getGateWeight())
-                                    : Value();
+    Value up =
+        packedStack(b, loc, op.getUpWeight(), adaptor.getUpWeight(), panel);
+    Value gate = op.getGateWeight()
+                     ? packedStack(b, loc, op.getGateWeight(),
+                                   adaptor.getGateWeight(), panel)
+                     : Value();
     Value down =
-        packedStack(b, loc, op.getDownWeight(), adaptor.getDownWeight());
+        packedStack(b, loc, op.getDownWeight(), adaptor.getDownWeight(), panel);
     auto xt = tensorType(x);
     Value init = emptyTensor(b, loc, xt, {{x, 0}});
     int64_t hidden = tensorType(adaptor.getUpWeight()).getDimSize(1);
@@ -227,7 +229,8 @@ struct LowerMoeExperts : OpConversionPattern<MoeExpertsOp> {
 
 } // namespace
 
-void mlir::tfm::populateTfmMoeToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerRoute, LowerRowScale, LowerMoeExperts>(
-      patterns.getContext());
+void mlir::tfm::populateTfmMoeToLinalgPatterns(RewritePatternSet &patterns,
+                                               int64_t panelWidth) {
+  patterns.add<LowerRoute, LowerRowScale>(patterns.getContext());
+  patterns.add<LowerMoeExperts>(patterns.getContext(), panelWidth);
 }

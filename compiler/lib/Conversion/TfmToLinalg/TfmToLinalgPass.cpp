@@ -23,11 +23,11 @@ using namespace mlir;
 using namespace mlir::tfm;
 
 void mlir::tfm::populateTfmToLinalgConversionPatterns(
-    RewritePatternSet &patterns) {
+    RewritePatternSet &patterns, int64_t panelWidth) {
   populateTfmElementwiseToLinalgPatterns(patterns);
   populateTfmDataMovementToLinalgPatterns(patterns);
-  populateTfmKernelOpsToLinalgPatterns(patterns);
-  populateTfmMoeToLinalgPatterns(patterns);
+  populateTfmKernelOpsToLinalgPatterns(patterns, panelWidth);
+  populateTfmMoeToLinalgPatterns(patterns, panelWidth);
 }
 
 void mlir::tfm::populateTfmToLinalgConversionTarget(ConversionTarget &target) {
@@ -76,7 +76,7 @@ struct ConvertTfmToLinalgPass
     ConversionTarget target(*ctx);
     populateTfmToLinalgConversionTarget(target);
     RewritePatternSet patterns(ctx);
-    populateTfmToLinalgConversionPatterns(patterns);
+    populateTfmToLinalgConversionPatterns(patterns, panelWidth);
     if (normKernels)
       populateTfmNormToKernelPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,

@@ -26,10 +26,14 @@ void populateTfmDataMovementToLinalgPatterns(RewritePatternSet &patterns);
 
 /// tfm.linear / tfm.patch_embed / tfm.attention to kernel ops, tfm.matmul
 /// to a linalg contraction.
-void populateTfmKernelOpsToLinalgPatterns(RewritePatternSet &patterns);
+/// Weights that do not come packed from tfm-model-abi are packed in the IR,
+/// in panels of `panelWidth` columns (the target's GEMM's).
+void populateTfmKernelOpsToLinalgPatterns(RewritePatternSet &patterns,
+                                          int64_t panelWidth = 32);
 
 /// tfm.route and tfm.row_scale to linalg, tfm.moe_experts to tfm.moe_kernel.
-void populateTfmMoeToLinalgPatterns(RewritePatternSet &patterns);
+void populateTfmMoeToLinalgPatterns(RewritePatternSet &patterns,
+                                    int64_t panelWidth = 32);
 
 /// tfm.norm (f32, rank >= 2) to tfm.norm_kernel over its rows, preferred
 /// to the linalg form of the elementwise patterns (CPU: one pass a row).
@@ -41,7 +45,8 @@ void populateTfmNormToKernelPatterns(RewritePatternSet &patterns);
 void populateTfmPackNormForLinearsPatterns(RewritePatternSet &patterns);
 
 /// All of the above but the norm kernels.
-void populateTfmToLinalgConversionPatterns(RewritePatternSet &patterns);
+void populateTfmToLinalgConversionPatterns(RewritePatternSet &patterns,
+                                           int64_t panelWidth = 32);
 
 /// Marks the tfm dialect illegal except the kernel ops (lowered later, on
 /// buffers) and the tfm.unpack_weight ops that only those kernels read, and
