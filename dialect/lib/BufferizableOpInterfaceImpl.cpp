@@ -64,9 +64,10 @@ Operation *createAttention(RewriterBase &rewriter, AttentionKernelOp k,
   Value lengths = k.getLengths() ? bufs[next++] : Value();
   Value positions = k.getPositions() ? bufs[next++] : Value();
   Value bias = k.getBias() ? bufs[next++] : Value();
+  Value sinks = k.getSinks() ? bufs[next++] : Value();
   return AttentionKernelOp::create(
       rewriter, k.getLoc(), TypeRange{}, bufs[0], bufs[1], bufs[2], lengths,
-      positions, bias, bufs.back(), k.getMaskAttr(), k.getWindowAttr(),
+      positions, bias, sinks, bufs.back(), k.getMaskAttr(), k.getWindowAttr(),
       k.getScaleAttr(), k.getSoftcapAttr(), k.getAlibiSlopesAttr(),
       k.getBiasDistanceAttr(), k.getRingAttr());
 }

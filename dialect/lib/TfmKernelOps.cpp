@@ -258,6 +258,10 @@ LogicalResult AttentionKernelOp::verify() {
                               "one element type: f32, f16 or bf16";
   if (getLengths() && bufShape(getLengths()).size() != 1)
     return emitOpError() << "lengths must be 1-D";
+  if (getSinks() &&
+      (bufShape(getSinks()).size() != 1 ||
+       !dimsCompatible(bufShape(getSinks())[0], bufShape(getQuery())[1])))
+    return emitOpError() << "sinks must be 1-D, one per query head";
   if (getPositions() && bufShape(getPositions()).size() != 1)
     return emitOpError() << "positions must be 1-D";
   if (getRing() && !getPositions())

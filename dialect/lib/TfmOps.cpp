@@ -460,6 +460,11 @@ LogicalResult MultiHeadAttentionOp::verify() {
   if (failed(checkRank(op, getQuery(), 3, "query")) ||
       failed(checkRank(op, getSource(), 3, "source")))
     return failure();
+  if (getSinks() &&
+      (failed(checkRank(op, getSinks(), 1, "sinks")) ||
+       failed(checkDim(op, tensorType(getSinks()).getDimSize(0),
+                       getHeadsAttr().getInt(), "sinks dimension 0"))))
+    return failure();
   int64_t heads = getHeadsAttr().getInt(), kvHeads = getKvHeadsAttr().getInt(),
           hd = getHeadDimAttr().getInt();
   if (failed(checkPositive(op, heads, "heads")) ||
@@ -907,6 +912,16 @@ LogicalResult SoftmaxOp::verify() {
   if (getAxisAttr().getInt() < 0 || getAxisAttr().getInt() >= rank)
     return emitOpError() << "axis " << getAxisAttr().getInt()
                          << " is out of range for rank " << rank;
+  if (Value sinks = getSinks()) {
+    if (rank != 4 || getAxisAttr().getInt() != 3)
+      return emitOpError() << "takes sinks for attention scores only: rank 4, "
+                              "axis 3";
+    if (failed(checkRank(*this, sinks, 1, "sinks")) ||
+        failed(checkDim(*this, tensorType(sinks).getDimSize(0),
+                        getType().getDimSize(1), "sinks dimension 0")) ||
+        failed(checkSameElementType(*this)))
+      return failure();
+  }
   return success();
 }
 
@@ -1038,6 +1053,11 @@ LogicalResult AttentionOp::verify() {
   if (failed(checkRank(op, getQuery(), 4, "query")) ||
       failed(checkRank(op, getKey(), 4, "key")) ||
       failed(checkRank(op, getValue(), 4, "value")))
+    return failure();
+  if (getSinks() && (failed(checkRank(op, getSinks(), 1, "sinks")) ||
+                     failed(checkDim(op, tensorType(getSinks()).getDimSize(0),
+                                     tensorType(getQuery()).getDimSize(1),
+                                     "sinks dimension 0"))))
     return failure();
   auto q = tensorType(getQuery()).getShape();
   SmallVector<int64_t> k(tensorType(getKey()).getShape());

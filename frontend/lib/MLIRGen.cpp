@@ -323,6 +323,7 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
   }
   FloatAttr softcap =
       a.softcap > 0.0 ? b.getF64FloatAttr(a.softcap) : FloatAttr();
+  Value sinks = a.sinks ? param(block, ParamRole::Sinks, loc) : Value();
   SmallVector<Value> cache;
   Value positions;
   if (stepPositions && pos) {
@@ -352,12 +353,12 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
   // output projection's bias follows the sum over the ranks.
   auto op = MultiHeadAttentionOp::create(
       b, loc, q.getType(), ValueRange(cache).getTypes(), q, kv, wq, wk, wv, wo,
-      biases, parallel() ? Value() : outBias, qkNorm, relative, lengths, cache,
-      positions, b.getI64IntegerAttr(heads), b.getI64IntegerAttr(kvHeads),
-      b.getI64IntegerAttr(a.headDim), MaskKindAttr::get(ctx, a.mask), window,
-      b.getF64FloatAttr(a.scale), invFreq, style, ropeScale, qkKind, qkEps,
-      qkOffset, softcap, slopes, maxDistance,
-      bidirectional ? b.getUnitAttr() : UnitAttr(),
+      biases, parallel() ? Value() : outBias, qkNorm, relative, sinks, lengths,
+      cache, positions, b.getI64IntegerAttr(heads),
+      b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(a.headDim),
+      MaskKindAttr::get(ctx, a.mask), window, b.getF64FloatAttr(a.scale),
+      invFreq, style, ropeScale, qkKind, qkEps, qkOffset, softcap, slopes,
+      maxDistance, bidirectional ? b.getUnitAttr() : UnitAttr(),
       // A sliding window's cache is a ring buffer (the runtime sizes it).
       !cache.empty() && a.mask == MaskKind::sliding ? b.getUnitAttr()
                                                     : UnitAttr());
@@ -770,7 +771,7 @@ Value Generator::cachedCrossAttention(Value h, const AttentionSpec &a) {
   Value o = AttentionOp::create(
       b, loc, headsType, qh, crossIn[2 * layer], crossIn[2 * layer + 1],
       /*relative=*/Value(), stepSourceLengths, /*positions=*/Value(),
-      MaskKindAttr::get(b.getContext(), MaskKind::none),
+      /*sinks=*/Value(), MaskKindAttr::get(b.getContext(), MaskKind::none),
       /*window=*/IntegerAttr(), b.getF64FloatAttr(a.scale),
       a.softcap > 0.0 ? b.getF64FloatAttr(a.softcap) : FloatAttr(),
       /*alibi_slopes=*/DenseF64ArrayAttr(), /*relative_max_distance=*/

@@ -291,6 +291,8 @@ private:
       add(block, ParamRole::QNormWeight, {a.headDim});
       add(block, ParamRole::KNormWeight, {a.headDim});
     }
+    if (a.sinks)
+      add(block, ParamRole::Sinks, {a.heads}, 0, spec.localHeads(a));
   }
   // Up and gate by output rows, down by input columns; a mixture of
   // experts splits every expert so, and replicates the router.
@@ -564,6 +566,8 @@ static json::Value attentionJSON(const AttentionSpec &a, bool cross) {
       {"scale", a.scale},      {"scale_is_default", a.scaleIsDefault},
       {"out_bias", a.outBias}, {"qk_norm", a.qkNorm},
       {"softcap", a.softcap}};
+  if (a.sinks)
+    o["sinks"] = true;
   if (!cross) {
     o["mask"] = stringifyMaskKind(a.mask).str();
     if (a.mask == MaskKind::sliding) {

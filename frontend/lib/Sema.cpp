@@ -573,6 +573,9 @@ void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
   getBool(s, KeyId::OutBias, out.outBias);
   getBool(s, KeyId::QkNorm, out.qkNorm);
   getNumber(s, KeyId::Softcap, out.softcap);
+  // Cross-attention has no sinks (Keys.def).
+  if (!cross)
+    getBool(s, KeyId::Sinks, out.sinks);
   // scale = default | number
   StringRef scaleKey =
       keySchema(s, KeyId::Scale, ValueKind::FloatOrDefault).spelling;

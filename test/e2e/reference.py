@@ -180,6 +180,11 @@ class Attention(nn.Module):
         self.mask = a.get("mask", "none") if causal_mask else "none"
         self.window = a.get("window", 0)
         self.softcap = a.get("softcap", 0.0)
+        if a.get("sinks", False):
+            # gpt-oss (modeling_gpt_oss.py, eager_attention_forward): one
+            # learned logit per head concatenated to every row of scores,
+            # the softmax taken, its column dropped.
+            self.sinks = nn.Parameter(torch.zeros(self.h))
         # A list, so that a shared table is not registered under the layer.
         self.position = [position]
 
@@ -219,6 +224,11 @@ class Attention(nn.Module):
         if lengths is not None:
             masked = masked | (j[None, None] >= lengths[:, None, None, None])
         scores = scores.masked_fill(masked, float("-inf"))
+        if hasattr(self, "sinks"):
+            sink = self.sinks.reshape(1, -1, 1, 1).expand(b, -1, t, 1)
+            p = torch.softmax(torch.cat([scores, sink], -1), -1)[..., :-1]
+            out = (p @ v).transpose(1, 2).reshape(b, t, self.h * self.hd)
+            return self.o(out)
         p = torch.softmax(scores, -1)
         p = torch.where(torch.isnan(p), torch.zeros_like(p), p)  # all masked: 0
         out = (p @ v).transpose(1, 2).reshape(b, t, self.h * self.hd)

@@ -37,6 +37,8 @@ struct AttentionLowering {
   AttentionKernelOp op;
   int64_t vl;
   Value q, kt, v, out, lengths, positions, bias;
+  /// Attention sinks [H]: each row's denominator adds exp(sinks[h] - max).
+  Value sinks;
   bool ring;
   int64_t d, dv;
   /// Lanes of an output vector (dv in `chunks` vectors of `wv` lanes).
@@ -111,6 +113,12 @@ struct AttentionLowering {
 
   /// 1 / sum, or 0 for a row that saw no key (its output is zeros).
   Value inverseSum(OpBuilder &nb, Location l, Value sum) const;
+
+  /// `sum` plus head `head`'s sink term exp(sink * unit - m) for a row of
+  /// running max `m` (scores in units of 1 / `unit`: log2(e) for exp2), or
+  /// `sum` itself without sinks or for a row that saw no key.
+  Value withSink(OpBuilder &nb, Location l, Value sum, Value head, Value m,
+                 bool base2) const;
 
   /// The prefill kernel (LowerAttentionPrefill.cpp).
   void emitPrefill(OpBuilder &b, Location loc) const;

@@ -109,10 +109,10 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
                                       positions, UnitAttr(), ring);
       Value o = AttentionOp::create(
           b, loc, headsType(heads, tq), qh, kc, vc, op.getRelative(),
-          op.getLengths(), positions, op.getMaskAttr(), op.getWindowAttr(),
-          op.getScaleAttr(), op.getSoftcapAttr(), op.getAlibiSlopesAttr(),
-          op.getRelativeMaxDistanceAttr(), op.getRelativeBidirectionalAttr(),
-          b.getUnitAttr(), ring);
+          op.getLengths(), positions, op.getSinks(), op.getMaskAttr(),
+          op.getWindowAttr(), op.getScaleAttr(), op.getSoftcapAttr(),
+          op.getAlibiSlopesAttr(), op.getRelativeMaxDistanceAttr(),
+          op.getRelativeBidirectionalAttr(), b.getUnitAttr(), ring);
       b.replaceOp(op, ValueRange{merge(o), kc, vc});
       return success();
     }
@@ -139,7 +139,8 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     if (op.getMask() != MaskKind::none || op.getLengths())
       s = MaskOp::create(b, loc, scoresType, s, op.getLengths(),
                          op.getMaskAttr(), op.getWindowAttr());
-    Value p = SoftmaxOp::create(b, loc, s, b.getI64IntegerAttr(3));
+    Value p = SoftmaxOp::create(b, loc, s.getType(), s, op.getSinks(),
+                                b.getI64IntegerAttr(3));
     Value o =
         MatmulOp::create(b, loc, headsType(heads, tq), p, vh, false, false);
     b.replaceOp(op, merge(o));

@@ -315,7 +315,7 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
         b, pv.getLoc(), pv.getType(), q, k0, v0,
         relative ? relative.getTable() : Value(),
         mask ? mask.getLengths() : Value(), /*positions=*/Value(),
-        MaskKindAttr::get(b.getContext(), kind), window,
+        softmax.getSinks(), MaskKindAttr::get(b.getContext(), kind), window,
         b.getF64FloatAttr(scale), softcap ? softcap.getCapAttr() : FloatAttr(),
         alibi ? alibi.getSlopesAttr() : DenseF64ArrayAttr(),
         relative ? relative.getMaxDistanceAttr() : IntegerAttr(),

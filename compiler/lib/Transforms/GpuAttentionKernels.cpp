@@ -278,7 +278,8 @@ void kernels::emitAttentionMma(ImplicitLocOpBuilder &b,
            ValueRange res = loop.getResults();
            Value inv[2];
            for (int r = 0; r < 2; ++r) {
-             Value sum = k.quad(res[2 + r], /*isMax=*/false);
+             Value sum =
+                 s.withSink(k, k.quad(res[2 + r], /*isMax=*/false), hi, res[r]);
              Value pos = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT,
                                                sum, k.f(0.0));
              inv[r] =
@@ -376,10 +377,11 @@ void kernels::emitAttentionSimt(ImplicitLocOpBuilder &b,
               scf::YieldOp::create(ib, keys.getResults());
             });
         ValueRange res = tiles.getResults();
-        Value pos = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, res[1],
-                                          k.f(0.0));
+        Value sum = s.withSink(k, res[1], hi, res[0]);
+        Value pos =
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, sum, k.f(0.0));
         Value inv =
-            k.sel(pos, arith::DivFOp::create(b, k.f(1.0), res[1]), k.f(0.0));
+            k.sel(pos, arith::DivFOp::create(b, k.f(1.0), sum), k.f(0.0));
         auto ifOp = scf::IfOp::create(b, k.lt(row, s.tq), false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
@@ -618,9 +620,13 @@ void kernels::emitAttentionDecode(ImplicitLocOpBuilder &b,
            auto weight = [&](Value sp) {
              return k.exp(k.fsub(statOf(sp, 0), mu));
            };
-           Value sum = overSplits(zero, [&](Value sp, Value acc) {
-             return k.fma(weight(sp), statOf(sp, 1), acc);
-           });
+           Value sum = s.withSink(k,
+                                  overSplits(zero,
+                                             [&](Value sp, Value acc) {
+                                               return k.fma(weight(sp),
+                                                            statOf(sp, 1), acc);
+                                             }),
+                                  hi, m);
            Value inv = k.sel(
                arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, sum, zero),
                arith::DivFOp::create(b, k.f(1.0), sum), zero);

@@ -32,6 +32,7 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <array>
+#include <cmath>
 
 namespace mlir::tfm::kernels {
 
@@ -158,6 +159,22 @@ struct AttentionShape {
   SmallVector<double> slopes;
   Value bias;
   int64_t biasDistance = 0;
+  /// Attention sinks [H] (null: none): each row's softmax denominator adds
+  /// exp(sinks[h] - max).
+  Value sinks;
+
+  /// `sum` plus head `head`'s sink term exp(sink - m) for a row of running
+  /// max `m` (natural units), or `sum` without sinks or for a row that saw
+  /// no key (m = -inf).
+  Value withSink(KB &k, Value sum, Value head, Value m) const {
+    if (!sinks)
+      return sum;
+    Value e = k.exp(k.fsub(k.loadF32(sinks, ValueRange{head}), m));
+    Value none = arith::CmpFOp::create(
+        k.b, arith::CmpFPredicate::OEQ, m,
+        arith::ConstantOp::create(k.b, k.b.getF32FloatAttr(-INFINITY)));
+    return k.sel(none, sum, k.fadd(sum, e));
+  }
 };
 
 /// Flash attention on tensor cores (f16/bf16, head dimensions multiples of

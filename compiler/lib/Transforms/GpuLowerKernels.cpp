@@ -57,6 +57,7 @@ struct GpuAttention : OpRewritePattern<AttentionKernelOp> {
     if (auto slopes = op.getAlibiSlopes())
       s.slopes.assign(slopes->begin(), slopes->end());
     s.bias = op.getBias();
+    s.sinks = op.getSinks();
     if (s.bias)
       s.biasDistance = op.getBiasDistanceAttr().getInt();
     s.bsz = k.dim(s.q, 0);

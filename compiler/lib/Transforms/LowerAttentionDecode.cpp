@@ -379,7 +379,7 @@ struct DecodeKernel : AttentionLowering {
               fb, fl, acc,
               arith::MulFOp::create(fb, fl, weight(fb, fl, s), ls));
         });
-    Value inv = inverseSum(tb, tl, sum);
+    Value inv = inverseSum(tb, tl, withSink(tb, tl, sum, hi, m, false));
     forChunks(tb, tl, chunks, [&](OpBuilder &cb, Location cl, Value c) {
       Value col = arith::MulIOp::create(cb, cl, c, cIdx(cb, cl, wv));
       Value o = overSplits(

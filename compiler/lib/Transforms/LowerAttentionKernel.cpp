@@ -34,6 +34,7 @@ AttentionLowering::AttentionLowering(AttentionKernelOp op, int64_t vl,
   lengths = op.getLengths();
   positions = op.getPositions();
   bias = op.getBias();
+  sinks = op.getSinks();
   ring = op.getRing() && positions;
   d = cast<MemRefType>(q.getType()).getDimSize(3);
   dv = cast<MemRefType>(v.getType()).getDimSize(3);
@@ -237,6 +238,25 @@ Value AttentionLowering::scores(OpBuilder &kb, Location kl, Value qk, Value jv,
       arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::sge, jv,
                             vector::BroadcastOp::create(kb, kl, idxV, lo)));
   return arith::SelectOp::create(kb, kl, in, s, ninfV);
+}
+
+Value AttentionLowering::withSink(OpBuilder &nb, Location l, Value sum,
+                                  Value head, Value m, bool base2) const {
+  if (!sinks)
+    return sum;
+  Value sink = memref::LoadOp::create(nb, l, sinks, ValueRange{head});
+  Value none = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, m, ninf);
+  Value e = base2 ? Value(math::Exp2Op::create(
+                        nb, l,
+                        arith::SubFOp::create(
+                            nb, l,
+                            arith::MulFOp::create(
+                                nb, l, sink, cF32(nb, l, 1.4426950408889634)),
+                            m)))
+                  : Value(math::ExpOp::create(
+                        nb, l, arith::SubFOp::create(nb, l, sink, m)));
+  return arith::SelectOp::create(nb, l, none, sum,
+                                 arith::AddFOp::create(nb, l, sum, e));
 }
 
 Value AttentionLowering::inverseSum(OpBuilder &nb, Location l,

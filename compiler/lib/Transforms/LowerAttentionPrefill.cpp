@@ -528,6 +528,12 @@ struct PrefillKernel : AttentionLowering {
               ob, ol, vector::CombiningKind::ADD,
               vector::LoadOp::create(ob, ol, lT, task.lBuf, ValueRange{i, c0}),
               Value(), arith::FastMathFlags::reassoc);
+          // The sink against the row's max (base 2): the max its sums and
+          // accumulators are relative to.
+          if (sinks)
+            sum = withSink(
+                ob, ol, sum, task.hi,
+                memref::LoadOp::create(ob, ol, task.mBuf, ValueRange{i}), true);
           Value invV =
               vector::BroadcastOp::create(ob, ol, vvT, inverseSum(ob, ol, sum));
           Value row = arith::AddIOp::create(ob, ol, task.t0, i);

@@ -258,6 +258,18 @@ struct LowerSoftmax : OpConversionPattern<SoftmaxOp> {
                        [&](OpBuilder &nb, Location l, Value acc, ValueRange a) {
                          return arith::MaximumFOp::create(nb, l, acc, a[0]);
                        });
+    // Attention sinks: head h's logit (dimension 1 of the scores) joins
+    // every row of the head, in the max and in the sum.
+    Value sinks = adaptor.getSinks();
+    AffineMap rowId = b.getMultiDimIdentityMap(rank - 1);
+    AffineMap headOfRow =
+        AffineMap::get(rank - 1, 0, b.getAffineDimExpr(1), b.getContext());
+    if (sinks)
+      max = generic(b, loc, ValueRange{max, sinks}, {rowId, headOfRow},
+                    emptyLike(b, loc, max),
+                    [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                      return arith::MaximumFOp::create(nb, l, a[0], a[1]);
+                    });
     // e = exp(x - max), or 0 for a row that is all -inf.
     Value e =
         generic(b, loc, ValueRange{x, max}, {id, rowMap}, emptyLike(b, loc, x),
@@ -276,6 +288,15 @@ struct LowerSoftmax : OpConversionPattern<SoftmaxOp> {
           return arith::AddFOp::create(nb, l, acc, toF32(nb, l, a[0]), fm);
         },
         b.getF32Type());
+    if (sinks)
+      sum = generic(b, loc, ValueRange{sum, sinks, max},
+                    {rowId, headOfRow, rowId}, emptyLike(b, loc, sum),
+                    [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                      Value d = arith::SubFOp::create(nb, l, toF32(nb, l, a[1]),
+                                                      toF32(nb, l, a[2]));
+                      return arith::AddFOp::create(
+                          nb, l, a[0], math::ExpOp::create(nb, l, d));
+                    });
     b.replaceOp(
         op,
         generic(b, loc, ValueRange{e, sum}, {id, rowMap}, emptyLike(b, loc, x),

@@ -144,9 +144,10 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
     }
     auto kernel = AttentionKernelOp::create(
         b, loc, TypeRange{rt}, q, kt, v, adaptor.getLengths(),
-        adaptor.getPositions(), bias, init, op.getMaskAttr(),
-        op.getWindowAttr(), op.getScaleAttr(), op.getSoftcapAttr(),
-        op.getAlibiSlopesAttr(), distance, op.getRingAttr());
+        adaptor.getPositions(), bias, adaptor.getSinks(), init,
+        op.getMaskAttr(), op.getWindowAttr(), op.getScaleAttr(),
+        op.getSoftcapAttr(), op.getAlibiSlopesAttr(), distance,
+        op.getRingAttr());
     b.replaceOp(op, kernel.getResult()[0]);
     return success();
   }

@@ -250,7 +250,8 @@ def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel",
     distance by convert-tfm-to-linalg). `softcap` and `alibi_slopes` as in
     `tfm.attention`; optional `positions` [B] place query row i of sequence
     b at key position positions[b] + i (otherwise i + S - T); `ring` reads
-    the keys as a ring buffer, as `tfm.attention` does.
+    the keys as a ring buffer, as `tfm.attention` does; optional `sinks`
+    [H] (f32) join each row's softmax denominator as exp(sinks[h]).
 
     ```mlir
     %o = tfm.attention_kernel ins(%q, %kt, %v : tensor<?x4x?x8xf32>, tensor<?x2x8x?xf32>, tensor<?x2x?x8xf32>) outs(%init : tensor<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64} -> tensor<?x4x?x8xf32>
@@ -259,7 +260,7 @@ def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel",
   let arguments = (ins AnyShaped:$query, AnyShaped:$key, AnyShaped:$value,
                    Optional<AnyShaped>:$lengths,
                    Optional<AnyShaped>:$positions, Optional<AnyShaped>:$bias,
-                   AnyShaped:$output,
+                   Optional<AnyShaped>:$sinks, AnyShaped:$output,
                    Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
                    F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
                    OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
@@ -269,7 +270,8 @@ def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel",
     `ins` `(` $query `,` $key `,` $value (`,` $lengths^)? `:` type($query)
     `,` type($key) `,` type($value) (`,` type($lengths)^)? `)`
     (`positions` `(` $positions^ `:` type($positions) `)`)?
-    (`bias` `(` $bias^ `:` type($bias) `)`)? `outs` `(`
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)? `outs` `(`
     $output `:` type($output) `)` attr-dict (`->` type($result)^)?
   }];
 }

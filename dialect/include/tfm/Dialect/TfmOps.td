@@ -170,7 +170,8 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     relative bias `relative` ([buckets, heads]: table[bucket(j - i), h], with
     `relative_max_distance` and `relative_bidirectional`); then the mask
     `mask` (and key lengths when `lengths` is given). Key positions are
-    aligned to the end as in `tfm.mask`.
+    aligned to the end as in `tfm.mask`. With `sinks` ([heads], gpt-oss),
+    head h's learned sink logit joins each softmax's denominator.
 
     `biases` are empty or the Q, K and V biases; `out_bias` is the output
     projection's.
@@ -199,6 +200,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                    Optional<Tfm_FloatTensor>:$out_bias,
                    Variadic<Tfm_FloatTensor>:$qk_norm,
                    Optional<Tfm_FloatTensor>:$relative,
+                   Optional<Tfm_FloatTensor>:$sinks,
                    Optional<Tfm_IntTensor>:$lengths,
                    Variadic<Tfm_FloatTensor>:$cache,
                    Optional<Tfm_IntTensor>:$positions,
@@ -221,6 +223,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     $query `,` $source `weights` `(` $wq `,` $wk `,` $wv `,` $wo `)`
     (`biases` `(` $biases^ `)`)? (`out_bias` `(` $out_bias^ `)`)?
     (`qk_norm` `(` $qk_norm^ `)`)? (`relative` `(` $relative^ `)`)?
+    (`sinks` `(` $sinks^ `)`)?
     (`lengths` `(` $lengths^ `)`)? (`cache` `(` $cache^ `)`)?
     (`positions` `(` $positions^ `)`)?
     attr-dict `:` functional-type(operands, results)
@@ -557,18 +560,27 @@ def Tfm_MaskOp : Tfm_Op<"mask", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_SoftmaxOp : Tfm_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def Tfm_SoftmaxOp : Tfm_Op<"softmax",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "softmax along one axis";
   let description = [{
-    A row whose entries are all -inf gives zeros.
+    A row whose entries are all -inf gives zeros. With `sinks` (attention
+    sinks, gpt-oss: scores [B, H, T, S] over axis 3, one logit per head
+    [H]), head h's sink logit joins each row's denominator:
+    p_j = exp(s_j) / (exp(sinks[h]) + sum_k exp(s_k)).
 
     ```mlir
     %p = tfm.softmax %s {axis = 3 : i64} : tensor<?x4x?x?xf32>
+    %q = tfm.softmax %s sinks(%sinks : tensor<4xf32>) {axis = 3 : i64} : tensor<?x4x?x?xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$input, I64Attr:$axis);
+  let arguments = (ins Tfm_FloatTensor:$input,
+                   Optional<Tfm_FloatTensor>:$sinks, I64Attr:$axis);
   let results = (outs Tfm_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $input (`sinks` `(` $sinks^ `:` type($sinks) `)`)? attr-dict `:`
+    type($result)
+  }];
   let hasVerifier = 1;
 }
 
@@ -757,7 +769,9 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     `key_transposed`, `key` is [B, KV, D, S] (the layout of the cache).
     With `ring` (and `positions`), the S keys are a ring buffer: with
     e = positions[b] + T positions written, slot j holds position
-    e - 1 - ((e - 1 - j) mod S), or none if j >= e.
+    e - 1 - ((e - 1 - j) mod S), or none if j >= e. With `sinks` ([H],
+    gpt-oss), head h's sink logit joins the softmax's denominator of each
+    row (as `tfm.softmax` with sinks).
 
     ```mlir
     %o = tfm.attention %q, %k, %v {mask = #tfm.mask<causal>, scale = 1.250000e-01 : f64}
@@ -768,6 +782,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                    Tfm_FloatTensor:$value, Optional<Tfm_FloatTensor>:$relative,
                    Optional<Tfm_IntTensor>:$lengths,
                    Optional<Tfm_IntTensor>:$positions,
+                   Optional<Tfm_FloatTensor>:$sinks,
                    Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
                    F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
                    OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
@@ -778,7 +793,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let assemblyFormat = [{
     $query `,` $key `,` $value (`relative` `(` $relative^ `)`)?
     (`lengths` `(` $lengths^ `)`)? (`positions` `(` $positions^ `)`)?
-    attr-dict `:` functional-type(operands, results)
+    (`sinks` `(` $sinks^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

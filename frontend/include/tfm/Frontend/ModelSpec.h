@@ -125,6 +125,9 @@ struct AttentionSpec {
   bool qkNorm = false;
   /// v2 `softcap`: scores become softcap * tanh(scores / softcap); 0 is off.
   double softcap = 0.0;
+  /// v3 `sinks`: a learned logit per head in each softmax's denominator
+  /// (gpt-oss; self-attention only).
+  bool sinks = false;
   /// v2 `sliding(global_every = K)`: layer i with (i + 1) % K == 0 is plain
   /// causal instead of sliding; 0 is off.
   int64_t globalEvery = 0;

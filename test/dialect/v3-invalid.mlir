@@ -1,4 +1,4 @@
-// The verifiers of the mixture-of-experts ops.
+// The verifiers of the language v3 ops: mixtures of experts, sinks.
 // RUN: tfm-opt %s -split-input-file -verify-diagnostics
 
 func.func @k_too_large(%x: tensor<?x16xf32>, %wr: tensor<4x16xf32>, %up: tensor<4x32x16xf32>, %down: tensor<4x16x32xf32>) {
@@ -82,5 +82,22 @@ func.func @kernel_hidden(%x: memref<?x16xf32>, %w: memref<?x4xf32>, %up: memref<
 func.func @kernel_experts(%x: memref<?x16xf32>, %w: memref<?x5xf32>, %up: memref<4x1x16x32xf32>, %down: memref<4x1x32x32xf32>, %y: memref<?x16xf32>) {
   // expected-error @+1 {{'tfm.moe_kernel' op weights must have a column per expert, and the stacks a static number of experts}}
   tfm.moe_kernel ins(%x, %w : memref<?x16xf32>, memref<?x5xf32>) up(%up : memref<4x1x16x32xf32>) down(%down : memref<4x1x32x32xf32>) outs(%y : memref<?x16xf32>) {hidden = 32 : i64, activation = #tfm.activation<gelu>}
+  return
+}
+
+// -----
+
+func.func @softmax_sinks_axis(%s: tensor<?x4x?xf32>, %sinks: tensor<4xf32>) {
+  // expected-error @+1 {{'tfm.softmax' op takes sinks for attention scores only: rank 4, axis 3}}
+  %p = tfm.softmax %s sinks(%sinks : tensor<4xf32>) {axis = 2 : i64} : tensor<?x4x?xf32>
+  return
+}
+
+// -----
+
+func.func @attention_sinks_heads(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %sinks: tensor<2xf32>) {
+  // expected-error @+1 {{'tfm.attention' op sinks dimension 0 is 2, expected 4}}
+  %o = tfm.attention %q, %k, %k sinks(%sinks) {mask = #tfm.mask<causal>, scale = 0.35 : f64}
+         : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<2xf32>) -> tensor<?x4x?x8xf32>
   return
 }

@@ -1,5 +1,5 @@
-// The mixture-of-experts ops (language v3) print and parse back, in the
-// custom and the generic form.
+// The language v3 ops (mixtures of experts, attention sinks) print and
+// parse back, in the custom and the generic form.
 // RUN: tfm-opt %s | tfm-opt | FileCheck %s
 // RUN: tfm-opt %s --mlir-print-op-generic | tfm-opt | FileCheck %s
 
@@ -42,4 +42,18 @@ func.func @kernel(%x: memref<?x16xf32>, %w: memref<?x4xf32>, %up: memref<4x1x16x
   // CHECK: tfm.moe_kernel ins(%{{.*}}, %{{.*}} : memref<?x16xf32>, memref<?x4xf32>) up(%{{.*}} : memref<4x1x16x32xf32>) gate(%{{.*}} : memref<4x1x16x32xf32>) down(%{{.*}} : memref<4x1x32x32xf32>) outs(%{{.*}} : memref<?x16xf32>) {activation = #tfm.activation<swiglu>, hidden = 32 : i64}
   tfm.moe_kernel ins(%x, %w : memref<?x16xf32>, memref<?x4xf32>) up(%up : memref<4x1x16x32xf32>) gate(%up : memref<4x1x16x32xf32>) down(%down : memref<4x1x32x32xf32>) outs(%y : memref<?x16xf32>) {hidden = 32 : i64, activation = #tfm.activation<swiglu>}
   return
+}
+
+// Attention sinks (v3) on the softmax, the fused attention and its kernel.
+// CHECK-LABEL: func.func @sinks
+func.func @sinks(%s: tensor<?x4x?x?xf32>, %q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %sinks: tensor<4xf32>,
+                 %qm: memref<?x4x?x8xf32>, %ktm: memref<?x2x8x?xf32>, %vm: memref<?x2x?x8xf32>, %sm: memref<4xf32>, %om: memref<?x4x?x8xf32>) -> (tensor<?x4x?x?xf32>, tensor<?x4x?x8xf32>) {
+  // CHECK: tfm.softmax %{{.*}} sinks(%{{.*}} : tensor<4xf32>) {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %p = tfm.softmax %s sinks(%sinks : tensor<4xf32>) {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} sinks(%{{.*}}) {mask = #tfm.mask<causal>
+  %o = tfm.attention %q, %k, %k sinks(%sinks) {mask = #tfm.mask<causal>, scale = 0.35 : f64}
+         : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<4xf32>) -> tensor<?x4x?x8xf32>
+  // CHECK: tfm.attention_kernel ins({{.*}}) sinks(%{{.*}} : memref<4xf32>) outs(
+  tfm.attention_kernel ins(%qm, %ktm, %vm : memref<?x4x?x8xf32>, memref<?x2x8x?xf32>, memref<?x2x?x8xf32>) sinks(%sm : memref<4xf32>) outs(%om : memref<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64}
+  return %p, %o : tensor<?x4x?x?xf32>, tensor<?x4x?x8xf32>
 }
