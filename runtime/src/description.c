@@ -245,6 +245,30 @@ static int64_t max_source_row(const tfm_source *src, int64_t rows) {
   return src->offset + (rows - 1) / src->block * src->stride + last;
 }
 
+/* The "experts" and "per_expert" of a source (a stacked parameter of a
+ * mixture of experts); a tensor of its own per expert must name it with
+ * "{e}". */
+static tfm_status parse_experts(json_t *j, const char *what, tfm_source *src) {
+  tfm_status s =
+      get_integer(j, what, "experts", 1, 1, TFM_MAX_DIM, &src->experts);
+  if (s != TFM_OK)
+    return s;
+  json_t *per = field(j, what, "per_expert", is_bool, "a boolean", 1, &s);
+  if (s != TFM_OK)
+    return s;
+  src->per_expert = per && json_is_true(per);
+  if (src->per_expert && src->experts == 0)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s has 'per_expert' without 'experts'", what);
+  for (size_t i = 0; src->per_expert && i < src->num_names; ++i)
+    if (!strstr(src->names[i], "{e}"))
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "'tensor' of %s names one tensor per expert, "
+                             "but '%s' has no {e}",
+                      what, src->names[i]);
+  return TFM_OK;
+}
+
 /* A parameter's "source": how it is read from a Hugging Face checkpoint.
  * Everything the weight loader relies on to stay inside the stored tensor
  * is checked here. */
@@ -329,22 +353,45 @@ static tfm_status parse_source(json_t *j, const char *named,
             TFM_OK)
       return s;
   }
+  if ((s = parse_experts(j, what, src)) != TFM_OK)
+    return s;
+  /* What the transform reads: the whole parameter from the stored tensor,
+   * or for stacked experts each expert's slice [N, ...] from its tensor or
+   * from its slice of the stored one. */
+  int32_t prank = p->rank, srank = src->rank;
+  const int64_t *sshape = src->shape;
   int ok = 1;
-  switch (src->transform) {
+  if (src->experts > 0) {
+    ok = p->rank >= 2 && p->full[0] == src->experts && !src->at_least &&
+         src->transform != TFM_SOURCE_TRANSPOSE_ROWS &&
+         (src->per_expert || (src->rank >= 2 && src->shape[0] == src->experts));
+    if (ok) {
+      prank = p->rank - 1;
+      rows = p->full[1];
+      cols = rows ? pn / src->experts / rows : 0;
+      pn /= src->experts;
+      if (!src->per_expert) {
+        srank--;
+        sshape++;
+        numel /= src->experts;
+      }
+    }
+  }
+  switch (ok ? src->transform : TFM_SOURCE_CANONICAL) {
   case TFM_SOURCE_COPY:
     ok = numel == pn && !src->at_least;
     break;
   case TFM_SOURCE_TRANSPOSE:
-    ok = p->rank == 2 && src->rank == 2 && src->shape[0] == cols &&
-         src->shape[1] == rows && !src->at_least;
+    ok = prank == 2 && srank == 2 && sshape[0] == cols && sshape[1] == rows &&
+         !src->at_least;
     break;
   case TFM_SOURCE_ROWS:
-    ok = src->shape[0] > max_source_row(src, rows) &&
-         (src->shape[0] ? numel / src->shape[0] : 0) == cols;
+    ok = sshape[0] > max_source_row(src, rows) &&
+         (sshape[0] ? numel / sshape[0] : 0) == cols;
     break;
   case TFM_SOURCE_TRANSPOSE_ROWS:
-    ok = p->rank == 2 && src->rank == 2 && src->shape[0] == cols &&
-         src->shape[1] > max_source_row(src, rows);
+    ok = prank == 2 && srank == 2 && sshape[0] == cols &&
+         sshape[1] > max_source_row(src, rows);
     break;
   default:
     break;

@@ -144,6 +144,13 @@ typedef struct tfm_source {
   /* map(r) = offset + (r / block) * stride + r % block */
   int64_t offset, block, stride;
   char *why;
+  /* A stacked parameter [experts, N, ...] of a mixture of experts
+   * (`experts` > 0): the transform reads each expert's slice [N, ...], rows
+   * counted within the expert. With `per_expert`, expert e is a tensor of
+   * its own of `shape`, named with "{e}" replaced by e; otherwise one tensor
+   * of `shape` [experts, ...] holds them all, expert e at [e]. */
+  int64_t experts;
+  int per_expert;
 } tfm_source;
 
 /* An entry of "parameters": a tensor of the weights file. */

@@ -108,6 +108,31 @@ static int64_t source_row(const tfm_source *s, int64_t r) {
   return s->offset + r / s->block * s->stride + r % s->block;
 }
 
+/* The tensors a source reads: one, or one per expert. */
+static size_t source_parts(const tfm_source *s) {
+  return s->per_expert ? (size_t)s->experts : 1;
+}
+
+/* Element c of expert e's slice [n, k] (seen flat, c = row * k + col) of a
+ * stacked parameter, in `t`: expert e's own tensor, or the tensor that
+ * stacks every expert (e at [e]); the source's transform applies within
+ * the expert. */
+static int64_t expert_index(const tfm_source *s, const tfm_tensor *t, int64_t e,
+                            int64_t c, int64_t n, int64_t k) {
+  int64_t base = 0;
+  if (!s->per_expert)
+    base = e * (tfm_tensor_numel(t) / s->experts);
+  int64_t row = c / k, col = c % k;
+  switch (s->transform) {
+  case TFM_SOURCE_TRANSPOSE: /* stored [k, n] */
+    return base + col * n + row;
+  case TFM_SOURCE_ROWS: /* rows of k elements */
+    return base + source_row(s, row) * k + col;
+  default:
+    return base + c;
+  }
+}
+
 /* A parameter seen as [rows, cols] (rows its first dimension) inside its
  * whole tensor seen as [full_rows, full_cols]. For a sharded parameter,
  * `row_map` (a shard on axis 0) or `col_map` (on another axis) give the
@@ -257,14 +282,15 @@ static float *repack_param(float *packed, const tfm_param_desc *p,
   return repack(packed, s.stacks, s.n, s.k, a->panel, packing_of(a));
 }
 
-/* Parameter `p` in a new f32 buffer, read from `src` (NULL for zeros) as its
+/* Parameter `p` in a new f32 buffer, read from `src` (its source's tensors,
+ * one or one per expert; NULL or a NULL first tensor for zeros) as its
  * source says, in one pass: dtypes converted, transposes and row maps
  * applied, and for a sharded parameter only the block of rank `rank` of
  * `ranks` read (the source describes the whole tensor; the shard selects
  * from it; padding is zero). With `panel` > 0, a 2-D [N, K] weight is
  * packed in f32 panels (TFM_PACKING_F32 of tfm/packed_layout.h), the
  * padding of the last panel zero. */
-static float *convert(const tfm_tensor *src, const tfm_param_desc *p,
+static float *convert(const tfm_tensor *const *src, const tfm_param_desc *p,
                       int32_t panel, int32_t rank, int32_t ranks) {
   shard_view v;
   if (!shard_view_init(&v, p, rank, ranks)) {
@@ -279,7 +305,7 @@ static float *convert(const tfm_tensor *src, const tfm_param_desc *p,
       panel > 0 ? tfm_packed_numel(TFM_PACKING_F32, ps.n, ps.k, panel) : 0;
   int64_t padded = panel > 0 ? ps.stacks * per : n;
   float *dst = tfm_aligned_alloc((size_t)padded * sizeof(float));
-  if (!dst || !src) {
+  if (!dst || !src || !src[0]) {
     if (dst)
       memset(dst, 0, (size_t)padded * sizeof(float));
     shard_view_free(&v);
@@ -288,31 +314,38 @@ static float *convert(const tfm_tensor *src, const tfm_param_desc *p,
   if (padded != n || p->sharded)
     memset(dst, 0, (size_t)padded * sizeof(float));
   const tfm_source *s = &p->source;
+  /* Stacked experts: row r is expert r, a slice [expert_n, expert_k]. */
+  int64_t expert_n = s->experts > 0 ? p->full[1] : 0;
+  int64_t expert_k = expert_n ? v.full_cols / expert_n : 0;
   for (int64_t r = 0; r < rows; ++r) {
     int64_t fr = v.row_map ? v.row_map[r] : r;
     if (fr < 0)
       continue; /* padding */
+    const tfm_tensor *t = src[s->per_expert ? fr : 0];
     int64_t sr = fr;
-    if (s->transform == TFM_SOURCE_ROWS ||
-        s->transform == TFM_SOURCE_TRANSPOSE_ROWS)
+    if (s->experts == 0 && (s->transform == TFM_SOURCE_ROWS ||
+                            s->transform == TFM_SOURCE_TRANSPOSE_ROWS))
       sr = source_row(s, fr);
     for (int64_t c = 0; c < cols; ++c) {
       int64_t fc = v.col_map ? v.col_map[c] : c;
       if (fc < 0)
         continue; /* padding */
       int64_t i;
-      switch (s->transform) {
-      case TFM_SOURCE_TRANSPOSE: /* stored [full_cols, full_rows] */
-        i = fc * v.full_rows + fr;
-        break;
-      case TFM_SOURCE_TRANSPOSE_ROWS: /* stored [full_cols, fused rows] */
-        i = fc * src->shape[1] + sr;
-        break;
-      default: /* canonical, copy and rows: rows of `full_cols` elements */
-        i = sr * v.full_cols + fc;
-        break;
-      }
-      float x = element(src, i);
+      if (s->experts > 0)
+        i = expert_index(s, t, fr, fc, expert_n, expert_k);
+      else
+        switch (s->transform) {
+        case TFM_SOURCE_TRANSPOSE: /* stored [full_cols, full_rows] */
+          i = fc * v.full_rows + fr;
+          break;
+        case TFM_SOURCE_TRANSPOSE_ROWS: /* stored [full_cols, fused rows] */
+          i = fc * t->shape[1] + sr;
+          break;
+        default: /* canonical, copy and rows: rows of `full_cols` elements */
+          i = sr * v.full_cols + fc;
+          break;
+        }
+      float x = element(t, i);
       if (panel > 0 && p->rank == 3)
         dst[r * per + tfm_packed_index(TFM_PACKING_F32, c / ps.k, c % ps.k,
                                        ps.k, panel)] = x;
@@ -414,42 +447,59 @@ static int ignored(const tfm_description *d, const char *name) {
 /* Room for one name with a prefix. */
 #define NAME_SIZE 1024
 
-/* The tensor parameter `p` reads, or NULL; the canonical name, or for a
- * Hugging Face source each alternative under each base-model prefix and
- * bare. */
+/* `name` (of a source) with the base-model prefix `prefix`, and for expert
+ * `e` >= 0 its first "{e}" replaced by e. */
+static void source_name(char *out, size_t size, const char *prefix,
+                        const char *name, int64_t e) {
+  const char *at = e >= 0 ? strstr(name, "{e}") : NULL;
+  if (!at) {
+    snprintf(out, size, "%s%s", prefix, name);
+    return;
+  }
+  snprintf(out, size, "%s%.*s%lld%s", prefix, (int)(at - name), name,
+           (long long)e, at + 3);
+}
+
+/* The tensor parameter `p` reads (for a source with a tensor per expert,
+ * expert `e`'s), or NULL; the canonical name, or for a Hugging Face source
+ * each alternative under each base-model prefix and bare. */
 static const tfm_bound *find_source(const tfm_description *d,
                                     const tfm_checkpoint *c,
-                                    const tfm_param_desc *p) {
+                                    const tfm_param_desc *p, int64_t e) {
   const tfm_source *s = &p->source;
   if (s->transform == TFM_SOURCE_CANONICAL)
     return tfm_checkpoint_find(c, p->name);
   for (size_t a = 0; a < s->num_names; ++a) {
+    char name[NAME_SIZE];
     for (size_t k = 0; s->base && k < d->num_prefixes; ++k) {
-      char name[NAME_SIZE];
-      snprintf(name, sizeof name, "%s%s", d->prefixes[k], s->names[a]);
+      source_name(name, sizeof name, d->prefixes[k], s->names[a], e);
       const tfm_bound *b = tfm_checkpoint_find(c, name);
       if (b)
         return b;
     }
-    const tfm_bound *b = tfm_checkpoint_find(c, s->names[a]);
+    source_name(name, sizeof name, "", s->names[a], e);
+    const tfm_bound *b = tfm_checkpoint_find(c, name);
     if (b)
       return b;
   }
   return NULL;
 }
 
-/* "'a' or 'b'": every name find_source tries. */
+/* "'a' or 'b'": every name find_source tries for expert `e` (-1: the names
+ * as they are, "{e}" included). */
 static void tried_names(const tfm_description *d, const tfm_source *s,
-                        char *buf, size_t size) {
+                        int64_t e, char *buf, size_t size) {
   size_t used = 0;
   buf[0] = 0;
   for (size_t a = 0; a < s->num_names; ++a)
     for (size_t k = 0; k <= (s->base ? d->num_prefixes : 0); ++k) {
       const char *prefix =
           k < (s->base ? d->num_prefixes : 0) ? d->prefixes[k] : "";
+      char name[NAME_SIZE];
+      source_name(name, sizeof name, prefix, s->names[a], e);
       if (used < size)
-        used += (size_t)snprintf(buf + used, size - used, "%s'%s%s'",
-                                 used ? " or " : "", prefix, s->names[a]);
+        used += (size_t)snprintf(buf + used, size - used, "%s'%s'",
+                                 used ? " or " : "", name);
     }
 }
 
@@ -474,6 +524,15 @@ void tfm_source_describe(const tfm_source *s, const tfm_param_desc *p,
   }
   size_t used = (size_t)snprintf(buf, size, "%s %s%s", s->names[0], shape,
                                  s->at_least ? " or more rows" : "");
+  if (used < size && s->experts > 0) {
+    /* The transform reads each expert's slice: its rows are counted
+     * within the expert. */
+    rows = p->rank > 1 ? p->full[1] : 1;
+    used += (size_t)snprintf(buf + used, size - used,
+                             s->per_expert ? " for each of the %lld experts"
+                                           : ", %lld experts stacked",
+                             (long long)s->experts);
+  }
   if (used >= size)
     return;
   if (s->transform == TFM_SOURCE_TRANSPOSE)
@@ -482,15 +541,16 @@ void tfm_source_describe(const tfm_source *s, const tfm_param_desc *p,
            s->transform == TFM_SOURCE_TRANSPOSE_ROWS) {
     const char *t =
         s->transform == TFM_SOURCE_TRANSPOSE_ROWS ? ", transposed" : "";
+    const char *each = s->experts > 0 ? " of each expert" : "";
     if (s->block >= rows)
-      snprintf(buf + used, size - used, "%s, rows %lld..%lld", t,
-               (long long)s->offset, (long long)(s->offset + rows - 1));
+      snprintf(buf + used, size - used, "%s, rows %lld..%lld%s", t,
+               (long long)s->offset, (long long)(s->offset + rows - 1), each);
     else
       snprintf(buf + used, size - used,
-               "%s, rows %lld + %lld*i .. +%lld for i < %lld", t,
+               "%s, rows %lld + %lld*i .. +%lld for i < %lld%s", t,
                (long long)s->offset, (long long)s->stride,
                (long long)(s->block - 1),
-               (long long)((rows + s->block - 1) / s->block));
+               (long long)((rows + s->block - 1) / s->block), each);
   }
 }
 
@@ -507,22 +567,106 @@ static int source_shape_ok(const tfm_source *s, const tfm_tensor *v) {
   return 1;
 }
 
-/* Binds every parameter to its tensor (`bound[i]`, NULL for zeros) and
+/* Checks a stored tensor `v` (named `b`) against what source `s` of
+ * parameter `p` expects (for a tensor per expert, expert `e`'s); appends
+ * the error and returns 0 when it does not match. */
+static int check_bound(const tfm_param_desc *p, const tfm_bound *b,
+                       const tfm_tensor *v, int64_t e) {
+  const tfm_source *s = &p->source;
+  char want[TFM_SHAPE_STR_SIZE], got[TFM_SHAPE_STR_SIZE];
+  tfm_shape_str(p->rank, p->full, want, sizeof want);
+  tfm_shape_str(v->rank, v->shape, got, sizeof got);
+  if (s->transform == TFM_SOURCE_CANONICAL) {
+    int same = v->rank == p->rank;
+    for (int32_t k = 0; same && k < v->rank; ++k)
+      same = v->shape[k] == p->full[k];
+    if (!same) {
+      tfm_error_append("\n  tensor '%s' has shape %s, expected %s", p->name,
+                       got, want);
+      return 0;
+    }
+  } else if (!source_shape_ok(s, v)) {
+    char expect[TFM_SHAPE_STR_SIZE], whose[64] = "";
+    tfm_shape_str(s->rank, s->shape, expect, sizeof expect);
+    if (e >= 0)
+      snprintf(whose, sizeof whose, "expert %lld of ", (long long)e);
+    tfm_error_append("\n  tensor '%s' has shape %s, expected %s%s (for "
+                     "%sparameter '%s' %s)",
+                     b->name, got, expect, s->at_least ? " or more rows" : "",
+                     whose, p->name, want);
+    return 0;
+  }
+  if (v->dtype != TFM_F32 && v->dtype != TFM_F16 && v->dtype != TFM_BF16) {
+    tfm_error_append("\n  tensor '%s' has dtype %s, expected F32, F16 or "
+                     "BF16",
+                     b->name, tfm_dtype_name(v->dtype));
+    return 0;
+  }
+  return 1;
+}
+
+/* Binds the tensors of stacked parameter `p` whose source has a tensor per
+ * expert (`bound[e]`); returns the number of problems reported. A
+ * checkpoint without any of them is one problem (the names with {e}),
+ * otherwise each missing expert is one. */
+static int bind_experts(const tfm_description *d, const tfm_checkpoint *c,
+                        const tfm_param_desc *p, const tfm_tensor **bound,
+                        char *used) {
+  const tfm_source *s = &p->source;
+  char want[TFM_SHAPE_STR_SIZE], each[TFM_SHAPE_STR_SIZE], names[2048];
+  tfm_shape_str(p->rank, p->full, want, sizeof want);
+  tfm_shape_str(s->rank, s->shape, each, sizeof each);
+  int problems = 0;
+  int64_t missing = 0;
+  for (int64_t e = 0; e < s->experts; ++e) {
+    const tfm_bound *b = find_source(d, c, p, e);
+    if (!b) {
+      missing++;
+      continue;
+    }
+    used[b - c->tensors] = 1;
+    if (check_bound(p, b, b->view, e))
+      bound[e] = b->view;
+    else
+      problems++;
+  }
+  if (missing == s->experts) {
+    tried_names(d, s, -1, names, sizeof names);
+    tfm_error_append("\n  missing tensors %s (e = 0..%lld, each %s) for "
+                     "parameter '%s' %s",
+                     names, (long long)(s->experts - 1), each, p->name, want);
+    return problems + 1;
+  }
+  for (int64_t e = 0; missing && e < s->experts; ++e) {
+    if (find_source(d, c, p, e))
+      continue;
+    tried_names(d, s, e, names, sizeof names);
+    tfm_error_append("\n  missing tensor %s %s for expert %lld of parameter "
+                     "'%s' %s",
+                     names, each, (long long)e, p->name, want);
+    problems++;
+  }
+  return problems;
+}
+
+/* Binds every parameter to its tensors (`bound[first[i]]`, and for a
+ * source with a tensor per expert the next ones too; NULL for zeros) and
  * reports every difference between the checkpoint and the parameter table
  * after the message already recorded; returns how many there are. `used`
  * (one byte per checkpoint tensor) marks the tensors read with 1, and with 2
  * those of a Hugging Face checkpoint that nothing reads and its layout does
  * not ignore. */
 static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
-                       const tfm_tensor **bound, char *used) {
+                       const tfm_tensor **bound, const size_t *first,
+                       char *used) {
   int problems = 0;
   for (size_t i = 0; i < d->num_params; ++i) {
     const tfm_param_desc *p = &d->params[i];
     const tfm_source *s = &p->source;
     /* The checkpoint holds whole tensors, also of sharded parameters. */
-    char want[TFM_SHAPE_STR_SIZE], got[TFM_SHAPE_STR_SIZE];
+    char want[TFM_SHAPE_STR_SIZE];
     tfm_shape_str(p->rank, p->full, want, sizeof want);
-    bound[i] = NULL;
+    bound[first[i]] = NULL;
     if (s->transform == TFM_SOURCE_ZEROS)
       continue;
     if (s->transform == TFM_SOURCE_UNMAPPED) {
@@ -532,13 +676,17 @@ static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
       problems++;
       continue;
     }
-    const tfm_bound *b = find_source(d, c, p);
+    if (s->per_expert) {
+      problems += bind_experts(d, c, p, bound + first[i], used);
+      continue;
+    }
+    const tfm_bound *b = find_source(d, c, p, -1);
     if (!b) {
       if (s->transform == TFM_SOURCE_CANONICAL) {
         tfm_error_append("\n  missing tensor '%s' %s", p->name, want);
       } else {
         char names[2048];
-        tried_names(d, s, names, sizeof names);
+        tried_names(d, s, -1, names, sizeof names);
         tfm_error_append("\n  missing tensor %s for parameter '%s' %s", names,
                          p->name, want);
       }
@@ -546,36 +694,11 @@ static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
       continue;
     }
     used[b - c->tensors] = 1;
-    const tfm_tensor *v = b->view;
-    tfm_shape_str(v->rank, v->shape, got, sizeof got);
-    if (s->transform == TFM_SOURCE_CANONICAL) {
-      int same = v->rank == p->rank;
-      for (int32_t k = 0; same && k < v->rank; ++k)
-        same = v->shape[k] == p->full[k];
-      if (!same) {
-        tfm_error_append("\n  tensor '%s' has shape %s, expected %s", p->name,
-                         got, want);
-        problems++;
-        continue;
-      }
-    } else if (!source_shape_ok(s, v)) {
-      char expect[TFM_SHAPE_STR_SIZE];
-      tfm_shape_str(s->rank, s->shape, expect, sizeof expect);
-      tfm_error_append("\n  tensor '%s' has shape %s, expected %s%s (for "
-                       "parameter '%s' %s)",
-                       b->name, got, expect, s->at_least ? " or more rows" : "",
-                       p->name, want);
+    if (!check_bound(p, b, b->view, -1)) {
       problems++;
       continue;
     }
-    if (v->dtype != TFM_F32 && v->dtype != TFM_F16 && v->dtype != TFM_BF16) {
-      tfm_error_append("\n  tensor '%s' has dtype %s, expected F32, F16 or "
-                       "BF16",
-                       b->name, tfm_dtype_name(v->dtype));
-      problems++;
-      continue;
-    }
-    bound[i] = v;
+    bound[first[i]] = b->view;
   }
   /* Tensors no parameter reads: errors under canonical names; for a
    * Hugging Face layout, ignored or listed as warnings (as from_pretrained
@@ -629,10 +752,19 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
                             char **warnings) {
   tfm_weights_clear(w);
   *warnings = NULL;
+  /* The tensors each parameter reads: first[i] .. first[i + 1] - 1 of
+   * `bound` (several for stacked experts with a tensor each). */
+  size_t *first = tfm_calloc(d->num_params + 1, sizeof *first);
+  if (first)
+    for (size_t i = 0; i < d->num_params; ++i)
+      first[i + 1] = first[i] + source_parts(&d->params[i].source);
   tfm_checkpoint *c = tfm_calloc(1, sizeof *c);
   const tfm_tensor **bound =
-      tfm_calloc(d->num_params ? d->num_params : 1, sizeof *bound);
+      first ? tfm_calloc(first[d->num_params] ? first[d->num_params] : 1,
+                         sizeof *bound)
+            : NULL;
   if (!c || !bound) {
+    free(first);
     free(c);
     free(bound);
     return tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
@@ -649,7 +781,7 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
   /* Check everything first and report every problem. */
   tfm_fail(TFM_ERR_MISMATCH,
            "%s: the weights do not match model '%s':", c->label, d->name);
-  if (bind_params(d, c, bound, used)) {
+  if (bind_params(d, c, bound, first, used)) {
     s = TFM_ERR_MISMATCH;
     goto done;
   }
@@ -658,11 +790,12 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
     goto done;
   for (size_t i = 0; i < w->count; ++i) {
     size_t index = d->abi[i].index;
-    w->host[i] = convert(bound[index], &d->params[index], d->abi[i].panel,
-                         d->tp_rank, d->tensor_parallel);
+    w->host[i] = convert(bound + first[index], &d->params[index],
+                         d->abi[i].panel, d->tp_rank, d->tensor_parallel);
     if (d->abi[i].panel > 0)
       w->host[i] = repack_param(w->host[i], &d->params[index], &d->abi[i]);
-    release(bound[index]);
+    for (size_t k = first[index]; k < first[index + 1]; ++k)
+      release(bound[k]);
     if (!w->host[i]) {
       s = tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
       goto done;
@@ -678,6 +811,7 @@ done:
   tfm_checkpoint_close(c);
   free(c);
   free(bound);
+  free(first);
   free(used);
   return s;
 }

@@ -5,7 +5,10 @@
 // that the description's "shard" gives it (block index, vocabulary padding,
 // key/value heads shared by several ranks, any axis), composed with the
 // Hugging Face sources that describe the whole tensor (transposes, rows of
-// fused tensors), packed in panels; and --random-weights, where the ranks'
+// fused tensors, the stacked experts of a mixture of experts read one
+// tensor per expert or out of one stacked tensor), packed in panels, with
+// the errors that name a missing or mis-shaped expert tensor; and
+// --random-weights, where the ranks'
 // blocks must be exactly the parts of what one process generates. Each
 // rank is simulated by setting the description's tp_rank; the expected
 // values are computed here independently: the whole canonical tensor from
@@ -13,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tfm/packed_layout.h"
 #include "tfm/runtime.h"
 
 extern "C" {
@@ -472,6 +476,239 @@ TEST(TensorParallel, RandomWeightsAreSlicesOfOneProcess) {
       }
     }
   }
+}
+
+/// The stacked parameters of a mixture of experts [E, N, K], each read as
+/// its source says: one tensor per expert (Mixtral's experts.{e}.w1),
+/// also with a row map (a per-expert [gate | up]) or transposed; or the
+/// rows of each expert of one stacked tensor (GraniteMoE's input_linear
+/// [E, 2F, D]). On 1 rank and on 2 ranks (up and gate split on axis 1,
+/// down on axis 2), plain and packed in panels of 4 rows per expert.
+TEST(ExpertSources, OneTensorPerExpertOrStacked) {
+  const int64_t e = 3, n = 4, k = 6;
+  std::vector<Stored> files;
+  for (int64_t x = 0; x < e; ++x) {
+    files.push_back({"up." + std::to_string(x) + ".w", {n, k}, int(10 + x)});
+    files.push_back(
+        {"gu." + std::to_string(x) + ".w", {2 * n, k}, int(20 + x)});
+    files.push_back({"dt." + std::to_string(x) + ".w", {n, k}, int(30 + x)});
+    files.push_back({"b." + std::to_string(x) + ".w", {n}, int(40 + x)});
+  }
+  files.push_back({"stacked", {e, 2 * n, k}, 50});
+  std::string path = tempPath("experts.safetensors");
+  writeSafetensors(path, files);
+  auto stored = [&](const std::string &name) -> const Stored & {
+    for (const Stored &f : files)
+      if (f.name == name)
+        return f;
+    ADD_FAILURE() << name;
+    return files[0];
+  };
+  auto part = [](const std::string &name, int64_t x) {
+    return name + "." + std::to_string(x) + ".w";
+  };
+  // The whole canonical tensors, each from the definition of its layout.
+  std::vector<float> up, gate, down, bias, stackedUp;
+  for (int64_t x = 0; x < e; ++x)
+    for (int64_t r = 0; r < n; ++r) {
+      bias.push_back(stored(part("b", x)).at(r));
+      for (int64_t c = 0; c < k; ++c) {
+        up.push_back(stored(part("up", x)).at(r * k + c));
+        gate.push_back(stored(part("gu", x)).at((n + r) * k + c));
+        stackedUp.push_back(stored("stacked").at((x * 2 * n + n + r) * k + c));
+      }
+    }
+  for (int64_t x = 0; x < e; ++x) // down [e, k, n]: each expert's [n, k]^T
+    for (int64_t c = 0; c < k; ++c)
+      for (int64_t r = 0; r < n; ++r)
+        down.push_back(stored(part("dt", x)).at(r * k + c));
+
+  for (int ranks : {1, 2}) {
+    for (int panel : {0, 4}) {
+      int64_t ln = n / ranks;
+      auto src = [](const std::string &transform, const std::string &name,
+                    const Shape &shape, bool perExpert,
+                    const std::string &rows = "") {
+        return R"({"transform":")" + transform + R"(","tensor":")" + name +
+               R"(","shape":)" + shapeJson(shape) + rows +
+               R"(,"experts":3,"per_expert":)" +
+               (perExpert ? "true" : "false") + "}";
+      };
+      int axis = ranks > 1 ? 1 : -1;
+      std::vector<Param> ps = {
+          {"up",
+           {e, ln, k},
+           axis,
+           n,
+           src("copy", "up.{e}.w", {n, k}, true),
+           panel},
+          {"gate",
+           {e, ln, k},
+           axis,
+           n,
+           src("rows", "gu.{e}.w", {2 * n, k}, true,
+               R"(,"offset":4,"block":4,"stride":0)"),
+           panel},
+          {"down",
+           {e, k, ln},
+           ranks > 1 ? 2 : -1,
+           n,
+           src("transpose", "dt.{e}.w", {n, k}, true),
+           panel},
+          {"bias", {e, ln}, axis, n, src("copy", "b.{e}.w", {n}, true), 0},
+          {"stacked",
+           {e, ln, k},
+           axis,
+           n,
+           src("rows", "stacked", {e, 2 * n, k}, false,
+               R"(,"offset":4,"block":4,"stride":0)"),
+           panel},
+      };
+      std::vector<std::vector<float>> whole = {up, gate, down, bias, stackedUp};
+      std::vector<Shape> full = {
+          {e, n, k}, {e, n, k}, {e, k, n}, {e, n}, {e, n, k}};
+      std::string json = describe(ps, ranks, true);
+      for (int r = 0; r < ranks; ++r) {
+        Loaded l;
+        ASSERT_TRUE(load(json, r, path, l));
+        for (size_t i = 0; i < ps.size(); ++i) {
+          std::vector<float> want =
+              ps[i].axis < 0 ? whole[i]
+                             : block(whole[i], full[i], ps[i].axis,
+                                     ps[i].shape[ps[i].axis], r, ranks);
+          if (ps[i].panel) {
+            // Each expert's [N, K] packed as tfm/packed_layout.h says.
+            int64_t pn = ps[i].shape[1], pk = ps[i].shape[2];
+            int64_t per = tfm_packed_numel(TFM_PACKING_F32, pn, pk, panel);
+            std::vector<float> packed(e * per, 0.0f);
+            for (int64_t x = 0; x < e; ++x)
+              for (int64_t row = 0; row < pn; ++row)
+                for (int64_t c = 0; c < pk; ++c)
+                  packed[x * per +
+                         tfm_packed_index(TFM_PACKING_F32, row, c, pk, panel)] =
+                      want[(x * pn + row) * pk + c];
+            want = packed;
+          }
+          EXPECT_EQ(host(l, i), want) << ps[i].name << " on rank " << r
+                                      << " of " << ranks << ", panel " << panel;
+        }
+      }
+    }
+  }
+  // --info says where each expert's slice is read from.
+  Loaded l;
+  ASSERT_TRUE(parse(describe({{"gate",
+                               {e, n, k},
+                               -1,
+                               0,
+                               R"({"transform":"rows","tensor":"s",)"
+                               R"("shape":[3,8,6],"offset":4,"block":4,)"
+                               R"("stride":0,"experts":3})",
+                               0},
+                              {"up",
+                               {e, n, k},
+                               -1,
+                               0,
+                               R"({"transform":"copy","tensor":"u.{e}",)"
+                               R"("shape":[4,6],"experts":3,)"
+                               R"("per_expert":true})",
+                               0}},
+                             1, true),
+                    0, l));
+  char text[512];
+  tfm_source_describe(&l.d.params[0].source, &l.d.params[0], text, sizeof text);
+  EXPECT_STREQ(text, "s [3, 8, 6], 3 experts stacked, rows 4..7 of each "
+                     "expert");
+  tfm_source_describe(&l.d.params[1].source, &l.d.params[1], text, sizeof text);
+  EXPECT_STREQ(text, "u.{e} [4, 6] for each of the 3 experts");
+}
+
+/// A missing expert tensor is named with every spelling tried and the
+/// parameter it was for; a checkpoint with none of them is one line (the
+/// name with {e}); a mis-shaped one names the tensor, its shape, the
+/// expected one and the expert.
+TEST(ExpertSources, MissingAndMisshapedExpertsAreNamed) {
+  auto param = [](const std::string &name, const std::string &pattern) {
+    return Param{name,
+                 {3, 4, 6},
+                 -1,
+                 0,
+                 R"({"transform":"copy","tensor":")" + pattern +
+                     R"(","shape":[4,6],"experts":3,"per_expert":true})",
+                 0};
+  };
+  std::string path = tempPath("experts-bad.safetensors");
+  writeSafetensors(path, {{"w1.0", {4, 6}, 1},
+                          {"w1.2", {4, 6}, 2},
+                          {"w3.0", {4, 6}, 3},
+                          {"w3.1", {6, 4}, 4},
+                          {"w3.2", {4, 6}, 5}});
+  std::string json =
+      describe({param("layers.0.ffn.experts.gate.weight", "w1.{e}"),
+                param("layers.0.ffn.experts.up.weight", "w3.{e}"),
+                param("layers.0.ffn.experts.down.weight", "w2.{e}")},
+               1, true);
+  Loaded l;
+  EXPECT_FALSE(load(json, 0, path, l));
+  std::string error = tfm_last_error();
+  for (const char *line :
+       {"\n  missing tensor 'w1.1' [4, 6] for expert 1 of parameter "
+        "'layers.0.ffn.experts.gate.weight' [3, 4, 6]",
+        "\n  tensor 'w3.1' has shape [6, 4], expected [4, 6] (for expert 1 "
+        "of parameter 'layers.0.ffn.experts.up.weight' [3, 4, 6])",
+        "\n  missing tensors 'w2.{e}' (e = 0..2, each [4, 6]) for parameter "
+        "'layers.0.ffn.experts.down.weight' [3, 4, 6]"})
+    EXPECT_NE(error.find(line), std::string::npos)
+        << "message: " << error << "\nexpected: " << line;
+  EXPECT_EQ(error.find("w1.0'"), std::string::npos) << error;
+  EXPECT_EQ(error.find("w1.2'"), std::string::npos) << error;
+}
+
+/// What the weight loader relies on to stay inside the stored tensors.
+TEST(ExpertSources, SourcesAreChecked) {
+  auto error = [](const std::string &source, Shape shape = {3, 4, 6}) {
+    tfm_description d;
+    std::string json =
+        describe({{"p", shape, -1, 0, source, 0}}, 1, /*hf=*/true);
+    if (tfm_description_parse(json.c_str(), &d) == TFM_OK) {
+      tfm_description_free(&d);
+      return std::string("(accepted)");
+    }
+    return std::string(tfm_last_error());
+  };
+  EXPECT_EQ(error(R"({"transform":"copy","tensor":"u.{e}","shape":[4,6],)"
+                  R"("experts":3,"per_expert":true})"),
+            "(accepted)");
+  // Each expert's tensor needs {e} in its name.
+  EXPECT_NE(error(R"({"transform":"copy","tensor":"u","shape":[4,6],)"
+                  R"("experts":3,"per_expert":true})")
+                .find("'tensor' of the source of parameter 'p' names one "
+                      "tensor per expert, but 'u' has no {e}"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"transform":"copy","tensor":"u.{e}","shape":[4,6],)"
+                  R"("per_expert":true})")
+                .find("the source of parameter 'p' has 'per_expert' without "
+                      "'experts'"),
+            std::string::npos);
+  // The parameter stacks as many experts as the source, and each
+  // expert's slice fits.
+  for (const char *bad :
+       {R"({"transform":"copy","tensor":"u.{e}","shape":[4,6],"experts":2,)"
+        R"("per_expert":true})",
+        R"({"transform":"copy","tensor":"u.{e}","shape":[4,7],"experts":3,)"
+        R"("per_expert":true})",
+        R"({"transform":"rows","tensor":"s","shape":[3,8,6],"offset":5,)"
+        R"("block":4,"stride":0,"experts":3})",
+        R"({"transform":"rows","tensor":"s","shape":[2,8,6],"offset":0,)"
+        R"("block":4,"stride":0,"experts":3})",
+        R"({"transform":"transpose","tensor":"t.{e}","shape":[4,6],)"
+        R"("experts":3,"per_expert":true})"})
+    EXPECT_NE(error(bad).find("does not fit the parameter's shape"),
+              std::string::npos)
+        << bad;
+  EXPECT_EQ(error(R"({"transform":"transpose","tensor":"t.{e}",)"
+                  R"("shape":[6,4],"experts":3,"per_expert":true})"),
+            "(accepted)");
 }
 
 /// VmHWM or VmRSS of this process, in KiB.
