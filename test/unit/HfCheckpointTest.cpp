@@ -2,10 +2,11 @@
 //
 // The layouts whose models need language-v2 keys (GPT-NeoX's and BLOOM's
 // per-head query_key_value, RoBERTa's and BART's position offsets, T5,
-// Whisper, Gemma 2's sandwich norms) checked on specs set up in code. Each
-// fused layout is checked against the split Hugging Face's modeling code
-// does, written here independently of the row map: for every canonical row,
-// the source row the runtime would read must be the one HF's view gives.
+// Whisper, Gemma 2's sandwich norms, the stacked experts of the mixtures of
+// experts) checked on specs set up in code. Each fused layout is checked
+// against the split Hugging Face's modeling code does, written here
+// independently of the row map: for every canonical row, the source row the
+// runtime would read must be the one HF's view gives.
 //
 //===----------------------------------------------------------------------===//
 
@@ -220,6 +221,139 @@ model m { arch = decoder; vocab = 50; context = 16; d_model = 32; layers = 1
   EXPECT_EQ(sourceOf(spec, "layers.0.ffn_post_norm.weight").names[0],
             "layers.0.post_feedforward_layernorm.weight");
   EXPECT_TRUE(hfCheckpointProblems(spec).empty());
+}
+
+const char *kMoe = R"(
+model m { arch = decoder; vocab = 50; context = 16; d_model = 32; layers = 4
+  embedding { position = rope }
+  attention { heads = 4; kv_heads = 2; bias = false }
+  ffn { hidden = 40; activation = swiglu; bias = false
+        experts = 6; experts_per_token = 2; expert_hidden = 24
+        shared_hidden = 16; shared_gate = true; first_dense = 1; sparse_every = 2 }
+  norm { kind = rmsnorm } })";
+
+std::string sourceJSON(const ModelSpec &spec, llvm::StringRef name) {
+  ParamTable table = spec.params();
+  std::optional<unsigned> i = table.indexOf(name);
+  EXPECT_TRUE(i) << name.str();
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (i)
+    if (std::optional<llvm::json::Value> v = hfSourceJSON(spec, table[*i]))
+      os << *v;
+  return out;
+}
+
+/// Mixtral, Qwen2-MoE and Qwen3-MoE: a module per expert (experts.{e}.*),
+/// read one tensor per expert into the stacked parameter; Qwen's dense
+/// layers are mlp.*_proj, its shared expert shared_expert.* behind
+/// shared_expert_gate.
+TEST(HfCheckpoint, ExpertsOneTensorEach) {
+  ModelSpec spec = analyzeOne(kMoe);
+  spec.hfType = "qwen2_moe";
+  // Layer 1 is sparse, layer 0 dense (first_dense = 1).
+  HfSource up = sourceOf(spec, "layers.1.ffn.experts.up.weight");
+  EXPECT_EQ(up.kind, HfSource::Kind::Copy);
+  EXPECT_EQ(up.names, std::vector<std::string>{
+                          "layers.1.mlp.experts.{e}.up_proj.weight"});
+  EXPECT_EQ(up.shape, (std::vector<int64_t>{24, 32}));
+  EXPECT_EQ(up.experts, 6);
+  EXPECT_TRUE(up.perExpert);
+  HfSource down = sourceOf(spec, "layers.1.ffn.experts.down.weight");
+  EXPECT_EQ(down.names[0], "layers.1.mlp.experts.{e}.down_proj.weight");
+  EXPECT_EQ(down.shape, (std::vector<int64_t>{32, 24}));
+  EXPECT_EQ(sourceOf(spec, "layers.1.ffn.router.weight").names[0],
+            "layers.1.mlp.gate.weight");
+  EXPECT_EQ(sourceOf(spec, "layers.1.ffn.shared.gate.weight").names[0],
+            "layers.1.mlp.shared_expert.gate_proj.weight");
+  EXPECT_EQ(sourceOf(spec, "layers.1.ffn.shared.down.weight").names[0],
+            "layers.1.mlp.shared_expert.down_proj.weight");
+  HfSource scale = sourceOf(spec, "layers.1.ffn.shared.scale.weight");
+  EXPECT_EQ(scale.names[0], "layers.1.mlp.shared_expert_gate.weight");
+  EXPECT_EQ(scale.shape, (std::vector<int64_t>{1, 32}));
+  EXPECT_EQ(sourceOf(spec, "layers.0.ffn.gate.weight").names[0],
+            "layers.0.mlp.gate_proj.weight");
+  EXPECT_EQ(sourceOf(spec, "layers.2.ffn.down.weight").names[0],
+            "layers.2.mlp.down_proj.weight");
+  EXPECT_TRUE(hfCheckpointProblems(spec).empty());
+  EXPECT_EQ(sourceJSON(spec, "layers.3.ffn.experts.gate.weight"),
+            R"({"base":true,"experts":6,"per_expert":true,"shape":[24,32],)"
+            R"("tensor":["layers.3.mlp.experts.{e}.gate_proj.weight"],)"
+            R"("transform":"copy"})");
+  // A plain parameter's source says nothing of experts.
+  EXPECT_EQ(sourceJSON(spec, "layers.3.ffn.router.weight"),
+            R"({"base":true,"shape":[6,32],)"
+            R"("tensor":["layers.3.mlp.gate.weight"],"transform":"copy"})");
+
+  // Mixtral: w1 is the gate, w3 the up projection, w2 the down one; it has
+  // no dense layers and no shared expert.
+  spec.hfType = "mixtral";
+  EXPECT_EQ(sourceOf(spec, "layers.1.ffn.experts.gate.weight").names[0],
+            "layers.1.block_sparse_moe.experts.{e}.w1.weight");
+  EXPECT_EQ(sourceOf(spec, "layers.1.ffn.experts.up.weight").names[0],
+            "layers.1.block_sparse_moe.experts.{e}.w3.weight");
+  EXPECT_EQ(sourceOf(spec, "layers.1.ffn.experts.down.weight").names[0],
+            "layers.1.block_sparse_moe.experts.{e}.w2.weight");
+  EXPECT_EQ(sourceOf(spec, "layers.1.ffn.router.weight").names[0],
+            "layers.1.block_sparse_moe.gate.weight");
+  std::vector<std::string> problems = hfCheckpointProblems(spec);
+  ASSERT_EQ(problems.size(), 7u);
+  EXPECT_EQ(problems[0],
+            "model type mixtral has no tensor for 'layers.0.ffn.up.weight': "
+            "every layer of this type is a mixture of experts (its "
+            "checkpoints have no dense ffn)");
+  EXPECT_EQ(problems[3], "model type mixtral has no tensor for "
+                         "'layers.1.ffn.shared.up.weight': this type has no "
+                         "shared expert");
+  EXPECT_EQ(problems[6], "model type mixtral has no tensor for "
+                         "'layers.1.ffn.shared.scale.weight': this type's "
+                         "shared expert has no gate");
+}
+
+/// GraniteMoE: GraniteMoeParallelExperts keeps every expert in one
+/// parameter. input_linear [E, 2F, D]: F.linear(x, weight[e]) then
+/// chunk(2, dim=-1), so rows [0, F) of each expert are the gate and [F, 2F)
+/// the up projection; output_linear [E, D, F] is the stacked down one.
+TEST(HfCheckpoint, ExpertsStacked) {
+  ModelSpec spec = analyzeOne(R"(
+model m { arch = decoder; vocab = 50; context = 16; d_model = 32; layers = 1
+  embedding { position = rope; tie_output = true }
+  attention { heads = 4; bias = false }
+  ffn { hidden = 24; activation = swiglu; bias = false
+        experts = 5; experts_per_token = 2; router = topk_softmax }
+  norm { kind = rmsnorm } })");
+  spec.hfType = "granitemoe";
+  const int64_t f = 24;
+  for (int which = 0; which < 2; ++which) {
+    HfSource s = sourceOf(spec, which == 0 ? "layers.0.ffn.experts.gate.weight"
+                                           : "layers.0.ffn.experts.up.weight");
+    EXPECT_EQ(s.kind, HfSource::Kind::Rows);
+    EXPECT_EQ(s.names, std::vector<std::string>{
+                           "layers.0.block_sparse_moe.input_linear.weight"});
+    EXPECT_EQ(s.shape, (std::vector<int64_t>{5, 2 * f, 32}));
+    EXPECT_EQ(s.experts, 5);
+    EXPECT_FALSE(s.perExpert);
+    // chunk(2): row r of the gate is row r, of the up projection F + r.
+    for (int64_t r = 0; r < f; ++r)
+      EXPECT_EQ(sourceRow(s, r), which * f + r);
+  }
+  HfSource down = sourceOf(spec, "layers.0.ffn.experts.down.weight");
+  EXPECT_EQ(down.kind, HfSource::Kind::Copy);
+  EXPECT_EQ(down.names[0], "layers.0.block_sparse_moe.output_linear.weight");
+  EXPECT_EQ(down.shape, (std::vector<int64_t>{5, 32, f}));
+  EXPECT_EQ(down.experts, 0);
+  EXPECT_EQ(sourceOf(spec, "layers.0.ffn.router.weight").names[0],
+            "layers.0.block_sparse_moe.router.layer.weight");
+  EXPECT_TRUE(hfCheckpointProblems(spec).empty());
+  EXPECT_EQ(sourceJSON(spec, "layers.0.ffn.experts.up.weight"),
+            R"({"base":true,"block":24,"experts":5,"offset":24,)"
+            R"("per_expert":false,"shape":[5,48,32],"stride":0,)"
+            R"("tensor":["layers.0.block_sparse_moe.input_linear.weight"],)"
+            R"("transform":"rows"})");
+  // The stacked projection holds a gate: a plain activation has none.
+  spec.stacks[0].ffn.activation = Activation::gelu;
+  EXPECT_EQ(sourceOf(spec, "layers.0.ffn.experts.up.weight").kind,
+            HfSource::Kind::Unmapped);
 }
 
 TEST(HfCheckpoint, ProblemsAndCanonical) {

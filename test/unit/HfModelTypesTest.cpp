@@ -5,7 +5,8 @@
 // import` reads and the layouts the runtime reads all come from it. Every
 // row must import from the defaults of its configuration class into a model
 // whose checkpoint layout provides every parameter, its tensor names may use
-// only the placeholders the mapper fills in, and the docs list every type.
+// only the placeholders the mapper fills in (and the runtime's expert index
+// in the modules of one expert), and the docs list every type.
 // The keys the importer writes are checked against Keys.def when it is
 // compiled (Block::set); the static_asserts below show the check.
 //
@@ -63,6 +64,11 @@ TEST(HfModelTypes, OneListOfTypes) {
     EXPECT_TRUE(isHfCheckpointType(type.name)) << type.name.str();
   }
   EXPECT_FALSE(isHfCheckpointType("mamba"));
+  // A type the importer refuses, with the reason, is no type of the list.
+  EXPECT_FALSE(hf::refusedModelType("olmoe").empty());
+  EXPECT_TRUE(hf::refusedModelType("mamba").empty());
+  for (llvm::StringRef type : words)
+    EXPECT_TRUE(hf::refusedModelType(type).empty()) << type.str();
 }
 
 /// A config of nothing but its model_type takes every default of the type's
@@ -114,11 +120,20 @@ TEST(HfModelTypes, TensorPatterns) {
     for (hf::Tensor kind : kinds) {
       EXPECT_FALSE(hf::whyMissing(kind).empty() && kind != hf::Tensor::Ignore &&
                    kind != hf::Tensor::IgnoreWithoutDecoder);
+      // The modules of one expert name it with {e} (the runtime reads one
+      // tensor per expert); no other tensor has an expert.
+      bool perExpert = kind == hf::Tensor::ExpertGate ||
+                       kind == hf::Tensor::ExpertUp ||
+                       kind == hf::Tensor::ExpertDown;
       for (llvm::StringRef pattern : fam.names(kind)) {
         EXPECT_FALSE(pattern.empty()) << type.name.str();
-        for (const std::string &p : placeholders(pattern))
-          EXPECT_TRUE(p == "stack" || (p == "ffn" && hf::isLayerTensor(kind)))
+        std::vector<std::string> found = placeholders(pattern);
+        for (const std::string &p : found)
+          EXPECT_TRUE(p == "stack" || (p == "ffn" && hf::isLayerTensor(kind)) ||
+                      (p == "e" && perExpert))
               << type.name.str() << ": {" << p << "} in " << pattern.str();
+        EXPECT_EQ(llvm::count(found, "e"), perExpert ? 1 : 0)
+            << type.name.str() << ": " << pattern.str();
       }
     }
   }

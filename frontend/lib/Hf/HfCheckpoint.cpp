@@ -5,7 +5,9 @@
 // Hugging Face transformers (modeling_<type>.py), and this file knows how a
 // canonical parameter is read out of each kind of tensor: fused projections
 // and how their outputs are split, GPT-2's Conv1D weights stored [in, out],
-// position tables that start at an offset. Norms whose convention differs
+// position tables that start at an offset, and the stacked parameters of a
+// mixture of experts, read one tensor per expert or out of a tensor that
+// stacks every expert's fused projections. Norms whose convention differs
 // (Gemma's 1 + w) are the .tfm's business: their weights are copied as they
 // are.
 //
@@ -142,6 +144,13 @@ private:
   HfSource fusedQKV(Tensor t);
   HfSource attention(bool cross);
   HfSource ffn();
+  /// A parameter of a mixture of experts: the router, the stacked experts
+  /// and the shared expert.
+  HfSource moe();
+  /// The stacked experts' parameter of the projection `t` (ExpertGate,
+  /// ExpertUp or ExpertDown): one tensor per expert, or a slice of each
+  /// expert of a stacked tensor.
+  HfSource experts(Tensor t);
 
   /// The stack's name in encoder-decoder checkpoints ("encoder", "decoder").
   std::string hfStack() const {
@@ -179,6 +188,8 @@ std::vector<std::string> Mapper::names(Tensor t, llvm::StringRef suffix) const {
         out += hfStack();
       else if (name == "ffn")
         out += stack->hasCross ? "2" : "1";
+      else if (name == "e")
+        out += "{e}"; // the expert: the runtime reads one tensor per expert
       pattern = rest;
     }
     return out;
@@ -293,10 +304,72 @@ HfSource Mapper::attention(bool cross) {
   return linear(*t);
 }
 
+HfSource Mapper::experts(Tensor t) {
+  int64_t e = p.shape[0];
+  if (fam.has(t)) {
+    // nn.Linear modules per expert: expert e's slice is its tensor.
+    std::vector<int64_t> part(p.shape.begin() + 1, p.shape.end());
+    HfSource s = read(t, suffix(), part);
+    s.experts = e;
+    s.perExpert = true;
+    return s;
+  }
+  if (t == Tensor::ExpertDown && fam.has(Tensor::StackedDown))
+    return read(Tensor::StackedDown, suffix()); // [E, d, F] as it is
+  if (t != Tensor::ExpertDown && fam.has(Tensor::StackedGateUp)) {
+    // Per expert [gate | up] along the rows: F.linear(x, weight[e]) gives
+    // 2F outputs, chunk(2) gives the gate first.
+    if (!isGatedActivation(stack->ffn.activation))
+      return unmapped("this type's experts are gated (their stacked "
+                      "projection holds gate and up): the ffn needs a gated "
+                      "activation");
+    int64_t h = p.shape[1];
+    std::vector<int64_t> shape = p.shape;
+    shape[1] = 2 * h;
+    HfSource s = rows(Tensor::StackedGateUp, Kind::Rows, shape,
+                      t == Tensor::ExpertGate ? 0 : h, h, 0);
+    if (s.kind != Kind::Unmapped)
+      s.experts = e;
+    return s;
+  }
+  return unmapped(hf::whyMissing(t));
+}
+
+HfSource Mapper::moe() {
+  switch (key.role) {
+  case ParamRole::RouterWeight:
+  case ParamRole::RouterBias:
+    return linear(Tensor::MoeRouter);
+  case ParamRole::ExpertsUpWeight:
+  case ParamRole::ExpertsUpBias:
+    return experts(Tensor::ExpertUp);
+  case ParamRole::ExpertsGateWeight:
+  case ParamRole::ExpertsGateBias:
+    return experts(Tensor::ExpertGate);
+  case ParamRole::ExpertsDownWeight:
+  case ParamRole::ExpertsDownBias:
+    return experts(Tensor::ExpertDown);
+  case ParamRole::SharedUpWeight:
+    return linear(Tensor::SharedUp);
+  case ParamRole::SharedGateWeight:
+    return linear(Tensor::SharedGate);
+  case ParamRole::SharedDownWeight:
+    return linear(Tensor::SharedDown);
+  case ParamRole::SharedScaleWeight:
+    return linear(Tensor::SharedScale);
+  default:
+    return unmapped("not a mixture-of-experts parameter");
+  }
+}
+
 HfSource Mapper::ffn() {
   std::optional<Tensor> t = ffnTensor(key.role);
   if (!t)
-    return unmapped("not an ffn parameter");
+    return moe();
+  if (fam.has(Tensor::MoeRouter) && !fam.has(Tensor::FfnGate) &&
+      !fam.has(Tensor::FfnUp) && !fam.has(Tensor::FfnGateUp))
+    return unmapped("every layer of this type is a mixture of experts (its "
+                    "checkpoints have no dense ffn)");
   bool gated = isGatedActivation(stack->ffn.activation);
   // gate_up_proj's output is [gate | up] (chunk(2) gives gate first).
   int64_t h = stack->ffn.hidden;
@@ -473,6 +546,10 @@ std::optional<json::Value> mlir::tfm::hfSourceJSON(const ModelSpec &spec,
     o["offset"] = s->offset;
     o["block"] = s->block;
     o["stride"] = s->stride;
+  }
+  if (s->experts > 0) {
+    o["experts"] = s->experts;
+    o["per_expert"] = s->perExpert;
   }
   return json::Value(std::move(o));
 }

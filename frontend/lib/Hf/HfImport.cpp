@@ -743,6 +743,27 @@ enum : uint32_t {
   MaxSequenceLength = 1 << 18,
   /// pretraining_tp is listed as not changing the result.
   PretrainingTp = 1 << 19,
+  /// qkv_bias (default true) says whether q, k and v have biases
+  /// (transformers 5's Qwen2-MoE); attention_bias is listed as not read.
+  QkvBiasField = 1 << 20,
+  /// use_sliding_window = true is an error unless layer_types says which
+  /// layers slide: the versions of the Qwen-MoE modeling code disagree.
+  MoeSlidingWindow = 1 << 21,
+  /// Every layer a mixture of num_local_experts experts of width
+  /// intermediate_size; softmax, top k, always renormalized (Mixtral).
+  MixtralExperts = 1 << 22,
+  /// num_experts experts of width moe_intermediate_size in the layers that
+  /// mlp_only_layers and decoder_sparse_step leave sparse, the others a
+  /// dense MLP of intermediate_size; norm_topk_prob (Qwen2-MoE, Qwen3-MoE).
+  QwenExperts = 1 << 23,
+  /// A shared expert of shared_expert_intermediate_size behind a sigmoid
+  /// gate (Qwen2-MoE).
+  SharedExpert = 1 << 24,
+  /// num_local_experts experts of width intermediate_size, the top k
+  /// logits then their softmax, and GraniteMoE's multipliers: the attention
+  /// scale attention_multiplier, logits divided by logits_scaling,
+  /// embedding_multiplier and residual_multiplier (errors unless 1).
+  GraniteExperts = 1 << 25,
 };
 } // namespace DecoderTrait
 
@@ -754,6 +775,12 @@ struct LlamaLike {
   double eps = 0;
   bool tie = false;
   uint32_t traits = 0;
+  /// rope_theta's default.
+  double theta = 10000;
+  /// A mixture of experts: the defaults of the number of experts, of those
+  /// each token runs, of their width (0: intermediate_size's) and of the
+  /// shared expert's width.
+  int64_t experts = 0, perToken = 0, expertHidden = 0, shared = 0;
 
   constexpr LlamaLike() = default;
   constexpr LlamaLike(int64_t vocab, int64_t hidden, int64_t inter,
@@ -764,6 +791,20 @@ struct LlamaLike {
         heads(heads), kvHeads(kvHeads), headDim(headDim), context(context),
         eps(eps), tie(tie), traits(traits) {}
   bool has(uint32_t trait) const { return (traits & trait) != 0; }
+  constexpr LlamaLike withTheta(double t) const {
+    LlamaLike out = *this;
+    out.theta = t;
+    return out;
+  }
+  constexpr LlamaLike withExperts(int64_t n, int64_t k, int64_t width,
+                                  int64_t sharedWidth) const {
+    LlamaLike out = *this;
+    out.experts = n;
+    out.perToken = k;
+    out.expertHidden = width;
+    out.shared = sharedWidth;
+    return out;
+  }
 };
 
 /// The .tfm activation of a LLaMA-like type (gated); `field` names the
@@ -834,6 +875,25 @@ std::optional<std::string> llamaMask(Importer &I, const LlamaLike &df,
       I.ignore({"sliding_window", "max_window_layers"},
                "not read with use_sliding_window = false");
     }
+  } else if (df.has(MoeSlidingWindow)) {
+    // Which layers slide differs between the versions of the modeling code
+    // (transformers 4: from max_window_layers on, or none outside flash
+    // attention; transformers 5: Qwen2-MoE the odd layers below
+    // max_window_layers, Qwen3-MoE every layer); layer_types settles it.
+    if (I.boolOr("use_sliding_window", false)) {
+      if (!(df.has(LayerTypes) && I.has("layer_types")))
+        I.unsupported("use_sliding_window", "true",
+                      "the versions of Hugging Face's " + I.modelType +
+                          " disagree on which layers slide" +
+                          (df.has(LayerTypes)
+                               ? "; a config with layer_types says it"
+                               : ""));
+      (void)I.raw("max_window_layers");
+      window = I.intOr("sliding_window", kDefaultWindow);
+    } else {
+      I.ignore({"sliding_window", "max_window_layers"},
+               "not read with use_sliding_window = false");
+    }
   } else if (df.has(AlternatingWindow)) {
     window = I.intOr("sliding_window", kDefaultWindow);
     for (int64_t i = 0; i < layers; ++i)
@@ -841,10 +901,177 @@ std::optional<std::string> llamaMask(Importer &I, const LlamaLike &df,
   }
   if (df.has(LayerTypes) && I.layerTypes(layers, sliding)) {
     maskField = "layer_types";
-    if (!window && llvm::is_contained(sliding, true))
+    if (!window && llvm::is_contained(sliding, true) &&
+        !df.has(MoeSlidingWindow))
       window = I.getInt("sliding_window");
   }
   return I.slidingMask(sliding, window, maskField);
+}
+
+/// Which layers of a Qwen-MoE model run the experts (Qwen2MoeDecoderLayer):
+/// layer i does when it is not in mlp_only_layers and (i + 1) %
+/// decoder_sparse_step == 0, the others run a dense MLP.
+std::vector<bool> qwenSparseLayers(Importer &I, int64_t layers, int64_t step) {
+  std::vector<int64_t> dense;
+  if (const json::Value *v = I.raw("mlp_only_layers")) {
+    const json::Array *list = v->getAsArray();
+    if (!list)
+      I.error("mlp_only_layers",
+              "expected a list of layer indices, got " + showJson(*v));
+    for (size_t k = 0; list && k < list->size(); ++k) {
+      std::optional<int64_t> i = (*list)[k].getAsInteger();
+      if (!i) {
+        I.error("mlp_only_layers",
+                "entry " + std::to_string(k) +
+                    " is not a layer index: " + showJson((*list)[k]));
+        continue;
+      }
+      dense.push_back(*i);
+    }
+  }
+  std::vector<bool> sparse(layers);
+  for (int64_t i = 0; i < layers; ++i)
+    sparse[i] = !llvm::is_contained(dense, i) && (i + 1) % step == 0;
+  return sparse;
+}
+
+/// The ffn keys of a LLaMA-like mixture of experts: the experts, the
+/// router, the shared expert and which layers are sparse. `inter` is the
+/// width of the ffn already written (`hidden`).
+void llamaExperts(Importer &I, ModelBlock m, const LlamaLike &df,
+                  int64_t layers, int64_t inter) {
+  using namespace DecoderTrait;
+  int64_t experts = df.experts, expertHidden = inter, shared = 0;
+  int64_t firstDense = 0, every = 1;
+  bool normalize = false, topk = false;
+  std::vector<bool> sparse(layers, true);
+  if (df.has(MixtralExperts)) {
+    // MixtralConfig.attribute_map: num_experts is num_local_experts.
+    experts = I.sizeOr("num_local_experts", "num_experts", df.experts);
+    normalize = true;
+    I.note("normalize = true: Mixtral always divides the chosen experts' "
+           "weights by their sum (MixtralSparseMoeBlock)");
+    // MixtralSparseMoeBlock multiplies the router's input by noise only
+    // when training.
+    I.ignore("router_jitter_noise",
+             "noise on the router's input (training only)");
+  } else if (df.has(GraniteExperts)) {
+    experts = I.sizeOr("num_local_experts", df.experts);
+    // GraniteMoeTopKGating: the top k logits, then their softmax.
+    topk = true;
+  } else {
+    // Qwen3MoeConfig (transformers 5) maps num_local_experts to
+    // num_experts.
+    experts = I.type.id == ModelType::Qwen3Moe
+                  ? I.sizeOr("num_experts", "num_local_experts", df.experts)
+                  : I.sizeOr("num_experts", df.experts);
+    expertHidden = I.sizeOr("moe_intermediate_size",
+                            df.expertHidden ? df.expertHidden : inter);
+    normalize = I.boolOr("norm_topk_prob", false);
+    every = I.sizeOr("decoder_sparse_step", 1);
+    sparse = qwenSparseLayers(I, layers, every);
+    if (df.has(SharedExpert)) {
+      shared = I.intOr("shared_expert_intermediate_size", df.shared);
+      if (shared < 0 || shared > Importer::kMaxSize)
+        I.error("shared_expert_intermediate_size",
+                "expected an integer >= 0 and at most " +
+                    str(Importer::kMaxSize));
+    }
+  }
+  int64_t perToken = I.sizeOr("num_experts_per_tok", df.perToken);
+  if (perToken > experts)
+    I.error("num_experts_per_tok",
+            str(perToken) + " is more than the " + str(experts) + " experts");
+  I.ignore({"output_router_logits", "router_aux_loss_coef"},
+           "the router's auxiliary load-balancing loss (training only)");
+
+  // The language's sparse layers: [first_dense, ...) where (i + 1) %
+  // sparse_every == 0.
+  if (!llvm::is_contained(sparse, true)) {
+    I.note("ffn: every layer is a dense MLP of intermediate_size (no layer "
+           "is left sparse by mlp_only_layers and decoder_sparse_step)");
+    return;
+  }
+  auto matches = [&](int64_t k) {
+    for (int64_t i = 0; i < layers; ++i)
+      if (sparse[i] != (i >= k && (i + 1) % every == 0))
+        return false;
+    return true;
+  };
+  while (firstDense < layers && !matches(firstDense))
+    ++firstDense;
+  if (firstDense == layers) {
+    std::string pattern;
+    for (bool s : sparse)
+      pattern += s ? 'S' : 'D';
+    const json::Value *list = I.cfg.get("mlp_only_layers");
+    I.unsupported("mlp_only_layers", list ? showJson(*list) : "[]",
+                  "the layers would be " + pattern +
+                      " (S: experts, D: a dense MLP); the language's dense "
+                      "layers are the first K (first_dense) and, after "
+                      "them, all but every N-th (sparse_every = "
+                      "decoder_sparse_step)");
+    return;
+  }
+
+  auto ffn = m.sub<SectionId::Ffn>();
+  ffn.set<KeyId::Experts>(str(experts))
+      .set<KeyId::ExpertsPerToken>(str(perToken));
+  if (expertHidden != inter)
+    ffn.set<KeyId::ExpertHidden>(str(expertHidden));
+  if (topk)
+    ffn.set<KeyId::Router>("topk_softmax");
+  if (normalize)
+    ffn.set<KeyId::Normalize>("true");
+  if (shared > 0)
+    ffn.set<KeyId::SharedHidden>(str(shared)).set<KeyId::SharedGate>("true");
+  if (firstDense > 0)
+    ffn.set<KeyId::FirstDense>(str(firstDense));
+  if (every > 1)
+    ffn.set<KeyId::SparseEvery>(str(every));
+}
+
+/// GraniteMoE's multipliers: attention_multiplier is the attention scale
+/// (GraniteMoeAttention.scaling), the logits are divided by logits_scaling;
+/// the language has no factor for the embeddings other than sqrt(d_model)
+/// and none on the residual branches, so embedding_multiplier and
+/// residual_multiplier must be 1 (or, the embeddings', sqrt(d_model)).
+void graniteMultipliers(Importer &I, ModelBlock m, int64_t d) {
+  // Versions of GraniteMoeModel that read position_embedding_type apply
+  // RoPE only when it is "rope"; the others always do.
+  std::string position = I.strOr("position_embedding_type", "rope");
+  if (position != "rope")
+    I.unsupported("position_embedding_type", position,
+                  "the versions of Hugging Face's GraniteMoE disagree on "
+                  "what it means (some ignore it and apply RoPE)");
+  double attention = I.numOr("attention_multiplier", 1.0);
+  if (attention == 0)
+    I.unsupported("attention_multiplier", "0",
+                  "the attention scale must not be 0");
+  else
+    m.sub<SectionId::Attention>().set<KeyId::Scale>(formatNumber(attention));
+  double logits = I.numOr("logits_scaling", 1.0);
+  if (!(logits > 0))
+    I.unsupported("logits_scaling", formatNumber(logits),
+                  "the logits are divided by it: the LM head's scale 1 / "
+                  "logits_scaling must be > 0");
+  else if (logits != 1)
+    m.set<KeyId::Output>("lm_head(scale = " + formatNumber(1.0 / logits) + ")");
+  double embedding = I.numOr("embedding_multiplier", 1.0);
+  if (embedding == std::sqrt(double(d))) {
+    m.sub<SectionId::Embedding>().set<KeyId::Scale>("true");
+    I.note("embedding { scale = true }: embedding_multiplier = " +
+           formatNumber(embedding) + " is sqrt(hidden_size)");
+  } else if (embedding != 1) {
+    I.unsupported("embedding_multiplier", formatNumber(embedding),
+                  "the language scales token embeddings by 1 or by "
+                  "sqrt(d_model) (embedding { scale = true }) only");
+  }
+  double residual = I.numOr("residual_multiplier", 1.0);
+  if (residual != 1)
+    I.unsupported("residual_multiplier", formatNumber(residual),
+                  "the language adds the attention and ffn outputs to the "
+                  "residual stream unscaled");
 }
 
 /// LLaMA and the decoders built like it (their rows' LlamaLike).
@@ -886,6 +1113,12 @@ void importLlamaLike(Importer &I, ModelBlock m, const LlamaLike &df) {
   if (df.has(NoAttentionBias))
     I.ignore("attention_bias", "not read by this type's modeling code (its "
                                "attention projections have no bias)");
+  if (df.has(QkvBiasField)) {
+    bias = I.boolOr("qkv_bias", true);
+    I.ignore("attention_bias",
+             "not read by this type's modeling code (q, k and v take "
+             "qkv_bias; o_proj has no bias)");
+  }
 
   // Feed-forward.
   bool mlpBias = df.has(MlpBias) ? I.boolOr("mlp_bias", false) : false;
@@ -893,7 +1126,7 @@ void importLlamaLike(Importer &I, ModelBlock m, const LlamaLike &df) {
   int64_t inter = I.sizeOr("intermediate_size", df.inter);
 
   // Positions.
-  double theta = I.ropeNum("rope_theta", 10000);
+  double theta = I.ropeNum("rope_theta", df.theta);
   int64_t rotary = headDim;
   if (I.hasRope("partial_rotary_factor", "partial_rotary_factor") ||
       df.has(PartialRotary))
@@ -964,6 +1197,10 @@ void importLlamaLike(Importer &I, ModelBlock m, const LlamaLike &df) {
             formatNumber(eps));
   if (df.has(Gemma))
     m.sub<SectionId::Norm>().set<KeyId::Offset>("1");
+  if (df.has(MixtralExperts | QwenExperts | GraniteExperts))
+    llamaExperts(I, m, df, layers, inter);
+  if (df.has(GraniteExperts))
+    graniteMultipliers(I, m, d);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1077,9 +1314,10 @@ mlir::tfm::importHfConfig(StringRef filename, StringRef text,
   }
   const ModelTypeInfo *type = lookupModelType(*typeName);
   if (!type) {
-    diag(HfSeverity::Error, filename + ": model_type = " + *typeName +
-                                " is not supported (supported: " + supported +
-                                ")");
+    StringRef why = refusedModelType(*typeName);
+    diag(HfSeverity::Error,
+         filename + ": model_type = " + *typeName + " is not supported (" +
+             (why.empty() ? "" : why + "; ") + "supported: " + supported + ")");
     return std::nullopt;
   }
 

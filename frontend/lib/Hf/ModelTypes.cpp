@@ -76,6 +76,17 @@ const ModelTypeInfo *mlir::tfm::hf::lookupModelType(StringRef name) {
   return nullptr;
 }
 
+StringRef mlir::tfm::hf::refusedModelType(StringRef name) {
+  static const std::pair<StringRef, StringRef> refused[] = {
+#define TFM_HF_REFUSED(Name, Why) {Name, Why},
+#include "ModelTypes.def"
+  };
+  for (const auto &[type, why] : refused)
+    if (type == name)
+      return why;
+  return "";
+}
+
 const ModelTypeInfo &mlir::tfm::hf::getModelType(ModelType id) {
   return kModelTypes[static_cast<unsigned>(id)];
 }

@@ -90,6 +90,9 @@ llvm::ArrayRef<ModelTypeInfo> getModelTypes();
 llvm::ArrayRef<llvm::StringRef> getModelTypeNames();
 /// The type called `name`; null when tfm does not know it.
 const ModelTypeInfo *lookupModelType(llvm::StringRef name);
+/// Why `tfmc import` refuses the model_type `name` (TFM_HF_REFUSED); empty
+/// when it is not one of those.
+llvm::StringRef refusedModelType(llvm::StringRef name);
 const ModelTypeInfo &getModelType(ModelType id);
 const FamilyInfo &getFamily(Family id);
 

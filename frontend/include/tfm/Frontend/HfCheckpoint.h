@@ -6,7 +6,9 @@
 // checkpoint: the tensor's name under the base model (the runtime accepts it
 // with or without the base-model prefix, `transformer.`, `model.`, ..., as
 // `from_pretrained` does) and how the canonical tensor is read out of it
-// (copied, transposed, a row range of a fused tensor, a row offset). The
+// (copied, transposed, a row range of a fused tensor, a row offset; for the
+// stacked experts of a mixture of experts, each expert's slice read so from
+// a tensor of its own or from one tensor that stacks them all). The
 // mapping is embedded in the artifact's description; the runtime applies it
 // while converting the weights, so no converted copy is ever written. The
 // types and the tensor names of their layouts are the table
@@ -59,6 +61,15 @@ struct HfSource {
   /// offset + (r / block) * stride + r % block.
   int64_t offset = 0, block = 0, stride = 0;
   std::string why; ///< Unmapped only
+  /// A stacked parameter [experts, N, ...] of a mixture of experts
+  /// (`experts` > 0): `kind` and the row map say how each expert's slice
+  /// [N, ...] is read, rows counted within the expert. With `perExpert`,
+  /// expert e is a tensor of its own of `shape`, named by `names` with `{e}`
+  /// replaced by e (Mixtral's `experts.{e}.w1`); otherwise one tensor of
+  /// `shape` [experts, ...] holds them all, expert e at [e] (GraniteMoE's
+  /// `input_linear`).
+  int64_t experts = 0;
+  bool perExpert = false;
 };
 
 /// The source of `p` in the checkpoint layout of `spec.hfType`; nullopt for
