@@ -37,6 +37,7 @@ CASES = [
 MOE_CASES = [
     "mixtral", "qwen2_moe", "qwen2_moe:sparse2", "qwen3_moe",
     "qwen3_moe:mlp_only", "olmoe", "olmoe:clip", "granitemoe",
+    "granitemoe:plain",
 ]
 
 # Variants that exist (the first is the default).
@@ -47,6 +48,7 @@ VARIANTS = {
     "qwen2_moe": ["a2.7b", "sparse2"],
     "qwen3_moe": ["a3b", "mlp_only"],
     "olmoe": ["0924", "clip"],
+    "granitemoe": ["1b", "plain"],
 }
 
 # ---------------------------------------------------------------------------
@@ -1059,7 +1061,9 @@ def _granitemoe(W, v):
     # output_linear [E, d, F], router.layer [E, d]; embedding_multiplier,
     # attention_multiplier (the attention scale, here 0.125, not head_dim^-0.5
     # = 0.25), residual_multiplier (on both branches), logits_scaling (a
-    # divisor); tied head, not stored.
+    # divisor); tied head, not stored. plain: embedding_multiplier and
+    # residual_multiplier 1 (the multipliers the language expresses, the
+    # attention scale and the logits divisor, stay).
     V, d, H, KV, E, K, F, n = MOE_V, MOE_D, MOE_H, MOE_KV, MOE_E, MOE_K, MOE_F, MOE_N
     L, hd = 2, MOE_D // MOE_H
     cfg = {
@@ -1078,6 +1082,8 @@ def _granitemoe(W, v):
         "torch_dtype": "float32", "transformers_version": "4.45.0",
         "use_cache": True, "vocab_size": V,
     }
+    if v == "plain":
+        cfg["embedding_multiplier"] = cfg["residual_multiplier"] = 1.0
     # std 0.1: times embedding_multiplier 12, 1.2, so that the branches,
     # scaled by residual_multiplier 0.22, still move the residual stream
     W.w("model.embed_tokens.weight", (V, d), 0.1)
