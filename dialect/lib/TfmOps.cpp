@@ -566,7 +566,13 @@ LogicalResult MultiHeadAttentionOp::verify() {
 
 bool mlir::tfm::isGatedActivation(Activation a) {
   return a == Activation::swiglu || a == Activation::geglu ||
-         a == Activation::geglu_tanh;
+         a == Activation::geglu_tanh || a == Activation::swiglu_clamp;
+}
+
+std::optional<Activation> mlir::tfm::getUpActivation(Activation a) {
+  if (a == Activation::swiglu_clamp)
+    return Activation::swiglu_clamp_up;
+  return std::nullopt;
 }
 
 Activation mlir::tfm::getGateActivation(Activation a) {
@@ -577,6 +583,8 @@ Activation mlir::tfm::getGateActivation(Activation a) {
     return Activation::gelu;
   case Activation::geglu_tanh:
     return Activation::gelu_tanh;
+  case Activation::swiglu_clamp:
+    return Activation::swiglu_clamp_gate;
   default:
     return a;
   }
@@ -619,6 +627,22 @@ Value mlir::tfm::buildActivation(OpBuilder &b, Location l, Activation kind,
     Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
     return arith::DivFOp::create(b, l, x,
                                  arith::AddFOp::create(b, l, e, c(1.0)));
+  }
+  case Activation::swiglu_clamp:
+  case Activation::swiglu_clamp_gate: {
+    // gpt-oss (GptOssExperts.forward): g = min(gate, 7), g * sigmoid(1.702 g).
+    Value g = arith::MinimumFOp::create(b, l, x, c(kSwigluClampLimit));
+    Value e = math::ExpOp::create(
+        b, l, arith::MulFOp::create(b, l, g, c(-kSwigluClampAlpha)));
+    return arith::DivFOp::create(b, l, g,
+                                 arith::AddFOp::create(b, l, e, c(1.0)));
+  }
+  case Activation::swiglu_clamp_up: {
+    // clamp(up, -7, 7) + 1.
+    Value u = arith::MaximumFOp::create(
+        b, l, arith::MinimumFOp::create(b, l, x, c(kSwigluClampLimit)),
+        c(-kSwigluClampLimit));
+    return arith::AddFOp::create(b, l, u, c(1.0));
   }
   case Activation::sigmoid: {
     // A gate's weight (Qwen2-MoE's shared expert), not a ffn activation.

@@ -240,23 +240,12 @@ class FFN(nn.Module):
         super().__init__()
         self.act = f["activation"]
         self.up = nn.Linear(d, f["hidden"], bias=f["bias"])
-        if self.act in ("swiglu", "geglu", "geglu_tanh"):
+        if self.act in GATED:
             self.gate = nn.Linear(d, f["hidden"], bias=f["bias"])
         self.down = nn.Linear(f["hidden"], d, bias=f["bias"])
 
     def forward(self, x):
-        a = self.act
-        if a == "swiglu":
-            return self.down(F.silu(self.gate(x)) * self.up(x))
-        if a == "geglu":
-            return self.down(F.gelu(self.gate(x)) * self.up(x))
-        if a == "geglu_tanh":
-            return self.down(F.gelu(self.gate(x), approximate="tanh") * self.up(x))
-        h = self.up(x)
-        h = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu,
-             "gelu_tanh": lambda z: F.gelu(z, approximate="tanh"),
-             "quick_gelu": lambda z: z * torch.sigmoid(1.702 * z)}[a](h)
-        return self.down(h)
+        return gated_ffn(self.act, self.up, getattr(self, "gate", None), self.down)(x)
 
 
 class Stacked(nn.Module):
@@ -272,9 +261,18 @@ class Stacked(nn.Module):
         return y if self.bias is None else y + self.bias[e]
 
 
+GATED = ("swiglu", "geglu", "geglu_tanh", "swiglu_clamp")
+
+
 def gated_ffn(act, up, gate, down):
-    """The ffn of FFN.forward, on callables up(x), gate(x), down(h)."""
+    """An ffn (docs/Language.md, Activations) on callables up(x), gate(x),
+    down(h)."""
     def run(x):
+        if act == "swiglu_clamp":
+            # gpt-oss (modeling_gpt_oss.py, GptOssExperts.forward).
+            g = gate(x).clamp(max=7.0)
+            u = up(x).clamp(min=-7.0, max=7.0)
+            return down((u + 1) * (g * torch.sigmoid(g * 1.702)))
         if act == "swiglu":
             return down(F.silu(gate(x)) * up(x))
         if act == "geglu":
@@ -300,7 +298,7 @@ class MoE(nn.Module):
         m = f["experts"]
         self.act, self.m = f["activation"], m
         e, h = m["count"], m["hidden"]
-        gated = self.act in ("swiglu", "geglu", "geglu_tanh")
+        gated = self.act in GATED
         self.router = nn.Linear(d, e, bias=m["router_bias"])
         self.experts = nn.Module()
         self.experts.up = Stacked(e, h, d, f["bias"])

@@ -167,6 +167,8 @@ struct DecomposeFfn : OpRewritePattern<FfnOp> {
       Activation act = getGateActivation(op.getActivation());
       Value g =
           ActivationOp::create(b, loc, gate, ActivationAttr::get(ctx, act));
+      if (auto upAct = getUpActivation(op.getActivation()))
+        up = ActivationOp::create(b, loc, up, ActivationAttr::get(ctx, *upAct));
       h = MulOp::create(b, loc, g, up);
     } else {
       h = ActivationOp::create(b, loc, up, op.getActivationAttr());
@@ -189,6 +191,8 @@ Value ffnOf(PatternRewriter &b, Location loc, Value x, Activation act, Value up,
     Value g =
         ActivationOp::create(b, loc, linear(b, loc, x, gate, gateBias),
                              ActivationAttr::get(ctx, getGateActivation(act)));
+    if (auto upAct = getUpActivation(act))
+      u = ActivationOp::create(b, loc, u, ActivationAttr::get(ctx, *upAct));
     h = MulOp::create(b, loc, g, u);
   } else {
     h = ActivationOp::create(b, loc, u, ActivationAttr::get(ctx, act));

@@ -242,8 +242,10 @@ struct LowerMoeKernel : OpRewritePattern<MoeKernelOp> {
       };
       Value up = expertOf(fb, fl, op.getUpP(), ex);
       if (gated) {
-        LinearKernelOp::create(fb, fl, TypeRange{}, a, up, biasOf(0), Value(),
-                               Value(), h, ActivationAttr());
+        std::optional<Activation> upAct = getUpActivation(act);
+        LinearKernelOp::create(
+            fb, fl, TypeRange{}, a, up, biasOf(0), Value(), Value(), h,
+            upAct ? ActivationAttr::get(ctx, *upAct) : ActivationAttr());
         Value gate = expertOf(fb, fl, op.getGateP(), ex);
         LinearKernelOp::create(
             fb, fl, TypeRange{}, a, gate, biasOf(1), h, Value(), h,

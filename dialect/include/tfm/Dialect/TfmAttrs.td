@@ -30,7 +30,9 @@ def Tfm_Activation : I32EnumAttr<"Activation", "activation function", [
     I32EnumAttrCase<"gelu_tanh", 2>, I32EnumAttrCase<"silu", 3>,
     I32EnumAttrCase<"swiglu", 4>, I32EnumAttrCase<"geglu", 5>,
     I32EnumAttrCase<"geglu_tanh", 6>, I32EnumAttrCase<"quick_gelu", 7>,
-    I32EnumAttrCase<"sigmoid", 8>]> {
+    I32EnumAttrCase<"sigmoid", 8>, I32EnumAttrCase<"swiglu_clamp", 9>,
+    I32EnumAttrCase<"swiglu_clamp_gate", 10>,
+    I32EnumAttrCase<"swiglu_clamp_up", 11>]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;
 }

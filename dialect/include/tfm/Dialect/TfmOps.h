@@ -27,6 +27,15 @@ namespace tfm {
 bool isGatedActivation(Activation a);
 /// The activation applied to the gate of a gated ffn activation.
 Activation getGateActivation(Activation a);
+/// gpt-oss's clamped SwiGLU (`swiglu_clamp`): the limit of the gate and up
+/// projections and the factor in the gate's sigmoid, constants of its
+/// modeling code (GptOssExperts: limit = config.swiglu_limit, 7 in every
+/// published config; alpha = 1.702).
+constexpr double kSwigluClampLimit = 7.0;
+constexpr double kSwigluClampAlpha = 1.702;
+/// What a gated activation applies to the up projection before the
+/// product (gpt-oss's clamp and + 1 of `swiglu_clamp`), if anything.
+std::optional<Activation> getUpActivation(Activation a);
 /// The activation function `kind` (the gate's, for a gated one) of `x`, a
 /// float or a vector of floats, as arith and math ops.
 Value buildActivation(OpBuilder &b, Location loc, Activation kind, Value x);
