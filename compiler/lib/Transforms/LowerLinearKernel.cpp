@@ -59,7 +59,7 @@ constexpr int64_t kGemmPanelGroup = 4;
 /// The rows of A [M, K] f32 in a new buffer packed as `packing` says
 /// (storePackedRow), rows in parallel.
 Value packRows(OpBuilder &b, Location loc, Value a, Value m, int64_t k,
-               Packing packing) {
+               Packing packing, bool serial) {
   Type elt = packing == Packing::Bf16Pairs ? Type(b.getBF16Type())
                                            : Type(b.getI8Type());
   auto buf = memref::AllocOp::create(
@@ -87,7 +87,8 @@ Value packRows(OpBuilder &b, Location loc, Value a, Value m, int64_t k,
             k, buf, row);
         scf::ReduceOp::create(pb, pl);
       });
-  markKeepParallel(par);
+  if (!serial)
+    markKeepParallel(par);
   return buf;
 }
 
@@ -134,7 +135,12 @@ struct LinearLowering {
   /// packed into here (null: none).
   Value aPacked, aOwned;
 
+  /// The kernel runs on the thread that reaches it (inside a parallel loop
+  /// of its own caller: tfm.moe_kernel's experts); its loops stay serial.
+  bool serial = false;
+
   LinearLowering(LinearKernelOp op, int64_t vl) : vl(vl) {
+    serial = op->hasAttr(LinearKernelOp::kSerialAttrName);
     a = op.getInput();
     wp = op.getWeightP();
     bias = op.getBias();
@@ -174,7 +180,7 @@ struct LinearLowering {
     if ((pairs || quads) && packingOf(a) == Packing::None)
       aPacked = aOwned =
           packRows(b, loc, a, m, cast<MemRefType>(a.getType()).getDimSize(1),
-                   pairs ? Packing::Bf16Pairs : Packing::Int8Quads);
+                   pairs ? Packing::Bf16Pairs : Packing::Int8Quads, serial);
     else if (pairs || quads)
       aPacked = a;
     quadT = VectorType::get({4 * vl}, b.getI8Type());
@@ -457,7 +463,8 @@ struct LinearLowering {
                 nb, l, arith::AddIOp::create(nb, l, r0, groupRows), m);
             task(nb, l, r0, r1, p0, p1, {});
           });
-      markKeepParallel(par);
+      if (!serial)
+        markKeepParallel(par);
     }
     if (tail) {
       SmallVector<Value> masks;

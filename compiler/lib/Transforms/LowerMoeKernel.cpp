@@ -11,11 +11,12 @@
 //      rows are contiguous;
 //   3. for each expert with rows, its GEMMs over its rows only, through
 //      tfm.linear_kernel on the expert's panels of the packed stacks (the
-//      same register-tiled kernel, f32, bf16 pairs or int8 quads, each
-//      parallel over its rows and panels): up, then gate with the
-//      activation and the product with up in its epilogue, then down. An
-//      expert no row chose is never read: decode reads the active experts'
-//      bytes only;
+//      same register-tiled kernel, f32, bf16 pairs or int8 quads): up, then
+//      gate with the activation and the product with up in its epilogue,
+//      then down. The experts with rows are the tasks of one parallel loop
+//      (each expert's GEMMs run on one thread), so that a layer forks once
+//      rather than once a GEMM. An expert no row chose is never read:
+//      decode reads the active experts' bytes only;
 //   4. each row's sum of its experts' outputs times their weights, in
 //      expert order (rows in parallel).
 //
@@ -225,14 +226,37 @@ struct LowerMoeKernel : OpRewritePattern<MoeKernelOp> {
     bool gated = op.getGateP() != nullptr;
     Activation act = op.getActivation();
     MLIRContext *ctx = b.getContext();
-    forRange(b, loc, c0, e, c1, [&](OpBuilder &fb, Location fl, Value ex) {
+    // The experts with rows, in order; then one task per such expert, its
+    // three GEMMs on the thread that takes it (serial linear kernels): a
+    // parallel loop per layer rather than per GEMM, and decode's few
+    // chosen experts spread over the threads.
+    Value active =
+        memref::AllocaOp::create(b, loc, MemRefType::get({experts}, idxT));
+    Value numActive =
+        scf::ForOp::create(
+            b, loc, c0, e, c1, ValueRange{c0},
+            [&](OpBuilder &fb, Location fl, Value ex, ValueRange acc) {
+              Value n = memref::LoadOp::create(fb, fl, counts, ValueRange{ex});
+              Value any = arith::CmpIOp::create(
+                  fb, fl, arith::CmpIPredicate::ugt, n, cIdx(fb, fl, 0));
+              memref::StoreOp::create(fb, fl, ex, active, ValueRange{acc[0]});
+              Value next = arith::SelectOp::create(
+                  fb, fl, any,
+                  arith::AddIOp::create(fb, fl, acc[0], cIdx(fb, fl, 1)),
+                  acc[0]);
+              scf::YieldOp::create(fb, fl, ValueRange{next});
+            })
+            .getResult(0);
+    UnitAttr serial = b.getUnitAttr();
+    auto linear = [&](OpBuilder &fb, Location fl, Value in, Value wp,
+                      Value bias, Value mul, Value outRows, ActivationAttr a) {
+      auto k = LinearKernelOp::create(fb, fl, TypeRange{}, in, wp, bias, mul,
+                                      Value(), outRows, a);
+      k->setAttr(LinearKernelOp::kSerialAttrName, serial);
+    };
+    parallelFor(b, loc, numActive, [&](OpBuilder &fb, Location fl, Value i) {
+      Value ex = memref::LoadOp::create(fb, fl, active, ValueRange{i});
       Value n = memref::LoadOp::create(fb, fl, counts, ValueRange{ex});
-      Value any = arith::CmpIOp::create(fb, fl, arith::CmpIPredicate::ugt, n,
-                                        cIdx(fb, fl, 0));
-      auto ifOp = scf::IfOp::create(fb, fl, TypeRange{}, any,
-                                    /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard g(fb);
-      fb.setInsertionPointToStart(ifOp.thenBlock());
       Value at = memref::LoadOp::create(fb, fl, first, ValueRange{ex});
       Value a = rowsOf(fb, fl, xs, at, n);
       Value h = rowsOf(fb, fl, hs, at, n);
@@ -243,21 +267,18 @@ struct LowerMoeKernel : OpRewritePattern<MoeKernelOp> {
       Value up = expertOf(fb, fl, op.getUpP(), ex);
       if (gated) {
         std::optional<Activation> upAct = getUpActivation(act);
-        LinearKernelOp::create(
-            fb, fl, TypeRange{}, a, up, biasOf(0), Value(), Value(), h,
-            upAct ? ActivationAttr::get(ctx, *upAct) : ActivationAttr());
+        linear(fb, fl, a, up, biasOf(0), Value(), h,
+               upAct ? ActivationAttr::get(ctx, *upAct) : ActivationAttr());
         Value gate = expertOf(fb, fl, op.getGateP(), ex);
-        LinearKernelOp::create(
-            fb, fl, TypeRange{}, a, gate, biasOf(1), h, Value(), h,
-            ActivationAttr::get(ctx, getGateActivation(act)));
+        linear(fb, fl, a, gate, biasOf(1), h, h,
+               ActivationAttr::get(ctx, getGateActivation(act)));
       } else {
-        LinearKernelOp::create(fb, fl, TypeRange{}, a, up, biasOf(0), Value(),
-                               Value(), h, ActivationAttr::get(ctx, act));
+        linear(fb, fl, a, up, biasOf(0), Value(), h,
+               ActivationAttr::get(ctx, act));
       }
       Value down = expertOf(fb, fl, op.getDownP(), ex);
-      LinearKernelOp::create(fb, fl, TypeRange{}, h, down,
-                             biasOf(biases.empty() ? 0 : biases.size() - 1),
-                             Value(), Value(), y, ActivationAttr());
+      linear(fb, fl, h, down, biasOf(biases.empty() ? 0 : biases.size() - 1),
+             Value(), y, ActivationAttr());
     });
 
     // 4. Each row's weighted sum of its experts, in expert order.

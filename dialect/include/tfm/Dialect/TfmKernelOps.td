@@ -74,6 +74,9 @@ def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel",
     bool hasEpilogue() {
       return getActivation() || getMul() || getResidual();
     }
+    /// A unit attribute: the kernel is one task of its caller's parallel
+    /// loop (tfm.moe_kernel's experts), so its own loops stay serial.
+    static constexpr ::llvm::StringLiteral kSerialAttrName = "tfm.serial";
   }];
 }
 
