@@ -355,6 +355,16 @@ static tfm_status parse_source(json_t *j, const char *named,
   }
   if ((s = parse_experts(j, what, src)) != TFM_OK)
     return s;
+  json_t *mxfp4 = field(j, what, "mxfp4", is_bool, "a boolean", 1, &s);
+  if (s != TFM_OK)
+    return s;
+  src->mxfp4 = mxfp4 && json_is_true(mxfp4);
+  /* The MXFP4 form of a tensor is a stack [E, K, N] of one tensor. */
+  if (src->mxfp4 && (src->rank != 3 || src->per_expert))
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s has 'mxfp4' but its tensor is not one "
+                           "stack [experts, K, N]",
+                    what);
   /* What the transform reads: the whole parameter from the stored tensor,
    * or for stacked experts each expert's slice [N, ...] from its tensor or
    * from its slice of the stored one. */
@@ -363,7 +373,6 @@ static tfm_status parse_source(json_t *j, const char *named,
   int ok = 1;
   if (src->experts > 0) {
     ok = p->rank >= 2 && p->full[0] == src->experts && !src->at_least &&
-         src->transform != TFM_SOURCE_TRANSPOSE_ROWS &&
          (src->per_expert || (src->rank >= 2 && src->shape[0] == src->experts));
     if (ok) {
       prank = p->rank - 1;

@@ -151,6 +151,12 @@ typedef struct tfm_source {
    * of `shape` [experts, ...] holds them all, expert e at [e]. */
   int64_t experts;
   int per_expert;
+  /* The tensor may also be stored in MXFP4 (transformers' Mxfp4 quantizer,
+   * gpt-oss's experts): "<name>_blocks" U8 [E, N, G, 16] (two e2m1 values a
+   * byte, the low nibble first) and "<name>_scales" U8 [E, N, G] (an e8m0
+   * exponent per block of 32 values), read as the tensor [E, 32 G, N] that
+   * transformers' convert_moe_packed_tensors makes of them. */
+  int mxfp4;
 } tfm_source;
 
 /* An entry of "parameters": a tensor of the weights file. */

@@ -91,8 +91,41 @@ int64_t tfm_weights_numel(const tfm_description *d, size_t i) {
   return param_numel(p);
 }
 
-/* The element at flat index `i` of `t` (any float dtype) as f32. */
+/* A tensor stored in MXFP4, as a source's "mxfp4" allows: the U8 blocks
+ * [E, N, G, 16] (two e2m1 values a byte, the low nibble first) and scales
+ * [E, N, G] (an e8m0 exponent per block of 32 values) of transformers'
+ * Mxfp4 quantizer, seen as the tensor [E, 32 G, N] that transformers'
+ * convert_moe_packed_tensors makes of them (blocks dequantized along their
+ * last axes, then axes 1 and 2 swapped). `view` comes first: a pointer to
+ * it is one to the whole. Its dtype is TFM_MXFP4; it owns no data. */
+typedef struct mxfp4_tensor {
+  tfm_tensor view;
+  const tfm_tensor *blocks, *scales;
+} mxfp4_tensor;
+
+#define TFM_MXFP4 (TFM_DTYPE_OPAQUE_BASE - 1)
+
+/* e2m1: sign, two exponent bits, one mantissa bit (FP4_VALUES of
+ * transformers' integrations/mxfp4.py). */
+static const float kE2M1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
+                                4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
+                                -2.0f, -3.0f, -4.0f, -6.0f};
+
+/* Element i of the dequantized [E, K, N] view: (e, k, n) is value k % 32 of
+ * block k / 32 of row (e, n), times 2^(scale - 127). */
+static float mxfp4_element(const mxfp4_tensor *m, int64_t i) {
+  int64_t k_all = m->view.shape[1], n_all = m->view.shape[2];
+  int64_t n = i % n_all, k = i / n_all % k_all, e = i / n_all / k_all;
+  int64_t block = (e * n_all + n) * (k_all / 32) + k / 32;
+  uint8_t byte = ((const uint8_t *)m->blocks->data)[block * 16 + k % 32 / 2];
+  int scale = ((const uint8_t *)m->scales->data)[block];
+  return ldexpf(kE2M1[k % 2 ? byte >> 4 : byte & 15], scale - 127);
+}
+
+/* The element at flat index `i` of `t` (any float dtype, or MXFP4) as f32. */
 static float element(const tfm_tensor *t, int64_t i) {
+  if (t->dtype == TFM_MXFP4)
+    return mxfp4_element((const mxfp4_tensor *)t, i);
   float v;
   if (t->dtype == TFM_F32) {
     memcpy(&v, (const char *)t->data + 4 * i, 4);
@@ -128,6 +161,8 @@ static int64_t expert_index(const tfm_source *s, const tfm_tensor *t, int64_t e,
     return base + col * n + row;
   case TFM_SOURCE_ROWS: /* rows of k elements */
     return base + source_row(s, row) * k + col;
+  case TFM_SOURCE_TRANSPOSE_ROWS: /* stored [k, fused rows] */
+    return base + col * s->shape[s->rank - 1] + source_row(s, row);
   default:
     return base + c;
   }
@@ -399,6 +434,11 @@ static void *pack_stack(const float *w, int64_t stacks, int64_t n, int64_t k,
  * that reads a slice of each tensor keeps about its slice resident, not
  * the checkpoint. */
 static void release(const tfm_tensor *t) {
+  if (t && t->dtype == TFM_MXFP4) {
+    release(((const mxfp4_tensor *)t)->blocks);
+    release(((const mxfp4_tensor *)t)->scales);
+    return;
+  }
   long page = sysconf(_SC_PAGESIZE);
   if (!t || page <= 0)
     return;
@@ -536,22 +576,31 @@ void tfm_source_describe(const tfm_source *s, const tfm_param_desc *p,
   if (used >= size)
     return;
   if (s->transform == TFM_SOURCE_TRANSPOSE)
-    snprintf(buf + used, size - used, ", transposed");
+    used += (size_t)snprintf(buf + used, size - used, ", transposed");
   else if (s->transform == TFM_SOURCE_ROWS ||
            s->transform == TFM_SOURCE_TRANSPOSE_ROWS) {
     const char *t =
         s->transform == TFM_SOURCE_TRANSPOSE_ROWS ? ", transposed" : "";
     const char *each = s->experts > 0 ? " of each expert" : "";
     if (s->block >= rows)
-      snprintf(buf + used, size - used, "%s, rows %lld..%lld%s", t,
-               (long long)s->offset, (long long)(s->offset + rows - 1), each);
+      used += (size_t)snprintf(buf + used, size - used, "%s, rows %lld..%lld%s",
+                               t, (long long)s->offset,
+                               (long long)(s->offset + rows - 1), each);
+    else if (s->block == 1)
+      used += (size_t)snprintf(
+          buf + used, size - used, "%s, rows %lld + %lld*i for i < %lld%s", t,
+          (long long)s->offset, (long long)s->stride, (long long)rows, each);
     else
-      snprintf(buf + used, size - used,
-               "%s, rows %lld + %lld*i .. +%lld for i < %lld%s", t,
-               (long long)s->offset, (long long)s->stride,
-               (long long)(s->block - 1),
-               (long long)((rows + s->block - 1) / s->block), each);
+      used += (size_t)snprintf(
+          buf + used, size - used,
+          "%s, rows %lld + %lld*i .. +%lld for i < %lld%s", t,
+          (long long)s->offset, (long long)s->stride, (long long)(s->block - 1),
+          (long long)((rows + s->block - 1) / s->block), each);
   }
+  if (used < size && s->mxfp4)
+    snprintf(buf + used, size - used,
+             " (or MXFP4: %s_blocks and %s_scales, dequantized)", s->names[0],
+             s->names[0]);
 }
 
 /* Whether a stored tensor has the shape its source expects. */
@@ -596,11 +645,104 @@ static int check_bound(const tfm_param_desc *p, const tfm_bound *b,
                      whose, p->name, want);
     return 0;
   }
-  if (v->dtype != TFM_F32 && v->dtype != TFM_F16 && v->dtype != TFM_BF16) {
+  if (v->dtype != TFM_F32 && v->dtype != TFM_F16 && v->dtype != TFM_BF16 &&
+      v->dtype != TFM_MXFP4) {
     tfm_error_append("\n  tensor '%s' has dtype %s, expected F32, F16 or "
                      "BF16",
                      b->name, tfm_dtype_name(v->dtype));
     return 0;
+  }
+  return 1;
+}
+
+/* The tensor `name` + `suffix` under the base-model prefixes of `d` (as
+ * find_source tries them) or bare; its full name in `full`. */
+static const tfm_bound *find_suffixed(const tfm_description *d,
+                                      const tfm_checkpoint *c,
+                                      const tfm_source *s, const char *name,
+                                      const char *suffix, char *full,
+                                      size_t size) {
+  for (size_t k = 0; k <= (s->base ? d->num_prefixes : 0); ++k) {
+    const char *prefix =
+        k < (s->base ? d->num_prefixes : 0) ? d->prefixes[k] : "";
+    snprintf(full, size, "%s%s%s", prefix, name, suffix);
+    const tfm_bound *b = tfm_checkpoint_find(c, full);
+    if (b)
+      return b;
+  }
+  return NULL;
+}
+
+/* Binds the MXFP4 form of the tensor of parameter `p` (a source with
+ * "mxfp4"): "<name>_blocks" and "<name>_scales" for the first of its names
+ * that has either, read as the [E, 32 G, N] view `m`. Returns 1 when bound,
+ * 0 when the checkpoint has neither, and -1 (the error appended) when the
+ * pair does not fit. */
+static int bind_mxfp4(const tfm_description *d, const tfm_checkpoint *c,
+                      const tfm_param_desc *p, char *used, mxfp4_tensor *m) {
+  const tfm_source *s = &p->source;
+  char blocks_name[NAME_SIZE], scales_name[NAME_SIZE];
+  const tfm_bound *blocks = NULL, *scales = NULL;
+  for (size_t a = 0; a < s->num_names && !blocks && !scales; ++a) {
+    blocks = find_suffixed(d, c, s, s->names[a], "_blocks", blocks_name,
+                           sizeof blocks_name);
+    scales = find_suffixed(d, c, s, s->names[a], "_scales", scales_name,
+                           sizeof scales_name);
+    if (!blocks)
+      snprintf(blocks_name, sizeof blocks_name, "%s_blocks", s->names[a]);
+    if (!scales)
+      snprintf(scales_name, sizeof scales_name, "%s_scales", s->names[a]);
+  }
+  if (!blocks && !scales)
+    return 0;
+  if (!blocks || !scales) {
+    tfm_error_append("\n  tensor '%s' has no '%s' beside it (the MXFP4 "
+                     "blocks and scales of parameter '%s' come in pairs)",
+                     blocks ? blocks_name : scales_name,
+                     blocks ? scales_name : blocks_name, p->name);
+    return -1;
+  }
+  used[blocks - c->tensors] = 1;
+  used[scales - c->tensors] = 1;
+  const tfm_tensor *b = blocks->view, *sc = scales->view;
+  int u8 = tfm_opaque_dtype("U8");
+  int ok = b->dtype == u8 && sc->dtype == u8 && b->rank == 4 &&
+           b->shape[3] == 16 && sc->rank == 3;
+  for (int32_t k = 0; ok && k < 3; ++k)
+    ok = sc->shape[k] == b->shape[k];
+  if (!ok) {
+    char bs[TFM_SHAPE_STR_SIZE], ss[TFM_SHAPE_STR_SIZE];
+    tfm_shape_str(b->rank, b->shape, bs, sizeof bs);
+    tfm_shape_str(sc->rank, sc->shape, ss, sizeof ss);
+    tfm_error_append("\n  tensors '%s' %s %s and '%s' %s %s are not MXFP4 "
+                     "blocks and scales (expected U8 [E, N, G, 16] and U8 "
+                     "[E, N, G]) for parameter '%s'",
+                     blocks_name, tfm_dtype_name(b->dtype), bs, scales_name,
+                     tfm_dtype_name(sc->dtype), ss, p->name);
+    return -1;
+  }
+  memset(m, 0, sizeof *m);
+  m->view.dtype = TFM_MXFP4;
+  m->view.rank = 3;
+  m->view.shape[0] = b->shape[0];
+  m->view.shape[1] = b->shape[2] * 32;
+  m->view.shape[2] = b->shape[1];
+  m->blocks = b;
+  m->scales = sc;
+  if (!source_shape_ok(s, &m->view)) {
+    char bs[TFM_SHAPE_STR_SIZE], ss[TFM_SHAPE_STR_SIZE],
+        got[TFM_SHAPE_STR_SIZE], want[TFM_SHAPE_STR_SIZE],
+        param[TFM_SHAPE_STR_SIZE];
+    tfm_shape_str(b->rank, b->shape, bs, sizeof bs);
+    tfm_shape_str(sc->rank, sc->shape, ss, sizeof ss);
+    tfm_shape_str(m->view.rank, m->view.shape, got, sizeof got);
+    tfm_shape_str(s->rank, s->shape, want, sizeof want);
+    tfm_shape_str(p->rank, p->full, param, sizeof param);
+    tfm_error_append("\n  tensors '%s' %s and '%s' %s dequantize to %s, "
+                     "expected %s (for parameter '%s' %s)",
+                     blocks_name, bs, scales_name, ss, got, want, p->name,
+                     param);
+    return -1;
   }
   return 1;
 }
@@ -658,7 +800,7 @@ static int bind_experts(const tfm_description *d, const tfm_checkpoint *c,
  * not ignore. */
 static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
                        const tfm_tensor **bound, const size_t *first,
-                       char *used) {
+                       char *used, mxfp4_tensor *mxfp4) {
   int problems = 0;
   for (size_t i = 0; i < d->num_params; ++i) {
     const tfm_param_desc *p = &d->params[i];
@@ -681,14 +823,29 @@ static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
       continue;
     }
     const tfm_bound *b = find_source(d, c, p, -1);
+    if (!b && s->mxfp4) {
+      int found = bind_mxfp4(d, c, p, used, &mxfp4[i]);
+      if (found > 0)
+        bound[first[i]] = &mxfp4[i].view;
+      if (found < 0)
+        problems++;
+      if (found)
+        continue;
+    }
     if (!b) {
       if (s->transform == TFM_SOURCE_CANONICAL) {
         tfm_error_append("\n  missing tensor '%s' %s", p->name, want);
       } else {
         char names[2048];
         tried_names(d, s, -1, names, sizeof names);
-        tfm_error_append("\n  missing tensor %s for parameter '%s' %s", names,
-                         p->name, want);
+        char mxfp4[2 * NAME_SIZE + 64] = "";
+        if (s->mxfp4)
+          snprintf(mxfp4, sizeof mxfp4,
+                   " (or its MXFP4 blocks and scales '%s_blocks' and "
+                   "'%s_scales')",
+                   s->names[0], s->names[0]);
+        tfm_error_append("\n  missing tensor %s%s for parameter '%s' %s", names,
+                         mxfp4, p->name, want);
       }
       problems++;
       continue;
@@ -763,10 +920,14 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
       first ? tfm_calloc(first[d->num_params] ? first[d->num_params] : 1,
                          sizeof *bound)
             : NULL;
-  if (!c || !bound) {
+  /* The MXFP4 views of the parameters that read one. */
+  mxfp4_tensor *mxfp4 =
+      tfm_calloc(d->num_params ? d->num_params : 1, sizeof *mxfp4);
+  if (!c || !bound || !mxfp4) {
     free(first);
     free(c);
     free(bound);
+    free(mxfp4);
     return tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
   }
   tfm_status s = tfm_checkpoint_open(paths, num_paths, c);
@@ -781,7 +942,7 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
   /* Check everything first and report every problem. */
   tfm_fail(TFM_ERR_MISMATCH,
            "%s: the weights do not match model '%s':", c->label, d->name);
-  if (bind_params(d, c, bound, first, used)) {
+  if (bind_params(d, c, bound, first, used, mxfp4)) {
     s = TFM_ERR_MISMATCH;
     goto done;
   }
@@ -811,6 +972,7 @@ done:
   tfm_checkpoint_close(c);
   free(c);
   free(bound);
+  free(mxfp4);
   free(first);
   free(used);
   return s;

@@ -25,6 +25,7 @@ extern "C" {
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -94,11 +95,13 @@ std::string describe(const std::vector<Param> &ps, int ranks, bool hf) {
          "\"shape\":[\"B\",\"T\",10]}]}";
 }
 
-/// A stored tensor of a test checkpoint: element i holds 1000 * tag + i.
+/// A stored tensor of a test checkpoint: element i holds 1000 * tag + i;
+/// with `u8`, a U8 tensor of those bytes.
 struct Stored {
   std::string name;
   Shape shape;
   int tag;
+  std::vector<uint8_t> u8 = {};
   float at(int64_t i) const { return float(1000 * tag + i); }
 };
 
@@ -112,14 +115,15 @@ void writeSafetensors(const std::string &path,
   for (size_t k = 0; k < tensors.size(); ++k) {
     const Stored &t = tensors[k];
     size_t begin = data.size();
-    for (int64_t i = 0; i < numel(t.shape); ++i) {
+    for (int64_t i = 0; t.u8.empty() && i < numel(t.shape); ++i) {
       float v = t.at(i);
       data.append(reinterpret_cast<const char *>(&v), 4);
     }
-    header += (k ? "," : "") + std::string("\"") + t.name +
-              "\":{\"dtype\":\"F32\",\"shape\":" + shapeJson(t.shape) +
-              ",\"data_offsets\":[" + std::to_string(begin) + "," +
-              std::to_string(data.size()) + "]}";
+    data.append(t.u8.begin(), t.u8.end());
+    header += (k ? "," : "") + std::string("\"") + t.name + "\":{\"dtype\":\"" +
+              (t.u8.empty() ? "F32" : "U8") +
+              "\",\"shape\":" + shapeJson(t.shape) + ",\"data_offsets\":[" +
+              std::to_string(begin) + "," + std::to_string(data.size()) + "]}";
   }
   header += "}";
   while (header.size() % 8)
@@ -709,6 +713,240 @@ TEST(ExpertSources, SourcesAreChecked) {
   EXPECT_EQ(error(R"({"transform":"transpose","tensor":"t.{e}",)"
                   R"("shape":[6,4],"experts":3,"per_expert":true})"),
             "(accepted)");
+}
+
+/// gpt-oss's experts: gate_up_proj [E, K, 2N] input-major with the gate in
+/// its even columns and up in its odd ones (transpose_rows, block 1, stride
+/// 2, within each expert), its bias [E, 2N] (rows), down_proj [E, N, K]
+/// (transposed); and the same stacks stored in MXFP4 (U8 blocks [E, rows,
+/// K / 32, 16] and scales [E, rows, K / 32], dequantized as transformers'
+/// convert_moe_packed_tensors does, then transposed). On 1 and 2 ranks,
+/// plain and packed.
+TEST(ExpertSources, InterleavedInputMajorAndMxfp4) {
+  const int64_t e = 2, n = 4, k = 64, g = k / 32;
+  // The e2m1 values of a nibble (sign, 2 exponent bits, 1 mantissa bit).
+  const float fp4[16] = {0,  0.5f,  1,  1.5f,  2,  3,  4,  6,
+                         -0, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+  std::vector<uint8_t> guBlocks(e * 2 * n * g * 16), guScales(e * 2 * n * g);
+  for (size_t i = 0; i < guBlocks.size(); ++i)
+    guBlocks[i] = uint8_t((i * 37 + 11) % 256);
+  for (size_t i = 0; i < guScales.size(); ++i)
+    guScales[i] = uint8_t(120 + i % 9);
+  std::vector<Stored> files = {
+      {"gu", {e, k, 2 * n}, 1},
+      {"gu_bias", {e, 2 * n}, 2},
+      {"dn", {e, n, k}, 3},
+      {"q.gu_blocks", {e, 2 * n, g, 16}, 0, guBlocks},
+      {"q.gu_scales", {e, 2 * n, g}, 0, guScales},
+  };
+  // The MXFP4 down stack [E, D = 8, F = 32]: blocks [E, 8, 1, 16].
+  const int64_t dd = 8, df = 32;
+  std::vector<uint8_t> dBlocks(e * dd * 16), dScales(e * dd);
+  for (size_t i = 0; i < dBlocks.size(); ++i)
+    dBlocks[i] = uint8_t((i * 101 + 7) % 256);
+  for (size_t i = 0; i < dScales.size(); ++i)
+    dScales[i] = uint8_t(125 + i % 4);
+  files.push_back({"q.dn_blocks", {e, dd, 1, 16}, 0, dBlocks});
+  files.push_back({"q.dn_scales", {e, dd, 1}, 0, dScales});
+  std::string path = tempPath("gpt-oss.safetensors");
+  writeSafetensors(path, files);
+  // Row `row` (of `rows`), column `col` (of `cols`, in blocks of 32) of an
+  // expert's MXFP4 matrix, by the definition: value col % 32 of block
+  // col / 32, the low nibble first, times 2^(scale - 127).
+  auto mxfp4 = [&](const std::vector<uint8_t> &blocks,
+                   const std::vector<uint8_t> &scales, int64_t x, int64_t rows,
+                   int64_t cols, int64_t row, int64_t col) {
+    int64_t b = (x * rows + row) * (cols / 32) + col / 32;
+    uint8_t byte = blocks[b * 16 + (col % 32) / 2];
+    int nibble = col % 2 ? byte >> 4 : byte & 15;
+    return std::ldexp(fp4[nibble], int(scales[b]) - 127);
+  };
+  std::vector<float> gate, up, bias, down, qgate, qup, qdown;
+  for (int64_t x = 0; x < e; ++x)
+    for (int64_t r = 0; r < n; ++r) {
+      bias.push_back(files[1].at(x * 2 * n + 2 * r + 1));
+      for (int64_t c = 0; c < k; ++c) {
+        gate.push_back(files[0].at((x * k + c) * 2 * n + 2 * r));
+        up.push_back(files[0].at((x * k + c) * 2 * n + 2 * r + 1));
+        qgate.push_back(mxfp4(guBlocks, guScales, x, 2 * n, k, 2 * r, c));
+        qup.push_back(mxfp4(guBlocks, guScales, x, 2 * n, k, 2 * r + 1, c));
+      }
+    }
+  for (int64_t x = 0; x < e; ++x) // down [E, K, N]: each expert's [N, K]^T
+    for (int64_t c = 0; c < k; ++c)
+      for (int64_t r = 0; r < n; ++r)
+        down.push_back(files[2].at((x * n + r) * k + c));
+  for (int64_t x = 0; x < e; ++x) // [E, D, F]: the blocks' rows as they are
+    for (int64_t r = 0; r < dd; ++r)
+      for (int64_t c = 0; c < df; ++c)
+        qdown.push_back(mxfp4(dBlocks, dScales, x, dd, df, r, c));
+
+  auto src = [](const std::string &transform, const std::string &name,
+                const Shape &shape, const std::string &more) {
+    return R"({"transform":")" + transform + R"(","tensor":")" + name +
+           R"(","shape":)" + shapeJson(shape) + more +
+           R"(,"experts":2,"per_expert":false})";
+  };
+  const std::string even = R"(,"offset":0,"block":1,"stride":2)";
+  const std::string odd = R"(,"offset":1,"block":1,"stride":2)";
+  for (int ranks : {1, 2}) {
+    for (int panel : {0, 4}) {
+      int axis = ranks > 1 ? 1 : -1, last = ranks > 1 ? 2 : -1;
+      std::vector<Param> ps = {
+          {"gate",
+           {e, n / ranks, k},
+           axis,
+           n,
+           src("transpose_rows", "gu", {e, k, 2 * n},
+               even + R"(,"mxfp4":true)"),
+           panel},
+          {"up",
+           {e, n / ranks, k},
+           axis,
+           n,
+           src("transpose_rows", "gu", {e, k, 2 * n}, odd),
+           panel},
+          {"bias",
+           {e, n / ranks},
+           axis,
+           n,
+           src("rows", "gu_bias", {e, 2 * n}, odd),
+           0},
+          {"down",
+           {e, k, n / ranks},
+           last,
+           n,
+           src("transpose", "dn", {e, n, k}, R"(,"mxfp4":true)"),
+           panel},
+          {"qgate",
+           {e, n / ranks, k},
+           axis,
+           n,
+           src("transpose_rows", "q.gu", {e, k, 2 * n},
+               even + R"(,"mxfp4":true)"),
+           panel},
+          {"qup",
+           {e, n / ranks, k},
+           axis,
+           n,
+           src("transpose_rows", "q.gu", {e, k, 2 * n},
+               odd + R"(,"mxfp4":true)"),
+           panel},
+          {"qdown",
+           {e, dd, df / ranks},
+           last,
+           df,
+           src("transpose", "q.dn", {e, df, dd}, R"(,"mxfp4":true)"),
+           panel},
+      };
+      std::vector<std::vector<float>> whole = {gate,  up,  bias, down,
+                                               qgate, qup, qdown};
+      std::vector<Shape> full = {{e, n, k}, {e, n, k}, {e, n},     {e, k, n},
+                                 {e, n, k}, {e, n, k}, {e, dd, df}};
+      std::string json = describe(ps, ranks, true);
+      for (int r = 0; r < ranks; ++r) {
+        Loaded l;
+        ASSERT_TRUE(load(json, r, path, l));
+        for (size_t i = 0; i < ps.size(); ++i) {
+          std::vector<float> want =
+              ps[i].axis < 0 ? whole[i]
+                             : block(whole[i], full[i], ps[i].axis,
+                                     ps[i].shape[ps[i].axis], r, ranks);
+          if (ps[i].panel) {
+            int64_t pn = ps[i].shape[1], pk = ps[i].shape[2];
+            int64_t per = tfm_packed_numel(TFM_PACKING_F32, pn, pk, panel);
+            std::vector<float> packed(e * per, 0.0f);
+            for (int64_t x = 0; x < e; ++x)
+              for (int64_t row = 0; row < pn; ++row)
+                for (int64_t c = 0; c < pk; ++c)
+                  packed[x * per +
+                         tfm_packed_index(TFM_PACKING_F32, row, c, pk, panel)] =
+                      want[(x * pn + row) * pk + c];
+            want = packed;
+          }
+          EXPECT_EQ(host(l, i), want) << ps[i].name << " on rank " << r
+                                      << " of " << ranks << ", panel " << panel;
+        }
+      }
+    }
+  }
+  // --info: the interleaved rows of each expert, and the MXFP4 form.
+  Loaded l;
+  ASSERT_TRUE(parse(describe({{"gate",
+                               {e, n, k},
+                               -1,
+                               0,
+                               src("transpose_rows", "gu", {e, k, 2 * n},
+                                   even + R"(,"mxfp4":true)"),
+                               0}},
+                             1, true),
+                    0, l));
+  char text[512];
+  tfm_source_describe(&l.d.params[0].source, &l.d.params[0], text, sizeof text);
+  EXPECT_STREQ(text, "gu [2, 64, 8], 2 experts stacked, transposed, rows 0 + "
+                     "2*i for i < 4 of each expert (or MXFP4: gu_blocks and "
+                     "gu_scales, dequantized)");
+}
+
+/// A tensor stored in MXFP4 must come as blocks and scales that fit each
+/// other and the parameter; a checkpoint with neither form names both.
+TEST(ExpertSources, Mxfp4ErrorsNameTheTensors) {
+  auto param = [](const std::string &name, const std::string &tensor) {
+    return Param{name,
+                 {2, 4, 64},
+                 -1,
+                 0,
+                 R"({"transform":"transpose_rows","tensor":")" + tensor +
+                     R"(","shape":[2,64,8],"offset":0,"block":1,)"
+                     R"("stride":2,"experts":2,"mxfp4":true})",
+                 0};
+  };
+  std::vector<uint8_t> blocks(2 * 8 * 2 * 16), scales(2 * 8 * 2),
+      short_(2 * 8 * 1 * 16);
+  std::string path = tempPath("mxfp4-bad.safetensors");
+  writeSafetensors(path, {{"a_blocks", {2, 8, 2, 16}, 0, blocks},
+                          {"b_blocks", {2, 8, 2, 16}, 0, blocks},
+                          {"b_scales", {2, 8, 3}, 0, std::vector<uint8_t>(48)},
+                          {"c_blocks", {2, 8, 1, 16}, 0, short_},
+                          {"c_scales", {2, 8, 1}, 0, std::vector<uint8_t>(16)},
+                          {"d_blocks", {2, 8, 2, 16}, 1}});
+  std::string json =
+      describe({param("pa", "a"), param("pb", "b"), param("pc", "c"),
+                param("pd", "d"), param("pe", "e")},
+               1, true);
+  Loaded l;
+  EXPECT_FALSE(load(json, 0, path, l));
+  std::string error = tfm_last_error();
+  for (const char *line :
+       {"\n  tensor 'a_blocks' has no 'a_scales' beside it (the MXFP4 blocks "
+        "and scales of parameter 'pa' come in pairs)",
+        "\n  tensors 'b_blocks' U8 [2, 8, 2, 16] and 'b_scales' U8 [2, 8, 3] "
+        "are not MXFP4 blocks and scales (expected U8 [E, N, G, 16] and U8 "
+        "[E, N, G]) for parameter 'pb'",
+        "\n  tensors 'c_blocks' [2, 8, 1, 16] and 'c_scales' [2, 8, 1] "
+        "dequantize to [2, 32, 8], expected [2, 64, 8] (for parameter 'pc' "
+        "[2, 4, 64])",
+        "\n  tensor 'd_blocks' has no 'd_scales' beside it",
+        "\n  missing tensor 'e' (or its MXFP4 blocks and scales 'e_blocks' "
+        "and 'e_scales') for parameter 'pe' [2, 4, 64]"})
+    EXPECT_NE(error.find(line), std::string::npos)
+        << "message: " << error << "\nexpected: " << line;
+  // The MXFP4 form is one stacked tensor [E, K, N].
+  tfm_description d;
+  std::string perExpert =
+      describe({{"p",
+                 {2, 4, 64},
+                 -1,
+                 0,
+                 R"({"transform":"copy","tensor":"u.{e}","shape":[4,64],)"
+                 R"("experts":2,"per_expert":true,"mxfp4":true})",
+                 0}},
+               1, true);
+  EXPECT_NE(tfm_description_parse(perExpert.c_str(), &d), TFM_OK);
+  EXPECT_NE(std::string(tfm_last_error())
+                .find("has 'mxfp4' but its tensor is not one stack"),
+            std::string::npos)
+      << tfm_last_error();
 }
 
 /// VmHWM or VmRSS of this process, in KiB.
