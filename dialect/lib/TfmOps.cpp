@@ -517,14 +517,22 @@ LogicalResult MultiHeadAttentionOp::verify() {
     if (!getQkNormKind() || !getQkNormEpsAttr())
       return emitOpError() << "qk_norm weights go with qk_norm_kind and "
                               "qk_norm_eps";
-    if (failed(checkShape(op, qkNorm[0], {hd}, "q_norm weight")) ||
-        failed(checkShape(op, qkNorm[1], {hd}, "k_norm weight")))
+    // Each head's, or with qk_norm_full the whole projections'.
+    bool full = getQkNormFull();
+    if (failed(checkShape(op, qkNorm[0], {full ? heads * hd : hd},
+                          "q_norm weight")) ||
+        failed(checkShape(op, qkNorm[1], {full ? kvHeads * hd : hd},
+                          "k_norm weight")))
       return failure();
     if (!(getQkNormEpsAttr().getValueAsDouble() > 0.0))
       return emitOpError() << "qk_norm_eps must be > 0";
   } else if (getQkNormOffsetAttr()) {
     return emitOpError() << "qk_norm_offset needs qk_norm weights";
+  } else if (getQkNormFull()) {
+    return emitOpError() << "qk_norm_full needs qk_norm weights";
   }
+  if (getClipAttr() && !(getClipAttr().getValueAsDouble() > 0.0))
+    return emitOpError() << "clip must be > 0";
   if (failed(checkSoftcap(op, optF64(getSoftcapAttr()), "softcap")) ||
       failed(checkAlibi(op, getAlibiSlopes(), heads, "alibi_slopes")) ||
       failed(checkRelative(op, getRelative(),
@@ -912,6 +920,13 @@ LogicalResult MatmulOp::verify() {
   if (failed(checkShape(*this, getResult(), expected, "result")))
     return failure();
   return checkSameElementType(*this);
+}
+
+LogicalResult ClipOp::verify() {
+  if (!(getLimit().convertToDouble() > 0.0))
+    return emitOpError() << "limit must be > 0, got "
+                         << getLimit().convertToDouble();
+  return success();
 }
 
 LogicalResult ScaleOp::verify() {

@@ -357,7 +357,9 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
       cache, positions, b.getI64IntegerAttr(heads),
       b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(a.headDim),
       MaskKindAttr::get(ctx, a.mask), window, b.getF64FloatAttr(a.scale),
-      invFreq, style, ropeScale, qkKind, qkEps, qkOffset, softcap, slopes,
+      invFreq, style, ropeScale, qkKind, qkEps, qkOffset,
+      a.qkNormFull ? b.getUnitAttr() : UnitAttr(),
+      a.clip > 0.0 ? b.getF64FloatAttr(a.clip) : FloatAttr(), softcap, slopes,
       maxDistance, bidirectional ? b.getUnitAttr() : UnitAttr(),
       // A sliding window's cache is a ring buffer (the runtime sizes it).
       !cache.empty() && a.mask == MaskKind::sliding ? b.getUnitAttr()
@@ -443,6 +445,8 @@ Value Generator::embedTokens(Value tokens, const StackSpec &s, Value types) {
   // Each rank looked up the tokens of its block of the vocabulary.
   if (parallel())
     x = allReduce(x, Value(), loc);
+  if (s.embedding.multiplier != 1.0)
+    x = ScaleOp::create(b, loc, x, b.getF64FloatAttr(s.embedding.multiplier));
   if (types) {
     Value table = param(ParamBlock::TypeEmbed, ParamRole::Weight, loc);
     x = AddOp::create(b, loc, x,
@@ -523,25 +527,32 @@ Value Generator::stack(Value x, int32_t index, Value lengths, Value memory,
       x = add(add(x, selfAttn(h)), ffn(h2, s.ffn));
       continue;
     }
+    // v3 sequential(scale = X): each block's output times X.
+    auto scaled = [&](Value v) -> Value {
+      if (spec.residualScale == 1.0)
+        return v;
+      return ScaleOp::create(b, locOf(s.loc), v,
+                             b.getF64FloatAttr(spec.residualScale));
+    };
     switch (s.norm.placement) {
     case NormPlacement::Pre:
-      x = add(x, selfAttn(norm(x, ParamBlock::AttnNorm, s.norm)));
+      x = add(x, scaled(selfAttn(norm(x, ParamBlock::AttnNorm, s.norm))));
       if (s.hasCross)
-        x = add(x, crossAttn(norm(x, ParamBlock::CrossNorm, s.norm)));
-      x = add(x, ffn(norm(x, ParamBlock::FfnNorm, s.norm), s.ffn));
+        x = add(x, scaled(crossAttn(norm(x, ParamBlock::CrossNorm, s.norm))));
+      x = add(x, scaled(ffn(norm(x, ParamBlock::FfnNorm, s.norm), s.ffn)));
       break;
     case NormPlacement::Post:
-      x = norm(add(x, selfAttn(x)), ParamBlock::AttnNorm, s.norm);
+      x = norm(add(x, scaled(selfAttn(x))), ParamBlock::AttnNorm, s.norm);
       if (s.hasCross)
-        x = norm(add(x, crossAttn(x)), ParamBlock::CrossNorm, s.norm);
-      x = norm(add(x, ffn(x, s.ffn)), ParamBlock::FfnNorm, s.norm);
+        x = norm(add(x, scaled(crossAttn(x))), ParamBlock::CrossNorm, s.norm);
+      x = norm(add(x, scaled(ffn(x, s.ffn))), ParamBlock::FfnNorm, s.norm);
       break;
     case NormPlacement::Sandwich:
       // x + post_norm(f(pre_norm(x))); Sema rejects cross-attention here.
-      x = add(x, norm(selfAttn(norm(x, ParamBlock::AttnNorm, s.norm)),
-                      ParamBlock::AttnPostNorm, s.norm));
-      x = add(x, norm(ffn(norm(x, ParamBlock::FfnNorm, s.norm), s.ffn),
-                      ParamBlock::FfnPostNorm, s.norm));
+      x = add(x, scaled(norm(selfAttn(norm(x, ParamBlock::AttnNorm, s.norm)),
+                             ParamBlock::AttnPostNorm, s.norm)));
+      x = add(x, scaled(norm(ffn(norm(x, ParamBlock::FfnNorm, s.norm), s.ffn),
+                             ParamBlock::FfnPostNorm, s.norm)));
       break;
     }
   }

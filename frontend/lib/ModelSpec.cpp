@@ -287,7 +287,12 @@ private:
     add(block, ParamRole::OWeight, {d, q}, 1, lq);
     if (a.outBias)
       add(block, ParamRole::OBias, {d});
-    if (a.qkNorm) {
+    if (a.qkNorm && a.qkNormFull) {
+      // Over the whole projections (tensor parallelism refuses it: the norm
+      // would need every rank's heads).
+      add(block, ParamRole::QNormWeight, {q});
+      add(block, ParamRole::KNormWeight, {kv});
+    } else if (a.qkNorm) {
       add(block, ParamRole::QNormWeight, {a.headDim});
       add(block, ParamRole::KNormWeight, {a.headDim});
     }
@@ -444,6 +449,10 @@ std::string ModelSpec::tensorParallelProblem(int64_t ranks) const {
     if (s.embedding.position == PositionEncoding::alibi)
       return s.name + " uses ALiBi, whose slope depends on the head: "
                       "tensor parallelism does not split it yet";
+    if (s.attention.qkNormFull)
+      return s.name + " attention normalizes Q and K over all heads "
+                      "(qk_norm_width = projection), which tensor parallelism "
+                      "does not split yet";
     auto split = [&](int64_t units, llvm::StringRef what) -> std::string {
       if (units % ranks == 0)
         return "";
@@ -568,6 +577,10 @@ static json::Value attentionJSON(const AttentionSpec &a, bool cross) {
       {"softcap", a.softcap}};
   if (a.sinks)
     o["sinks"] = true;
+  if (a.qkNormFull)
+    o["qk_norm_width"] = "projection";
+  if (a.clip > 0.0)
+    o["clip"] = a.clip;
   if (!cross) {
     o["mask"] = stringifyMaskKind(a.mask).str();
     if (a.mask == MaskKind::sliding) {
@@ -634,6 +647,8 @@ json::Value ModelSpec::toJSON() const {
   }
   root["output"] = std::move(out);
   root["residual"] = stringifyResidual(residual).str();
+  if (residualScale != 1.0)
+    root["residual_scale"] = residualScale;
   if (residual == Residual::Parallel)
     root["residual_norms"] = parallelNorms;
   json::Array stackArr;
@@ -644,6 +659,8 @@ json::Value ModelSpec::toJSON() const {
                    {"cls_token", s.embedding.clsToken},
                    {"types", s.embedding.types},
                    {"norm", s.embedding.norm}};
+    if (s.embedding.multiplier != 1.0)
+      e["multiplier"] = s.embedding.multiplier;
     const EmbeddingSpec &es = s.embedding;
     if (es.position == PositionEncoding::rope) {
       e["rope_theta"] = es.ropeTheta;

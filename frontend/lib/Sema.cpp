@@ -525,6 +525,9 @@ void Sema::resolveEmbedding(Scope &s, EmbeddingSpec &out) {
   getBool(s, KeyId::Norm, out.norm);
   getBool(s, KeyId::TieOutput, out.tieOutput);
   getBool(s, KeyId::Scale, out.scale);
+  if (getNumber(s, KeyId::Multiplier, out.multiplier) == Got::Ok &&
+      !(out.multiplier > 0.0))
+    diags.error(s.valueLoc(KeyId::Multiplier), "'multiplier' must be > 0");
   getBool(s, KeyId::ClsToken, out.clsToken);
 }
 
@@ -572,6 +575,16 @@ void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
   out.outBias = out.bias;
   getBool(s, KeyId::OutBias, out.outBias);
   getBool(s, KeyId::QkNorm, out.qkNorm);
+  // v3 keys of self-attention only (Keys.def).
+  ChoiceValue width;
+  if (!cross && getChoice(s, KeyId::QkNormWidth, width) == Got::Ok) {
+    out.qkNormFull = width.name == "projection";
+    if (!out.qkNorm)
+      diags.error(s.valueLoc(KeyId::QkNormWidth),
+                  "'qk_norm_width' needs 'qk_norm = true'");
+  }
+  if (!cross)
+    getNumber(s, KeyId::Clip, out.clip);
   getNumber(s, KeyId::Softcap, out.softcap);
   // Cross-attention has no sinks (Keys.def).
   if (!cross)
@@ -838,6 +851,12 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
                 "decoder");
   if (getChoice(*top, KeyId::Residual, residual) == Got::Ok) {
     spec.residual = enumOf(symbolizeResidual(residual.name), residual.name);
+    if (spec.residual == Residual::Sequential) {
+      spec.residualScale = residual.nums["scale"].asDouble();
+      if (!(spec.residualScale > 0.0))
+        diags.error(top->valueLoc(KeyId::Residual),
+                    "'scale' of 'sequential' must be > 0");
+    }
     if (spec.residual == Residual::Parallel) {
       spec.parallelNorms = residual.nums["norms"].i;
       if (spec.parallelNorms != 1 && spec.parallelNorms != 2)

@@ -174,9 +174,15 @@ class Attention(nn.Module):
         self.k = nn.Linear(d, self.kv * self.hd, bias=a["bias"])
         self.v = nn.Linear(d, self.kv * self.hd, bias=a["bias"])
         self.o = nn.Linear(self.h * self.hd, d, bias=a.get("out_bias", a["bias"]))
-        if a.get("qk_norm", False):
+        # v3 qk_norm_width = projection (OLMoE): over the whole projections.
+        self.full_qk_norm = a.get("qk_norm_width") == "projection"
+        if a.get("qk_norm", False) and self.full_qk_norm:
+            self.q_norm = HeadNorm(norm, self.h * self.hd)
+            self.k_norm = HeadNorm(norm, self.kv * self.hd)
+        elif a.get("qk_norm", False):
             self.q_norm = HeadNorm(norm, self.hd)
             self.k_norm = HeadNorm(norm, self.hd)
+        self.clip = a.get("clip", 0.0)
         self.mask = a.get("mask", "none") if causal_mask else "none"
         self.window = a.get("window", 0)
         self.softcap = a.get("softcap", 0.0)
@@ -191,12 +197,17 @@ class Attention(nn.Module):
     def forward(self, x, src, lengths):
         b, t, _ = x.shape
         s = src.shape[1]
-        q = self.q(x).view(b, t, self.h, self.hd).transpose(1, 2)
-        k = self.k(src).view(b, s, self.kv, self.hd).transpose(1, 2)
-        v = self.v(src).view(b, s, self.kv, self.hd).transpose(1, 2)
-        if hasattr(self, "q_norm"):
+        q, k, v = self.q(x), self.k(src), self.v(src)
+        if self.full_qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = q.view(b, t, self.h, self.hd).transpose(1, 2)
+        k = k.view(b, s, self.kv, self.hd).transpose(1, 2)
+        v = v.view(b, s, self.kv, self.hd).transpose(1, 2)
+        if hasattr(self, "q_norm") and not self.full_qk_norm:
             q = self.q_norm(q)
             k = self.k_norm(k)
+        if self.clip > 0:  # OLMo's clip_qkv, after the norms
+            q, k, v = (z.clamp(-self.clip, self.clip) for z in (q, k, v))
         pos = self.position[0]
         if pos is not None and pos[0] == "rope":
             q = rope(q, pos[1], pos[2], pos[3])
@@ -383,20 +394,21 @@ class Layer(nn.Module):
             h = self.attn_norm(x)
             h2 = self.ffn_norm(x) if self.parallel == 2 else h
             return x + self.attn(h, h, lengths) + self.ffn(h2)
+        rs = getattr(self, "rs", 1.0)
         if self.placement == "sandwich":
             h = self.attn_norm(x)
-            x = x + self.attn_post_norm(self.attn(h, h, lengths))
-            return x + self.ffn_post_norm(self.ffn(self.ffn_norm(x)))
+            x = x + rs * self.attn_post_norm(self.attn(h, h, lengths))
+            return x + rs * self.ffn_post_norm(self.ffn(self.ffn_norm(x)))
         if self.pre:
             h = self.attn_norm(x)
-            x = x + self.attn(h, h, lengths)
+            x = x + rs * self.attn(h, h, lengths)
             if self.cross:
-                x = x + self.cross_attn(self.cross_norm(x), memory, mem_lengths)
-            return x + self.ffn(self.ffn_norm(x))
-        x = self.attn_norm(x + self.attn(x, x, lengths))
+                x = x + rs * self.cross_attn(self.cross_norm(x), memory, mem_lengths)
+            return x + rs * self.ffn(self.ffn_norm(x))
+        x = self.attn_norm(x + rs * self.attn(x, x, lengths))
         if self.cross:
-            x = self.cross_norm(x + self.cross_attn(x, memory, mem_lengths))
-        return self.ffn_norm(x + self.ffn(x))
+            x = self.cross_norm(x + rs * self.cross_attn(x, memory, mem_lengths))
+        return self.ffn_norm(x + rs * self.ffn(x))
 
 
 class Stack(nn.Module):
@@ -429,6 +441,9 @@ class Stack(nn.Module):
         self.layers = nn.ModuleList(
             Layer(st, d, parallel, "cross_attention" in st, position, i)
             for i in range(st["layers"]))
+        # v3 sequential(scale = X): GraniteMoE's residual_multiplier.
+        for layer in self.layers:
+            layer.rs = spec.get("residual_scale", 1.0)
         if st["norm"]["final"]:
             self.final_norm = make_norm(st["norm"], d, final=True)
 
@@ -484,7 +499,8 @@ class Model(nn.Module):
         x = F.embedding(tokens.long(), self.tokens)
         if st["embedding"]["scale"]:
             x = x * math.sqrt(self.spec["d_model"])
-        return x
+        # v3 multiplier (GraniteMoE's embedding_multiplier).
+        return x * st["embedding"].get("multiplier", 1.0)
 
     def forward(self, inputs):
         spec = self.spec

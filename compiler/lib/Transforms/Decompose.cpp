@@ -58,6 +58,26 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     Value q = linear(b, loc, op.getQuery(), op.getWq(), bias(0));
     Value k = linear(b, loc, op.getSource(), op.getWk(), bias(1));
     Value v = linear(b, loc, op.getSource(), op.getWv(), bias(2));
+    auto qkNorm = op.getQkNorm();
+    double qkOffset = op.getQkNormOffsetAttr()
+                          ? op.getQkNormOffsetAttr().getValueAsDouble()
+                          : 0.0;
+    bool layerQkNorm =
+        !qkNorm.empty() && *op.getQkNormKind() == NormKind::layernorm;
+    // A norm over the last dimension with weight `w` (and a zero bias for
+    // layernorm): each head's, or the whole projection's (qk_norm_full).
+    auto qkNormOf = [&](Value x, Value w) -> Value {
+      auto vecType = RankedTensorType::get(
+          {cast<RankedTensorType>(w.getType()).getDimSize(0)}, elt);
+      Value zero = layerQkNorm ? splat(b, loc, vecType, 0.0) : Value();
+      return NormOp::create(b, loc, x.getType(), x, w, zero,
+                            op.getQkNormKindAttr(), op.getQkNormEpsAttr(),
+                            b.getF64FloatAttr(qkOffset));
+    };
+    if (!qkNorm.empty() && op.getQkNormFull()) {
+      q = qkNormOf(q, qkNorm[0]);
+      k = qkNormOf(k, qkNorm[1]);
+    }
     auto headsType = [&](int64_t h, int64_t t) {
       return RankedTensorType::get({xt.getDimSize(0), h, t, hd}, elt);
     };
@@ -68,22 +88,15 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
                                     b.getI64IntegerAttr(kvHeads));
     Value vh = SplitHeadsOp::create(b, loc, headsType(kvHeads, tk), v,
                                     b.getI64IntegerAttr(kvHeads));
-    if (auto qkNorm = op.getQkNorm(); !qkNorm.empty()) {
-      // A norm over each head vector: tfm.norm of the last dimension, with
-      // its offset and a zero bias for layernorm.
-      auto vecType = RankedTensorType::get({hd}, elt);
-      double offset = op.getQkNormOffsetAttr()
-                          ? op.getQkNormOffsetAttr().getValueAsDouble()
-                          : 0.0;
-      bool layer = *op.getQkNormKind() == NormKind::layernorm;
-      auto normHeads = [&](Value x, Value w) -> Value {
-        Value zero = layer ? splat(b, loc, vecType, 0.0) : Value();
-        return NormOp::create(b, loc, x.getType(), x, w, zero,
-                              op.getQkNormKindAttr(), op.getQkNormEpsAttr(),
-                              b.getF64FloatAttr(offset));
-      };
-      qh = normHeads(qh, qkNorm[0]);
-      kh = normHeads(kh, qkNorm[1]);
+    if (!qkNorm.empty() && !op.getQkNormFull()) {
+      qh = qkNormOf(qh, qkNorm[0]);
+      kh = qkNormOf(kh, qkNorm[1]);
+    }
+    // OLMo's clip_qkv, after the projections and norms.
+    if (FloatAttr clip = op.getClipAttr()) {
+      qh = ClipOp::create(b, loc, qh, clip);
+      kh = ClipOp::create(b, loc, kh, clip);
+      vh = ClipOp::create(b, loc, vh, clip);
     }
     Value positions = op.getPositions();
     if (auto invFreq = op.getRopeInvFreqAttr()) {

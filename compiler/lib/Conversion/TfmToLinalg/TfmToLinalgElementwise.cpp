@@ -45,6 +45,23 @@ struct MulFn {
   }
 };
 
+struct LowerClip : OpConversionPattern<ClipOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ClipOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    double c = op.getLimit().convertToDouble();
+    b.replaceOp(op, elementwise(b, op.getLoc(), ValueRange{adaptor.getInput()},
+                                [&](OpBuilder &nb, Location l, ValueRange a) {
+                                  Type t = a[0].getType();
+                                  Value hi = arith::MinimumFOp::create(
+                                      nb, l, a[0], constF(nb, l, t, c));
+                                  return arith::MaximumFOp::create(
+                                      nb, l, hi, constF(nb, l, t, -c));
+                                }));
+    return success();
+  }
+};
+
 struct LowerScale : OpConversionPattern<ScaleOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ScaleOp op, OpAdaptor adaptor,
@@ -632,9 +649,8 @@ struct LowerPool : OpConversionPattern<PoolOp> {
 
 void mlir::tfm::populateTfmElementwiseToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns
-      .add<LowerBinary<AddOp, AddFn>, LowerBinary<MulOp, MulFn>, LowerScale,
-           LowerActivation, LowerPositions, LowerNorm, LowerSoftmax, LowerMask,
-           LowerRope, LowerSoftcap, LowerAlibi, LowerRelativeBias, LowerPool>(
-          patterns.getContext());
+  patterns.add<LowerBinary<AddOp, AddFn>, LowerBinary<MulOp, MulFn>, LowerScale,
+               LowerActivation, LowerPositions, LowerNorm, LowerSoftmax,
+               LowerMask, LowerClip, LowerRope, LowerSoftcap, LowerAlibi,
+               LowerRelativeBias, LowerPool>(patterns.getContext());
 }

@@ -171,7 +171,11 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     `relative_max_distance` and `relative_bidirectional`); then the mask
     `mask` (and key lengths when `lengths` is given). Key positions are
     aligned to the end as in `tfm.mask`. With `sinks` ([heads], gpt-oss),
-    head h's learned sink logit joins each softmax's denominator.
+    head h's learned sink logit joins each softmax's denominator. With
+    `qk_norm_full` the `qk_norm` weights span the whole projections
+    ([heads * head_dim] and [kv_heads * head_dim], OLMoE) and the norms
+    apply before the heads are split; with `clip`, Q, K and V are clamped
+    to [-clip, clip] after the projections and norms (OLMo's clip_qkv).
 
     `biases` are empty or the Q, K and V biases; `out_bias` is the output
     projection's.
@@ -213,6 +217,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                    OptionalAttr<Tfm_NormKindAttr>:$qk_norm_kind,
                    OptionalAttr<F64Attr>:$qk_norm_eps,
                    OptionalAttr<F64Attr>:$qk_norm_offset,
+                   UnitAttr:$qk_norm_full, OptionalAttr<F64Attr>:$clip,
                    OptionalAttr<F64Attr>:$softcap,
                    OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
                    OptionalAttr<I64Attr>:$relative_max_distance,
@@ -524,6 +529,21 @@ def Tfm_MatmulOp : Tfm_Op<"matmul", [Pure]> {
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat =
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_ClipOp : Tfm_Op<"clip", [Pure, SameOperandsAndResultType]> {
+  let summary = "clamp to [-limit, limit]";
+  let description = [{
+    OLMo's clip_qkv on the projected queries, keys and values.
+
+    ```mlir
+    %y = tfm.clip %x {limit = 8.000000e+00 : f64} : tensor<?x4x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, F64Attr:$limit);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

@@ -104,6 +104,9 @@ struct EmbeddingSpec {
   int64_t types = 0;
   /// v2 `norm = true`: a norm right after the embeddings are summed.
   bool norm = false;
+  /// v3 `multiplier`: the token embeddings times this (GraniteMoE's
+  /// embedding_multiplier), after `scale`.
+  double multiplier = 1.0;
   bool tieOutput = false;
   bool scale = false;
   bool clsToken = false;
@@ -128,6 +131,12 @@ struct AttentionSpec {
   /// v3 `sinks`: a learned logit per head in each softmax's denominator
   /// (gpt-oss; self-attention only).
   bool sinks = false;
+  /// v3 `qk_norm_width = projection`: the Q and K norms span the whole
+  /// projections (all heads, OLMoE) instead of each head.
+  bool qkNormFull = false;
+  /// v3 `clip`: Q, K and V clamped to [-clip, clip] after the projections
+  /// and norms (OLMo's clip_qkv); 0 is off.
+  double clip = 0.0;
   /// v2 `sliding(global_every = K)`: layer i with (i + 1) % K == 0 is plain
   /// causal instead of sliding; 0 is off.
   int64_t globalEvery = 0;
@@ -343,6 +352,9 @@ struct ModelSpec {
   Residual residual = Residual::Sequential;
   /// `parallel(norms = 1 | 2)`: with 2 the ffn reads ffn_norm (v2).
   int64_t parallelNorms = 1;
+  /// v3 `sequential(scale = X)`: each block's output times X before it is
+  /// added to the residual stream (GraniteMoE's residual_multiplier).
+  double residualScale = 1.0;
   /// v2 `checkpoint = huggingface(type = T)`: the Hugging Face model_type
   /// whose published layout the weights are read in; empty: canonical names.
   std::string hfType;
