@@ -688,18 +688,20 @@ static int bind_mxfp4(const tfm_description *d, const tfm_checkpoint *c,
                            sizeof blocks_name);
     scales = find_suffixed(d, c, s, s->names[a], "_scales", scales_name,
                            sizeof scales_name);
-    if (!blocks)
-      snprintf(blocks_name, sizeof blocks_name, "%s_blocks", s->names[a]);
-    if (!scales)
-      snprintf(scales_name, sizeof scales_name, "%s_scales", s->names[a]);
   }
   if (!blocks && !scales)
     return 0;
   if (!blocks || !scales) {
+    /* The missing one, named as the one found ("_blocks" and "_scales"
+     * have the same length). */
+    char *have = blocks ? blocks_name : scales_name;
+    char *missing = blocks ? scales_name : blocks_name;
+    snprintf(missing, NAME_SIZE, "%.*s%s", (int)(strlen(have) - 7), have,
+             blocks ? "_scales" : "_blocks");
+    used[(blocks ? blocks : scales) - c->tensors] = 1;
     tfm_error_append("\n  tensor '%s' has no '%s' beside it (the MXFP4 "
                      "blocks and scales of parameter '%s' come in pairs)",
-                     blocks ? blocks_name : scales_name,
-                     blocks ? scales_name : blocks_name, p->name);
+                     have, missing, p->name);
     return -1;
   }
   used[blocks - c->tensors] = 1;
