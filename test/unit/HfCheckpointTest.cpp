@@ -3,10 +3,10 @@
 // The layouts whose models need language-v2 keys (GPT-NeoX's and BLOOM's
 // per-head query_key_value, RoBERTa's and BART's position offsets, T5,
 // Whisper, Gemma 2's sandwich norms, the stacked experts of the mixtures of
-// experts) checked on specs set up in code. Each fused layout is checked
-// against the split Hugging Face's modeling code does, written here
-// independently of the row map: for every canonical row, the source row the
-// runtime would read must be the one HF's view gives.
+// experts, gpt-oss's interleaved ones) checked on specs set up in code. Each
+// fused layout is checked against the split Hugging Face's modeling code does,
+// written here independently of the row map: for every canonical row, the
+// source row the runtime would read must be the one HF's view gives.
 //
 //===----------------------------------------------------------------------===//
 
@@ -351,6 +351,75 @@ model m { arch = decoder; vocab = 50; context = 16; d_model = 32; layers = 1
             R"("tensor":["layers.0.block_sparse_moe.input_linear.weight"],)"
             R"("transform":"rows"})");
   // The stacked projection holds a gate: a plain activation has none.
+  spec.stacks[0].ffn.activation = Activation::gelu;
+  EXPECT_EQ(sourceOf(spec, "layers.0.ffn.experts.up.weight").kind,
+            HfSource::Kind::Unmapped);
+}
+
+/// gpt-oss: GptOssExperts keeps every expert in parameters of its own
+/// layout. gate_up_proj [E, D, 2F] is input-major (gate_up = x @ W[e] +
+/// b[e]) and interleaved (gate = gate_up[..., ::2], up = gate_up[...,
+/// 1::2]): canonical gate row f of expert e is column 2f of W[e], up row f
+/// column 2f + 1, and the bias [E, 2F] likewise; down_proj [E, F, D] is the
+/// transposed down stack, its bias [E, D] as it is. Both weights may be
+/// stored in MXFP4. self_attn.sinks and the router's weight and bias are
+/// parameters of their own.
+TEST(HfCheckpoint, ExpertsInterleavedInputMajor) {
+  ModelSpec spec = analyzeOne(R"(
+model m { arch = decoder; vocab = 50; context = 16; d_model = 32; layers = 1
+  embedding { position = rope }
+  attention { heads = 4; kv_heads = 2; sinks = true }
+  ffn { hidden = 24; activation = swiglu_clamp
+        experts = 5; experts_per_token = 2; router = topk_softmax
+        router_bias = true }
+  norm { kind = rmsnorm } })");
+  spec.hfType = "gpt_oss";
+  const int64_t f = 24, d = 32;
+  for (int which = 0; which < 2; ++which) {
+    HfSource s = sourceOf(spec, which == 0 ? "layers.0.ffn.experts.gate.weight"
+                                           : "layers.0.ffn.experts.up.weight");
+    EXPECT_EQ(s.kind, HfSource::Kind::TransposeRows);
+    EXPECT_EQ(s.names,
+              std::vector<std::string>{"layers.0.mlp.experts.gate_up_proj"});
+    EXPECT_EQ(s.shape, (std::vector<int64_t>{5, d, 2 * f}));
+    EXPECT_EQ(s.experts, 5);
+    EXPECT_FALSE(s.perExpert);
+    EXPECT_TRUE(s.mxfp4);
+    // gate_up[..., ::2] and gate_up[..., 1::2]: row r is column 2r + which.
+    for (int64_t r = 0; r < f; ++r)
+      EXPECT_EQ(sourceRow(s, r), 2 * r + which);
+    HfSource b = sourceOf(spec, which == 0 ? "layers.0.ffn.experts.gate.bias"
+                                           : "layers.0.ffn.experts.up.bias");
+    EXPECT_EQ(b.kind, HfSource::Kind::Rows);
+    EXPECT_EQ(b.names, std::vector<std::string>{
+                           "layers.0.mlp.experts.gate_up_proj_bias"});
+    EXPECT_EQ(b.shape, (std::vector<int64_t>{5, 2 * f}));
+    EXPECT_FALSE(b.mxfp4);
+    for (int64_t r = 0; r < f; ++r)
+      EXPECT_EQ(sourceRow(b, r), 2 * r + which);
+  }
+  HfSource down = sourceOf(spec, "layers.0.ffn.experts.down.weight");
+  EXPECT_EQ(down.kind, HfSource::Kind::Transpose);
+  EXPECT_EQ(down.names[0], "layers.0.mlp.experts.down_proj");
+  EXPECT_EQ(down.shape, (std::vector<int64_t>{5, f, d}));
+  EXPECT_EQ(down.experts, 5);
+  EXPECT_TRUE(down.mxfp4);
+  HfSource downBias = sourceOf(spec, "layers.0.ffn.experts.down.bias");
+  EXPECT_EQ(downBias.kind, HfSource::Kind::Copy);
+  EXPECT_EQ(downBias.names[0], "layers.0.mlp.experts.down_proj_bias");
+  EXPECT_EQ(downBias.experts, 0);
+  EXPECT_EQ(sourceOf(spec, "layers.0.attn.sinks").names[0],
+            "layers.0.self_attn.sinks");
+  EXPECT_EQ(sourceOf(spec, "layers.0.ffn.router.bias").names[0],
+            "layers.0.mlp.router.bias");
+  EXPECT_EQ(sourceOf(spec, "layers.0.attn.o.bias").names[0],
+            "layers.0.self_attn.o_proj.bias");
+  EXPECT_TRUE(hfCheckpointProblems(spec).empty());
+  EXPECT_EQ(sourceJSON(spec, "layers.0.ffn.experts.down.weight"),
+            R"({"base":true,"experts":5,"mxfp4":true,"per_expert":false,)"
+            R"("shape":[5,24,32],"tensor":["layers.0.mlp.experts.down_proj"],)"
+            R"("transform":"transpose"})");
+  // The interleaved projection holds a gate: a plain activation has none.
   spec.stacks[0].ffn.activation = Activation::gelu;
   EXPECT_EQ(sourceOf(spec, "layers.0.ffn.experts.up.weight").kind,
             HfSource::Kind::Unmapped);

@@ -7,9 +7,10 @@
 // and how their outputs are split, GPT-2's Conv1D weights stored [in, out],
 // position tables that start at an offset, and the stacked parameters of a
 // mixture of experts, read one tensor per expert or out of a tensor that
-// stacks every expert's fused projections. Norms whose convention differs
-// (Gemma's 1 + w) are the .tfm's business: their weights are copied as they
-// are.
+// stacks every expert's fused projections (GraniteMoE's, or gpt-oss's
+// interleaved and input-major ones, which may be stored in MXFP4). Norms whose
+// convention differs (Gemma's 1 + w) are the .tfm's business: their weights are
+// copied as they are.
 //
 //===----------------------------------------------------------------------===//
 
@@ -151,6 +152,9 @@ private:
   /// ExpertUp or ExpertDown): one tensor per expert, or a slice of each
   /// expert of a stacked tensor.
   HfSource experts(Tensor t);
+  /// The gate (ExpertGate) or up (ExpertUp) stack out of gpt-oss's
+  /// interleaved, input-major gate_up_proj.
+  HfSource interleavedGateUp(Tensor t);
 
   /// The stack's name in encoder-decoder checkpoints ("encoder", "decoder").
   std::string hfStack() const {
@@ -286,6 +290,9 @@ HfSource Mapper::fusedQKV(Tensor t) {
 }
 
 HfSource Mapper::attention(bool cross) {
+  // A parameter [heads] of its own (gpt-oss's self_attn.sinks).
+  if (key.role == ParamRole::Sinks)
+    return read(Tensor::AttnSinks, "");
   std::optional<Tensor> t = attentionTensor(key.role, cross);
   if (!t)
     return unmapped("not an attention parameter");
@@ -332,7 +339,42 @@ HfSource Mapper::experts(Tensor t) {
       s.experts = e;
     return s;
   }
+  if (t != Tensor::ExpertDown && fam.has(Tensor::InterleavedGateUp))
+    return interleavedGateUp(t);
+  if (t == Tensor::ExpertDown && fam.has(Tensor::InputMajorDown)) {
+    // down_proj [E, F, d]: out = h @ W[e], each expert's [d, F] transposed;
+    // its bias [E, d] as it is.
+    if (isBias())
+      return read(Tensor::InputMajorDown, "_bias");
+    HfSource s = read(Tensor::InputMajorDown, "", {e, p.shape[2], p.shape[1]});
+    s.kind = Kind::Transpose;
+    s.experts = e;
+    s.mxfp4 = true;
+    return s;
+  }
   return unmapped(hf::whyMissing(t));
+}
+
+HfSource Mapper::interleavedGateUp(Tensor t) {
+  if (!isGatedActivation(stack->ffn.activation))
+    return unmapped("this type's experts are gated (their stacked "
+                    "projection holds gate and up): the ffn needs a gated "
+                    "activation");
+  // gate_up_proj [E, d, 2F]: gate_up = x @ W[e] + b[e], gate =
+  // gate_up[..., ::2], up = gate_up[..., 1::2]. Expert e's gate row f is
+  // column 2f of W[e] (its up row column 2f + 1), and its bias entry
+  // b[e][2f] (2f + 1).
+  int64_t e = p.shape[0], h = p.shape[1];
+  HfSource s =
+      isBias() ? read(Tensor::InterleavedGateUp, "_bias", {e, 2 * h})
+               : read(Tensor::InterleavedGateUp, "", {e, p.shape[2], 2 * h});
+  s.kind = isBias() ? Kind::Rows : Kind::TransposeRows;
+  s.offset = t == Tensor::ExpertGate ? 0 : 1;
+  s.block = 1;
+  s.stride = 2;
+  s.experts = e;
+  s.mxfp4 = !isBias();
+  return s;
 }
 
 HfSource Mapper::moe() {
@@ -551,6 +593,8 @@ std::optional<json::Value> mlir::tfm::hfSourceJSON(const ModelSpec &spec,
     o["experts"] = s->experts;
     o["per_expert"] = s->perExpert;
   }
+  if (s->mxfp4)
+    o["mxfp4"] = true;
   return json::Value(std::move(o));
 }
 

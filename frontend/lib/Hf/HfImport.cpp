@@ -691,6 +691,167 @@ void importWhisper(Importer &I, ModelBlock m) {
   writeNorm(m, "layernorm", "pre", "1e-05");
 }
 
+/// gpt-oss's quantization_config: transformers' Mxfp4 quantizer, which
+/// stores the experts' gate_up_proj and down_proj (GptOssExperts, the only
+/// modules it converts) as MXFP4 blocks and scales. The checkpoint layout
+/// reads those tensors in either form, so which modules stay unquantized
+/// (modules_to_not_convert) and whether transformers dequantizes them when
+/// loading (dequantize) change nothing.
+void gptOssQuantization(Importer &I) {
+  const json::Value *v = I.raw("quantization_config");
+  if (!v)
+    return;
+  const json::Object *q = v->getAsObject();
+  if (!q) {
+    I.error("quantization_config", "expected an object, got " + showJson(*v));
+    return;
+  }
+  const json::Value *method = q->get("quant_method");
+  if (!method) {
+    I.error("quantization_config.quant_method",
+            "missing (it names the quantization)");
+  } else if (method->getAsString() != std::optional<StringRef>("mxfp4")) {
+    I.unsupported("quantization_config.quant_method", show(*method),
+                  "tfm reads gpt-oss checkpoints unquantized or with MXFP4 "
+                  "experts (mxfp4)");
+  } else {
+    I.note("experts: quantization_config quant_method = mxfp4: the "
+           "checkpoint's MXFP4 experts (mlp.experts.gate_up_proj_blocks and "
+           "_scales, down_proj_blocks and _scales) are dequantized as they "
+           "are loaded, as transformers dequantizes them "
+           "(convert_moe_packed_tensors), to f32 (bf16 with --dtype bf16)");
+  }
+  for (const auto &kv : *q)
+    if (kv.first != "quant_method" && kv.first != "modules_to_not_convert" &&
+        kv.first != "dequantize")
+      I.unknownField("quantization_config." + kv.first.str());
+}
+
+/// gpt-oss (GptOssConfig, modeling_gpt_oss.py): LLaMA's decoder with q, k,
+/// v and o biases, attention sinks, sliding and full layers (layer_types),
+/// YaRN, and every layer a mixture of num_local_experts experts with
+/// biases behind a router with a bias (GptOssTopKRouter: the top k logits,
+/// then their softmax) and the clamped SwiGLU of GptOssExperts.
+void importGptOss(Importer &I, ModelBlock m) {
+  int64_t d = I.sizeOr("hidden_size", 2880);
+  int64_t heads = I.sizeOr("num_attention_heads", 64);
+  // GptOssConfig (transformers 5): num_key_value_heads and head_dim null
+  // are heads and hidden_size / heads; absent, their defaults 8 and 64.
+  auto isNull = [&](StringRef key) {
+    return I.cfg.get(key) != nullptr && !I.has(key);
+  };
+  int64_t kvHeads = I.sizeOr("num_key_value_heads",
+                             isNull("num_key_value_heads") ? heads : 8);
+  int64_t headDim =
+      isNull("head_dim")
+          ? I.headSize("hidden_size", d, "num_attention_heads", heads)
+          : I.sizeOr("head_dim", 64);
+  (void)I.raw("head_dim");
+  int64_t layers = I.sizeOr("num_hidden_layers", 36);
+  if (layers > 65536) {
+    I.error("num_hidden_layers", str(layers) + " is too large");
+    layers = 1;
+  }
+  int64_t vocab = I.sizeOr("vocab_size", 201088);
+  int64_t context = I.sizeOr("max_position_embeddings", 131072);
+  double eps = I.numOr("rms_norm_eps", 1e-5);
+  bool tie = I.boolOr("tie_word_embeddings", false);
+
+  // transformers 4's GptOssConfig sets attention_bias = True whatever the
+  // config says; transformers 5 reads it.
+  if (!I.boolOr("attention_bias", true))
+    I.unsupported("attention_bias", "false",
+                  "transformers 4 gives gpt-oss's q, k, v and o projections "
+                  "biases whatever attention_bias says, and transformers 5 "
+                  "reads it: the versions disagree");
+
+  // Positions: YaRN. GptOssConfig's default when the config gives no
+  // scaling (transformers 5's; rope_scaling = null means no scaling to
+  // transformers 4 and the default to transformers 5).
+  double theta = I.ropeNum("rope_theta", 150000);
+  std::string position;
+  if (!I.cfg.get("rope_scaling") && !I.cfg.get("rope_parameters")) {
+    position = "rope(theta = " + formatNumber(theta) +
+               ", style = half, scaling = yarn, factor = 32, "
+               "original_context = 4096, beta_fast = 32, beta_slow = 1, "
+               "truncate = false)";
+    I.note("positions: the config gives no rope_scaling: GptOssConfig's "
+           "default, YaRN with factor 32 over 4096 positions, beta_fast 32, "
+           "beta_slow 1, truncate false");
+  } else if (!I.has("rope_scaling") && !I.has("rope_parameters")) {
+    (void)I.raw("rope_scaling");
+    (void)I.raw("rope_parameters");
+    I.unsupported("rope_scaling", "null",
+                  "transformers 4 reads it as no RoPE scaling and transformers "
+                  "5 as GptOssConfig's default YaRN: the versions disagree");
+  } else {
+    position = I.rope(theta, "half", 0, headDim, context);
+  }
+
+  // Layers: sliding_attention or full_attention (layer_types; by default
+  // the even layers slide), the sliding ones within sliding_window.
+  std::vector<bool> sliding(layers);
+  for (int64_t i = 0; i < layers; ++i)
+    sliding[i] = (i + 1) % 2 != 0;
+  bool listed = I.layerTypes(layers, sliding);
+  std::optional<int64_t> window = 128;
+  if (I.cfg.get("sliding_window"))
+    window = I.getInt("sliding_window");
+  std::optional<std::string> mask =
+      I.slidingMask(sliding, window, listed ? "layer_types" : "sliding_window");
+
+  // The experts: GptOssExperts hard-codes the clamp (7.0) and the sigmoid
+  // gain (1.702) that swiglu_clamp has; the configs that name them must
+  // agree.
+  int64_t experts = I.sizeOr("num_local_experts", "num_experts", 128);
+  int64_t perToken = I.sizeOr("num_experts_per_tok", 4);
+  if (perToken > experts)
+    I.error("num_experts_per_tok",
+            str(perToken) + " is more than the " + str(experts) + " experts");
+  int64_t inter = I.sizeOr("intermediate_size", 2880);
+  double limit = I.numOr("swiglu_limit", 7.0);
+  if (limit != 7.0)
+    I.unsupported("swiglu_limit", formatNumber(limit),
+                  "the language's swiglu_clamp clamps the gate above and the "
+                  "up projection on both sides at 7, the limit of gpt-oss's "
+                  "modeling code");
+  double alpha = I.numOr("swiglu_alpha", 1.702);
+  if (alpha != 1.702)
+    I.unsupported("swiglu_alpha", formatNumber(alpha),
+                  "the language's swiglu_clamp has the sigmoid gain 1.702 of "
+                  "gpt-oss's modeling code");
+  I.ignore("hidden_act", "not read by gpt-oss's modeling code (its experts' "
+                         "activation is the clamped SwiGLU, swiglu_clamp)");
+  I.ignore({"output_router_logits", "router_aux_loss_coef"},
+           "the router's auxiliary load-balancing loss (training only)");
+  I.ignore({"experts_per_token", "initial_context_length"},
+           "OpenAI's original config fields, not read by Hugging Face's "
+           "gpt-oss (num_experts_per_tok and rope_scaling are)");
+  gptOssQuantization(I);
+
+  m.set<KeyId::Arch>("decoder");
+  writeSizes(m, vocab, context, d, layers);
+  m.set<KeyId::Output>("lm_head");
+  writeEmbedding(m, position, tie);
+  auto attn = m.sub<SectionId::Attention>().set<KeyId::Heads>(str(heads));
+  if (kvHeads != heads)
+    attn.set<KeyId::KvHeads>(str(kvHeads));
+  if (d % heads != 0 || headDim != d / heads)
+    attn.set<KeyId::HeadDim>(str(headDim));
+  if (mask)
+    attn.set<KeyId::Mask>(*mask);
+  attn.set<KeyId::Bias>("true").set<KeyId::Sinks>("true");
+  m.sub<SectionId::Ffn>()
+      .set<KeyId::Hidden>(str(inter))
+      .set<KeyId::Activation>("swiglu_clamp")
+      .set<KeyId::Bias>("true")
+      .set<KeyId::Experts>(str(experts))
+      .set<KeyId::ExpertsPerToken>(str(perToken))
+      .set<KeyId::Router>("topk_softmax")
+      .set<KeyId::RouterBias>("true");
+  writeNorm(m, "rmsnorm", "pre", formatNumber(eps));
+}
+
 //===----------------------------------------------------------------------===//
 // LLaMA-like decoders
 //===----------------------------------------------------------------------===//

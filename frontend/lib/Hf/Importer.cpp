@@ -518,7 +518,8 @@ double Importer::ropeNum(StringRef key, StringRef alias, StringRef dictKey,
 }
 
 std::string Importer::rope(double theta, StringRef style, int64_t dim,
-                           int64_t headDim) {
+                           int64_t headDim,
+                           std::optional<int64_t> yarnContext) {
   std::string args =
       "theta = " + formatNumber(theta) + ", style = " + style.str();
   if (dim != 0 && dim != headDim)
@@ -584,32 +585,48 @@ std::string Importer::rope(double theta, StringRef style, int64_t dim,
     typeField = ropePath + ".rope_type";
   }
 
-  auto number = [&](StringRef key) -> std::optional<double> {
-    std::optional<double> value;
-    std::string where;
+  // A setting of the scaling from either source (they must agree): a
+  // number, or (`boolean`) true or false; `required` makes a missing one an
+  // error. `where` names the field it came from.
+  std::string where;
+  auto setting = [&](StringRef key, bool required,
+                     bool boolean) -> std::optional<json::Value> {
+    std::optional<json::Value> value;
+    where.clear();
     for (Source &src : sources) {
       src.read->insert(key);
       const json::Value *f = src.obj->get(key);
       if (!f || f->kind() == json::Value::Null)
         continue;
-      std::optional<double> d = f->getAsNumber();
-      if (!d) {
-        error(src.path + "." + key, "expected a number, got " + showJson(*f));
+      bool ok = boolean ? f->getAsBoolean().has_value()
+                        : f->getAsNumber().has_value();
+      if (!ok) {
+        error(src.path + "." + key,
+              std::string(boolean ? "expected true or false"
+                                  : "expected a "
+                                    "number") +
+                  ", got " + showJson(*f));
         return std::nullopt;
       }
-      if (value && *value != *d) {
-        error(src.path + "." + key, formatNumber(*d) + " disagrees with " +
-                                        where + " = " + formatNumber(*value));
+      if (value && (boolean ? *value->getAsBoolean() != *f->getAsBoolean()
+                            : *value->getAsNumber() != *f->getAsNumber())) {
+        error(src.path + "." + key,
+              show(*f) + " disagrees with " + where + " = " + show(*value));
         return std::nullopt;
       }
-      value = d;
+      value = *f;
       where = src.path + "." + key.str();
     }
-    if (!value)
+    if (!value && required)
       error(sources.empty() ? "rope_scaling." + key
                             : sources.front().path + "." + key,
             "missing (rope_type = " + *type + " needs it)");
     return value;
+  };
+  auto number = [&](StringRef key,
+                    bool required = true) -> std::optional<double> {
+    std::optional<json::Value> v = setting(key, required, false);
+    return v ? v->getAsNumber() : std::nullopt;
   };
   if (*type == "linear") {
     if (auto factor = number("factor")) {
@@ -629,8 +646,70 @@ std::string Importer::rope(double theta, StringRef style, int64_t dim,
               ", low_freq_factor = " + formatNumber(*low) +
               ", high_freq_factor = " + formatNumber(*high) +
               ", original_context = " + formatNumber(*original);
+  } else if (*type == "yarn" && yarnContext) {
+    // _compute_yarn_parameters: the correction range from beta_fast and
+    // beta_slow (`or 32`, `or 1`: absent, null or 0 take the default) over
+    // original_max_position_embeddings (max_position_embeddings when
+    // absent), truncated unless truncate = false; the attention factor
+    // given, or from mscale and mscale_all_dim when both are set, or from
+    // the factor.
+    std::optional<double> factor = number("factor");
+    double context = double(*yarnContext);
+    std::optional<double> original =
+        number("original_max_position_embeddings", false);
+    std::string originalField = where;
+    if (original && !(*original >= 1 && *original == std::floor(*original) &&
+                      *original <= double(kMaxSize))) {
+      error(originalField, "expected an integer > 0");
+      original.reset();
+    } else if (factor && original && context / *original != *factor) {
+      // transformers 4 replaces the factor by this ratio
+      // whenever original_max_position_embeddings is given; transformers 5
+      // reads the factor.
+      unsupported(originalField, formatNumber(*original),
+                  "transformers 4 takes the YaRN factor to be "
+                  "max_position_embeddings / original_max_position_embeddings"
+                  " = " +
+                      formatNumber(context / *original) +
+                      " and transformers 5 the factor " +
+                      formatNumber(*factor) + ": the versions disagree");
+    }
+    std::optional<double> fast = number("beta_fast", false);
+    std::optional<double> slow = number("beta_slow", false);
+    std::optional<json::Value> truncate = setting("truncate", false, true);
+    std::optional<double> attention = number("attention_factor", false);
+    std::string attentionField = where;
+    std::optional<double> mscale = number("mscale", false);
+    std::string mscaleField = where;
+    std::optional<double> mscaleAll = number("mscale_all_dim", false);
+    std::string mscaleAllField = where;
+    if (attention && !(*attention > 0))
+      unsupported(attentionField, formatNumber(*attention),
+                  "cos and sin would be multiplied by it: it must be > 0");
+    for (auto [value, field] :
+         {std::pair(mscale, mscaleField), std::pair(mscaleAll, mscaleAllField)})
+      if (value && *value < 0)
+        unsupported(field, formatNumber(*value),
+                    "the language's mscale and mscale_all_dim are >= 0");
+    if (factor) {
+      args += ", scaling = yarn, factor = " + formatNumber(*factor) +
+              ", original_context = " +
+              formatNumber(original ? *original : context) + ", beta_fast = " +
+              formatNumber(fast && *fast != 0 ? *fast : 32.0) +
+              ", beta_slow = " + formatNumber(slow && *slow != 0 ? *slow : 1.0);
+      if (mscale && *mscale > 0)
+        args += ", mscale = " + formatNumber(*mscale);
+      if (mscaleAll && *mscaleAll > 0)
+        args += ", mscale_all_dim = " + formatNumber(*mscaleAll);
+      if (attention && *attention > 0)
+        args += ", attention_factor = " + formatNumber(*attention);
+      if (truncate && !*truncate->getAsBoolean())
+        args += ", truncate = false";
+    }
   } else if (*type != "default") {
-    unsupported(typeField, *type, "supported: default, linear, llama3");
+    unsupported(typeField, *type,
+                yarnContext ? "supported: default, linear, llama3, yarn"
+                            : "supported: default, linear, llama3");
     return "rope(" + args + ")";
   }
   // rope_theta and partial_rotary_factor of rope_scaling are not read

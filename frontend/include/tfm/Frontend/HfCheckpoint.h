@@ -8,7 +8,8 @@
 // `from_pretrained` does) and how the canonical tensor is read out of it
 // (copied, transposed, a row range of a fused tensor, a row offset; for the
 // stacked experts of a mixture of experts, each expert's slice read so from
-// a tensor of its own or from one tensor that stacks them all). The
+// a tensor of its own or from one tensor that stacks them all, which may be
+// stored in MXFP4). The
 // mapping is embedded in the artifact's description; the runtime applies it
 // while converting the weights, so no converted copy is ever written. The
 // types and the tensor names of their layouts are the table
@@ -70,6 +71,13 @@ struct HfSource {
   /// `input_linear`).
   int64_t experts = 0;
   bool perExpert = false;
+  /// The tensor may also be stored in MXFP4, as transformers' Mxfp4
+  /// quantizer stores gpt-oss's experts: `<name>_blocks` (U8 [E, N, G, 16],
+  /// two e2m1 values a byte, low nibble first) and `<name>_scales` (U8 [E,
+  /// N, G], one e8m0 exponent per block of 32), which the runtime reads as
+  /// the tensor [E, 32 G, N] that transformers' dequantizer
+  /// (convert_moe_packed_tensors) makes of them, then as `kind` says.
+  bool mxfp4 = false;
 };
 
 /// The source of `p` in the checkpoint layout of `spec.hfType`; nullopt for
