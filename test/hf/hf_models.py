@@ -37,7 +37,7 @@ CASES = [
 MOE_CASES = [
     "mixtral", "qwen2_moe", "qwen2_moe:sparse2", "qwen3_moe",
     "qwen3_moe:mlp_only", "olmoe", "olmoe:clip", "granitemoe",
-    "granitemoe:plain",
+    "granitemoe:plain", "gpt_oss", "gpt_oss:mxfp4",
 ]
 
 # Variants that exist (the first is the default).
@@ -49,6 +49,7 @@ VARIANTS = {
     "qwen3_moe": ["a3b", "mlp_only"],
     "olmoe": ["0924", "clip"],
     "granitemoe": ["1b", "plain"],
+    "gpt_oss": ["bf16", "mxfp4"],
 }
 
 # ---------------------------------------------------------------------------
@@ -1098,6 +1099,96 @@ def _granitemoe(W, v):
     return cfg, 1
 
 
+# gpt-oss: MXFP4 as transformers' Mxfp4 quantizer stores GptOssExperts'
+# gate_up_proj and down_proj.
+def mxfp4_random(rng, rows_shape, k, scales):
+    """Random MXFP4 blocks [*rows_shape, k / 32, 16] (two e2m1 codes a byte)
+    and scales [*rows_shape, k / 32] drawn from `scales` (e8m0 exponents:
+    the block's values are times 2^(scale - 127))."""
+    g = k // 32
+    blocks = rng.integers(0, 256, tuple(rows_shape) + (g, 16), dtype=np.uint8)
+    sc = rng.choice(np.array(scales, dtype=np.uint8), tuple(rows_shape) + (g,))
+    return blocks, sc
+
+
+def _gpt_oss(W, v):
+    # gpt-oss-20b style (config fields as published, OpenAI's
+    # experts_per_token and initial_context_length included): 4 layers, the
+    # even ones sliding (layer_types) within a window of 8; 4 heads over 2
+    # kv heads of head_dim 16; q, k, v and o biases; attention sinks
+    # (std 1, so that they matter); YaRN over original_max_position_embeddings
+    # 256 (factor 4 = max_position_embeddings / 256), truncate false: with
+    # head_dim 16 and theta 150000 the ramp runs over dimensions 0.16 ..
+    # 2.49, so dimensions 1 and 2 are blended (and truncate matters); 8
+    # experts, top 2 of the router's logits (with its bias), then their
+    # softmax; experts with biases, gate and up interleaved in gate_up_proj
+    # [E, d, 2F] (x @ W: input-major), down_proj [E, F, d]. The expert
+    # weights (std 0.5 over unit-RMS inputs) give gate and up values of std
+    # about 4: some pass the clamp at 7 (hf_reference.py counts them).
+    # bf16: the experts unquantized (the layout of the "dequantized" and
+    # BF16 checkpoints, stored F32 here); mxfp4: gate_up_proj and down_proj
+    # as MXFP4 _blocks / _scales, as openai/gpt-oss-20b publishes them
+    # (quantization_config mxfp4).
+    v = v or "bf16"
+    V, d, H, KV, E, K, F = MOE_V, MOE_D, MOE_H, MOE_KV, MOE_E, MOE_K, MOE_F
+    L, hd, original, factor = 4, 16, 256, 4.0
+    cfg = {
+        "architectures": ["GptOssForCausalLM"], "attention_bias": True,
+        "attention_dropout": 0.0, "eos_token_id": V - 2,
+        "experts_per_token": K, "head_dim": hd, "hidden_act": "silu",
+        "hidden_size": d, "initial_context_length": original,
+        "initializer_range": 0.02, "intermediate_size": F,
+        "layer_types": ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(L)],
+        "max_position_embeddings": int(original * factor),
+        "model_type": "gpt_oss", "num_attention_heads": H,
+        "num_experts_per_tok": K, "num_hidden_layers": L,
+        "num_key_value_heads": KV, "num_local_experts": E,
+        "output_router_logits": False, "pad_token_id": V - 1,
+        "rms_norm_eps": 1e-05,
+        "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": factor,
+                         "original_max_position_embeddings": original,
+                         "rope_type": "yarn", "truncate": False},
+        "rope_theta": 150000, "router_aux_loss_coef": 0.9,
+        "sliding_window": 8, "swiglu_limit": 7.0,
+        "tie_word_embeddings": False, "transformers_version": "4.55.0.dev0",
+        "use_cache": True, "vocab_size": V,
+    }
+    if v == "mxfp4":
+        cfg["quantization_config"] = {
+            "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                       "model.embed_tokens", "lm_head"],
+            "quant_method": "mxfp4"}
+    W.w("model.embed_tokens.weight", (V, d), 0.2)
+    for i in range(L):
+        p = "model.layers.%d." % i
+        W.linear(p + "self_attn.q_proj", H * hd, d)
+        W.linear(p + "self_attn.k_proj", KV * hd, d)
+        W.linear(p + "self_attn.v_proj", KV * hd, d)
+        W.linear(p + "self_attn.o_proj", d, H * hd)
+        W.w(p + "self_attn.sinks", (H,), 1.0)
+        W.layernorm(p + "input_layernorm", d, bias=False)
+        W.layernorm(p + "post_attention_layernorm", d, bias=False)
+        m = p + "mlp."
+        W.linear(m + "router", E, d, std=ROUTER_STD)
+        W.w(m + "router.bias", (E,), ROUTER_STD)
+        if v == "mxfp4":
+            # Mxfp4GptOssExperts: gate_up_proj_blocks [E, 2F, d / 32, 16],
+            # down_proj_blocks [E, d, F / 32, 16] and their scales.
+            for name, rows, k, scales in (("gate_up_proj", (E, 2 * F), d, (124, 125)),
+                                          ("down_proj", (E, d), F, (122, 123))):
+                blocks, sc = mxfp4_random(W.rng, rows, k, scales)
+                W.buffer(m + "experts.%s_blocks" % name, blocks)
+                W.buffer(m + "experts.%s_scales" % name, sc)
+        else:
+            W.w(m + "experts.gate_up_proj", (E, d, 2 * F), 0.5)
+            W.w(m + "experts.down_proj", (E, F, d), 0.2)
+        W.w(m + "experts.gate_up_proj_bias", (E, 2 * F), 0.5)
+        W.w(m + "experts.down_proj_bias", (E, d), 0.1)
+    W.layernorm("model.norm", d, bias=False)
+    W.w("lm_head.weight", (V, d), 0.1)
+    return cfg, 2
+
+
 BUILDERS = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "llama": _llama,
     "mistral": _mistral, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma,
@@ -1105,7 +1196,7 @@ BUILDERS = {
     "bloom": _bloom, "bert": _bert, "roberta": _roberta, "vit": _vit,
     "t5": _t5, "bart": _bart, "whisper": _whisper, "mixtral": _mixtral,
     "qwen2_moe": _qwen2_moe, "qwen3_moe": _qwen3_moe, "olmoe": _olmoe,
-    "granitemoe": _granitemoe,
+    "granitemoe": _granitemoe, "gpt_oss": _gpt_oss,
 }
 
 
@@ -1147,10 +1238,16 @@ def make(model_type, folder, seed=0, variant=None, dtype="F32"):
     return cfg
 
 
+# Sequences at least this long, so that what the type's case tests shows:
+# gpt_oss's sliding window of 8.
+MIN_SEQ = {"gpt_oss": 16}
+
+
 def make_inputs(model_type, folder, batch=2, seq=7, seed=0, tgt_seq=None):
     """Random inputs under the names of the compiled tfm model."""
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
+    seq = max(seq, MIN_SEQ.get(model_type, 0))
     rng = np.random.default_rng(seed + 1000)
     V = cfg.get("vocab_size")
     if model_type == "vit":

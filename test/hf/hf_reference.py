@@ -7,8 +7,8 @@ computes, in float32, what the Hugging Face model of that `model_type`
 computes:
 
   decoders (gpt2 ... bloom)     inputs["tokens"] [B, T]   -> logits [B, T, V]
-  mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe (mixture of experts,
-  computed in float64)          inputs["tokens"] [B, T]   -> logits [B, T, V]
+  mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe, gpt_oss (mixture of
+  experts, computed in float64) inputs["tokens"] [B, T]   -> logits [B, T, V]
   bert, roberta                 inputs["tokens"] (+ "types") -> last hidden state
   vit                           inputs["pixels"] [B, C, S, S] -> last hidden state
   t5, bart                      inputs["src"], inputs["tgt"] -> logits
@@ -960,6 +960,227 @@ def moe_family(cfg, W, inp):
     return logits
 
 # ---------------------------------------------------------------------------
+# gpt-oss (modeling_gpt_oss.py, integrations/mxfp4.py)
+
+# How many gate / up values of the experts the tokens chose the last gpt_oss
+# forward() clamped, of how many: (gate > 7, |up| > 7, total).
+CLAMPED = []
+
+
+def yarn_parameters(sc, dim, theta, max_position_embeddings):
+    """_compute_yarn_parameters (modeling_rope_utils.py): (inv_freq [dim / 2],
+    attention_factor) of rope_scaling `sc`. transformers 4 takes the factor
+    to be max_position_embeddings / original_max_position_embeddings when
+    the latter is given; the tests' configs make the two agree."""
+    factor = sc["factor"]
+    original = sc.get("original_max_position_embeddings") or max_position_embeddings
+    if "original_max_position_embeddings" in sc:
+        assert max_position_embeddings / original == factor, "transformers 4 and 5 disagree"
+
+    def get_mscale(scale, mscale=1):
+        if scale <= 1:
+            return 1.0
+        return 0.1 * mscale * math.log(scale) + 1.0
+
+    attention_factor = sc.get("attention_factor")
+    if attention_factor is None:
+        mscale, mscale_all_dim = sc.get("mscale"), sc.get("mscale_all_dim")
+        if mscale and mscale_all_dim:
+            attention_factor = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)
+        else:
+            attention_factor = get_mscale(factor)
+    beta_fast = sc.get("beta_fast") or 32
+    beta_slow = sc.get("beta_slow") or 1
+
+    def find_correction_dim(num_rotations):
+        return (dim * math.log(original / (num_rotations * 2 * math.pi))) / (2 * math.log(theta))
+
+    low, high = find_correction_dim(beta_fast), find_correction_dim(beta_slow)
+    if sc.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001  # Prevent singularity
+    ramp = ((torch.arange(dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    pos_freqs = theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    inv_freq_extrapolation = 1.0 / pos_freqs
+    inv_freq_interpolation = 1.0 / (factor * pos_freqs)
+    inv_freq_extrapolation_factor = 1 - ramp
+    inv = (inv_freq_interpolation * (1 - inv_freq_extrapolation_factor)
+           + inv_freq_extrapolation * inv_freq_extrapolation_factor)
+    return inv, attention_factor
+
+
+FP4_VALUES = [+0.0, +0.5, +1.0, +1.5, +2.0, +3.0, +4.0, +6.0,
+              -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def convert_moe_packed_tensors(blocks, scales):
+    """integrations/mxfp4.py's convert_moe_packed_tensors (in float64):
+    blocks [*prefix, G, B] uint8, scales [*prefix, G] uint8 ->
+    [prefix[0], G * B * 2, prefix[1]]:
+        scales = scales.to(torch.int32) - 127
+        *prefix_shape, G, B = blocks.shape
+        rows_total = math.prod(prefix_shape) * G
+        blocks = blocks.reshape(rows_total, B); scales = scales.reshape(rows_total, 1)
+        idx_lo = (blk & 0x0F).to(torch.long); idx_hi = (blk >> 4).to(torch.long)
+        sub[:, 0::2] = lut[idx_lo]; sub[:, 1::2] = lut[idx_hi]
+        torch.ldexp(sub, exp, out=sub)
+        out = out.reshape(*prefix_shape, G, B * 2).view(*prefix_shape, G * B * 2)
+        return out.transpose(1, 2).contiguous()"""
+    scales = scales.to(torch.int32) - 127
+    assert blocks.shape[:-1] == scales.shape
+    lut = torch.tensor(FP4_VALUES, dtype=torch.float64)
+    *prefix_shape, G, B = blocks.shape
+    rows_total = math.prod(prefix_shape) * G
+    blocks = blocks.reshape(rows_total, B)
+    scales = scales.reshape(rows_total, 1)
+    out = torch.empty(rows_total, B * 2, dtype=torch.float64)
+    idx_lo = (blocks & 0x0F).to(torch.long)
+    idx_hi = (blocks >> 4).to(torch.long)
+    out[:, 0::2] = lut[idx_lo]
+    out[:, 1::2] = lut[idx_hi]
+    out = torch.ldexp(out, scales.double())
+    out = out.reshape(*prefix_shape, G, B * 2).view(*prefix_shape, G * B * 2)
+    return out.transpose(1, 2).contiguous()
+
+
+def gpt_oss_expert_weights(W, m):
+    """GptOssExperts' gate_up_proj [E, d, 2F] and down_proj [E, F, d]: as
+    stored, or (Mxfp4HfQuantizer, dequantize) from their MXFP4 _blocks and
+    _scales."""
+    out = []
+    for name in ("gate_up_proj", "down_proj"):
+        full = m + "experts." + name
+        if full in W:
+            out.append(W[full])
+        else:
+            out.append(convert_moe_packed_tensors(W[full + "_blocks"], W[full + "_scales"]))
+    return out
+
+
+# GptOssExperts: self.limit = 7.0 (selfcheck.py lifts it to see that the
+# clamp matters).
+SWIGLU_LIMIT = 7.0
+
+
+def gpt_oss_block(cfg, W, m, h):
+    """GptOssMLP at prefix m on h [B, T, D] (the post-attention-norm output),
+    computing every expert on every token and then the routed sum (what the
+    inference branch of GptOssExperts.forward computes). Returns (output,
+    the smallest top-k gap, (gate values clamped, up values clamped, values)
+    of the experts the tokens chose)."""
+    b, tt, dd = h.shape
+    xs = h.reshape(-1, dd)
+    k_top = cfg["num_experts_per_tok"]
+    alpha, limit = 1.702, SWIGLU_LIMIT  # GptOssExperts: self.alpha = 1.702
+    # GptOssTopKRouter: router_logits = F.linear(hidden_states, self.weight, self.bias)
+    #   router_top_value, router_indices = torch.topk(router_logits, self.top_k, dim=-1)
+    #   router_top_value = softmax(router_top_value, dim=1)
+    logits = F.linear(xs, W[m + "router.weight"], W[m + "router.bias"])
+    w, idx, gap = route(logits, k_top, "topk_softmax")
+    # GptOssExperts.forward:
+    #   gate_up = hidden_states @ self.gate_up_proj + self.gate_up_proj_bias[..., None, :]
+    #   gate, up = gate_up[..., ::2], gate_up[..., 1::2]
+    #   gate = gate.clamp(min=None, max=self.limit); up = up.clamp(min=-self.limit, max=self.limit)
+    #   glu = gate * torch.sigmoid(gate * self.alpha)
+    #   next_states = ((up + 1) * glu) @ self.down_proj + self.down_proj_bias[..., None, :]
+    gate_up_proj, down_proj = gpt_oss_expert_weights(W, m)
+    gate_up = torch.matmul(xs[None], gate_up_proj) + W[m + "experts.gate_up_proj_bias"][:, None, :]
+    gate, up = gate_up[..., ::2], gate_up[..., 1::2]
+    rows = torch.arange(xs.shape[0])
+    counts = [0, 0, 0]
+    for j in range(k_top):
+        counts[0] += int((gate[idx[:, j], rows] > 7.0).sum())
+        counts[1] += int((up[idx[:, j], rows].abs() > 7.0).sum())
+        counts[2] += gate[idx[:, j], rows].numel()
+    gate = gate.clamp(min=None, max=limit)
+    up = up.clamp(min=-limit, max=limit)
+    glu = gate * torch.sigmoid(gate * alpha)
+    ys = torch.matmul((up + 1) * glu, down_proj) + W[m + "experts.down_proj_bias"][:, None, :]
+    y = sum(w[:, j, None] * ys[idx[:, j], rows] for j in range(k_top))
+    return y.reshape(b, tt, dd), gap, counts
+
+
+def gpt_oss(cfg, W, inp):
+    """GptOssForCausalLM.forward, in float64."""
+    W = Tensors({n: (t.double() if t.is_floating_point() else t) for n, t in W.t.items()}, W.prefix)
+    ids = inp["tokens"]
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    # GptOssAttention: self.head_dim = getattr(config, "head_dim", config.hidden_size // config.num_attention_heads)
+    hd = cfg.get("head_dim") or d // H
+    eps = cfg.get("rms_norm_eps", 1e-5)
+    L = cfg["num_hidden_layers"]
+    # GptOssConfig: layer_types default "sliding_attention" if bool((i + 1) % 2) else "full_attention"
+    layer_types = cfg.get("layer_types") or [
+        "sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(L)]
+    inv, attn_factor = yarn_parameters(cfg["rope_scaling"], hd, cfg.get("rope_theta", 150000.0),
+                                       cfg["max_position_embeddings"])
+    del CLAMPED[:]
+    counts = [0, 0, 0]
+
+    def norm(z, name):
+        # GptOssRMSNorm: hidden_states * torch.rsqrt(variance + eps); self.weight * hidden_states
+        return rmsnorm(z, W[name + ".weight"], eps)
+
+    def rotary(x):
+        # GptOssRotaryEmbedding.forward: emb = freqs; cos = emb.cos() * self.attention_scaling;
+        # _apply_rotary_emb: first_half, second_half = torch.chunk(x, 2, dim=-1)
+        #   first_ = first_half * cos - second_half * sin; second_ = second_half * cos + first_half * sin
+        t = x.shape[2]
+        ang = torch.arange(t, dtype=torch.float64)[:, None] * inv[None, :]
+        cos, sin = ang.cos() * attn_factor, ang.sin() * attn_factor
+        x1, x2 = torch.chunk(x, 2, dim=-1)
+        return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+    x = embed(W, "model.embed_tokens.weight", ids)
+    for i in range(L):
+        p = "model.layers.%d." % i
+        h = norm(x, p + "input_layernorm")
+        # q/k/v/o_proj: nn.Linear(..., bias=config.attention_bias)
+        q, k, v = (linear(h, W, p + "self_attn.%s_proj" % c) for c in "qkv")
+        q, k, v = split_heads(q, H, hd), split_heads(k, KV, hd), split_heads(v, KV, hd)
+        q, k = rotary(q), rotary(k)
+        # eager_attention_forward: attn_weights = q k^T * scaling + causal_mask (sliding: the
+        # last sliding_window keys, the query's own included);
+        #   sinks = module.sinks.reshape(1, -1, 1, 1).expand(...)
+        #   combined_logits = torch.cat([attn_weights, sinks], dim=-1)
+        #   combined_logits = combined_logits - combined_logits.max(dim=-1, keepdim=True).values
+        #   probs = F.softmax(combined_logits, dim=-1); scores = probs[..., :-1]
+        kk = k.repeat_interleave(H // KV, 1)
+        vv = v.repeat_interleave(H // KV, 1)
+        s = torch.matmul(q, kk.transpose(-1, -2)) * hd ** -0.5
+        t = s.shape[-1]
+        qi = torch.arange(t)[:, None]
+        kj = torch.arange(t)[None, :]
+        masked = kj > qi
+        if layer_types[i] == "sliding_attention":
+            masked |= kj <= qi - cfg["sliding_window"]
+        s = s.masked_fill(masked, float("-inf"))
+        sinks = W[p + "self_attn.sinks"].reshape(1, -1, 1, 1).expand(s.shape[0], -1, t, -1)
+        combined = torch.cat([s, sinks], dim=-1)
+        combined = combined - combined.max(dim=-1, keepdim=True).values
+        probs = F.softmax(combined, dim=-1)[..., :-1]
+        a = torch.matmul(probs, vv)
+        x = x + linear(merge_heads(a), W, p + "self_attn.o_proj")
+
+        h = norm(x, p + "post_attention_layernorm")
+        y, gap, clamped = gpt_oss_block(cfg, W, p + "mlp.", h)
+        ROUTER_GAPS.append((i, gap))
+        if gap < TOPK_GAP:
+            import sys
+            print("hf_reference.py: gpt_oss layer %d: top-k gap %.3g < %g" % (i, gap, TOPK_GAP),
+                  file=sys.stderr)
+        counts = [c + n for c, n in zip(counts, clamped)]
+        x = x + y
+    CLAMPED.append(tuple(counts))
+    x = norm(x, "model.norm")
+    if cfg.get("tie_word_embeddings", False):
+        return x @ W["model.embed_tokens.weight"].t()
+    return x @ W["lm_head.weight"].t()
+
+# ---------------------------------------------------------------------------
 
 # model_type -> (forward, base-model prefix of its published checkpoints)
 MODELS = {
@@ -987,6 +1208,7 @@ MODELS = {
     "qwen3_moe": (moe_family, "model."),
     "olmoe": (moe_family, "model."),
     "granitemoe": (moe_family, "model."),
+    "gpt_oss": (gpt_oss, "model."),
 }
 
 

@@ -12,12 +12,15 @@
   - the ALiBi slopes and T5 buckets of the reference agree with DSL.md's
     description of them, written here a second time from that text;
   - mixture of experts (hf_models.MOE_CASES): the published tensor names and
-    shapes, which layers are sparse, no top-k choice near a tie (gap between
+    shapes (gpt-oss's stacked, interleaved and MXFP4 experts), which layers
+    are sparse, no top-k choice near a tie (gap between
     the k-th and (k+1)-th router probability over 1e-6), the reference's
     sparse block against a literal transcription of each Hugging Face loop,
     1 expert with top-1 equal to the dense SwiGLU MLP, renormalized weights
     summing to 1, GraniteMoE's top-k-then-softmax equal to softmax, top-k,
-    renormalize.
+    renormalize; gpt-oss: its sinks, biases, interleaved gate and up, MXFP4
+    nibble order and scales matter, the clamp at 7 is reached and matters,
+    and the MXFP4 experts equal their dequantized form.
 
     selfcheck.py --work DIR [--moe]     (--moe: the mixture-of-experts cases only)
 """
@@ -129,6 +132,19 @@ SENSITIVE_MOE = [
     ("granitemoe", {"residual_multiplier": 1.0}, "GraniteMoE residual_multiplier"),
     ("granitemoe", {"logits_scaling": 1.0}, "GraniteMoE logits_scaling"),
     ("granitemoe", {"num_experts_per_tok": 3}, "GraniteMoE num_experts_per_tok"),
+    ("gpt_oss", {"num_experts_per_tok": 1}, "gpt-oss num_experts_per_tok"),
+    ("gpt_oss", {"sliding_window": 64}, "gpt-oss sliding_window"),
+    ("gpt_oss", {"layer_types": ["full_attention"] * 4}, "gpt-oss layer_types"),
+    ("gpt_oss", {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                  "original_max_position_embeddings": 256, "truncate": True}},
+     "gpt-oss YaRN truncate"),
+    ("gpt_oss", {"rope_scaling": {"rope_type": "yarn", "factor": 8.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                  "original_max_position_embeddings": 128, "truncate": False}},
+     "gpt-oss YaRN factor and original context"),
+    ("gpt_oss", {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 8.0, "beta_slow": 1.0,
+                                  "original_max_position_embeddings": 256, "truncate": False}},
+     "gpt-oss YaRN beta_fast"),
+    ("gpt_oss:mxfp4", {"num_experts_per_tok": 1}, "gpt-oss num_experts_per_tok (mxfp4)"),
 ]
 
 
@@ -157,6 +173,26 @@ def moe_layout(case, cfg):
             want[m + "router.layer.weight"] = [E, d]
             want[m + "input_linear.weight"] = [E, 2 * F, d]
             want[m + "output_linear.weight"] = [E, d, F]
+        elif mt == "gpt_oss":
+            # GptOssExperts (input-major), or Mxfp4GptOssExperts' blocks
+            # [E, 2F, d / 32, 16] and [E, d, F / 32, 16] and their scales.
+            m = p + "mlp."
+            want[m + "router.weight"] = [E, d]
+            want[m + "router.bias"] = [E]
+            want[p + "self_attn.sinks"] = [H]
+            want[p + "self_attn.o_proj.bias"] = [d]
+            want[m + "experts.gate_up_proj_bias"] = [E, 2 * F]
+            want[m + "experts.down_proj_bias"] = [E, d]
+            if v == "mxfp4":
+                want[m + "experts.gate_up_proj_blocks"] = [E, 2 * F, d // 32, 16]
+                want[m + "experts.gate_up_proj_scales"] = [E, 2 * F, d // 32]
+                want[m + "experts.down_proj_blocks"] = [E, d, F // 32, 16]
+                want[m + "experts.down_proj_scales"] = [E, d, F // 32]
+                absent.append(m + "experts.gate_up_proj")
+            else:
+                want[m + "experts.gate_up_proj"] = [E, d, 2 * F]
+                want[m + "experts.down_proj"] = [E, F, d]
+                absent.append(m + "experts.gate_up_proj_blocks")
         elif mt in ("qwen2_moe", "qwen3_moe") and not hf_reference.qwen_moe_sparse(i, cfg):
             want[p + "mlp.gate_proj.weight"] = [cfg["intermediate_size"], d]
             want[p + "mlp.down_proj.weight"] = [d, cfg["intermediate_size"]]
@@ -173,7 +209,7 @@ def moe_layout(case, cfg):
                 want[m + "shared_expert.gate_proj.weight"] = [S, d]
                 want[m + "shared_expert.down_proj.weight"] = [d, S]
                 want[m + "shared_expert_gate.weight"] = [1, d]
-        if mt == "qwen2_moe":
+        if mt in ("qwen2_moe", "gpt_oss"):
             want[p + "self_attn.q_proj.bias"] = [H * hd]
         if mt == "qwen3_moe":
             want[p + "self_attn.q_norm.weight"] = [hd]
@@ -197,6 +233,37 @@ def hf_loop_block(mt, cfg, W, m, h, act):
     batch_size, sequence_length, hidden_dim = h.shape
     hidden_states = h.reshape(-1, hidden_dim)
     top_k = cfg["num_experts_per_tok"]
+    if mt == "gpt_oss":
+        # GptOssTopKRouter.forward, then the loop of GptOssExperts.forward
+        # (its training / CPU branch).
+        router_logits = F.linear(hidden_states, W[m + "router.weight"], W[m + "router.bias"])
+        router_top_value, router_indices = torch.topk(router_logits, top_k, dim=-1)
+        router_top_value = torch.nn.functional.softmax(router_top_value, dim=1, dtype=router_top_value.dtype)
+        routing_weights = torch.zeros_like(router_logits).scatter_(1, router_indices, router_top_value)
+        gate_up_proj, down_proj = hf_reference.gpt_oss_expert_weights(W, m)
+        gate_up_proj_bias, down_proj_bias = W[m + "experts.gate_up_proj_bias"], W[m + "experts.down_proj_bias"]
+        limit, alpha = 7.0, 1.702
+        num_experts = routing_weights.shape[1]
+        next_states = torch.zeros_like(hidden_states)
+        expert_mask = torch.nn.functional.one_hot(router_indices, num_classes=num_experts + 1)
+        expert_mask = expert_mask.permute(2, 1, 0)
+        expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+        for expert_idx in expert_hit[:]:
+            expert_idx = expert_idx[0]
+            if expert_idx == num_experts:
+                continue
+            _, token_idx = torch.where(expert_mask[expert_idx])
+            current_state = hidden_states[token_idx]
+            gate_up = current_state @ gate_up_proj[expert_idx] + gate_up_proj_bias[expert_idx]
+            gate, up = gate_up[..., ::2], gate_up[..., 1::2]
+            gate = gate.clamp(min=None, max=limit)
+            up = up.clamp(min=-limit, max=limit)
+            glu = gate * torch.sigmoid(gate * alpha)
+            gated_output = (up + 1) * glu
+            out = gated_output @ down_proj[expert_idx] + down_proj_bias[expert_idx]
+            weighted_output = out * routing_weights[token_idx, expert_idx, None]
+            next_states.index_add_(0, token_idx, weighted_output.to(hidden_states.dtype))
+        return next_states.view(batch_size, sequence_length, hidden_dim)
     if mt == "granitemoe":
         wi, wo = W[m + "input_linear.weight"], W[m + "output_linear.weight"]
         num_experts = wi.shape[0]
@@ -275,12 +342,17 @@ def moe_checks(args, folders, outputs, inputs, gaps):
 
         # The gathered sparse block against the Hugging Face loop, on the
         # first sparse layer's weights.
-        W = hf_reference.Tensors({n: a.double() for n, a in t.items() if a.is_floating_point()}, "model.")
+        W = hf_reference.Tensors({n: (a.double() if a.is_floating_point() else a) for n, a in t.items()},
+                                 "model.")
         p = "model.layers.%d." % sparse[0]
         m = p + ("block_sparse_moe." if mt in ("mixtral", "granitemoe") else "mlp.")
         g = torch.Generator().manual_seed(args.seed)
         h = torch.randn(2, 9, cfg["hidden_size"], generator=g, dtype=torch.float64)
-        ours, _ = hf_reference.moe_block(mt, cfg, W, m, h, act)
+        if mt == "gpt_oss":
+            ours, _, _ = hf_reference.gpt_oss_block(cfg, W, m, h * 2.0)
+            h = h * 2.0
+        else:
+            ours, _ = hf_reference.moe_block(mt, cfg, W, m, h, act)
         theirs = hf_loop_block(mt, cfg, W, m, h, act)
         r = float((ours - theirs).abs().max() / theirs.abs().max())
         report(r < 1e-12, "%s: sparse block == the Hugging Face loop (relative %.3g)" % (case, r))
@@ -369,6 +441,70 @@ def moe_checks(args, folders, outputs, inputs, gaps):
         gdir = with_tensors(folders[case], os.path.join(args.work, "swapped"), fn)
         r = rel(hf_reference.forward(gdir, inputs[case]), outputs[case])
         report(r > 1e-3, "%s: %s changes the output (relative change %.3g)" % (case, why, r))
+    gpt_oss_checks(args, folders, outputs, inputs)
+
+
+def gpt_oss_checks(args, folders, outputs, inputs):
+    """gpt-oss: the tensors and the clamp the case relies on matter, and the
+    MXFP4 experts are the unquantized ones transformers dequantizes them to."""
+    m0 = "model.layers.0.mlp.experts."
+
+    def edit(name, fn):
+        return lambda t: {n: (fn(a) if n == name else a) for n, a in t.items()}
+
+    def even_odd(a):  # gate and up of gate_up_proj (or its bias) swapped
+        out = a.copy()
+        out[..., 0::2], out[..., 1::2] = a[..., 1::2], a[..., 0::2]
+        return out
+
+    def nibbles(a):  # the two e2m1 values of every byte swapped
+        return ((a >> 4) | (a << 4)).astype(np.uint8)
+    for case, name, fn, why in (
+            ("gpt_oss", "model.layers.1.self_attn.sinks", lambda a: a * 0 - 1e4, "sinks"),
+            ("gpt_oss", "model.layers.0.self_attn.q_proj.bias", lambda a: a * 0, "q_proj.bias"),
+            ("gpt_oss", "model.layers.0.self_attn.o_proj.bias", lambda a: a * 0, "o_proj.bias"),
+            ("gpt_oss", "model.layers.0.mlp.router.bias", lambda a: a * 0, "router.bias"),
+            ("gpt_oss", m0 + "gate_up_proj", even_odd, "gate_up_proj's even (gate) and odd (up) columns"),
+            ("gpt_oss", m0 + "gate_up_proj_bias", even_odd, "gate_up_proj_bias's even and odd entries"),
+            ("gpt_oss", m0 + "down_proj_bias", lambda a: a * 0, "down_proj_bias"),
+            ("gpt_oss:mxfp4", m0 + "gate_up_proj_blocks", nibbles, "the nibble order of the MXFP4 blocks"),
+            ("gpt_oss:mxfp4", m0 + "down_proj_scales", lambda a: (a + 1).astype(np.uint8),
+             "the MXFP4 scales")):
+        gdir = with_tensors(folders[case], os.path.join(args.work, "edited"), edit(name, fn))
+        r = rel(hf_reference.forward(gdir, inputs[case]), outputs[case])
+        report(r > 1e-3, "%s: %s matter(s) (relative change %.3g)" % (case, why, r))
+
+    # The clamp at 7 is reached, and shows in the output.
+    for case in ("gpt_oss", "gpt_oss:mxfp4"):
+        hf_reference.forward(folders[case], inputs[case])
+        gate, up, total = hf_reference.CLAMPED[0]
+        report(gate > total / 100 and up > total / 100,
+               "%s: the clamp at 7 is reached: %d gate and %d up values of the %d of the chosen experts "
+               "(%.1f%%, %.1f%%)" % (case, gate, up, total, 100.0 * gate / total, 100.0 * up / total))
+        hf_reference.SWIGLU_LIMIT = float("inf")
+        try:
+            r = rel(hf_reference.forward(folders[case], inputs[case]), outputs[case])
+        finally:
+            hf_reference.SWIGLU_LIMIT = 7.0
+        report(r > 1e-3, "%s: the clamp matters (relative change %.3g without it)" % (case, r))
+
+    # The MXFP4 checkpoint is the unquantized one whose gate_up_proj and
+    # down_proj are what convert_moe_packed_tensors makes of its blocks.
+    import torch
+
+    def dequantized(t):
+        out = {}
+        for n, a in t.items():
+            if n.endswith("_blocks"):
+                base = n[:-len("_blocks")]
+                out[base] = hf_reference.convert_moe_packed_tensors(
+                    torch.from_numpy(a), torch.from_numpy(t[base + "_scales"])).float().numpy()
+            elif not n.endswith("_scales"):
+                out[n] = a
+        return out
+    gdir = with_tensors(folders["gpt_oss:mxfp4"], os.path.join(args.work, "dequantized"), dequantized)
+    r = rel(hf_reference.forward(gdir, inputs["gpt_oss:mxfp4"]), outputs["gpt_oss:mxfp4"])
+    report(r < 1e-6, "gpt_oss:mxfp4: == its dequantized experts as gate_up_proj / down_proj (relative %.3g)" % r)
 
 
 def main():

@@ -15,8 +15,8 @@ PhiConfig, T5Config, Qwen2/Qwen3Config and Gemma2Config):
   llama3 scaling gets original_max_position_embeddings (Phi-3's top-level
   value wins);
 - torch_dtype is written as dtype;
-- Qwen2, Qwen3 and Gemma 2 write layer_types (Qwen: sliding_window is null
-  without use_sliding_window);
+- Qwen2, Qwen3, Gemma 2 and gpt-oss write layer_types (Qwen: sliding_window
+  is null without use_sliding_window); gpt-oss writes swiglu_alpha;
 - T5 writes scale_decoder_outputs (the old tie_word_embeddings) and
   tie_word_embeddings = true;
 - Gemma and Gemma 2 write use_bidirectional_attention = false; the encoder
@@ -30,7 +30,10 @@ import os
 import sys
 
 ROPE_TYPES = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi",
-              "phi3", "falcon", "gpt_neox"}
+              "phi3", "falcon", "gpt_neox", "gpt_oss"}
+
+# The configuration classes' default_theta where it is not 10000.
+DEFAULT_THETA = {"gpt_oss": 150000.0}
 
 
 def _rope_parameters(cfg, mt):
@@ -42,7 +45,7 @@ def _rope_parameters(cfg, mt):
         params.setdefault("rope_theta", theta)
         params.setdefault("partial_rotary_factor", pct)
     else:
-        params.setdefault("rope_theta", cfg.pop("rope_theta", 10000.0))
+        params.setdefault("rope_theta", cfg.pop("rope_theta", DEFAULT_THETA.get(mt, 10000.0)))
         if mt == "phi":
             cfg.setdefault("partial_rotary_factor", 0.5)
         if mt == "phi3":
@@ -84,6 +87,13 @@ def to_v5(v4):
             "sliding_attention" if (i + 1) % 2 else "full_attention"
             for i in range(layers)])
         cfg.pop("cache_implementation", None)
+    if mt == "gpt_oss":
+        # GptOssConfig.__post_init__ fills layer_types; the class has
+        # swiglu_alpha beside swiglu_limit.
+        cfg.setdefault("layer_types", [
+            "sliding_attention" if (i + 1) % 2 else "full_attention"
+            for i in range(layers)])
+        cfg.setdefault("swiglu_alpha", 1.702)
     if mt in ("gemma", "gemma2"):
         cfg.setdefault("use_bidirectional_attention", False)
     if mt == "t5":
