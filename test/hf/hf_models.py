@@ -32,8 +32,8 @@ CASES = [
 ]
 
 # The mixture-of-experts cases, kept apart from CASES (which models.test runs
-# with run_hf.py --all) until tfmc imports these types; run_hf.py takes them
-# by name. selfcheck.py runs both lists.
+# with run_hf.py --all); models-moe.test gives them to run_hf.py by name.
+# selfcheck.py runs both lists.
 MOE_CASES = [
     "mixtral", "qwen2_moe", "qwen2_moe:sparse2", "qwen3_moe",
     "qwen3_moe:mlp_only", "olmoe", "olmoe:clip", "granitemoe",
@@ -1063,8 +1063,8 @@ def _granitemoe(W, v):
     # attention_multiplier (the attention scale, here 0.125, not head_dim^-0.5
     # = 0.25), residual_multiplier (on both branches), logits_scaling (a
     # divisor); tied head, not stored. plain: embedding_multiplier and
-    # residual_multiplier 1 (the multipliers the language expresses, the
-    # attention scale and the logits divisor, stay).
+    # residual_multiplier 1 (the attention scale and the logits divisor
+    # stay).
     V, d, H, KV, E, K, F, n = MOE_V, MOE_D, MOE_H, MOE_KV, MOE_E, MOE_K, MOE_F, MOE_N
     L, hd = 2, MOE_D // MOE_H
     cfg = {

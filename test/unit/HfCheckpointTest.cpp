@@ -310,6 +310,40 @@ TEST(HfCheckpoint, ExpertsOneTensorEach) {
                          "shared expert has no gate");
 }
 
+/// OLMoE: q_norm and k_norm span the whole projections (OlmoeAttention:
+/// OlmoeRMSNorm(hidden_size) on q, over kv_heads * head_dim on k); the
+/// router is mlp.gate, the experts mlp.experts.{e}.*, and every layer is
+/// sparse.
+TEST(HfCheckpoint, OlmoeProjectionNorms) {
+  ModelSpec spec = analyzeOne(R"(
+model m { arch = decoder; vocab = 50; context = 16; d_model = 32; layers = 1
+  embedding { position = rope }
+  attention { heads = 4; kv_heads = 2; bias = false; qk_norm = true
+              qk_norm_width = projection; clip = 2 }
+  ffn { hidden = 24; activation = swiglu; bias = false
+        experts = 5; experts_per_token = 2 }
+  norm { kind = rmsnorm } })");
+  spec.hfType = "olmoe";
+  HfSource q = sourceOf(spec, "layers.0.attn.q_norm.weight");
+  EXPECT_EQ(q.names[0], "layers.0.self_attn.q_norm.weight");
+  EXPECT_EQ(q.shape, (std::vector<int64_t>{32}));
+  HfSource k = sourceOf(spec, "layers.0.attn.k_norm.weight");
+  EXPECT_EQ(k.names[0], "layers.0.self_attn.k_norm.weight");
+  EXPECT_EQ(k.shape, (std::vector<int64_t>{16}));
+  EXPECT_EQ(sourceOf(spec, "layers.0.ffn.router.weight").names[0],
+            "layers.0.mlp.gate.weight");
+  HfSource gate = sourceOf(spec, "layers.0.ffn.experts.gate.weight");
+  EXPECT_EQ(gate.names[0], "layers.0.mlp.experts.{e}.gate_proj.weight");
+  EXPECT_EQ(gate.shape, (std::vector<int64_t>{24, 32}));
+  EXPECT_EQ(gate.experts, 5);
+  EXPECT_TRUE(gate.perExpert);
+  EXPECT_EQ(sourceOf(spec, "layers.0.ffn.experts.up.weight").names[0],
+            "layers.0.mlp.experts.{e}.up_proj.weight");
+  EXPECT_EQ(sourceOf(spec, "layers.0.ffn.experts.down.weight").names[0],
+            "layers.0.mlp.experts.{e}.down_proj.weight");
+  EXPECT_TRUE(hfCheckpointProblems(spec).empty());
+}
+
 /// GraniteMoE: GraniteMoeParallelExperts keeps every expert in one
 /// parameter. input_linear [E, 2F, D]: F.linear(x, weight[e]) then
 /// chunk(2, dim=-1), so rows [0, F) of each expert are the gate and [F, 2F)

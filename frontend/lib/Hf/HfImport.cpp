@@ -923,8 +923,14 @@ enum : uint32_t {
   /// num_local_experts experts of width intermediate_size, the top k
   /// logits then their softmax, and GraniteMoE's multipliers: the attention
   /// scale attention_multiplier, logits divided by logits_scaling,
-  /// embedding_multiplier and residual_multiplier (errors unless 1).
+  /// embedding_multiplier and residual_multiplier.
   GraniteExperts = 1 << 25,
+  /// OLMoE's attention: q_norm and k_norm RMSNorms over the whole q and k
+  /// projections (qk_norm_width = projection), clip_qkv (when set) as clip.
+  OlmoeAttention = 1 << 26,
+  /// Every layer a mixture of num_experts experts of width
+  /// intermediate_size; softmax, top k, norm_topk_prob (OLMoE).
+  OlmoeExperts = 1 << 27,
 };
 } // namespace DecoderTrait
 
@@ -1116,6 +1122,10 @@ void llamaExperts(Importer &I, ModelBlock m, const LlamaLike &df,
     // when training.
     I.ignore("router_jitter_noise",
              "noise on the router's input (training only)");
+  } else if (df.has(OlmoeExperts)) {
+    // OlmoeConfig.attribute_map: num_local_experts is num_experts.
+    experts = I.sizeOr("num_experts", "num_local_experts", df.experts);
+    normalize = I.boolOr("norm_topk_prob", false);
   } else if (df.has(GraniteExperts)) {
     experts = I.sizeOr("num_local_experts", df.experts);
     // GraniteMoeTopKGating: the top k logits, then their softmax.
@@ -1193,10 +1203,11 @@ void llamaExperts(Importer &I, ModelBlock m, const LlamaLike &df,
 }
 
 /// GraniteMoE's multipliers: attention_multiplier is the attention scale
-/// (GraniteMoeAttention.scaling), the logits are divided by logits_scaling;
-/// the language has no factor for the embeddings other than sqrt(d_model)
-/// and none on the residual branches, so embedding_multiplier and
-/// residual_multiplier must be 1 (or, the embeddings', sqrt(d_model)).
+/// (GraniteMoeAttention.scaling), the logits are divided by logits_scaling,
+/// embedding_multiplier multiplies the token embeddings (embedding {
+/// multiplier }, or scale = true when it is sqrt(d_model)) and
+/// residual_multiplier each block's output before the residual add
+/// (residual = sequential(scale)).
 void graniteMultipliers(Importer &I, ModelBlock m, int64_t d) {
   // Versions of GraniteMoeModel that read position_embedding_type apply
   // RoPE only when it is "rope"; the others always do.
@@ -1223,16 +1234,35 @@ void graniteMultipliers(Importer &I, ModelBlock m, int64_t d) {
     m.sub<SectionId::Embedding>().set<KeyId::Scale>("true");
     I.note("embedding { scale = true }: embedding_multiplier = " +
            formatNumber(embedding) + " is sqrt(hidden_size)");
-  } else if (embedding != 1) {
+  } else if (!(embedding > 0)) {
     I.unsupported("embedding_multiplier", formatNumber(embedding),
-                  "the language scales token embeddings by 1 or by "
-                  "sqrt(d_model) (embedding { scale = true }) only");
+                  "the language's embedding multiplier must be > 0");
+  } else if (embedding != 1) {
+    m.sub<SectionId::Embedding>().set<KeyId::Multiplier>(
+        formatNumber(embedding));
   }
   double residual = I.numOr("residual_multiplier", 1.0);
-  if (residual != 1)
+  if (!(residual > 0))
     I.unsupported("residual_multiplier", formatNumber(residual),
-                  "the language adds the attention and ffn outputs to the "
-                  "residual stream unscaled");
+                  "the language's residual scale (sequential(scale)) must "
+                  "be > 0");
+  else if (residual != 1)
+    m.set<KeyId::Residual>("sequential(scale = " + formatNumber(residual) +
+                           ")");
+}
+
+/// OLMoE's clip_qkv: q, k (after their norms) and v clamped to [-c, c]
+/// (OlmoeAttention.forward); null is no clamp.
+void olmoeClip(Importer &I, Block<SectionId::Attention> attn) {
+  std::optional<double> clip = I.getNum("clip_qkv");
+  if (!clip)
+    return;
+  if (!(*clip > 0))
+    I.unsupported("clip_qkv", formatNumber(*clip),
+                  "the language clamps q, k and v to [-clip, clip] with "
+                  "clip > 0 (clip = 0 is no clamp)");
+  else
+    attn.set<KeyId::Clip>(formatNumber(*clip));
 }
 
 /// LLaMA and the decoders built like it (their rows' LlamaLike).
@@ -1349,6 +1379,10 @@ void importLlamaLike(Importer &I, ModelBlock m, const LlamaLike &df) {
     attn.set<KeyId::OutBias>(str(outBias));
   if (df.has(QkNorm))
     attn.set<KeyId::QkNorm>("true");
+  if (df.has(OlmoeAttention)) {
+    attn.set<KeyId::QkNorm>("true").set<KeyId::QkNormWidth>("projection");
+    olmoeClip(I, attn);
+  }
   if (queryScalar && *queryScalar > 0)
     attn.set<KeyId::Scale>(formatNumber(1.0 / std::sqrt(*queryScalar)));
   if (attnSoftcap && *attnSoftcap != 0)
@@ -1358,7 +1392,7 @@ void importLlamaLike(Importer &I, ModelBlock m, const LlamaLike &df) {
             formatNumber(eps));
   if (df.has(Gemma))
     m.sub<SectionId::Norm>().set<KeyId::Offset>("1");
-  if (df.has(MixtralExperts | QwenExperts | GraniteExperts))
+  if (df.has(MixtralExperts | QwenExperts | OlmoeExperts | GraniteExperts))
     llamaExperts(I, m, df, layers, inter);
   if (df.has(GraniteExperts))
     graniteMultipliers(I, m, d);

@@ -8,6 +8,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <vector>
+
 using namespace mlir::tfm::hf;
 using llvm::StringRef;
 
@@ -77,7 +79,8 @@ const ModelTypeInfo *mlir::tfm::hf::lookupModelType(StringRef name) {
 }
 
 StringRef mlir::tfm::hf::refusedModelType(StringRef name) {
-  static const std::pair<StringRef, StringRef> refused[] = {
+  // A vector: the table may be empty.
+  static const std::vector<std::pair<StringRef, StringRef>> refused = {
 #define TFM_HF_REFUSED(Name, Why) {Name, Why},
 #include "ModelTypes.def"
   };
