@@ -633,8 +633,7 @@ def summarize(report, args):
     return s
 
 
-def fmt(x, f="%.1f"):
-    return "—" if x is None else f % x
+fmt = gb.fmt
 
 
 def markdown(report):
