@@ -746,12 +746,21 @@ static LogicalResult checkExperts(Operation *op, int64_t d, Value up,
 }
 
 static LogicalResult checkRouting(Operation *op, int64_t experts, int64_t k,
-                                  double scale) {
+                                  double scale, int64_t groups,
+                                  int64_t topkGroups, Value selectionBias) {
   if (k < 1 || (!ShapedType::isDynamic(experts) && k > experts))
     return op->emitOpError() << "experts_per_token must be in [1, "
                              << dimStr(experts) << "], got " << k;
   if (!(scale > 0.0))
     return op->emitOpError() << "routed_scale must be > 0, got " << scale;
+  if (groups < 1 || topkGroups < 1 || topkGroups > groups ||
+      ShapedType::isDynamic(experts) || experts % groups != 0)
+    return op->emitOpError() << "groups (" << groups << ") must divide the "
+                             << dimStr(experts) << " experts and topk_groups ("
+                             << topkGroups << ") be in [1, groups]";
+  if (selectionBias &&
+      failed(checkShape(op, selectionBias, {experts}, "selection bias")))
+    return failure();
   return success();
 }
 
@@ -769,7 +778,8 @@ LogicalResult MoeOp::verify() {
       (getRouterBias() &&
        failed(checkShape(op, getRouterBias(), {experts}, "router bias"))) ||
       failed(checkRouting(op, experts, getExpertsPerToken(),
-                          getRoutedScale().convertToDouble())))
+                          getRoutedScale().convertToDouble(), getGroups(),
+                          getTopkGroups(), getSelectionBias())))
     return failure();
   auto shared = getShared();
   bool gated = isGatedActivation(getActivation());
@@ -801,8 +811,20 @@ LogicalResult RouteOp::verify() {
   auto t = tensorType(getLogits());
   if (t.getRank() < 1)
     return emitOpError() << "logits must have rank >= 1";
+  if (getSelectionBias() && getRouter() != RouterKind::sigmoid)
+    return emitOpError() << "takes a selection bias with the sigmoid router "
+                            "only";
+  int64_t e = t.getShape().back();
+  if (getGroups() > 1 && getRouter() == RouterKind::topk_softmax)
+    return emitOpError() << "groups need the softmax or sigmoid router";
+  if (getGroups() > 1 && !ShapedType::isDynamic(e) &&
+      getTopkGroups() * (e / getGroups()) < getExpertsPerToken())
+    return emitOpError() << "the " << getTopkGroups() << " best of "
+                         << getGroups() << " groups hold fewer than "
+                         << getExpertsPerToken() << " experts";
   return checkRouting(*this, t.getShape().back(), getExpertsPerToken(),
-                      getRoutedScale().convertToDouble());
+                      getRoutedScale().convertToDouble(), getGroups(),
+                      getTopkGroups(), getSelectionBias());
 }
 
 LogicalResult MoeExpertsOp::verify() {

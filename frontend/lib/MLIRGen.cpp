@@ -401,12 +401,16 @@ Value Generator::experts(Value x, const FfnSpec &f) {
   if (failed)
     return x;
   MLIRContext *ctx = b.getContext();
+  Value selection =
+      f.selectionBias ? p(ParamRole::RouterSelectionBias) : Value();
   Value y = MoeOp::create(
       b, loc, x.getType(), x, router, routerBias, up, gate, down, biases,
-      shared, sharedScale, b.getI64IntegerAttr(f.perToken),
+      shared, sharedScale, selection, b.getI64IntegerAttr(f.perToken),
       RouterKindAttr::get(ctx, f.router),
       f.normalize ? b.getUnitAttr() : UnitAttr(),
-      b.getF64FloatAttr(f.routedScale), ActivationAttr::get(ctx, f.activation));
+      b.getF64FloatAttr(f.routedScale), b.getI64IntegerAttr(f.groups),
+      b.getI64IntegerAttr(f.topkGroups),
+      ActivationAttr::get(ctx, f.activation));
   // Each rank ran its part of every expert: the sum over the ranks.
   return parallel() ? allReduce(y, Value(), loc) : y;
 }

@@ -323,6 +323,8 @@ private:
     add(ParamBlock::Ffn, ParamRole::RouterWeight, {e, d});
     if (f.routerBias)
       add(ParamBlock::Ffn, ParamRole::RouterBias, {e});
+    if (f.selectionBias)
+      add(ParamBlock::Ffn, ParamRole::RouterSelectionBias, {e});
     add(ParamBlock::Ffn, ParamRole::ExpertsUpWeight, {e, w, d}, 1, h);
     if (f.bias)
       add(ParamBlock::Ffn, ParamRole::ExpertsUpBias, {e, w}, 1, h);
@@ -609,6 +611,9 @@ static json::Value ffnJSON(const StackSpec &s) {
                                 {"normalize", f.normalize},
                                 {"router_bias", f.routerBias},
                                 {"routed_scale", f.routedScale},
+                                {"groups", f.groups},
+                                {"topk_groups", f.topkGroups},
+                                {"selection_bias", f.selectionBias},
                                 {"shared_hidden", f.sharedHidden},
                                 {"shared_gate", f.sharedGate},
                                 {"first_dense", f.firstDense},

@@ -624,8 +624,8 @@ void Sema::resolveFfn(Scope &s, int64_t dModel, FfnSpec &out) {
   static constexpr KeyId kMoeKeys[] = {
       KeyId::ExpertsPerToken, KeyId::ExpertHidden, KeyId::Router,
       KeyId::Normalize,       KeyId::RouterBias,   KeyId::RoutedScale,
-      KeyId::SharedHidden,    KeyId::SharedGate,   KeyId::FirstDense,
-      KeyId::SparseEvery};
+      KeyId::SelectionBias,   KeyId::SharedHidden, KeyId::SharedGate,
+      KeyId::FirstDense,      KeyId::SparseEvery};
   if (out.experts == 0) {
     for (KeyId k : kMoeKeys)
       if (Binding *b = s.local(stringifyKey(k)))
@@ -647,8 +647,23 @@ void Sema::resolveFfn(Scope &s, int64_t dModel, FfnSpec &out) {
                     .str());
   getInt(s, KeyId::ExpertHidden, out.expertHidden);
   ChoiceValue router;
-  if (getChoice(s, KeyId::Router, router) == Got::Ok)
+  if (getChoice(s, KeyId::Router, router) == Got::Ok) {
     out.router = enumOf(symbolizeRouterKind(router.name), router.name);
+    if (router.nums.count("groups")) {
+      out.groups = router.nums["groups"].i;
+      out.topkGroups = router.nums["topk_groups"].i;
+      if (out.experts % out.groups != 0 || out.topkGroups > out.groups)
+        diags.error(s.valueLoc(KeyId::Router),
+                    llvm::formatv("'groups' ({0}) must divide the {1} experts "
+                                  "and 'topk_groups' ({2}) be at most groups",
+                                  out.groups, out.experts, out.topkGroups)
+                        .str());
+    }
+  }
+  if (getBool(s, KeyId::SelectionBias, out.selectionBias) == Got::Ok &&
+      out.selectionBias && out.router != RouterKind::sigmoid)
+    diags.error(s.valueLoc(KeyId::SelectionBias),
+                "'selection_bias' needs router = sigmoid");
   getBool(s, KeyId::Normalize, out.normalize);
   getBool(s, KeyId::RouterBias, out.routerBias);
   if (getNumber(s, KeyId::RoutedScale, out.routedScale) == Got::Ok &&

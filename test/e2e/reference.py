@@ -311,6 +311,8 @@ class MoE(nn.Module):
         e, h = m["count"], m["hidden"]
         gated = self.act in GATED
         self.router = nn.Linear(d, e, bias=m["router_bias"])
+        if m.get("selection_bias"):
+            self.router.selection_bias = nn.Parameter(torch.zeros(e))
         self.experts = nn.Module()
         self.experts.up = Stacked(e, h, d, f["bias"])
         if gated:
@@ -330,8 +332,32 @@ class MoE(nn.Module):
         m = self.m
         logits = self.router(x)
         k = m["per_token"]
-        if m["router"] == "softmax":
+        groups, topk_groups = m.get("groups", 1), m.get("topk_groups", 1)
+
+        def group_mask(group_score):
+            # The experts of the topk_groups best groups.
+            gidx = torch.topk(group_score, topk_groups, -1).indices
+            mask = torch.zeros_like(group_score).scatter_(-1, gidx, 1.0)
+            return mask.repeat_interleave(m["count"] // groups, -1).bool()
+
+        if m["router"] == "sigmoid":
+            # DeepSeek-V3 (modeling_deepseek_v3.py, route_tokens_to_experts).
+            scores = torch.sigmoid(logits)
+            choice = scores + self.router.selection_bias if m["selection_bias"] else scores
+            if groups > 1:
+                split = choice.view(*choice.shape[:-1], groups, -1)
+                group_score = torch.topk(split, 2, -1).values.sum(-1)
+                choice = choice.masked_fill(~group_mask(group_score), 0.0)
+            idx = torch.topk(choice, k, -1).indices
+            w = scores.gather(-1, idx)
+            if m["normalize"]:
+                w = w / (w.sum(-1, keepdim=True) + 1e-20)
+        elif m["router"] == "softmax":
             p = torch.softmax(logits, -1)
+            if groups > 1:
+                # DeepSeek-V2's group_limited_greedy: a group's best probability.
+                group_score = p.view(*p.shape[:-1], groups, -1).max(-1).values
+                p = p.masked_fill(~group_mask(group_score), 0.0)
             w, idx = torch.topk(p, k, -1)
             if m["normalize"]:
                 w = w / w.sum(-1, keepdim=True)

@@ -56,12 +56,14 @@ void pipelines::buildCudaGpuStage(OpPassManager &pm, const PipelineConfig &) {
 
 void pipelines::buildCudaNVVMStage(OpPassManager &pm,
                                    const PipelineConfig &config) {
-  addText(pm, llvm::formatv("convert-nvgpu-to-nvvm, convert-vector-to-scf, "
-                            "convert-scf-to-cf, "
-                            "nvvm-attach-target{{chip={0} features=+ptx80 "
-                            "O=3}, gpu.module(convert-gpu-to-nvvm, "
-                            "canonicalize, cse, reconcile-unrealized-casts)",
-                            config.chip)
+  addText(pm, llvm::formatv(
+                  "convert-nvgpu-to-nvvm, convert-vector-to-scf, "
+                  "convert-scf-to-cf, "
+                  "nvvm-attach-target{{chip={0} features=+ptx80 "
+                  "O=3}, gpu.module(expand-strided-metadata, lower-affine, "
+                  "convert-gpu-to-nvvm, "
+                  "canonicalize, cse, reconcile-unrealized-casts)",
+                  config.chip)
                   .str());
 }
 

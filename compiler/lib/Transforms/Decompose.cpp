@@ -221,8 +221,9 @@ struct DecomposeMoe : OpRewritePattern<MoeOp> {
     Value x = op.getInput();
     Value logits = linear(b, loc, x, op.getRouterWeight(), op.getRouterBias());
     Value weights = RouteOp::create(
-        b, loc, logits.getType(), logits, op.getExpertsPerTokenAttr(),
-        op.getRouterAttr(), op.getNormalizeAttr(), op.getRoutedScaleAttr());
+        b, loc, logits.getType(), logits, op.getSelectionBias(),
+        op.getExpertsPerTokenAttr(), op.getRouterAttr(), op.getNormalizeAttr(),
+        op.getRoutedScaleAttr(), op.getGroupsAttr(), op.getTopkGroupsAttr());
     Value y = MoeExpertsOp::create(
         b, loc, x.getType(), x, weights, op.getUpWeight(), op.getGateWeight(),
         op.getDownWeight(), op.getExpertBiases(), op.getActivationAttr());

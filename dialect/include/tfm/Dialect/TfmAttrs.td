@@ -41,7 +41,8 @@ def Tfm_ActivationAttr : EnumAttr<Tfm_Dialect, Tfm_Activation, "activation"> {
 }
 
 def Tfm_RouterKind : I32EnumAttr<"RouterKind", "mixture-of-experts router", [
-    I32EnumAttrCase<"softmax", 0>, I32EnumAttrCase<"topk_softmax", 1>]> {
+    I32EnumAttrCase<"softmax", 0>, I32EnumAttrCase<"topk_softmax", 1>,
+    I32EnumAttrCase<"sigmoid", 2>]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;
 }

@@ -275,7 +275,15 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, AttrSizedOperandSegments]> {
       the K largest kept (`normalize`: divided by their sum);
     - `topk_softmax` (GraniteMoE, gpt-oss): the K largest logits, softmax
       over them;
-    then multiplied by `routed_scale`. Each chosen expert e is an ffn as
+    - `sigmoid` (DeepSeek-V3's noaux_tc): s = sigmoid(logits); the K
+      largest s + `selection_bias` are chosen (the bias chooses only), and
+      their s kept (`normalize`: divided by their sum);
+    with `groups` > 1 the experts form that many equal groups, and only
+    those of the `topk_groups` best groups can be chosen (the others score
+    0): a group scores its largest softmax probability (`softmax`,
+    DeepSeek-V2's group_limited_greedy) or the sum of its two largest
+    s + bias (`sigmoid`); then multiplied by `routed_scale`. Each chosen
+    expert e is an ffn as
     `tfm.ffn` computes it (`activation`) with the weights at [e] of the
     stacks `up_weight` [E, F, D], `gate_weight` [E, F, D] (gated
     activations) and `down_weight` [E, D, F], and `expert_biases` (none, or
@@ -304,9 +312,12 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, AttrSizedOperandSegments]> {
                    Variadic<Tfm_FloatTensor>:$expert_biases,
                    Variadic<Tfm_FloatTensor>:$shared,
                    Optional<Tfm_FloatTensor>:$shared_scale,
+                   Optional<Tfm_FloatTensor>:$selection_bias,
                    I64Attr:$experts_per_token, Tfm_RouterKindAttr:$router,
                    UnitAttr:$normalize,
                    DefaultValuedAttr<F64Attr, "1.0">:$routed_scale,
+                   DefaultValuedAttr<I64Attr, "1">:$groups,
+                   DefaultValuedAttr<I64Attr, "1">:$topk_groups,
                    Tfm_ActivationAttr:$activation);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
@@ -314,6 +325,7 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     `up` `(` $up_weight `)` (`gate` `(` $gate_weight^ `)`)?
     `down` `(` $down_weight `)` (`expert_biases` `(` $expert_biases^ `)`)?
     (`shared` `(` $shared^ `)`)? (`shared_scale` `(` $shared_scale^ `)`)?
+    (`selection_bias` `(` $selection_bias^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -435,7 +447,8 @@ class Tfm_BinaryOp<string mnemonic, string what>
 def Tfm_AddOp : Tfm_BinaryOp<"add", "sum">;
 def Tfm_MulOp : Tfm_BinaryOp<"mul", "product">;
 
-def Tfm_RouteOp : Tfm_Op<"route", [Pure, SameOperandsAndResultType]> {
+def Tfm_RouteOp : Tfm_Op<"route",
+    [Pure, AllTypesMatch<["logits", "result"]>]> {
   let summary = "a mixture of experts' routing weights";
   let description = [{
     From the router's `logits` [..., E], the weight of each expert for each
@@ -443,18 +456,29 @@ def Tfm_RouteOp : Tfm_Op<"route", [Pure, SameOperandsAndResultType]> {
     (the lower index first among equal ones); `softmax` gives a chosen
     expert softmax(logits)[e] (over all E), divided by the sum of the
     chosen ones with `normalize`; `topk_softmax` gives the softmax over the
-    chosen logits. The weights are multiplied by `routed_scale`; the others
-    are 0.
+    chosen logits; `sigmoid` (DeepSeek-V3) gives a chosen expert
+    sigmoid(logits)[e], chosen by sigmoid + `selection_bias` [E], divided by
+    the chosen ones' sum (+ 1e-20) with `normalize`. With `groups` > 1 only
+    the experts of the `topk_groups` best of `groups` equal groups can be
+    chosen, as `tfm.moe` says. The weights are multiplied by
+    `routed_scale`; the others are 0.
 
     ```mlir
     %w = tfm.route %logits {experts_per_token = 2 : i64, router = #tfm.router<softmax>, normalize} : tensor<?x?x8xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$logits, I64Attr:$experts_per_token,
+  let arguments = (ins Tfm_FloatTensor:$logits,
+                   Optional<Tfm_FloatTensor>:$selection_bias,
+                   I64Attr:$experts_per_token,
                    Tfm_RouterKindAttr:$router, UnitAttr:$normalize,
-                   DefaultValuedAttr<F64Attr, "1.0">:$routed_scale);
+                   DefaultValuedAttr<F64Attr, "1.0">:$routed_scale,
+                   DefaultValuedAttr<I64Attr, "1">:$groups,
+                   DefaultValuedAttr<I64Attr, "1">:$topk_groups);
   let results = (outs Tfm_FloatTensor:$result);
-  let assemblyFormat = "$logits attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $logits (`selection_bias` `(` $selection_bias^ `:`
+    type($selection_bias) `)`)? attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 

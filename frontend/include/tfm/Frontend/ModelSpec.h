@@ -165,6 +165,13 @@ struct FfnSpec {
   bool routerBias = false;
   /// Multiplies the routed experts' weights.
   double routedScale = 1.0;
+  /// Group-limited routing: the experts in `groups` equal groups, only the
+  /// `topkGroups` best groups' experts chosen (DeepSeek); 1: none.
+  int64_t groups = 1;
+  int64_t topkGroups = 1;
+  /// The sigmoid router's bias that only chooses (DeepSeek-V3's
+  /// e_score_correction_bias), `router.selection_bias` [experts].
+  bool selectionBias = false;
   /// A shared expert of this width that every token runs (0: none), its
   /// output multiplied by sigmoid(x . w) with `sharedGate`.
   int64_t sharedHidden = 0;
