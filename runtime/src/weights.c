@@ -394,26 +394,8 @@ static float *convert(const tfm_tensor *const *src, const tfm_param_desc *p,
   return dst;
 }
 
-/* W [n, k] (f32, row-major) packed in panels of `panel` columns as
- * `packing` says (tfm/packed_layout.h), in a new buffer of
- * tfm_packed_numel(packing, n, k, panel) elements (f32, bf16 or int8) to
- * free(); NULL when out of memory. Random weights are packed with it, and
- * test/unit/PackedLayoutTest.cpp checks it against the header. */
-void *tfm_pack_weight(const float *w, int64_t n, int64_t k, int32_t panel,
-                      tfm_packing packing) {
-  size_t size = (size_t)tfm_packed_numel(TFM_PACKING_F32, n, k, panel);
-  float *dst = tfm_aligned_alloc(size * sizeof(float));
-  if (!dst)
-    return NULL;
-  memset(dst, 0, size * sizeof(float));
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t c = 0; c < k; ++c)
-      dst[tfm_packed_index(TFM_PACKING_F32, r, c, k, panel)] = w[r * k + c];
-  return repack(dst, 1, n, k, panel, packing);
-}
-
 /* A stack of `stacks` weights [n, k] (f32, row-major, one after the
- * other) packed weight after weight, as tfm_pack_weight packs one. */
+ * other) packed weight after weight (tfm_pack_weight is a stack of one). */
 static void *pack_stack(const float *w, int64_t stacks, int64_t n, int64_t k,
                         int32_t panel, tfm_packing packing) {
   int64_t per = tfm_packed_numel(TFM_PACKING_F32, n, k, panel);
@@ -427,6 +409,16 @@ static void *pack_stack(const float *w, int64_t stacks, int64_t n, int64_t k,
         dst[e * per + tfm_packed_index(TFM_PACKING_F32, r, c, k, panel)] =
             w[(e * n + r) * k + c];
   return repack(dst, stacks, n, k, panel, packing);
+}
+
+/* W [n, k] (f32, row-major) packed in panels of `panel` columns as
+ * `packing` says (tfm/packed_layout.h), in a new buffer of
+ * tfm_packed_numel(packing, n, k, panel) elements (f32, bf16 or int8) to
+ * free(); NULL when out of memory. Random weights are packed with it, and
+ * test/unit/PackedLayoutTest.cpp checks it against the header. */
+void *tfm_pack_weight(const float *w, int64_t n, int64_t k, int32_t panel,
+                      tfm_packing packing) {
+  return pack_stack(w, 1, n, k, panel, packing);
 }
 
 /* Drops the pages of a mapped tensor from this process's memory once it is

@@ -124,7 +124,6 @@ struct LowerMoeKernel : OpRewritePattern<MoeKernelOp> {
     Location loc = op.getLoc();
     Value x = op.getInput(), w = op.getWeights(), out = op.getOutput();
     auto upT = cast<MemRefType>(op.getUpP().getType());
-    auto downT = cast<MemRefType>(op.getDownP().getType());
     int64_t experts = upT.getDimSize(0);
     int64_t d = cast<MemRefType>(x.getType()).getDimSize(1);
     int64_t f = op.getHidden();
@@ -170,8 +169,7 @@ struct LowerMoeKernel : OpRewritePattern<MoeKernelOp> {
           scf::YieldOp::create(
               fb, fl, ValueRange{arith::AddIOp::create(fb, fl, acc[0], n)});
         });
-    (void)prefix;
-    Value total = memref::LoadOp::create(b, loc, first, ValueRange{e});
+    Value total = prefix.getResult(0);
     // Slots in row order within each expert: next[e] starts at first[e].
     Value next =
         memref::AllocaOp::create(b, loc, MemRefType::get({experts}, idxT));

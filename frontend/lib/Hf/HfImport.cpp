@@ -53,6 +53,21 @@ void writeEmbedding(ModelBlock m, const std::string &position, bool tie) {
       .set<KeyId::TieOutput>(str(tie));
 }
 
+/// attention { heads; kv_heads, head_dim (when they differ from the
+/// defaults); mask (when given) }: the section, for the keys that follow.
+Block<SectionId::Attention>
+writeAttentionSizes(ModelBlock m, int64_t d, int64_t heads, int64_t kvHeads,
+                    int64_t headDim, const std::optional<std::string> &mask) {
+  auto attn = m.sub<SectionId::Attention>().set<KeyId::Heads>(str(heads));
+  if (kvHeads != heads)
+    attn.set<KeyId::KvHeads>(str(kvHeads));
+  if (d % heads != 0 || headDim != d / heads)
+    attn.set<KeyId::HeadDim>(str(headDim));
+  if (mask)
+    attn.set<KeyId::Mask>(*mask);
+  return attn;
+}
+
 /// attention { heads; kv_heads (when it differs); mask = causal; bias }.
 void writeCausalAttention(ModelBlock m, int64_t heads, int64_t kvHeads,
                           bool bias) {
@@ -833,13 +848,7 @@ void importGptOss(Importer &I, ModelBlock m) {
   writeSizes(m, vocab, context, d, layers);
   m.set<KeyId::Output>("lm_head");
   writeEmbedding(m, position, tie);
-  auto attn = m.sub<SectionId::Attention>().set<KeyId::Heads>(str(heads));
-  if (kvHeads != heads)
-    attn.set<KeyId::KvHeads>(str(kvHeads));
-  if (d % heads != 0 || headDim != d / heads)
-    attn.set<KeyId::HeadDim>(str(headDim));
-  if (mask)
-    attn.set<KeyId::Mask>(*mask);
+  auto attn = writeAttentionSizes(m, d, heads, kvHeads, headDim, mask);
   attn.set<KeyId::Bias>("true").set<KeyId::Sinks>("true");
   m.sub<SectionId::Ffn>()
       .set<KeyId::Hidden>(str(inter))
@@ -1367,13 +1376,7 @@ void importLlamaLike(Importer &I, ModelBlock m, const LlamaLike &df) {
   writeEmbedding(m, position, tie);
   if (df.has(Gemma))
     m.sub<SectionId::Embedding>().set<KeyId::Scale>("true");
-  auto attn = m.sub<SectionId::Attention>().set<KeyId::Heads>(str(heads));
-  if (kvHeads != heads)
-    attn.set<KeyId::KvHeads>(str(kvHeads));
-  if (d % heads != 0 || headDim != d / heads)
-    attn.set<KeyId::HeadDim>(str(headDim));
-  if (mask)
-    attn.set<KeyId::Mask>(*mask);
+  auto attn = writeAttentionSizes(m, d, heads, kvHeads, headDim, mask);
   attn.set<KeyId::Bias>(str(bias));
   if (outBias != bias)
     attn.set<KeyId::OutBias>(str(outBias));

@@ -55,38 +55,6 @@ Value emitLinear(OpBuilder &b, Location loc, Value x, Value weightP, int64_t n,
                            epilogue.residual ? epilogue.residual : x, n);
 }
 
-/// The packed [P, K, W] form of the [N, K] weight operand `w` (`converted`:
-/// its value after conversion): the packed parameter when the weight is
-/// tfm.unpack_weight of one (tfm-model-abi), else packed here in panels of
-/// `kPanel` columns (hand-written IR, a slice of an experts' stack).
-Value packedWeight(OpBuilder &b, Location loc, Value w, Value converted,
-                   int64_t kPanel) {
-  if (auto up = w.getDefiningOp<UnpackWeightOp>())
-    return up.getPacked();
-  w = converted;
-  auto wt = tensorType(w);
-  int64_t n = wt.getDimSize(0), k = wt.getDimSize(1);
-  auto pt = RankedTensorType::get({(n + kPanel - 1) / kPanel, k, kPanel},
-                                  wt.getElementType());
-  Value init = tensor::EmptyOp::create(b, loc, pt.getShape(),
-                                       pt.getElementType(), ValueRange{});
-  return generic(
-      b, loc, ValueRange{}, {}, init,
-      [&](OpBuilder &nb, Location l, ValueRange) {
-        Value p = linalg::IndexOp::create(nb, l, 0);
-        Value kk = linalg::IndexOp::create(nb, l, 1);
-        Value c = linalg::IndexOp::create(nb, l, 2);
-        Value row = arith::AddIOp::create(
-            nb, l, arith::MulIOp::create(nb, l, p, constIdx(nb, l, kPanel)), c);
-        Value inside = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
-                                             row, constIdx(nb, l, n));
-        Value safe = arith::MinUIOp::create(nb, l, row, constIdx(nb, l, n - 1));
-        Value v = tensor::ExtractOp::create(nb, l, w, ValueRange{safe, kk});
-        return arith::SelectOp::create(nb, l, inside, v,
-                                       constF(nb, l, wt.getElementType(), 0.0));
-      });
-}
-
 struct LowerLinear : OpConversionPattern<LinearOp> {
   LowerLinear(MLIRContext *ctx, int64_t panel)
       : OpConversionPattern(ctx), panel(panel) {}

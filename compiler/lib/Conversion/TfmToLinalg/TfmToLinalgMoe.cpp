@@ -286,39 +286,6 @@ struct LowerRowScale : OpConversionPattern<RowScaleOp> {
   }
 };
 
-/// The packed [E, P, K, W] form of the stack `w` [E, N, K] (`converted`:
-/// its value after conversion): the packed parameter when it comes from
-/// tfm.unpack_weight (tfm-model-abi), else packed here in panels of `kPanel`
-/// columns (hand-written IR).
-Value packedStack(OpBuilder &b, Location loc, Value w, Value converted,
-                  int64_t kPanel) {
-  if (auto up = w.getDefiningOp<UnpackWeightOp>())
-    return up.getPacked();
-  auto wt = tensorType(converted);
-  int64_t e = wt.getDimSize(0), n = wt.getDimSize(1), k = wt.getDimSize(2);
-  auto pt = RankedTensorType::get({e, (n + kPanel - 1) / kPanel, k, kPanel},
-                                  wt.getElementType());
-  Value init = tensor::EmptyOp::create(b, loc, pt.getShape(),
-                                       pt.getElementType(), ValueRange{});
-  return generic(
-      b, loc, ValueRange{}, {}, init,
-      [&](OpBuilder &nb, Location l, ValueRange) {
-        Value ex = linalg::IndexOp::create(nb, l, 0);
-        Value p = linalg::IndexOp::create(nb, l, 1);
-        Value kk = linalg::IndexOp::create(nb, l, 2);
-        Value c = linalg::IndexOp::create(nb, l, 3);
-        Value row = arith::AddIOp::create(
-            nb, l, arith::MulIOp::create(nb, l, p, constIdx(nb, l, kPanel)), c);
-        Value inside = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
-                                             row, constIdx(nb, l, n));
-        Value safe = arith::MinUIOp::create(nb, l, row, constIdx(nb, l, n - 1));
-        Value v = tensor::ExtractOp::create(nb, l, converted,
-                                            ValueRange{ex, safe, kk});
-        return arith::SelectOp::create(nb, l, inside, v,
-                                       constF(nb, l, wt.getElementType(), 0.0));
-      });
-}
-
 struct LowerMoeExperts : OpConversionPattern<MoeExpertsOp> {
   LowerMoeExperts(MLIRContext *ctx, int64_t panel)
       : OpConversionPattern(ctx), panel(panel) {}
@@ -332,13 +299,13 @@ struct LowerMoeExperts : OpConversionPattern<MoeExpertsOp> {
     Value x = asMatrix(b, loc, adaptor.getInput());
     Value w = asMatrix(b, loc, adaptor.getWeights());
     Value up =
-        packedStack(b, loc, op.getUpWeight(), adaptor.getUpWeight(), panel);
+        packedWeight(b, loc, op.getUpWeight(), adaptor.getUpWeight(), panel);
     Value gate = op.getGateWeight()
-                     ? packedStack(b, loc, op.getGateWeight(),
-                                   adaptor.getGateWeight(), panel)
+                     ? packedWeight(b, loc, op.getGateWeight(),
+                                    adaptor.getGateWeight(), panel)
                      : Value();
-    Value down =
-        packedStack(b, loc, op.getDownWeight(), adaptor.getDownWeight(), panel);
+    Value down = packedWeight(b, loc, op.getDownWeight(),
+                              adaptor.getDownWeight(), panel);
     auto xt = tensorType(x);
     Value init = emptyTensor(b, loc, xt, {{x, 0}});
     int64_t hidden = tensorType(adaptor.getUpWeight()).getDimSize(1);

@@ -181,6 +181,40 @@ Value linalg_lowering::withLeadingDimsOf(OpBuilder &b, Location loc, Value m,
       rowsAndColumns(rank), outShape);
 }
 
+Value linalg_lowering::packedWeight(OpBuilder &b, Location loc, Value w,
+                                    Value converted, int64_t kPanel) {
+  if (auto up = w.getDefiningOp<UnpackWeightOp>())
+    return up.getPacked();
+  auto wt = tensorType(converted);
+  int64_t rank = wt.getRank();
+  int64_t n = wt.getDimSize(rank - 2), k = wt.getDimSize(rank - 1);
+  SmallVector<int64_t> shape(wt.getShape().drop_back(2));
+  shape.append({(n + kPanel - 1) / kPanel, k, kPanel});
+  Value init =
+      tensor::EmptyOp::create(b, loc, shape, wt.getElementType(), ValueRange{});
+  return generic(
+      b, loc, ValueRange{}, {}, init,
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        // [..., p, kk, c] reads row p * kPanel + c of [..., N, K].
+        SmallVector<Value> idx;
+        for (int64_t i = 0; i + 2 < rank; ++i)
+          idx.push_back(linalg::IndexOp::create(nb, l, i));
+        Value p = linalg::IndexOp::create(nb, l, rank - 2);
+        Value kk = linalg::IndexOp::create(nb, l, rank - 1);
+        Value c = linalg::IndexOp::create(nb, l, rank);
+        Value row = arith::AddIOp::create(
+            nb, l, arith::MulIOp::create(nb, l, p, constIdx(nb, l, kPanel)), c);
+        Value inside = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
+                                             row, constIdx(nb, l, n));
+        idx.push_back(
+            arith::MinUIOp::create(nb, l, row, constIdx(nb, l, n - 1)));
+        idx.push_back(kk);
+        Value v = tensor::ExtractOp::create(nb, l, converted, idx);
+        return arith::SelectOp::create(nb, l, inside, v,
+                                       constF(nb, l, wt.getElementType(), 0.0));
+      });
+}
+
 //===----------------------------------------------------------------------===//
 // Patterns
 

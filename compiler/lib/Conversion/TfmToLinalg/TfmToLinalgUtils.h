@@ -96,6 +96,14 @@ Value asMatrix(OpBuilder &b, Location loc, Value x);
 Value withLeadingDimsOf(OpBuilder &b, Location loc, Value m, Value like,
                         int64_t n);
 
+/// The packed [..., P, K, W] form of the weight operand `w` [..., N, K] (a
+/// linear's [N, K], or a mixture of experts' stack [E, N, K]; `converted`:
+/// its value after conversion): the packed parameter when `w` is
+/// tfm.unpack_weight of one (tfm-model-abi), else packed here in panels of
+/// `kPanel` columns (hand-written IR, a slice of an experts' stack).
+Value packedWeight(OpBuilder &b, Location loc, Value w, Value converted,
+                   int64_t kPanel);
+
 /// Integer index `i` as f32.
 Value indexToF32(OpBuilder &b, Location loc, Value i);
 
