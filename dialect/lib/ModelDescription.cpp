@@ -183,6 +183,13 @@ FailureOr<CacheLayout> Reader::readCache(Attribute attr) {
                    << c.layers << ")";
   c.windows.assign(windows.asArrayRef().begin(), windows.asArrayRef().end());
   size_t known = 4;
+  if (Attribute latent = dict.get("latent")) {
+    ++known;
+    if (!isa<UnitAttr>(latent) || c.kvHeads != 1)
+      return error() << "'generation.latent' is a unit attribute, with "
+                        "kv_heads = 1";
+    c.latent = true;
+  }
   if (Attribute enc = dict.get("encoder")) {
     ++known;
     auto e = dyn_cast<DictionaryAttr>(enc);
@@ -201,7 +208,7 @@ FailureOr<CacheLayout> Reader::readCache(Attribute attr) {
   }
   if (dict.size() != known)
     return error() << "'generation' has a field other than layers, "
-                      "kv_heads, head_dim, windows and encoder";
+                      "kv_heads, head_dim, windows, latent and encoder";
   return c;
 }
 
@@ -293,6 +300,8 @@ ModelDescription::build(MLIRContext *ctx, StringRef descriptionJson,
         b.getNamedAttr("kv_heads", b.getI64IntegerAttr(cache->kvHeads)),
         b.getNamedAttr("head_dim", b.getI64IntegerAttr(cache->headDim)),
         b.getNamedAttr("windows", b.getDenseI64ArrayAttr(cache->windows))};
+    if (cache->latent)
+      g.push_back(b.getNamedAttr("latent", b.getUnitAttr()));
     if (const auto &e = cache->encoder)
       g.push_back(b.getNamedAttr(
           "encoder",

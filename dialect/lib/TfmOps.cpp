@@ -572,6 +572,82 @@ LogicalResult MultiHeadAttentionOp::verify() {
   return checkSameElementType(op);
 }
 
+LogicalResult LatentAttentionOp::verify() {
+  Operation *op = *this;
+  if (failed(checkRank(op, getInput(), 3, "input")))
+    return failure();
+  int64_t heads = getHeadsAttr().getInt(), hd = getHeadDimAttr().getInt(),
+          rope = getRopeDimAttr().getInt(), dv = getValueDimAttr().getInt(),
+          rank = getKvRankAttr().getInt();
+  if (failed(checkPositive(op, heads, "heads")) ||
+      failed(checkPositive(op, dv, "value_dim")) ||
+      failed(checkPositive(op, rank, "kv_rank")) ||
+      failed(checkPositive(op, rope, "rope_dim")))
+    return failure();
+  if (rope % 2 != 0 || rope >= hd)
+    return emitOpError() << "rope_dim (" << rope
+                         << ") must be even and less than head_dim (" << hd
+                         << ")";
+  int64_t nope = hd - rope;
+  auto x = tensorType(getInput()).getShape();
+  int64_t d = x[2];
+  // The query's projection reads the input, or the query latent.
+  int64_t qIn = d;
+  if (bool(getWqA()) != bool(getQANorm()))
+    return emitOpError() << "wq_a and q_a_norm go together";
+  if (Value wqa = getWqA()) {
+    if (failed(checkRank(op, wqa, 2, "wq_a")))
+      return failure();
+    qIn = tensorType(wqa).getDimSize(0);
+    if (failed(checkShape(op, wqa, {qIn, d}, "wq_a")) ||
+        failed(checkShape(op, getQANorm(), {qIn}, "q_a_norm")))
+      return failure();
+  }
+  if (failed(checkShape(op, getWq(), {heads * hd, qIn}, "wq")) ||
+      failed(checkShape(op, getWkvA(), {rank + rope, d}, "wkv_a")) ||
+      failed(checkShape(op, getKvANorm(), {rank}, "kv_a_norm")) ||
+      failed(checkShape(op, getWkvB(), {heads * (nope + dv), rank}, "wkv_b")) ||
+      failed(checkShape(op, getWo(), {d, heads * dv}, "wo")))
+    return failure();
+  if (failed(checkLengths(op, getLengths(), x[0])) ||
+      failed(checkMask(op, getMask(), std::nullopt)) ||
+      failed(checkScale(op, getScale().convertToDouble(), "scale")))
+    return failure();
+  if (getRopeInvFreq().has_value() != getRopeStyle().has_value())
+    return emitOpError() << "rope_inv_freq and rope_style go together";
+  if (auto f = getRopeInvFreq()) {
+    if (failed(checkInvFreq(op, *f, rope, "rope_inv_freq")))
+      return failure();
+    if (int64_t(f->size()) * 2 != rope)
+      return emitOpError() << "rope_inv_freq rotates all rope_dim (" << rope
+                           << ") values, got " << f->size() << " pairs";
+  }
+  if (!(getNormEpsAttr().getValueAsDouble() > 0.0))
+    return emitOpError() << "norm_eps must be > 0";
+  if (getInput().getType() != getResult().getType())
+    return emitOpError() << "result type must equal the input type";
+  auto cache = getCache();
+  if (!cache.empty() || getPositions()) {
+    if (cache.size() != 1 || !getPositions())
+      return emitOpError() << "a latent cache is 1 tensor (the latents, "
+                              "transposed) with positions, got "
+                           << cache.size() << " tensors"
+                           << (getPositions() ? "" : " and no positions");
+    if (failed(checkPositions(op, getPositions(), x[0])) ||
+        failed(checkShape(
+            op, cache[0],
+            {ShapedType::kDynamic, 1, rank + rope, ShapedType::kDynamic},
+            "latent cache")))
+      return failure();
+  }
+  if (getCacheOut().size() != cache.size())
+    return emitOpError() << "returns one updated cache per cache operand";
+  for (auto [in, out] : llvm::zip(cache, getCacheOut()))
+    if (in.getType() != out.getType())
+      return emitOpError() << "an updated cache has its cache's type";
+  return checkSameElementType(op);
+}
+
 bool mlir::tfm::isGatedActivation(Activation a) {
   return a == Activation::swiglu || a == Activation::geglu ||
          a == Activation::geglu_tanh || a == Activation::swiglu_clamp;

@@ -77,6 +77,25 @@ private:
     return RankedTensorType::get({kDyn, spec.localKvHeads(a), kDyn, a.headDim},
                                  elt);
   }
+  /// The caches of one layer of self-attention `a`: the key and value
+  /// caches, or latent attention's one cache of latents (transposed,
+  /// [B', 1, kv_rank + rope_dim, S]; every rank keeps all of it).
+  SmallVector<RankedTensorType, 2> selfCacheTypes(const AttentionSpec &a) {
+    if (a.latent())
+      return {RankedTensorType::get({kDyn, 1, a.kvRank + a.ropeDim, kDyn},
+                                    elt)};
+    return {keyCacheType(a), valueCacheType(a)};
+  }
+  /// Latent attention (kv_rank > 0) of the query `q` and its stack's
+  /// positions `pos`, through `cache` (none, or the latent cache) at
+  /// `positions`.
+  Value latentAttention(Value q, ParamBlock block, const AttentionSpec &a,
+                        const EmbeddingSpec *pos, Value lengths);
+  /// The caches of self-attention `a` in this layer and the positions they
+  /// are written at: the step function's, fresh ones for the forward pass
+  /// through caches, or none.
+  std::pair<SmallVector<Value>, Value> selfCaches(const AttentionSpec &a,
+                                                  const EmbeddingSpec *pos);
   /// Tensor parallelism: the sum over the ranks of `partial` (a row-parallel
   /// projection's partial result), plus `bias`.
   Value allReduce(Value partial, Value bias, Location loc) {
@@ -267,12 +286,45 @@ static SmallVector<double> alibiSlopes(int64_t heads) {
   return slopes;
 }
 
+std::pair<SmallVector<Value>, Value>
+Generator::selfCaches(const AttentionSpec &a, const EmbeddingSpec *pos) {
+  SmallVector<Value> cache;
+  Value positions;
+  size_t perLayer = selfCacheTypes(a).size();
+  if (stepPositions && pos) {
+    for (size_t i = 0; i < perLayer; ++i)
+      cache.push_back(cacheIn[perLayer * layer + i]);
+    positions = stepPositions;
+  } else if (freshPositions && pos) {
+    // One key and one value cache of [B, .., T] for all the layers: each
+    // layer writes all T positions of every sequence before it reads them,
+    // so it takes the caches the layer before it returned, and they
+    // bufferize into one buffer each. Made outside the layer (the model's
+    // location): the layer function takes them as arguments, as the step
+    // function's takes its caches.
+    // A new pair every kFreshChain layers: one-shot bufferization's
+    // conflict analysis is quadratic in the length of such a chain (all its
+    // values alias), 23 s at 512 layers in one chain.
+    if (layer % kFreshChain == 0)
+      freshCaches.clear();
+    if (freshCaches.empty())
+      for (RankedTensorType type : selfCacheTypes(a))
+        freshCaches.push_back(bufferization::AllocTensorOp::create(
+            b, modelLoc, type, ValueRange{freshBatch, freshLength}));
+    cache.assign(freshCaches.begin(), freshCaches.end());
+    positions = freshPositions;
+  }
+  return {cache, positions};
+}
+
 Value Generator::attention(Value q, Value kv, ParamBlock block,
                            const AttentionSpec &a, const EmbeddingSpec *pos,
                            Value lengths) {
   Location loc = locOf(a.loc);
   MLIRContext *ctx = b.getContext();
   const StackSpec &s = spec.stacks[stackIndex];
+  if (a.latent())
+    return latentAttention(q, block, a, pos, lengths);
   Value wq = param(block, ParamRole::QWeight, loc);
   Value wk = param(block, ParamRole::KWeight, loc);
   Value wv = param(block, ParamRole::VWeight, loc);
@@ -324,31 +376,7 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
   FloatAttr softcap =
       a.softcap > 0.0 ? b.getF64FloatAttr(a.softcap) : FloatAttr();
   Value sinks = a.sinks ? param(block, ParamRole::Sinks, loc) : Value();
-  SmallVector<Value> cache;
-  Value positions;
-  if (stepPositions && pos) {
-    cache.push_back(cacheIn[2 * layer]);
-    cache.push_back(cacheIn[2 * layer + 1]);
-    positions = stepPositions;
-  } else if (freshPositions && pos) {
-    // One key and one value cache of [B, .., T] for all the layers: each
-    // layer writes all T positions of every sequence before it reads them,
-    // so it takes the caches the layer before it returned, and they
-    // bufferize into one buffer each. Made outside the layer (the model's
-    // location): the layer function takes them as arguments, as the step
-    // function's takes its caches.
-    // A new pair every kFreshChain layers: one-shot bufferization's
-    // conflict analysis is quadratic in the length of such a chain (all its
-    // values alias), 23 s at 512 layers in one chain.
-    if (layer % kFreshChain == 0)
-      freshCaches.clear();
-    if (freshCaches.empty())
-      for (RankedTensorType type : {keyCacheType(a), valueCacheType(a)})
-        freshCaches.push_back(bufferization::AllocTensorOp::create(
-            b, modelLoc, type, ValueRange{freshBatch, freshLength}));
-    cache.assign(freshCaches.begin(), freshCaches.end());
-    positions = freshPositions;
-  }
+  auto [cache, positions] = selfCaches(a, pos);
   // With tensor parallelism the block computes this rank's heads, and the
   // output projection's bias follows the sum over the ranks.
   auto op = MultiHeadAttentionOp::create(
@@ -370,6 +398,48 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
     freshCaches.assign(op.getCacheOut().begin(), op.getCacheOut().end());
   if (parallel())
     return allReduce(op.getResult(), outBias, loc);
+  return op.getResult();
+}
+
+Value Generator::latentAttention(Value q, ParamBlock block,
+                                 const AttentionSpec &a,
+                                 const EmbeddingSpec *pos, Value lengths) {
+  Location loc = locOf(a.loc);
+  MLIRContext *ctx = b.getContext();
+  const StackSpec &s = spec.stacks[stackIndex];
+  auto p = [&](ParamRole role) { return param(block, role, loc); };
+  Value wq = p(a.qRank > 0 ? ParamRole::QBWeight : ParamRole::QWeight);
+  Value wqa = a.qRank > 0 ? p(ParamRole::QAWeight) : Value();
+  Value qaNorm = a.qRank > 0 ? p(ParamRole::QANormWeight) : Value();
+  Value wkva = p(ParamRole::KvAWeight), kvaNorm = p(ParamRole::KvANormWeight),
+        wkvb = p(ParamRole::KvBWeight), wo = p(ParamRole::OWeight);
+  if (failed)
+    return q;
+  auto [cache, positions] = selfCaches(a, pos);
+  DenseF64ArrayAttr invFreq;
+  RopeStyleAttr style;
+  FloatAttr ropeScale;
+  if (pos && pos->position == PositionEncoding::rope) {
+    invFreq = b.getDenseF64ArrayAttr(ropeInvFreq(*pos, a.ropeDim));
+    style = RopeStyleAttr::get(ctx, pos->ropeStyle);
+    if (pos->ropeAttentionFactor != 1.0)
+      ropeScale = b.getF64FloatAttr(pos->ropeAttentionFactor);
+  }
+  auto op = LatentAttentionOp::create(
+      b, loc, q.getType(), ValueRange(cache).getTypes(), q, wq, wkva, kvaNorm,
+      wkvb, wo, wqa, qaNorm, lengths, cache, positions,
+      b.getI64IntegerAttr(spec.localHeads(a)), b.getI64IntegerAttr(a.headDim),
+      b.getI64IntegerAttr(a.ropeDim), b.getI64IntegerAttr(a.valueDim),
+      b.getI64IntegerAttr(a.kvRank), MaskKindAttr::get(ctx, a.mask),
+      b.getF64FloatAttr(a.scale), invFreq, style, ropeScale,
+      NormKindAttr::get(ctx, s.norm.kind), b.getF64FloatAttr(s.norm.eps),
+      s.norm.offset != 0.0 ? b.getF64FloatAttr(s.norm.offset) : FloatAttr());
+  if (stepPositions)
+    cacheOut.append(op.getCacheOut().begin(), op.getCacheOut().end());
+  else if (!cache.empty())
+    freshCaches.assign(op.getCacheOut().begin(), op.getCacheOut().end());
+  if (parallel())
+    return allReduce(op.getResult(), Value(), loc);
   return op.getResult();
 }
 
@@ -693,6 +763,11 @@ void Generator::describe(ModuleOp module) {
     cache->layers = s.layers;
     cache->kvHeads = spec.localKvHeads(s.attention);
     cache->headDim = s.attention.headDim;
+    if (s.attention.latent()) {
+      cache->latent = true;
+      cache->kvHeads = 1;
+      cache->headDim = s.attention.kvRank + s.attention.ropeDim;
+    }
     for (int64_t l = 0; l < s.layers; ++l) {
       AttentionSpec a = s.selfAttention(l);
       cache->windows.push_back(a.mask == MaskKind::sliding ? a.window : 0);
@@ -896,10 +971,8 @@ void Generator::buildStep(ModuleOp module) {
   if (encdec)
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI32Type()));
   unsigned firstCache = inputs.size();
-  for (int64_t l = 0; l < s.layers; ++l) {
-    inputs.push_back(keyCacheType(a));
-    inputs.push_back(valueCacheType(a));
-  }
+  for (int64_t l = 0; l < s.layers; ++l)
+    llvm::append_range(inputs, selfCacheTypes(a));
   unsigned firstCross = inputs.size();
   for (int64_t l = 0; encdec && l < s.layers; ++l) {
     inputs.push_back(keyCacheType(s.cross));

@@ -272,6 +272,8 @@ private:
   // output projection by input columns; its bias is added once, after the
   // all-reduce.
   void attention(ParamBlock block, const AttentionSpec &a) {
+    if (a.latent())
+      return latentAttention(block, a);
     int64_t q = a.heads * a.headDim, kv = a.kvHeads * a.headDim;
     int64_t lq = spec.localHeads(a) * a.headDim;
     int64_t lkv = spec.localKvHeads(a) * a.headDim;
@@ -298,6 +300,28 @@ private:
     }
     if (a.sinks)
       add(block, ParamRole::Sinks, {a.heads}, 0, spec.localHeads(a));
+  }
+  // Latent attention by heads: the query's (or its up projection's) rows,
+  // the latent's up projection's rows (each head's key and value rows are
+  // contiguous), the output projection's columns; the latents' projections
+  // and norms are replicated (every rank keeps the whole latent cache).
+  void latentAttention(ParamBlock block, const AttentionSpec &a) {
+    int64_t lh = spec.localHeads(a);
+    int64_t q = a.heads * a.headDim, kvb = a.heads * (a.outDim() + a.headDim -
+                                                      a.ropeDim);
+    int64_t o = a.heads * a.valueDim;
+    if (a.qRank > 0) {
+      add(block, ParamRole::QAWeight, {a.qRank, d});
+      add(block, ParamRole::QANormWeight, {a.qRank});
+      add(block, ParamRole::QBWeight, {q, a.qRank}, 0, lh * a.headDim);
+    } else {
+      add(block, ParamRole::QWeight, {q, d}, 0, lh * a.headDim);
+    }
+    add(block, ParamRole::KvAWeight, {a.kvRank + a.ropeDim, d});
+    add(block, ParamRole::KvANormWeight, {a.kvRank});
+    add(block, ParamRole::KvBWeight, {kvb, a.kvRank}, 0,
+        lh * (a.valueDim + a.headDim - a.ropeDim));
+    add(block, ParamRole::OWeight, {d, o}, 1, lh * a.valueDim);
   }
   // Up and gate by output rows, down by input columns; a mixture of
   // experts splits every expert so, and replicates the router.
@@ -583,6 +607,12 @@ static json::Value attentionJSON(const AttentionSpec &a, bool cross) {
     o["qk_norm_width"] = "projection";
   if (a.clip > 0.0)
     o["clip"] = a.clip;
+  if (a.latent()) {
+    o["kv_rank"] = a.kvRank;
+    o["q_rank"] = a.qRank;
+    o["rope_dim"] = a.ropeDim;
+    o["value_dim"] = a.valueDim;
+  }
   if (!cross) {
     o["mask"] = stringifyMaskKind(a.mask).str();
     if (a.mask == MaskKind::sliding) {

@@ -77,6 +77,9 @@ private:
 
   // Sections.
   void resolveEmbedding(Scope &s, EmbeddingSpec &out);
+  /// The latent attention keys of self-attention (kv_rank and the keys
+  /// that need it); `kv` and `bias` say whether kv_heads and bias were set.
+  void resolveLatent(Scope &s, Got kv, Got bias, AttentionSpec &out);
   void resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
                         AttentionSpec &out);
   void resolveFfn(Scope &s, int64_t dModel, FfnSpec &out);
@@ -571,7 +574,9 @@ void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
     }
     getBool(s, KeyId::Padding, out.padding);
   }
-  getBool(s, KeyId::Bias, out.bias);
+  Got bias = getBool(s, KeyId::Bias, out.bias);
+  if (!cross)
+    resolveLatent(s, kv, bias, out);
   out.outBias = out.bias;
   getBool(s, KeyId::OutBias, out.outBias);
   getBool(s, KeyId::QkNorm, out.qkNorm);
@@ -608,6 +613,65 @@ void Sema::resolveAttention(Scope &s, int64_t dModel, bool decoder, bool cross,
   }
   if (out.scaleIsDefault && out.headDim > 0)
     out.scale = 1.0 / std::sqrt(static_cast<double>(out.headDim));
+  if (out.latent()) {
+    // What latent attention has no form for (DeepSeek's has none of it).
+    for (KeyId k : {KeyId::QkNorm, KeyId::Sinks, KeyId::Clip, KeyId::Softcap,
+                    KeyId::OutBias})
+      if (Binding *b = s.local(stringifyKey(k)))
+        diags.error(b->stmt->loc,
+                    ("'" + stringifyKey(k) +
+                     "' has no form in latent attention (kv_rank)")
+                        .str());
+    if (out.mask == MaskKind::sliding)
+      diags.error(s.valueLoc(KeyId::Mask),
+                  "latent attention (kv_rank) attends to the whole cache: "
+                  "mask = sliding has no form in it");
+  }
+}
+
+void Sema::resolveLatent(Scope &s, Got kv, Got bias, AttentionSpec &out) {
+  static constexpr KeyId kLatentKeys[] = {KeyId::QRank, KeyId::RopeDim,
+                                          KeyId::ValueDim};
+  if (getInt(s, KeyId::KvRank, out.kvRank) != Got::Ok) {
+    for (KeyId k : kLatentKeys)
+      if (Binding *b = s.local(stringifyKey(k)))
+        diags.error(b->stmt->loc, ("'" + stringifyKey(k) +
+                                   "' needs latent attention: set "
+                                   "'kv_rank' to the latent's width")
+                                      .str());
+    return;
+  }
+  // DeepSeek's attention has no biases: the default is none, and asking
+  // for them is an error.
+  if (bias == Got::Unset)
+    out.bias = false;
+  else if (bias == Got::Ok && out.bias)
+    diags.error(s.valueLoc(KeyId::Bias),
+                "latent attention (kv_rank) has no biases: write 'bias = "
+                "false' or leave it out");
+  if (kv == Got::Ok && out.kvHeads != out.heads)
+    diags.error(s.valueLoc(KeyId::KvHeads),
+                llvm::formatv("latent attention (kv_rank) gives every head "
+                              "its own key and value from the latent: "
+                              "kv_heads ({0}) must equal heads ({1}) or be "
+                              "left out",
+                              out.kvHeads, out.heads)
+                    .str());
+  getInt(s, KeyId::QRank, out.qRank);
+  if (getInt(s, KeyId::RopeDim, out.ropeDim) == Got::Unset)
+    diags.error(s.loc, "latent attention (kv_rank) needs 'rope_dim', the "
+                       "rotated part of each query and key head "
+                       "(qk_rope_head_dim)");
+  else if (out.ropeDim > 0 && out.headDim > 0 &&
+           (out.ropeDim % 2 != 0 || out.ropeDim >= out.headDim))
+    diags.error(s.valueLoc(KeyId::RopeDim),
+                llvm::formatv("'rope_dim' must be even and less than "
+                              "head_dim ({0}, the query and key head: the "
+                              "unrotated part plus rope_dim), got {1}",
+                              out.headDim, out.ropeDim)
+                    .str());
+  out.valueDim = std::max<int64_t>(out.headDim - out.ropeDim, 0);
+  getInt(s, KeyId::ValueDim, out.valueDim);
 }
 
 void Sema::resolveFfn(Scope &s, int64_t dModel, FfnSpec &out) {
@@ -707,6 +771,21 @@ void Sema::resolveRules(const ModelSpec &spec, StackSpec &stack, Scope &emb,
   EmbeddingSpec &e = stack.embedding;
   AttentionSpec &a = stack.attention;
   SMLoc posLoc = emb.valueLoc(KeyId::Position);
+  if (e.position == PositionEncoding::rope && a.latent()) {
+    // Latent attention rotates the last rope_dim values of each query
+    // head and the shared RoPE key: rope's dim is that.
+    if (e.ropeDim != 0 && e.ropeDim != a.ropeDim)
+      diags.error(posLoc, llvm::formatv("with latent attention rope rotates "
+                                        "the rope_dim ({0}) values of each "
+                                        "head: leave 'dim' out, got {1}",
+                                        a.ropeDim, e.ropeDim)
+                              .str());
+    e.ropeDim = a.ropeDim;
+  }
+  if (a.latent() && (e.position == PositionEncoding::alibi ||
+                     e.position == PositionEncoding::relative))
+    diags.error(posLoc, "latent attention (kv_rank) has no form for alibi "
+                        "or relative positions");
   if (e.position == PositionEncoding::rope) {
     if (e.ropeDim == 0) {
       e.ropeDim = a.headDim;

@@ -269,6 +269,40 @@ static tfm_status parse_experts(json_t *j, const char *what, tfm_source *src) {
   return TFM_OK;
 }
 
+/* The "fp8_block" of a source, [rows, cols]: its tensor may be stored in
+ * FP8 with a scale per block of rows x cols (see tfm_source). Only a
+ * weight [N, K] or a stack of them [experts, N, K] has blocks, and not
+ * together with MXFP4. */
+static tfm_status parse_fp8_block(json_t *j, const char *what,
+                                  tfm_source *src) {
+  tfm_status s;
+  json_t *block = field(j, what, "fp8_block", is_array, "an array", 1, &s);
+  if (!block)
+    return s;
+  if (json_array_size(block) != 2)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "'fp8_block' of %s has %zu entries; expected 2 "
+                           "(the rows and columns of a block)",
+                    what, json_array_size(block));
+  for (size_t i = 0; i < 2; ++i) {
+    json_t *v = json_array_get(block, i);
+    if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+        json_integer_value(v) > TFM_MAX_DIM)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "entry %zu of 'fp8_block' of %s is not a size "
+                             "of at least 1",
+                      i, what);
+    src->fp8_block[i] = json_integer_value(v);
+  }
+  if (src->mxfp4 || src->rank < 2 || src->rank > 3)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s has 'fp8_block' but its tensor is not a "
+                           "weight [N, K] or a stack of them [experts, N, K]"
+                           "%s",
+                    what, src->mxfp4 ? " (it has 'mxfp4')" : "");
+  return TFM_OK;
+}
+
 /* A parameter's "source": how it is read from a Hugging Face checkpoint.
  * Everything the weight loader relies on to stay inside the stored tensor
  * is checked here. */
@@ -365,6 +399,8 @@ static tfm_status parse_source(json_t *j, const char *named,
                     PREFIX "%s has 'mxfp4' but its tensor is not one "
                            "stack [experts, K, N]",
                     what);
+  if ((s = parse_fp8_block(j, what, src)) != TFM_OK)
+    return s;
   /* What the transform reads: the whole parameter from the stored tensor,
    * or for stacked experts each expert's slice [N, ...] from its tensor or
    * from its slice of the stored one. */
@@ -722,6 +758,14 @@ static tfm_status parse_generation(json_t *root, tfm_description *d) {
                     PREFIX "%lld layers of KV cache are above the runtime's "
                            "limit of %d",
                     (long long)d->gen_layers, (TFM_MAX_GEN_INPUTS - 3) / 4);
+  json_t *latent = field(g, what, "latent", is_bool, "a boolean", 1, &s);
+  if (!latent && s != TFM_OK)
+    return s;
+  d->gen_latent = latent && json_is_true(latent);
+  if (d->gen_latent && d->gen_kv_heads != 1)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s: a latent cache has kv_heads = 1, not %lld",
+                    what, (long long)d->gen_kv_heads);
   json_t *e = field(g, what, "encoder", is_object, "an object", 1, &s);
   if (!e && s != TFM_OK)
     return s;

@@ -77,6 +77,13 @@ float tfm_bf16_to_f32(uint16_t h);
 /* Round to nearest even; overflow gives infinity. */
 uint16_t tfm_f32_to_f16(float f);
 uint16_t tfm_f32_to_bf16(float f);
+/* OCP 8-bit floats, exactly. F8_E4M3 (torch.float8_e4m3fn): sign, 4
+ * exponent bits of bias 7, 3 mantissa bits; no infinities, S.1111.111 is
+ * NaN, the largest 448, subnormals (m / 8) 2^-6 at exponent 0. F8_E5M2:
+ * sign, 5 exponent bits of bias 15, 2 mantissa bits, the high byte of a
+ * float16 (infinities and NaNs included). */
+float tfm_f8e4m3_to_f32(uint8_t b);
+float tfm_f8e5m2_to_f32(uint8_t b);
 
 /* Tensor dtypes of safetensors files that the runtime reads but does not
  * compute with (BOOL, U8, ...): TFM_DTYPE_OPAQUE_BASE + an index. */
@@ -157,6 +164,13 @@ typedef struct tfm_source {
    * exponent per block of 32 values), read as the tensor [E, 32 G, N] that
    * transformers' convert_moe_packed_tensors makes of them. */
   int mxfp4;
+  /* {rows, cols} (0: none): the tensor may also be stored in FP8 with
+   * block scales (quantization_config quant_method "fp8", DeepSeek-V3's
+   * weight_block_size): an F8_E4M3 or F8_E5M2 "<name>" [N, K] (or a stack
+   * [E, N, K]) and beside it F32, BF16 or F16 "<name>_scale_inv" [ceil(N /
+   * rows), ceil(K / cols)] (or [E, ...]), the element (n, k) being
+   * fp8(n, k) * scale_inv[n / rows][k / cols]. Other dtypes read as stored. */
+  int64_t fp8_block[2];
 } tfm_source;
 
 /* An entry of "parameters": a tensor of the weights file. */
@@ -233,6 +247,9 @@ typedef struct tfm_description {
   int32_t compute_dtype; /* CUDA: TFM_F32, TFM_F16 or TFM_BF16 */
   /* "generation": the KV-cache entry point's caches (0: none). */
   int64_t gen_layers, gen_kv_heads, gen_head_dim;
+  /* Latent attention: one cache per layer (the latents, laid out as a key
+   * cache [B', 1, head_dim, S]) instead of a key and a value cache. */
+  int gen_latent;
   int64_t *gen_windows; /* per layer: sliding window (ring buffer) or 0 */
   /* "generation"."encoder" (encoder-decoders): the cross-attention caches'
    * sizes, d_model, and whether the encoder entry takes source lengths. */

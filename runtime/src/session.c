@@ -26,7 +26,8 @@ struct tfm_session {
   tfm_model *model;
   int64_t max_batch, max_len;
   int64_t *lengths;
-  float **cache;  /* 2 per layer: keys (transposed), values */
+  float **cache;  /* 2 per layer: keys (transposed), values; latent
+                   * attention: the latents, then NULL */
   int64_t *slots; /* per layer: positions (max_len) or ring slots */
   size_t layers;
   int64_t kv, hd;
@@ -147,9 +148,10 @@ tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
     if (w > 0 && w < s->chunk)
       s->chunk = w;
     size_t floats = (size_t)(per * s->slots[l] * max_batch);
-    total += 2 * floats * sizeof(float);
+    total += (d->gen_latent ? 1 : 2) * floats * sizeof(float);
     ok = (s->cache[2 * l] = tfm_calloc(floats, sizeof(float))) != NULL &&
-         (s->cache[2 * l + 1] = tfm_calloc(floats, sizeof(float))) != NULL;
+         (d->gen_latent ||
+          (s->cache[2 * l + 1] = tfm_calloc(floats, sizeof(float))) != NULL);
   }
   if (!ok) {
     tfm_session_free(s);
@@ -237,10 +239,11 @@ static tfm_status run_step(tfm_session *s, int64_t first, int64_t n, int64_t t,
                            TFM_F32,
                            4,
                            {n, s->kv, s->hd, slots}};
-    *next++ = (tfm_tensor){s->cache[2 * l + 1] + (size_t)first * seq,
-                           TFM_F32,
-                           4,
-                           {n, s->kv, slots, s->hd}};
+    if (s->cache[2 * l + 1]) /* not with latent attention */
+      *next++ = (tfm_tensor){s->cache[2 * l + 1] + (size_t)first * seq,
+                             TFM_F32,
+                             4,
+                             {n, s->kv, slots, s->hd}};
   }
   for (size_t l = 0; encdec && l < s->layers; ++l) {
     size_t seq = (size_t)(s->ckv * s->chd * s->max_len);

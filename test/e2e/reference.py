@@ -246,6 +246,68 @@ class Attention(nn.Module):
         return self.o(out)
 
 
+class LatentAttention(nn.Module):
+    """Multi-head latent attention as transformers' modeling_deepseek_v3.py
+    (DeepseekV3Attention) computes it: the naive form, each head's key and
+    value expanded from the latent (tfm computes the absorbed form)."""
+
+    def __init__(self, a, d, position, norm):
+        super().__init__()
+        self.a = a
+        self.h, self.hd, self.r = a["heads"], a["head_dim"], a["rope_dim"]
+        self.nope, self.dv, self.rank = self.hd - self.r, a["value_dim"], a["kv_rank"]
+        if a["q_rank"]:
+            self.q_a = nn.Linear(d, a["q_rank"], bias=False)
+            self.q_a_norm = make_norm(norm, a["q_rank"])
+            self.q_b = nn.Linear(a["q_rank"], self.h * self.hd, bias=False)
+        else:
+            self.q = nn.Linear(d, self.h * self.hd, bias=False)
+        self.kv_a = nn.Linear(d, self.rank + self.r, bias=False)
+        self.kv_a_norm = make_norm(norm, self.rank)
+        self.kv_b = nn.Linear(self.rank, self.h * (self.nope + self.dv), bias=False)
+        self.o = nn.Linear(self.h * self.dv, d, bias=False)
+        self.mask = a.get("mask", "none")
+        self.position = [position]
+
+    def rotate(self, x):
+        pos = self.position[0]
+        if pos is None or pos[0] != "rope":
+            return x
+        if pos[2] == "interleaved":
+            # apply_rotary_pos_emb_interleave: pairs (2i, 2i + 1) regrouped
+            # as halves, then rotate_half.
+            b, h, t, r = x.shape
+            x = x.view(b, h, t, r // 2, 2).transpose(4, 3).reshape(b, h, t, r)
+        return rope(x, pos[1], "half", pos[3])
+
+    def forward(self, x, src, lengths):
+        b, t, _ = x.shape
+        q = self.q_b(self.q_a_norm(self.q_a(x))) if self.a["q_rank"] else self.q(x)
+        q = q.view(b, t, self.h, self.hd).transpose(1, 2)
+        q_pass, q_rot = q.split([self.nope, self.r], -1)
+        k_pass, k_rot = self.kv_a(x).split([self.rank, self.r], -1)
+        k_pass = self.kv_b(self.kv_a_norm(k_pass)).view(b, t, self.h, self.nope + self.dv)
+        k_pass, v = k_pass.transpose(1, 2).split([self.nope, self.dv], -1)
+        k_rot = k_rot.view(b, 1, t, self.r)
+        q_rot, k_rot = self.rotate(q_rot), self.rotate(k_rot)
+        k_rot = k_rot.expand(b, self.h, t, self.r)
+        q = torch.cat([q_pass, q_rot], -1)
+        k = torch.cat([k_pass, k_rot], -1)
+        scores = q @ k.transpose(-1, -2) * self.a["scale"]
+        i = torch.arange(t)[:, None]
+        j = torch.arange(t)[None, :]
+        masked = torch.zeros(t, t, dtype=torch.bool)
+        if self.mask == "causal":
+            masked = masked | (j > i)
+        masked = masked[None, None].expand(b, 1, t, t)
+        if lengths is not None:
+            masked = masked | (j[None, None] >= lengths[:, None, None, None])
+        p = torch.softmax(scores.masked_fill(masked, float("-inf")), -1)
+        p = torch.where(torch.isnan(p), torch.zeros_like(p), p)
+        out = (p @ v).transpose(1, 2).reshape(b, t, self.h * self.dv)
+        return self.o(out)
+
+
 class FFN(nn.Module):
     def __init__(self, f, d):
         super().__init__()
@@ -401,7 +463,10 @@ class Layer(nn.Module):
         if attn.get("mask") == "sliding" and k and (index + 1) % k == 0:
             attn["mask"] = "causal"
         self.attn_norm = make_norm(st["norm"], d)
-        self.attn = Attention(attn, d, True, position, st["norm"])
+        if attn.get("kv_rank"):
+            self.attn = LatentAttention(attn, d, position, st["norm"])
+        else:
+            self.attn = Attention(attn, d, True, position, st["norm"])
         if self.placement == "sandwich":
             self.attn_post_norm = make_norm(st["norm"], d)
         if cross:

@@ -130,6 +130,9 @@ driver::readInterface(ModuleOp module, const ModelDescription *model,
                                   {"kv_heads", c.kvHeads},
                                   {"head_dim", c.headDim},
                                   {"windows", std::move(windows)}};
+    // Latent attention: one cache per layer (the latents, as a key cache).
+    if (c.latent)
+      generation["latent"] = true;
     // An encoder-decoder: the entry point that encodes the source and the
     // cross-attention caches' sizes (one pair per decoder layer).
     if (iface.encodeAbi)

@@ -161,6 +161,188 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
   }
 };
 
+/// `v` [..., n] at [..., offset, offset + size) of dimension `dim`.
+Value sliceDim(PatternRewriter &b, Location loc, Value v, int64_t dim,
+               int64_t offset, int64_t size) {
+  auto t = cast<RankedTensorType>(v.getType());
+  SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0));
+  offsets[dim] = b.getIndexAttr(offset);
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, v);
+  sizes[dim] = b.getIndexAttr(size);
+  SmallVector<int64_t> shape(t.getShape());
+  shape[dim] = size;
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(shape, t.getElementType()), v, offsets,
+      sizes, SmallVector<OpFoldResult>(t.getRank(), b.getIndexAttr(1)));
+}
+
+/// `a` and `c` (of equal leading dimensions) joined along their last,
+/// static, dimension.
+Value concatLast(PatternRewriter &b, Location loc, Value a, Value c) {
+  auto at = cast<RankedTensorType>(a.getType());
+  auto ct = cast<RankedTensorType>(c.getType());
+  int64_t last = at.getRank() - 1;
+  int64_t na = at.getDimSize(last), nc = ct.getDimSize(last);
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, a);
+  sizes[last] = b.getIndexAttr(na + nc);
+  Value into = tensor::EmptyOp::create(b, loc, sizes, at.getElementType());
+  SmallVector<OpFoldResult> offsets(at.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(at.getRank(), b.getIndexAttr(1));
+  into = tensor::InsertSliceOp::create(b, loc, a, into, offsets,
+                                       tensor::getMixedSizes(b, loc, a),
+                                       strides);
+  offsets[last] = b.getIndexAttr(na);
+  return tensor::InsertSliceOp::create(b, loc, c, into, offsets,
+                                       tensor::getMixedSizes(b, loc, c),
+                                       strides);
+}
+
+/// Per head h: a[:, h] ([B, H, T, K]) times w[h] ([H, K, N], or [H, N, K]
+/// with `transposeW`): [B, H, T, N]. A batched tfm.matmul over the heads
+/// of the rows of all sequences.
+Value perHeadMatmul(PatternRewriter &b, Location loc, Value a, Value w,
+                    bool transposeW) {
+  auto at = cast<RankedTensorType>(a.getType());
+  auto wt = cast<RankedTensorType>(w.getType());
+  Type elt = at.getElementType();
+  int64_t bsz = at.getDimSize(0), h = at.getDimSize(1), t = at.getDimSize(2),
+          k = at.getDimSize(3), n = wt.getDimSize(transposeW ? 1 : 2);
+  int64_t rows = ShapedType::isDynamic(bsz) || ShapedType::isDynamic(t)
+                     ? ShapedType::kDynamic
+                     : bsz * t;
+  Value byHead = TransposeOp::create(
+      b, loc, RankedTensorType::get({h, bsz, t, k}, elt), a,
+      b.getDenseI64ArrayAttr({1, 0, 2, 3}));
+  SmallVector<ReassociationIndices> groups{{0}, {1, 2}, {3}};
+  Value flat = tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get({h, rows, k}, elt), byHead, groups);
+  Value prod = MatmulOp::create(b, loc, RankedTensorType::get({h, rows, n}, elt),
+                                flat, w, /*transpose_lhs=*/false, transposeW);
+  SmallVector<OpFoldResult> outShape{b.getIndexAttr(h),
+                                     tensor::getMixedSize(b, loc, a, 0),
+                                     tensor::getMixedSize(b, loc, a, 2),
+                                     b.getIndexAttr(n)};
+  Value split = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({h, bsz, t, n}, elt), prod, groups,
+      outShape);
+  return TransposeOp::create(b, loc, RankedTensorType::get({bsz, h, t, n}, elt),
+                             split, b.getDenseI64ArrayAttr({1, 0, 2, 3}));
+}
+
+/// Multi-head latent attention in DeepSeek's absorbed form: every head
+/// attends to the latent rows [c_kv, k_rope] (one KV head of kv_rank +
+/// rope_dim values) with the query [q_nope W_uk[h], q_rope], and its
+/// output o W_uv[h]^T. With a cache, the latents go into it and the
+/// queries attend to it (tfm.attention); without, the textbook form, which
+/// attention fusion matches as grouped-query attention of one KV head.
+struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LatentAttentionOp op,
+                                PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value x = op.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    Type elt = xt.getElementType();
+    int64_t heads = op.getHeads(), hd = op.getHeadDim(),
+            rope = op.getRopeDim(), dv = op.getValueDim(),
+            rank = op.getKvRank(), nope = hd - rope;
+    int64_t bsz = xt.getDimSize(0), t = xt.getDimSize(1);
+    bool layer = op.getNormKind() == NormKind::layernorm;
+    auto norm = [&](Value v, Value w) -> Value {
+      auto vecType = RankedTensorType::get(
+          {cast<RankedTensorType>(w.getType()).getDimSize(0)}, elt);
+      Value zero = layer ? splat(b, loc, vecType, 0.0) : Value();
+      return NormOp::create(
+          b, loc, v.getType(), v, w, zero, op.getNormKindAttr(),
+          op.getNormEpsAttr(),
+          op.getNormOffsetAttr() ? op.getNormOffsetAttr()
+                                 : b.getF64FloatAttr(0.0));
+    };
+    auto headsType = [&](int64_t h, int64_t d) {
+      return RankedTensorType::get({bsz, h, t, d}, elt);
+    };
+    // The query, per head [q_nope, q_rope].
+    Value q = op.getWqA() ? linear(b, loc,
+                                   norm(linear(b, loc, x, op.getWqA(), {}),
+                                        op.getQANorm()),
+                                   op.getWq(), {})
+                          : linear(b, loc, x, op.getWq(), {});
+    Value qh = SplitHeadsOp::create(b, loc, headsType(heads, hd), q,
+                                    b.getI64IntegerAttr(heads));
+    Value qNope = sliceDim(b, loc, qh, 3, 0, nope);
+    Value qRope = sliceDim(b, loc, qh, 3, nope, rope);
+    // The latent [c_kv, k_rope] as one KV head [B, 1, T, ..].
+    Value c = linear(b, loc, x, op.getWkvA(), {});
+    Value ckv = norm(sliceDim(b, loc, c, 2, 0, rank), op.getKvANorm());
+    ckv = SplitHeadsOp::create(b, loc, headsType(1, rank), ckv,
+                               b.getI64IntegerAttr(1));
+    Value kRope = SplitHeadsOp::create(b, loc, headsType(1, rope),
+                                       sliceDim(b, loc, c, 2, rank, rope),
+                                       b.getI64IntegerAttr(1));
+    Value positions = op.getPositions();
+    if (auto invFreq = op.getRopeInvFreqAttr()) {
+      qRope = RopeOp::create(b, loc, qRope, positions, invFreq,
+                             op.getRopeStyleAttr(), op.getRopeScaleAttr());
+      kRope = RopeOp::create(b, loc, kRope, positions, invFreq,
+                             op.getRopeStyleAttr(), op.getRopeScaleAttr());
+    }
+    Value latent = concatLast(b, loc, ckv, kRope);
+    // W_kv_b as [heads, nope + value_dim, kv_rank]: each head's W_uk rows
+    // then its W_uv rows.
+    Value wkvb = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({heads, nope + dv, rank}, elt),
+        op.getWkvB(), SmallVector<ReassociationIndices>{{0, 1}, {2}});
+    Value wuk = sliceDim(b, loc, wkvb, 1, 0, nope);
+    Value wuv = sliceDim(b, loc, wkvb, 1, nope, dv);
+    Value query = concatLast(
+        b, loc, perHeadMatmul(b, loc, qNope, wuk, /*transposeW=*/false), qRope);
+    Value o;
+    SmallVector<Value> results;
+    if (auto cache = op.getCache(); !cache.empty()) {
+      Value kc = CacheWriteOp::create(b, loc, cache[0].getType(), latent,
+                                      cache[0], positions, b.getUnitAttr(),
+                                      UnitAttr());
+      // The values are the cache's c_kv rows, [B', 1, S, kv_rank].
+      auto ct = cast<RankedTensorType>(kc.getType());
+      Value vt = sliceDim(b, loc, kc, 2, 0, rank);
+      Value v = TransposeOp::create(
+          b, loc,
+          RankedTensorType::get(
+              {ct.getDimSize(0), 1, ct.getDimSize(3), rank}, elt),
+          vt, b.getDenseI64ArrayAttr({0, 1, 3, 2}));
+      o = AttentionOp::create(
+          b, loc, headsType(heads, rank), query, kc, v, Value(),
+          op.getLengths(), positions, Value(), op.getMaskAttr(), IntegerAttr(),
+          op.getScaleAttr(), FloatAttr(), DenseF64ArrayAttr(), IntegerAttr(),
+          UnitAttr(), b.getUnitAttr(), UnitAttr());
+      results.push_back(kc);
+    } else {
+      auto rep = b.getI64IntegerAttr(heads);
+      Value kh = RepeatKvOp::create(b, loc, headsType(heads, rank + rope),
+                                    latent, rep);
+      Value vh = RepeatKvOp::create(b, loc, headsType(heads, rank), ckv, rep);
+      auto scoresType = RankedTensorType::get({bsz, heads, t, t}, elt);
+      Value s = MatmulOp::create(b, loc, scoresType, query, kh,
+                                 /*transpose_lhs=*/false,
+                                 /*transpose_rhs=*/true);
+      s = ScaleOp::create(b, loc, s, op.getScaleAttr());
+      if (op.getMask() != MaskKind::none || op.getLengths())
+        s = MaskOp::create(b, loc, scoresType, s, op.getLengths(),
+                           op.getMaskAttr(), IntegerAttr());
+      Value p = SoftmaxOp::create(b, loc, s.getType(), s, Value(),
+                                  b.getI64IntegerAttr(3));
+      o = MatmulOp::create(b, loc, headsType(heads, rank), p, vh, false, false);
+    }
+    o = perHeadMatmul(b, loc, o, wuv, /*transposeW=*/true);
+    Value merged = MergeHeadsOp::create(
+        b, loc, RankedTensorType::get({bsz, t, heads * dv}, elt), o);
+    results.insert(results.begin(), linear(b, loc, merged, op.getWo(), {}));
+    b.replaceOp(op, results);
+    return success();
+  }
+};
+
 struct DecomposeFfn : OpRewritePattern<FfnOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -314,6 +496,6 @@ struct TfmDecomposePass : mlir::tfm::impl::TfmDecomposeBase<TfmDecomposePass> {
 } // namespace
 
 void mlir::tfm::populateDecomposePatterns(RewritePatternSet &patterns) {
-  patterns.add<DecomposeMultiHeadAttention, DecomposeFfn, DecomposeMoe>(
-      patterns.getContext());
+  patterns.add<DecomposeMultiHeadAttention, DecomposeLatentAttention,
+               DecomposeFfn, DecomposeMoe>(patterns.getContext());
 }

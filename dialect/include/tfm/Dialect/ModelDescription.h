@@ -43,6 +43,9 @@ struct CacheLayout {
   int64_t layers = 0;
   int64_t kvHeads = 0;
   int64_t headDim = 0;
+  /// Latent attention: one cache per layer, the latents (transposed,
+  /// [B', kvHeads, headDim, S]), instead of a key and a value cache.
+  bool latent = false;
   /// Layer l's sliding window (0: attends to the whole cache); its cache is
   /// a ring buffer of that many positions.
   std::vector<int64_t> windows;

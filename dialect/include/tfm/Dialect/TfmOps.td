@@ -236,6 +236,75 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
   let hasVerifier = 1;
 }
 
+def Tfm_LatentAttentionOp : Tfm_Op<"latent_attention",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "multi-head latent attention block (DeepSeek-V2/V3)";
+  let description = [{
+    DeepSeek's multi-head latent attention over `input` ([B, T, d_model]),
+    `heads` heads of `head_dim` = nope + `rope_dim` query/key values and
+    `value_dim` value values:
+
+    - the query q = x wq^T, or with `wq_a` (a rank-R query latent) q =
+      norm(x wq_a^T; q_a_norm) wq^T; per head [q_nope (nope), q_rope
+      (rope_dim)];
+    - the latent c = x wkv_a^T = [c_kv (kv_rank), k_rope (rope_dim)]; c_kv
+      normalized with `kv_a_norm`, k_rope one key part shared by all heads;
+    - q_rope and k_rope rotated by RoPE (`rope_inv_freq`, `rope_style`,
+      `rope_scale`, as in tfm.multi_head_attention);
+    - head h's key [c_kv W_uk[h]^T, k_rope] and value c_kv W_uv[h]^T, with
+      `wkv_b` ([heads * (nope + value_dim), kv_rank]) holding each head's
+      W_uk (nope rows) then W_uv (value_dim rows);
+    - softmax(M + scale q k^T) v per head, merged and projected with `wo`.
+
+    The norms are `norm_kind` with `norm_eps` (weight times `norm_offset` +
+    weight). It is computed in the absorbed form of DeepSeek's inference
+    code: head h's query becomes [q_nope W_uk[h], q_rope] (kv_rank +
+    rope_dim values), its keys are the latent rows [c_kv, k_rope] and its
+    values the rows c_kv, shared by all heads (one KV head), and the output
+    o W_uv[h]^T. So the KV cache (`cache`: one transposed cache [B', 1,
+    kv_rank + rope_dim, S], with `positions` [B]) holds the latent:
+    kv_rank + rope_dim values per token, and the updated cache is the
+    second result.
+
+    ```mlir
+    %y = tfm.latent_attention %x weights(%wq, %wkva, %kvnorm, %wkvb, %wo)
+           {heads = 2 : i64, head_dim = 6 : i64, rope_dim = 2 : i64,
+            value_dim = 4 : i64, kv_rank = 8 : i64,
+            mask = #tfm.mask<causal>, scale = 0.40824829 : f64,
+            norm_kind = #tfm.norm<rmsnorm>, norm_eps = 1.0e-06 : f64}
+           : (tensor<?x?x16xf32>, tensor<12x16xf32>, tensor<10x16xf32>,
+              tensor<8xf32>, tensor<16x8xf32>, tensor<16x8xf32>)
+           -> tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$wq,
+                   Tfm_FloatTensor:$wkv_a, Tfm_FloatTensor:$kv_a_norm,
+                   Tfm_FloatTensor:$wkv_b, Tfm_FloatTensor:$wo,
+                   Optional<Tfm_FloatTensor>:$wq_a,
+                   Optional<Tfm_FloatTensor>:$q_a_norm,
+                   Optional<Tfm_IntTensor>:$lengths,
+                   Variadic<Tfm_FloatTensor>:$cache,
+                   Optional<Tfm_IntTensor>:$positions,
+                   I64Attr:$heads, I64Attr:$head_dim, I64Attr:$rope_dim,
+                   I64Attr:$value_dim, I64Attr:$kv_rank,
+                   Tfm_MaskKindAttr:$mask, F64Attr:$scale,
+                   OptionalAttr<DenseF64ArrayAttr>:$rope_inv_freq,
+                   OptionalAttr<Tfm_RopeStyleAttr>:$rope_style,
+                   OptionalAttr<F64Attr>:$rope_scale,
+                   Tfm_NormKindAttr:$norm_kind, F64Attr:$norm_eps,
+                   OptionalAttr<F64Attr>:$norm_offset);
+  let results = (outs Tfm_FloatTensor:$result,
+                 Variadic<Tfm_FloatTensor>:$cache_out);
+  let assemblyFormat = [{
+    $input `weights` `(` $wq `,` $wkv_a `,` $kv_a_norm `,` $wkv_b `,` $wo `)`
+    (`query_latent` `(` $wq_a^ `,` $q_a_norm `)`)?
+    (`lengths` `(` $lengths^ `)`)? (`cache` `(` $cache^ `)`)?
+    (`positions` `(` $positions^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_FfnOp : Tfm_Op<"ffn", [Pure, AttrSizedOperandSegments]> {
   let summary = "position-wise feed-forward network";
   let description = [{

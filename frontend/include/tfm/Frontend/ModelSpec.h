@@ -140,6 +140,21 @@ struct AttentionSpec {
   /// v2 `sliding(global_every = K)`: layer i with (i + 1) % K == 0 is plain
   /// causal instead of sliding; 0 is off.
   int64_t globalEvery = 0;
+  /// v3 multi-head latent attention (DeepSeek-V2/V3), on when kvRank > 0:
+  /// keys and values come from a latent of kvRank values per token
+  /// (normalized) and one RoPE key of ropeDim values shared by the heads;
+  /// a head's query and key have headDim = nope + ropeDim values (the last
+  /// ropeDim rotate), its value valueDim. The query is projected directly
+  /// (qRank = 0) or through a normalized rank-qRank latent. The KV cache
+  /// holds the latent and the RoPE key: kvRank + ropeDim per token.
+  int64_t kvRank = 0;
+  int64_t qRank = 0;
+  int64_t ropeDim = 0;
+  int64_t valueDim = 0; ///< resolved: headDim - ropeDim when not set
+  bool latent() const { return kvRank > 0; }
+  /// The width of a head's output (the value): valueDim in latent
+  /// attention, headDim otherwise.
+  int64_t outDim() const { return latent() ? valueDim : headDim; }
   bool scaleIsDefault = true;
   double scale = 0.0; ///< resolved: 1/sqrt(head_dim) when default
   SourceLoc loc;      ///< the attention or cross_attention section
