@@ -256,14 +256,22 @@ class LatentAttention(nn.Module):
         self.a = a
         self.h, self.hd, self.r = a["heads"], a["head_dim"], a["rope_dim"]
         self.nope, self.dv, self.rank = self.hd - self.r, a["value_dim"], a["kv_rank"]
+        def latent_norm(width):
+            # The stack's norm kind; a layernorm's bias is zero (tfm has
+            # no latent norm bias; DeepSeek's are RMSNorms).
+            n = make_norm(norm, width)
+            if hasattr(n, "bias"):
+                del n.bias
+                n.register_buffer("bias", torch.zeros(width))
+            return n
         if a["q_rank"]:
             self.q_a = nn.Linear(d, a["q_rank"], bias=False)
-            self.q_a_norm = make_norm(norm, a["q_rank"])
+            self.q_a_norm = latent_norm(a["q_rank"])
             self.q_b = nn.Linear(a["q_rank"], self.h * self.hd, bias=False)
         else:
             self.q = nn.Linear(d, self.h * self.hd, bias=False)
         self.kv_a = nn.Linear(d, self.rank + self.r, bias=False)
-        self.kv_a_norm = make_norm(norm, self.rank)
+        self.kv_a_norm = latent_norm(self.rank)
         self.kv_b = nn.Linear(self.rank, self.h * (self.nope + self.dv), bias=False)
         self.o = nn.Linear(self.h * self.dv, d, bias=False)
         self.mask = a.get("mask", "none")

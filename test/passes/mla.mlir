@@ -1,0 +1,48 @@
+// Multi-head latent attention through the passes: tfm-decompose writes
+// DeepSeek's absorbed form (the latent [c_kv, k_rope] as one KV head of
+// kv_rank + rope_dim values written into the transposed latent cache, the
+// query [q_nope W_uk[h], q_rope], the values the cache's c_kv rows, the
+// output o W_uv[h]^T), which the CPU pipeline then compiles.
+// RUN: tfm-opt %s --tfm-decompose | FileCheck %s
+// RUN: tfm-opt %s --tfm-cpu-pipeline="vector-width=8" | FileCheck %s --check-prefix=LLVM
+func.func @step(%x: tensor<?x?x16xf32>, %wqa: tensor<6x16xf32>, %qn: tensor<6xf32>, %wq: tensor<12x6xf32>, %wkva: tensor<10x16xf32>, %n: tensor<8xf32>, %wkvb: tensor<16x8xf32>, %wo: tensor<16x8xf32>, %c: tensor<?x1x10x?xf32>, %p: tensor<?xi32>) -> (tensor<?x?x16xf32>, tensor<?x1x10x?xf32> {tfm.cache_of = 8 : i64}) {
+  %y, %c2 = tfm.latent_attention %x weights(%wq, %wkva, %n, %wkvb, %wo) query_latent(%wqa, %qn) cache(%c) positions(%p)
+         {heads = 2 : i64, head_dim = 6 : i64, rope_dim = 2 : i64, value_dim = 4 : i64, kv_rank = 8 : i64,
+          mask = #tfm.mask<causal>, scale = 0.4 : f64, rope_inv_freq = array<f64: 1.0>, rope_style = #tfm.rope_style<interleaved>,
+          norm_kind = #tfm.norm<rmsnorm>, norm_eps = 1.0e-06 : f64}
+         : (tensor<?x?x16xf32>, tensor<12x6xf32>, tensor<10x16xf32>, tensor<8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<6x16xf32>, tensor<6xf32>, tensor<?x1x10x?xf32>, tensor<?xi32>) -> (tensor<?x?x16xf32>, tensor<?x1x10x?xf32>)
+  return %y, %c2 : tensor<?x?x16xf32>, tensor<?x1x10x?xf32>
+}
+
+// CHECK-LABEL: func @step
+// CHECK: %[[QA:.*]] = tfm.linear %arg0, %arg1
+// CHECK: %[[QN:.*]] = tfm.norm %[[QA]], %arg2
+// CHECK: %[[Q:.*]] = tfm.linear %[[QN]], %arg3
+// CHECK: %[[QH:.*]] = tfm.split_heads %[[Q]] {heads = 2 : i64} : (tensor<?x?x12xf32>) -> tensor<?x2x?x6xf32>
+// CHECK: %[[NOPE:.*]] = tensor.extract_slice %[[QH]][0, 0, 0, 0] [%{{.*}}, 2, %{{.*}}, 4]
+// CHECK: %[[QROT:.*]] = tensor.extract_slice %[[QH]][0, 0, 0, 4] [%{{.*}}, 2, %{{.*}}, 2]
+// CHECK: %[[C:.*]] = tfm.linear %arg0, %arg4 : (tensor<?x?x16xf32>, tensor<10x16xf32>) -> tensor<?x?x10xf32>
+// CHECK: %[[CKV:.*]] = tensor.extract_slice %[[C]][0, 0, 0] [%{{.*}}, %{{.*}}, 8]
+// CHECK: tfm.norm %[[CKV]], %arg5
+// CHECK: tensor.extract_slice %[[C]][0, 0, 8] [%{{.*}}, %{{.*}}, 2]
+// CHECK: %[[QR:.*]] = tfm.rope %[[QROT]] positions(%arg9
+// CHECK: %[[KR:.*]] = tfm.rope %{{.*}} positions(%arg9 {{.*}} : tensor<?x1x?x2xf32>
+// CHECK: %[[LAT0:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 0, 0, 0] [%{{.*}}, 1, %{{.*}}, 8]
+// CHECK: %[[LAT:.*]] = tensor.insert_slice %[[KR]] into %[[LAT0]][0, 0, 0, 8] [%{{.*}}, 1, %{{.*}}, 2]
+// CHECK: %[[W:.*]] = tensor.expand_shape %arg6 {{\[\[}}0, 1], [2]] output_shape [2, 8, 8]
+// CHECK: %[[WUK:.*]] = tensor.extract_slice %[[W]][0, 0, 0] [2, 4, 8]
+// CHECK: %[[WUV:.*]] = tensor.extract_slice %[[W]][0, 4, 0] [2, 4, 8]
+// CHECK: tfm.transpose %[[NOPE]]
+// CHECK: tfm.matmul %{{.*}}, %[[WUK]] : (tensor<2x?x4xf32>, tensor<2x4x8xf32>) -> tensor<2x?x8xf32>
+// CHECK: %[[QFULL:.*]] = tensor.insert_slice %[[QR]] into %{{.*}}[0, 0, 0, 8] [%{{.*}}, 2, %{{.*}}, 2]
+// CHECK: %[[KC:.*]] = tfm.cache_write %[[LAT]] into %arg8 at %arg9 {transposed} : tensor<?x1x?x10xf32> into tensor<?x1x10x?xf32>
+// CHECK: %[[VT:.*]] = tensor.extract_slice %[[KC]][0, 0, 0, 0] [%{{.*}}, 1, 8, %{{.*}}]
+// CHECK: %[[V:.*]] = tfm.transpose %[[VT]] {permutation = array<i64: 0, 1, 3, 2>}
+// CHECK: %[[O:.*]] = tfm.attention %[[QFULL]], %[[KC]], %[[V]] positions(%arg9) {key_transposed, mask = #tfm.mask<causal>, scale = 4.000000e-01 : f64} : (tensor<?x2x?x10xf32>, tensor<?x1x10x?xf32>, tensor<?x1x?x8xf32>, tensor<?xi32>) -> tensor<?x2x?x8xf32>
+// CHECK: tfm.transpose %[[O]]
+// CHECK: tfm.matmul %{{.*}}, %[[WUV]] {transpose_rhs} : (tensor<2x?x8xf32>, tensor<2x4x8xf32>) -> tensor<2x?x4xf32>
+// CHECK: %[[M:.*]] = tfm.merge_heads %{{.*}} : (tensor<?x2x?x4xf32>) -> tensor<?x?x8xf32>
+// CHECK: %[[Y:.*]] = tfm.linear %[[M]], %arg7
+// CHECK: return %[[Y]], %[[KC]]
+
+// LLVM: llvm.func @step
