@@ -244,6 +244,25 @@ float tfm_f16_to_f32(uint16_t h) {
   return f;
 }
 
+float tfm_f8e4m3_to_f32(uint8_t b) {
+  uint32_t exp = (b >> 3) & 0xf, mant = b & 0x7, bits;
+  float f;
+  if (exp == 0xf && mant == 0x7) {
+    f = NAN;
+  } else if (exp == 0) {
+    f = (float)mant * 0x1p-9f; /* (m / 8) 2^-6, exact */
+  } else {
+    /* (1 + m / 8) 2^(e - 7): the exponent rebiased to f32's 127. */
+    bits = (exp + 120) << 23 | mant << 20;
+    memcpy(&f, &bits, 4);
+  }
+  return b & 0x80 ? -f : f;
+}
+
+float tfm_f8e5m2_to_f32(uint8_t b) {
+  return tfm_f16_to_f32((uint16_t)(b << 8));
+}
+
 float tfm_bf16_to_f32(uint16_t h) {
   uint32_t bits = (uint32_t)h << 16;
   float f;

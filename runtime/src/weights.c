@@ -5,9 +5,9 @@
  * parameter's Hugging Face source, and checked as a whole before anything
  * is converted: every missing, unexpected or mis-shaped tensor is reported.
  * Each entry of the ABI parameter list then gets an f32 host copy, in one
- * pass that converts the dtype, applies the source's transpose or row map,
- * and packs panels where the entry says so, in the layout that
- * tfm/packed_layout.h describes.
+ * pass that converts the dtype (dequantizing MXFP4 and block-scaled FP8),
+ * applies the source's transpose or row map, and packs panels where the
+ * entry says so, in the layout that tfm/packed_layout.h describes.
  *===----------------------------------------------------------------------===*/
 #define _DEFAULT_SOURCE
 #include "checkpoint.h"
@@ -122,10 +122,25 @@ static float mxfp4_element(const mxfp4_tensor *m, int64_t i) {
   return ldexpf(kE2M1[k % 2 ? byte >> 4 : byte & 15], scale - 127);
 }
 
-/* The element at flat index `i` of `t` (any float dtype, or MXFP4) as f32. */
-static float element(const tfm_tensor *t, int64_t i) {
-  if (t->dtype == TFM_MXFP4)
-    return mxfp4_element((const mxfp4_tensor *)t, i);
+/* A tensor stored in FP8 with block scales, as a source's "fp8_block"
+ * allows: the F8_E4M3 (or F8_E5M2) `values` [N, K] or [E, N, K] and the
+ * `scales` [ceil(N / rows), ceil(K / cols)] (or [E, ...]) beside them, seen
+ * as the tensor of the values' shape whose element (e, n, k) is
+ * fp8(values[e, n, k]) * scales[e, n / rows, k / cols], an f32 product as
+ * DeepSeek-V3's weight_dequant computes it. `view` comes first: a pointer
+ * to it is one to the whole. Its dtype is TFM_FP8_BLOCKS; it owns no data. */
+typedef struct fp8_tensor {
+  tfm_tensor view;
+  const tfm_tensor *values, *scales;
+  int64_t rows, cols;             /* of a block */
+  int64_t row_blocks, col_blocks; /* of each matrix */
+  int e5m2;
+} fp8_tensor;
+
+#define TFM_FP8_BLOCKS (TFM_DTYPE_OPAQUE_BASE - 2)
+
+/* The element at flat index `i` of `t` (F32, F16 or BF16) as f32. */
+static float float_element(const tfm_tensor *t, int64_t i) {
   float v;
   if (t->dtype == TFM_F32) {
     memcpy(&v, (const char *)t->data + 4 * i, 4);
@@ -134,6 +149,29 @@ static float element(const tfm_tensor *t, int64_t i) {
   uint16_t h;
   memcpy(&h, (const char *)t->data + 2 * i, 2);
   return t->dtype == TFM_F16 ? tfm_f16_to_f32(h) : tfm_bf16_to_f32(h);
+}
+
+/* Element i of the dequantized view: (e, n, k) of the values times the
+ * scale of block (e, n / rows, k / cols). */
+static float fp8_element(const fp8_tensor *m, int64_t i) {
+  int32_t r = m->view.rank;
+  int64_t k_all = m->view.shape[r - 1], n_all = m->view.shape[r - 2];
+  int64_t k = i % k_all, n = i / k_all % n_all, e = i / k_all / n_all;
+  float scale = float_element(
+      m->scales,
+      (e * m->row_blocks + n / m->rows) * m->col_blocks + k / m->cols);
+  uint8_t q = ((const uint8_t *)m->values->data)[i];
+  return (m->e5m2 ? tfm_f8e5m2_to_f32(q) : tfm_f8e4m3_to_f32(q)) * scale;
+}
+
+/* The element at flat index `i` of `t` (any float dtype, MXFP4 or FP8 with
+ * block scales) as f32. */
+static float element(const tfm_tensor *t, int64_t i) {
+  if (t->dtype == TFM_MXFP4)
+    return mxfp4_element((const mxfp4_tensor *)t, i);
+  if (t->dtype == TFM_FP8_BLOCKS)
+    return fp8_element((const fp8_tensor *)t, i);
+  return float_element(t, i);
 }
 
 /* Row r of the parameter is this row of a fused or offset source. */
@@ -431,6 +469,11 @@ static void release(const tfm_tensor *t) {
     release(((const mxfp4_tensor *)t)->scales);
     return;
   }
+  if (t && t->dtype == TFM_FP8_BLOCKS) {
+    release(((const fp8_tensor *)t)->values);
+    release(((const fp8_tensor *)t)->scales);
+    return;
+  }
   long page = sysconf(_SC_PAGESIZE);
   if (!t || page <= 0)
     return;
@@ -590,9 +633,22 @@ void tfm_source_describe(const tfm_source *s, const tfm_param_desc *p,
           (long long)((rows + s->block - 1) / s->block), each);
   }
   if (used < size && s->mxfp4)
+    used += (size_t)snprintf(buf + used, size - used,
+                             " (or MXFP4: %s_blocks and %s_scales, "
+                             "dequantized)",
+                             s->names[0], s->names[0]);
+  if (used < size && s->fp8_block[0])
     snprintf(buf + used, size - used,
-             " (or MXFP4: %s_blocks and %s_scales, dequantized)", s->names[0],
+             " (or FP8 in blocks of [%lld, %lld] scaled by %s_scale_inv, "
+             "dequantized)",
+             (long long)s->fp8_block[0], (long long)s->fp8_block[1],
              s->names[0]);
+}
+
+/* Whether `dtype` is one of safetensors' 8-bit floats. */
+static int is_fp8(int32_t dtype) {
+  return dtype == tfm_opaque_dtype("F8_E4M3") ||
+         dtype == tfm_opaque_dtype("F8_E5M2");
 }
 
 /* Whether a stored tensor has the shape its source expects. */
@@ -637,11 +693,18 @@ static int check_bound(const tfm_param_desc *p, const tfm_bound *b,
                      whose, p->name, want);
     return 0;
   }
+  if (is_fp8(v->dtype) && s->fp8_block[0])
+    return 1; /* with its block scales (bind_fp8) */
   if (v->dtype != TFM_F32 && v->dtype != TFM_F16 && v->dtype != TFM_BF16 &&
       v->dtype != TFM_MXFP4) {
     tfm_error_append("\n  tensor '%s' has dtype %s, expected F32, F16 or "
-                     "BF16",
-                     b->name, tfm_dtype_name(v->dtype));
+                     "BF16%s",
+                     b->name, tfm_dtype_name(v->dtype),
+                     is_fp8(v->dtype)
+                         ? " (FP8 is read, with its block scales, for the "
+                           "linear weights of a model compiled for a "
+                           "checkpoint quantized so)"
+                         : "");
     return 0;
   }
   return 1;
@@ -741,13 +804,98 @@ static int bind_mxfp4(const tfm_description *d, const tfm_checkpoint *c,
   return 1;
 }
 
+/* The tensor to read for `b`, a tensor of parameter `p` that check_bound
+ * accepted: its own view, or when it is FP8 (which a source with
+ * "fp8_block" allows) the dequantized view `m` of it and of its scales
+ * "<name>_scale_inv", found in any file of the checkpoint. NULL (the error
+ * appended) when the scales are missing, of another dtype or shape, or not
+ * finite. */
+static const tfm_tensor *bind_fp8(const tfm_checkpoint *c,
+                                  const tfm_param_desc *p, const tfm_bound *b,
+                                  char *used, fp8_tensor *m) {
+  const tfm_source *s = &p->source;
+  const tfm_tensor *v = b->view;
+  if (!is_fp8(v->dtype))
+    return v;
+  char name[NAME_SIZE], block[64], vs[TFM_SHAPE_STR_SIZE];
+  snprintf(name, sizeof name, "%s_scale_inv", b->name);
+  snprintf(block, sizeof block, "[%lld, %lld]", (long long)s->fp8_block[0],
+           (long long)s->fp8_block[1]);
+  tfm_shape_str(v->rank, v->shape, vs, sizeof vs);
+  const tfm_bound *scales = tfm_checkpoint_find(c, name);
+  if (!scales) {
+    tfm_error_append("\n  tensor '%s' %s %s has no '%s' beside it (its "
+                     "scales, one per block of %s, for parameter '%s')",
+                     b->name, tfm_dtype_name(v->dtype), vs, name, block,
+                     p->name);
+    return NULL;
+  }
+  used[scales - c->tensors] = 1;
+  const tfm_tensor *sc = scales->view;
+  if (sc->dtype != TFM_F32 && sc->dtype != TFM_BF16 && sc->dtype != TFM_F16) {
+    tfm_error_append("\n  tensor '%s' has dtype %s, expected F32, BF16 or "
+                     "F16 (the block scales of '%s', for parameter '%s')",
+                     name, tfm_dtype_name(sc->dtype), b->name, p->name);
+    return NULL;
+  }
+  /* One scale per block of the last two axes; a stack's first axis as it
+   * is. check_bound saw the values' rank: the source's, 2 or 3. */
+  int32_t r = v->rank;
+  int64_t want[TFM_MAX_RANK];
+  memcpy(want, v->shape, sizeof want);
+  want[r - 2] = (v->shape[r - 2] + s->fp8_block[0] - 1) / s->fp8_block[0];
+  want[r - 1] = (v->shape[r - 1] + s->fp8_block[1] - 1) / s->fp8_block[1];
+  int same = sc->rank == r;
+  for (int32_t k = 0; same && k < r; ++k)
+    same = sc->shape[k] == want[k];
+  if (!same) {
+    char got[TFM_SHAPE_STR_SIZE], expect[TFM_SHAPE_STR_SIZE];
+    tfm_shape_str(sc->rank, sc->shape, got, sizeof got);
+    tfm_shape_str(r, want, expect, sizeof expect);
+    tfm_error_append("\n  tensor '%s' has shape %s, expected %s (the scales "
+                     "of '%s' %s, one per block of %s, for parameter '%s')",
+                     name, got, expect, b->name, vs, block, p->name);
+    return NULL;
+  }
+  /* A scale that is not finite would make its whole block so: a broken
+   * checkpoint, said at once rather than as NaN logits. */
+  int64_t count = tfm_tensor_numel(sc);
+  for (int64_t i = 0; i < count; ++i) {
+    float x = float_element(sc, i);
+    if (isfinite(x))
+      continue;
+    int64_t at[TFM_MAX_RANK], rest = i;
+    for (int32_t k = r; k-- > 0;) {
+      at[k] = rest % sc->shape[k];
+      rest /= sc->shape[k];
+    }
+    char where[TFM_SHAPE_STR_SIZE];
+    tfm_shape_str(r, at, where, sizeof where);
+    tfm_error_append("\n  tensor '%s' holds the scale %g at %s (the scales "
+                     "of '%s' must be finite, for parameter '%s')",
+                     name, x, where, b->name, p->name);
+    return NULL;
+  }
+  memset(m, 0, sizeof *m);
+  m->view = *v;
+  m->view.dtype = TFM_FP8_BLOCKS;
+  m->values = v;
+  m->scales = sc;
+  m->rows = s->fp8_block[0];
+  m->cols = s->fp8_block[1];
+  m->row_blocks = want[r - 2];
+  m->col_blocks = want[r - 1];
+  m->e5m2 = v->dtype == tfm_opaque_dtype("F8_E5M2");
+  return &m->view;
+}
+
 /* Binds the tensors of stacked parameter `p` whose source has a tensor per
  * expert (`bound[e]`); returns the number of problems reported. A
  * checkpoint without any of them is one problem (the names with {e}),
  * otherwise each missing expert is one. */
 static int bind_experts(const tfm_description *d, const tfm_checkpoint *c,
                         const tfm_param_desc *p, const tfm_tensor **bound,
-                        char *used) {
+                        char *used, fp8_tensor *fp8) {
   const tfm_source *s = &p->source;
   char want[TFM_SHAPE_STR_SIZE], each[TFM_SHAPE_STR_SIZE], names[2048];
   tfm_shape_str(p->rank, p->full, want, sizeof want);
@@ -761,8 +909,9 @@ static int bind_experts(const tfm_description *d, const tfm_checkpoint *c,
       continue;
     }
     used[b - c->tensors] = 1;
-    if (check_bound(p, b, b->view, e))
-      bound[e] = b->view;
+    const tfm_tensor *v = NULL;
+    if (check_bound(p, b, b->view, e) && (v = bind_fp8(c, p, b, used, &fp8[e])))
+      bound[e] = v;
     else
       problems++;
   }
@@ -786,7 +935,9 @@ static int bind_experts(const tfm_description *d, const tfm_checkpoint *c,
 }
 
 /* Binds every parameter to its tensors (`bound[first[i]]`, and for a
- * source with a tensor per expert the next ones too; NULL for zeros) and
+ * source with a tensor per expert the next ones too; NULL for zeros; an
+ * MXFP4 tensor as its view in `mxfp4[i]`, an FP8 one as its view in the
+ * `fp8` entry of its `bound` slot) and
  * reports every difference between the checkpoint and the parameter table
  * after the message already recorded; returns how many there are. `used`
  * (one byte per checkpoint tensor) marks the tensors read with 1, and with 2
@@ -794,7 +945,7 @@ static int bind_experts(const tfm_description *d, const tfm_checkpoint *c,
  * not ignore. */
 static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
                        const tfm_tensor **bound, const size_t *first,
-                       char *used, mxfp4_tensor *mxfp4) {
+                       char *used, mxfp4_tensor *mxfp4, fp8_tensor *fp8) {
   int problems = 0;
   for (size_t i = 0; i < d->num_params; ++i) {
     const tfm_param_desc *p = &d->params[i];
@@ -813,7 +964,7 @@ static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
       continue;
     }
     if (s->per_expert) {
-      problems += bind_experts(d, c, p, bound + first[i], used);
+      problems += bind_experts(d, c, p, bound + first[i], used, fp8 + first[i]);
       continue;
     }
     const tfm_bound *b = find_source(d, c, p, -1);
@@ -845,11 +996,13 @@ static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
       continue;
     }
     used[b - c->tensors] = 1;
-    if (!check_bound(p, b, b->view, -1)) {
+    const tfm_tensor *v = NULL;
+    if (!check_bound(p, b, b->view, -1) ||
+        !(v = bind_fp8(c, p, b, used, &fp8[first[i]]))) {
       problems++;
       continue;
     }
-    bound[first[i]] = b->view;
+    bound[first[i]] = v;
   }
   /* Tensors no parameter reads: errors under canonical names; for a
    * Hugging Face layout, ignored or listed as warnings (as from_pretrained
@@ -914,14 +1067,20 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
       first ? tfm_calloc(first[d->num_params] ? first[d->num_params] : 1,
                          sizeof *bound)
             : NULL;
-  /* The MXFP4 views of the parameters that read one. */
+  /* The MXFP4 views of the parameters that read one, and the FP8 views of
+   * the tensors read so (one for each entry of `bound`). */
   mxfp4_tensor *mxfp4 =
       tfm_calloc(d->num_params ? d->num_params : 1, sizeof *mxfp4);
-  if (!c || !bound || !mxfp4) {
+  fp8_tensor *fp8 =
+      first ? tfm_calloc(first[d->num_params] ? first[d->num_params] : 1,
+                         sizeof *fp8)
+            : NULL;
+  if (!c || !bound || !mxfp4 || !fp8) {
     free(first);
     free(c);
     free(bound);
     free(mxfp4);
+    free(fp8);
     return tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
   }
   tfm_status s = tfm_checkpoint_open(paths, num_paths, c);
@@ -936,7 +1095,7 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
   /* Check everything first and report every problem. */
   tfm_fail(TFM_ERR_MISMATCH,
            "%s: the weights do not match model '%s':", c->label, d->name);
-  if (bind_params(d, c, bound, first, used, mxfp4)) {
+  if (bind_params(d, c, bound, first, used, mxfp4, fp8)) {
     s = TFM_ERR_MISMATCH;
     goto done;
   }
@@ -967,6 +1126,7 @@ done:
   free(c);
   free(bound);
   free(mxfp4);
+  free(fp8);
   free(first);
   free(used);
   return s;

@@ -459,6 +459,97 @@ model m { arch = decoder; vocab = 50; context = 16; d_model = 32; layers = 1
             HfSource::Kind::Unmapped);
 }
 
+/// A block-scaled FP8 checkpoint (quantization_config quant_method fp8,
+/// weight_block_size [128, 128], as DeepSeek-V3 publishes): the sources of
+/// the linear weights of attention and of every feed-forward network
+/// (dense, shared expert, experts one tensor each or stacked) carry the
+/// blocks; routers, the shared expert's gate, norms, embeddings, biases and
+/// the LM head do not, and neither does a tensor stored in MXFP4. Without
+/// the option no source has them.
+TEST(HfCheckpoint, Fp8BlocksOnLinearWeights) {
+  ModelSpec spec = analyzeOne(kMoe);
+  spec.hfType = "qwen2_moe";
+  HfCheckpointOptions fp8;
+  fp8.fp8Block = HfFp8Block{128, 64};
+  ParamTable table = spec.params();
+  auto blocks = [&](llvm::StringRef name, const HfCheckpointOptions &options) {
+    std::optional<unsigned> i = table.indexOf(name);
+    EXPECT_TRUE(i) << name.str();
+    std::optional<HfSource> s =
+        i ? getHfSource(spec, table[*i], options) : std::nullopt;
+    return s && s->fp8Block ? std::to_string(s->fp8Block->rows) + "x" +
+                                  std::to_string(s->fp8Block->cols)
+                            : std::string("none");
+  };
+  for (const char *name :
+       {"layers.0.attn.q.weight", "layers.0.attn.k.weight",
+        "layers.0.attn.v.weight", "layers.0.attn.o.weight",
+        "layers.0.ffn.gate.weight", "layers.0.ffn.up.weight",
+        "layers.0.ffn.down.weight", "layers.1.ffn.experts.gate.weight",
+        "layers.1.ffn.experts.up.weight", "layers.1.ffn.experts.down.weight",
+        "layers.1.ffn.shared.gate.weight", "layers.1.ffn.shared.up.weight",
+        "layers.1.ffn.shared.down.weight"}) {
+    EXPECT_EQ(blocks(name, fp8), "128x64") << name;
+    EXPECT_EQ(blocks(name, {}), "none") << name;
+  }
+  for (const char *name :
+       {"embed.tokens.weight", "layers.0.attn_norm.weight",
+        "layers.0.ffn_norm.weight", "layers.1.ffn.router.weight",
+        "layers.1.ffn.shared.scale.weight", "final_norm.weight",
+        "lm_head.weight"})
+    EXPECT_EQ(blocks(name, fp8), "none") << name;
+  std::optional<unsigned> i = table.indexOf("layers.1.ffn.experts.up.weight");
+  ASSERT_TRUE(i);
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << *hfSourceJSON(spec, table[*i], fp8);
+  EXPECT_EQ(json, R"({"base":true,"experts":6,"fp8_block":[128,64],)"
+                  R"("per_expert":true,"shape":[24,32],)"
+                  R"("tensor":["layers.1.mlp.experts.{e}.up_proj.weight"],)"
+                  R"("transform":"copy"})");
+
+  // Fused and stacked tensors: Phi-3's qkv_proj (rows, its bias excepted),
+  // GraniteMoE's input_linear [E, 2F, D]; gpt-oss's MXFP4 experts keep
+  // their own form.
+  ModelSpec phi = analyzeOne(kDecoder);
+  phi.hfType = "phi3";
+  phi.stacks[0].ffn.activation = Activation::swiglu;
+  table = phi.params();
+  std::optional<unsigned> q = table.indexOf("layers.0.attn.q.weight");
+  ASSERT_TRUE(q);
+  std::optional<HfSource> qs = getHfSource(phi, table[*q], fp8);
+  ASSERT_TRUE(qs);
+  EXPECT_EQ(qs->kind, HfSource::Kind::Rows);
+  EXPECT_TRUE(qs->fp8Block);
+  ModelSpec granite = analyzeOne(R"(
+model m { arch = decoder; vocab = 50; context = 16; d_model = 32; layers = 1
+  embedding { position = rope; tie_output = true }
+  attention { heads = 4; bias = false }
+  ffn { hidden = 24; activation = swiglu; bias = false
+        experts = 5; experts_per_token = 2; router = topk_softmax }
+  norm { kind = rmsnorm } })");
+  granite.hfType = "granitemoe";
+  spec = granite;
+  table = spec.params();
+  EXPECT_EQ(blocks("layers.0.ffn.experts.gate.weight", fp8), "128x64");
+  EXPECT_EQ(blocks("layers.0.ffn.experts.down.weight", fp8), "128x64");
+  spec = analyzeOne(R"(
+model m { arch = decoder; vocab = 50; context = 16; d_model = 32; layers = 1
+  embedding { position = rope }
+  attention { heads = 4; kv_heads = 2; sinks = true }
+  ffn { hidden = 24; activation = swiglu_clamp
+        experts = 5; experts_per_token = 2; router = topk_softmax
+        router_bias = true }
+  norm { kind = rmsnorm } })");
+  spec.hfType = "gpt_oss";
+  table = spec.params();
+  EXPECT_EQ(blocks("layers.0.ffn.experts.down.weight", fp8), "none");
+  EXPECT_EQ(blocks("layers.0.ffn.experts.gate.bias", fp8), "none");
+  EXPECT_EQ(blocks("layers.0.attn.q.weight", fp8), "128x64");
+  EXPECT_EQ(blocks("layers.0.attn.q.bias", fp8), "none");
+  EXPECT_EQ(blocks("layers.0.attn.sinks", fp8), "none");
+}
+
 TEST(HfCheckpoint, ProblemsAndCanonical) {
   ModelSpec spec = analyzeOne(kDecoder);
   EXPECT_FALSE(getHfSource(spec, spec.params()[0]));

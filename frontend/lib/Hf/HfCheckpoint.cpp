@@ -8,7 +8,8 @@
 // position tables that start at an offset, and the stacked parameters of a
 // mixture of experts, read one tensor per expert or out of a tensor that
 // stacks every expert's fused projections (GraniteMoE's, or gpt-oss's
-// interleaved and input-major ones, which may be stored in MXFP4). Norms whose
+// interleaved and input-major ones, which may be stored in MXFP4), and the
+// linear weights a block-scaled FP8 checkpoint stores so. Norms whose
 // convention differs (Gemma's 1 + w) are the .tfm's business: their weights are
 // copied as they are.
 //
@@ -89,6 +90,27 @@ std::optional<Tensor> ffnTensor(ParamRole role) {
   default:
     return std::nullopt;
   }
+}
+
+/// Whether `p`, read as `s`, is a linear weight that a block-scaled FP8
+/// checkpoint quantizes: a weight matrix of attention or of a feed-forward
+/// network (dense, the shared expert's, the experts'), one [N, K] or a
+/// stack of them. DeepSeek-V3's checkpoints keep their routers, norms,
+/// embeddings and LM head in BF16, and transformers' FP8 quantizer converts
+/// nn.Linear modules only.
+bool isFp8Linear(const ParamSpec &p, const HfSource &s) {
+  ParamBlock block = p.key.block;
+  ParamRole role = p.key.role;
+  if (block != ParamBlock::Attn && block != ParamBlock::CrossAttn &&
+      block != ParamBlock::Ffn)
+    return false;
+  if (isBiasRole(role) || role == ParamRole::RouterWeight ||
+      role == ParamRole::SharedScaleWeight || s.mxfp4)
+    return false;
+  bool reads =
+      s.kind == HfSource::Kind::Copy || s.kind == HfSource::Kind::Transpose ||
+      s.kind == HfSource::Kind::Rows || s.kind == HfSource::Kind::TransposeRows;
+  return reads && (s.shape.size() == 2 || s.shape.size() == 3);
 }
 
 class Mapper {
@@ -501,8 +523,9 @@ HfSource Mapper::map() {
   return unmapped("unknown parameter");
 }
 
-std::optional<HfSource> mlir::tfm::getHfSource(const ModelSpec &spec,
-                                               const ParamSpec &p) {
+std::optional<HfSource>
+mlir::tfm::getHfSource(const ModelSpec &spec, const ParamSpec &p,
+                       const HfCheckpointOptions &options) {
   if (spec.hfType.empty())
     return std::nullopt;
   const ModelTypeInfo *type = hf::lookupModelType(spec.hfType);
@@ -516,7 +539,10 @@ std::optional<HfSource> mlir::tfm::getHfSource(const ModelSpec &spec,
   ParamSpec full = p;
   full.shape = p.fullShape();
   full.shardAxis = -1;
-  return Mapper(spec, full, *type).map();
+  HfSource s = Mapper(spec, full, *type).map();
+  if (options.fp8Block && isFp8Linear(full, s))
+    s.fp8Block = options.fp8Block;
+  return s;
 }
 
 std::vector<std::string>
@@ -560,9 +586,10 @@ static llvm::StringRef kindName(HfSource::Kind k) {
   return "";
 }
 
-std::optional<json::Value> mlir::tfm::hfSourceJSON(const ModelSpec &spec,
-                                                   const ParamSpec &p) {
-  std::optional<HfSource> s = getHfSource(spec, p);
+std::optional<json::Value>
+mlir::tfm::hfSourceJSON(const ModelSpec &spec, const ParamSpec &p,
+                        const HfCheckpointOptions &options) {
+  std::optional<HfSource> s = getHfSource(spec, p, options);
   if (!s)
     return std::nullopt;
   json::Object o{{"transform", kindName(s->kind).str()}};
@@ -595,6 +622,8 @@ std::optional<json::Value> mlir::tfm::hfSourceJSON(const ModelSpec &spec,
   }
   if (s->mxfp4)
     o["mxfp4"] = true;
+  if (s->fp8Block)
+    o["fp8_block"] = json::Array{s->fp8Block->rows, s->fp8Block->cols};
   return json::Value(std::move(o));
 }
 

@@ -9,7 +9,8 @@
 // (copied, transposed, a row range of a fused tensor, a row offset; for the
 // stacked experts of a mixture of experts, each expert's slice read so from
 // a tensor of its own or from one tensor that stacks them all, which may be
-// stored in MXFP4). The
+// stored in MXFP4; linear weights that may be stored in FP8 with block
+// scales, when the checkpoint's config says so). The
 // mapping is embedded in the artifact's description; the runtime applies it
 // while converting the weights, so no converted copy is ever written. The
 // types and the tensor names of their layouts are the table
@@ -36,6 +37,24 @@ namespace mlir::tfm {
 /// (the rows of ModelTypes.def, in order).
 llvm::ArrayRef<llvm::StringRef> hfCheckpointTypes();
 bool isHfCheckpointType(llvm::StringRef type);
+
+/// The blocks of a weight stored in FP8 with block scales: one scale per
+/// `rows` x `cols` block of each stored matrix (quantization_config's
+/// weight_block_size).
+struct HfFp8Block {
+  int64_t rows = 0, cols = 0;
+};
+
+/// What a checkpoint's config.json says about how its tensors are stored,
+/// beyond the layout of its model type: its quantization_config.
+struct HfCheckpointOptions {
+  /// quant_method "fp8" with weight_block_size [rows, cols] (DeepSeek-V3
+  /// and R1, Kimi K2): the linear weights of attention and of the
+  /// feed-forward networks (dense, shared expert, experts) may be stored in
+  /// F8_E4M3 with block scales, and their sources say so (`fp8Block`).
+  /// Routers, norms, embeddings, biases and the LM head are read as stored.
+  std::optional<HfFp8Block> fp8Block;
+};
 
 /// Where one canonical parameter comes from in a Hugging Face checkpoint.
 struct HfSource {
@@ -78,11 +97,19 @@ struct HfSource {
   /// the tensor [E, 32 G, N] that transformers' dequantizer
   /// (convert_moe_packed_tensors) makes of them, then as `kind` says.
   bool mxfp4 = false;
+  /// The tensor may also be stored in FP8 with block scales, as DeepSeek-V3
+  /// publishes its linear weights: an F8_E4M3 `<name>` [N, K] (or a stack
+  /// [E, N, K]) and beside it `<name>_scale_inv` (F32 or BF16) [ceil(N /
+  /// rows), ceil(K / cols)] (or [E, ...]); the runtime reads element (n, k)
+  /// as fp8(n, k) * scale_inv[n / rows][k / cols], then as `kind` says. A
+  /// tensor stored in another dtype is read as it is.
+  std::optional<HfFp8Block> fp8Block;
 };
 
-/// The source of `p` in the checkpoint layout of `spec.hfType`; nullopt for
-/// a canonical checkpoint (no `hfType`).
-std::optional<HfSource> getHfSource(const ModelSpec &spec, const ParamSpec &p);
+/// The source of `p` in the checkpoint layout of `spec.hfType`, stored as
+/// `options` say; nullopt for a canonical checkpoint (no `hfType`).
+std::optional<HfSource> getHfSource(const ModelSpec &spec, const ParamSpec &p,
+                                    const HfCheckpointOptions &options = {});
 
 /// One line per parameter the layout cannot provide ("model type gpt2 has
 /// no tensor for 'layers.0.ffn.gate.weight': ..."), and an unknown type.
@@ -90,8 +117,9 @@ std::vector<std::string> hfCheckpointProblems(const ModelSpec &spec);
 
 /// The "source" object of a parameter in the JSON description; nullopt for
 /// canonical checkpoints.
-std::optional<llvm::json::Value> hfSourceJSON(const ModelSpec &spec,
-                                              const ParamSpec &p);
+std::optional<llvm::json::Value>
+hfSourceJSON(const ModelSpec &spec, const ParamSpec &p,
+             const HfCheckpointOptions &options = {});
 
 /// The model-level "checkpoint" object of the JSON description: the format,
 /// and for Hugging Face the type, the base-model prefixes the runtime tries
