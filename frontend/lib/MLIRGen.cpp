@@ -82,8 +82,8 @@ private:
   /// [B', 1, kv_rank + rope_dim, S]; every rank keeps all of it).
   SmallVector<RankedTensorType, 2> selfCacheTypes(const AttentionSpec &a) {
     if (a.latent())
-      return {RankedTensorType::get({kDyn, 1, a.kvRank + a.ropeDim, kDyn},
-                                    elt)};
+      return {
+          RankedTensorType::get({kDyn, 1, a.kvRank + a.ropeDim, kDyn}, elt)};
     return {keyCacheType(a), valueCacheType(a)};
   }
   /// Latent attention (kv_rank > 0) of the query `q` and its stack's

@@ -307,8 +307,8 @@ private:
   // and norms are replicated (every rank keeps the whole latent cache).
   void latentAttention(ParamBlock block, const AttentionSpec &a) {
     int64_t lh = spec.localHeads(a);
-    int64_t q = a.heads * a.headDim, kvb = a.heads * (a.outDim() + a.headDim -
-                                                      a.ropeDim);
+    int64_t nope = a.headDim - a.ropeDim;
+    int64_t q = a.heads * a.headDim, kvb = a.heads * (nope + a.valueDim);
     int64_t o = a.heads * a.valueDim;
     if (a.qRank > 0) {
       add(block, ParamRole::QAWeight, {a.qRank, d});
@@ -320,7 +320,7 @@ private:
     add(block, ParamRole::KvAWeight, {a.kvRank + a.ropeDim, d});
     add(block, ParamRole::KvANormWeight, {a.kvRank});
     add(block, ParamRole::KvBWeight, {kvb, a.kvRank}, 0,
-        lh * (a.valueDim + a.headDim - a.ropeDim));
+        lh * (nope + a.valueDim));
     add(block, ParamRole::OWeight, {d, o}, 1, lh * a.valueDim);
   }
   // Up and gate by output rows, down by input columns; a mixture of

@@ -188,13 +188,11 @@ Value concatLast(PatternRewriter &b, Location loc, Value a, Value c) {
   Value into = tensor::EmptyOp::create(b, loc, sizes, at.getElementType());
   SmallVector<OpFoldResult> offsets(at.getRank(), b.getIndexAttr(0));
   SmallVector<OpFoldResult> strides(at.getRank(), b.getIndexAttr(1));
-  into = tensor::InsertSliceOp::create(b, loc, a, into, offsets,
-                                       tensor::getMixedSizes(b, loc, a),
-                                       strides);
+  into = tensor::InsertSliceOp::create(
+      b, loc, a, into, offsets, tensor::getMixedSizes(b, loc, a), strides);
   offsets[last] = b.getIndexAttr(na);
-  return tensor::InsertSliceOp::create(b, loc, c, into, offsets,
-                                       tensor::getMixedSizes(b, loc, c),
-                                       strides);
+  return tensor::InsertSliceOp::create(
+      b, loc, c, into, offsets, tensor::getMixedSizes(b, loc, c), strides);
 }
 
 /// Per head h: a[:, h] ([B, H, T, K]) times w[h] ([H, K, N], or [H, N, K]
@@ -210,18 +208,18 @@ Value perHeadMatmul(PatternRewriter &b, Location loc, Value a, Value w,
   int64_t rows = ShapedType::isDynamic(bsz) || ShapedType::isDynamic(t)
                      ? ShapedType::kDynamic
                      : bsz * t;
-  Value byHead = TransposeOp::create(
-      b, loc, RankedTensorType::get({h, bsz, t, k}, elt), a,
-      b.getDenseI64ArrayAttr({1, 0, 2, 3}));
+  Value byHead =
+      TransposeOp::create(b, loc, RankedTensorType::get({h, bsz, t, k}, elt), a,
+                          b.getDenseI64ArrayAttr({1, 0, 2, 3}));
   SmallVector<ReassociationIndices> groups{{0}, {1, 2}, {3}};
   Value flat = tensor::CollapseShapeOp::create(
       b, loc, RankedTensorType::get({h, rows, k}, elt), byHead, groups);
-  Value prod = MatmulOp::create(b, loc, RankedTensorType::get({h, rows, n}, elt),
-                                flat, w, /*transpose_lhs=*/false, transposeW);
-  SmallVector<OpFoldResult> outShape{b.getIndexAttr(h),
-                                     tensor::getMixedSize(b, loc, a, 0),
-                                     tensor::getMixedSize(b, loc, a, 2),
-                                     b.getIndexAttr(n)};
+  Value prod =
+      MatmulOp::create(b, loc, RankedTensorType::get({h, rows, n}, elt), flat,
+                       w, /*transpose_lhs=*/false, transposeW);
+  SmallVector<OpFoldResult> outShape{
+      b.getIndexAttr(h), tensor::getMixedSize(b, loc, a, 0),
+      tensor::getMixedSize(b, loc, a, 2), b.getIndexAttr(n)};
   Value split = tensor::ExpandShapeOp::create(
       b, loc, RankedTensorType::get({h, bsz, t, n}, elt), prod, groups,
       outShape);
@@ -244,30 +242,29 @@ struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
     Value x = op.getInput();
     auto xt = cast<RankedTensorType>(x.getType());
     Type elt = xt.getElementType();
-    int64_t heads = op.getHeads(), hd = op.getHeadDim(),
-            rope = op.getRopeDim(), dv = op.getValueDim(),
-            rank = op.getKvRank(), nope = hd - rope;
+    int64_t heads = op.getHeads(), hd = op.getHeadDim(), rope = op.getRopeDim(),
+            dv = op.getValueDim(), rank = op.getKvRank(), nope = hd - rope;
     int64_t bsz = xt.getDimSize(0), t = xt.getDimSize(1);
     bool layer = op.getNormKind() == NormKind::layernorm;
     auto norm = [&](Value v, Value w) -> Value {
       auto vecType = RankedTensorType::get(
           {cast<RankedTensorType>(w.getType()).getDimSize(0)}, elt);
       Value zero = layer ? splat(b, loc, vecType, 0.0) : Value();
-      return NormOp::create(
-          b, loc, v.getType(), v, w, zero, op.getNormKindAttr(),
-          op.getNormEpsAttr(),
-          op.getNormOffsetAttr() ? op.getNormOffsetAttr()
-                                 : b.getF64FloatAttr(0.0));
+      return NormOp::create(b, loc, v.getType(), v, w, zero,
+                            op.getNormKindAttr(), op.getNormEpsAttr(),
+                            op.getNormOffsetAttr() ? op.getNormOffsetAttr()
+                                                   : b.getF64FloatAttr(0.0));
     };
     auto headsType = [&](int64_t h, int64_t d) {
       return RankedTensorType::get({bsz, h, t, d}, elt);
     };
     // The query, per head [q_nope, q_rope].
-    Value q = op.getWqA() ? linear(b, loc,
-                                   norm(linear(b, loc, x, op.getWqA(), {}),
-                                        op.getQANorm()),
-                                   op.getWq(), {})
-                          : linear(b, loc, x, op.getWq(), {});
+    Value q =
+        op.getWqA()
+            ? linear(b, loc,
+                     norm(linear(b, loc, x, op.getWqA(), {}), op.getQANorm()),
+                     op.getWq(), {})
+            : linear(b, loc, x, op.getWq(), {});
     Value qh = SplitHeadsOp::create(b, loc, headsType(heads, hd), q,
                                     b.getI64IntegerAttr(heads));
     Value qNope = sliceDim(b, loc, qh, 3, 0, nope);
@@ -300,16 +297,16 @@ struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
     Value o;
     SmallVector<Value> results;
     if (auto cache = op.getCache(); !cache.empty()) {
-      Value kc = CacheWriteOp::create(b, loc, cache[0].getType(), latent,
-                                      cache[0], positions, b.getUnitAttr(),
-                                      UnitAttr());
+      Value kc =
+          CacheWriteOp::create(b, loc, cache[0].getType(), latent, cache[0],
+                               positions, b.getUnitAttr(), UnitAttr());
       // The values are the cache's c_kv rows, [B', 1, S, kv_rank].
       auto ct = cast<RankedTensorType>(kc.getType());
       Value vt = sliceDim(b, loc, kc, 2, 0, rank);
       Value v = TransposeOp::create(
           b, loc,
-          RankedTensorType::get(
-              {ct.getDimSize(0), 1, ct.getDimSize(3), rank}, elt),
+          RankedTensorType::get({ct.getDimSize(0), 1, ct.getDimSize(3), rank},
+                                elt),
           vt, b.getDenseI64ArrayAttr({0, 1, 3, 2}));
       o = AttentionOp::create(
           b, loc, headsType(heads, rank), query, kc, v, Value(),
