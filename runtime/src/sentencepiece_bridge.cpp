@@ -6,14 +6,23 @@
 // public API does not expose without the protobuf headers, are read from
 // the serialized ModelProto it returns.
 //
+// libsentencepiece reports most errors as a Status, but some parts of it
+// throw (darts-clone, building a model's trie, throws on a piece that
+// starts with a NUL byte, which load() refuses first; allocations throw
+// std::bad_alloc): every entry point catches, as an exception must not
+// cross the C ABI into the runtime (it would end the process).
+//
 //===----------------------------------------------------------------------===//
 #include "sentencepiece_bridge.h"
 
 #include <sentencepiece_processor.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -31,6 +40,19 @@ void setError(char *err, size_t errLen, std::string message) {
     message.pop_back();
   if (errLen)
     std::snprintf(err, errLen, "%s", message.c_str());
+}
+
+/// The message of the exception being handled (in a catch block).
+std::string currentException() {
+  try {
+    throw;
+  } catch (const std::bad_alloc &) {
+    return "out of memory";
+  } catch (const std::exception &e) {
+    return std::string("libsentencepiece failed: ") + e.what();
+  } catch (...) {
+    return "libsentencepiece failed (an exception of unknown type)";
+  }
 }
 
 /// Reads a protobuf varint at p; false at the end of the data or on a
@@ -122,25 +144,80 @@ bool readProtoFacts(const std::string &proto, tfm_spm_model &m) {
   return ok;
 }
 
-tfm_spm_model *load(const char *path, char *err, size_t errLen) {
-  auto *m = new (std::nothrow) tfm_spm_model;
-  if (!m) {
-    setError(err, errLen, "out of memory");
+/// The index of the first piece (ModelProto: 1 pieces; SentencePiece:
+/// 1 piece) holding a NUL byte, or -1.
+long firstNulPiece(const std::string &proto) {
+  auto *begin = reinterpret_cast<const unsigned char *>(proto.data());
+  long index = 0, found = -1;
+  forEachField(begin, begin + proto.size(),
+               [&](uint64_t field, uint64_t wire, uint64_t,
+                   const unsigned char *data, uint64_t size) {
+                 if (field != 1 || wire != 2)
+                   return;
+                 forEachField(data, data + size,
+                              [&](uint64_t f, uint64_t w, uint64_t,
+                                  const unsigned char *d, uint64_t n) {
+                                if (f == 1 && w == 2 && found < 0 &&
+                                    std::memchr(d, 0, n))
+                                  found = index;
+                              });
+                 ++index;
+               });
+  return found;
+}
+
+/// The bytes of the file at `path`; false (errno set) if it cannot be read.
+bool readFile(const char *path, std::string &out) {
+  std::FILE *f = std::fopen(path, "rb");
+  if (!f)
+    return false;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+    out.append(buf, n);
+  int error = std::ferror(f) ? errno : 0;
+  std::fclose(f);
+  errno = error;
+  return !error;
+}
+
+tfm_spm_model *loadModel(const char *path, char *err, size_t errLen) {
+  using sentencepiece::util::Status;
+  using sentencepiece::util::StatusCode;
+  auto m = std::make_unique<tfm_spm_model>();
+  std::string proto;
+  if (!readFile(path, proto)) {
+    setError(err, errLen,
+             std::string("cannot read it: ") + std::strerror(errno));
     return nullptr;
   }
-  sentencepiece::util::Status status = m->processor.Load(path);
+  // libsentencepiece's tries (darts-clone) take the pieces as C strings: a
+  // piece holding a NUL byte would be cut short there, and one starting
+  // with it makes the trie builder throw. Refused before loading.
+  long nulPiece = firstNulPiece(proto);
+  Status status =
+      nulPiece >= 0
+          ? Status(StatusCode::kInternal,
+                   "piece " + std::to_string(nulPiece) + " holds a NUL byte")
+          : m->processor.LoadFromSerializedProto(proto);
+  if (status.ok() &&
+      (!readProtoFacts(m->processor.serialized_model_proto(), *m) ||
+       m->types.size() != size_t(m->processor.GetPieceSize())))
+    status = Status(StatusCode::kInternal, "the model's pieces cannot be read");
   if (!status.ok()) {
     setError(err, errLen, status.ToString());
-    delete m;
     return nullptr;
   }
-  if (!readProtoFacts(m->processor.serialized_model_proto(), *m) ||
-      m->types.size() != size_t(m->processor.GetPieceSize())) {
-    setError(err, errLen, "the model's pieces cannot be read");
-    delete m;
+  return m.release();
+}
+
+tfm_spm_model *load(const char *path, char *err, size_t errLen) {
+  try {
+    return loadModel(path, err, errLen);
+  } catch (...) {
+    setError(err, errLen, currentException());
     return nullptr;
   }
-  return m;
 }
 
 void release(tfm_spm_model *m) { delete m; }
@@ -165,8 +242,13 @@ int32_t eosId(const tfm_spm_model *m) { return m->processor.eos_id(); }
 int encode(const tfm_spm_model *m, const char *text, size_t n, int32_t **ids,
            size_t *count, char *err, size_t errLen) {
   std::vector<int> out;
-  sentencepiece::util::Status status =
-      m->processor.Encode(std::string_view(text, n), &out);
+  sentencepiece::util::Status status;
+  try {
+    status = m->processor.Encode(std::string_view(text, n), &out);
+  } catch (...) {
+    setError(err, errLen, currentException());
+    return -1;
+  }
   if (!status.ok()) {
     setError(err, errLen, status.ToString());
     return -1;
@@ -185,9 +267,15 @@ int encode(const tfm_spm_model *m, const char *text, size_t n, int32_t **ids,
 
 int decode(const tfm_spm_model *m, const int32_t *ids, size_t n, char **text,
            size_t *len, char *err, size_t errLen) {
-  std::vector<int> in(ids, ids + n);
   std::string out;
-  sentencepiece::util::Status status = m->processor.Decode(in, &out);
+  sentencepiece::util::Status status;
+  try {
+    std::vector<int> in(ids, ids + n);
+    status = m->processor.Decode(in, &out);
+  } catch (...) {
+    setError(err, errLen, currentException());
+    return -1;
+  }
   if (!status.ok()) {
     setError(err, errLen, status.ToString());
     return -1;

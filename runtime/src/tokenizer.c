@@ -1557,17 +1557,19 @@ static tfm_status unigram_word(const tfm_tokenizer *t, const char *w, size_t n,
     goto done;
   }
   double unk_score = t->unk_score;
+  /* A position is reached when from[] says how (position 0 always): not by
+   * comparing scores with a sentinel, as sums of large scores overflow to
+   * -inf (or sit at -DBL_MAX) and would leave the end unreached. */
   for (size_t i = 0; i <= n; ++i) {
-    best[i] = -DBL_MAX;
+    best[i] = 0;
     from[i] = -1;
     tok[i] = -1;
   }
-  best[0] = 0;
   for (size_t i = 0; i < n;) {
     size_t cl = tk_utf8_len(w + i, n - i);
     if (!cl)
       cl = 1;
-    if (best[i] == -DBL_MAX) {
+    if (i && from[i] < 0) {
       i += cl;
       continue;
     }
@@ -1578,7 +1580,7 @@ static tfm_status unigram_word(const tfm_tokenizer *t, const char *w, size_t n,
         if (e == i + cl)
           single = true;
         double sc = best[i] + t->scores[id];
-        if (sc > best[e]) {
+        if (from[e] < 0 || sc > best[e]) {
           best[e] = sc;
           from[e] = (int32_t)i;
           tok[e] = id;
@@ -1591,7 +1593,7 @@ static tfm_status unigram_word(const tfm_tokenizer *t, const char *w, size_t n,
     }
     if (!single) {
       double sc = best[i] + unk_score;
-      if (sc > best[i + cl]) {
+      if (from[i + cl] < 0 || sc > best[i + cl]) {
         best[i + cl] = sc;
         from[i + cl] = (int32_t)i;
         tok[i + cl] = -2; /* unknown */
@@ -1616,33 +1618,39 @@ static tfm_status unigram_word(const tfm_tokenizer *t, const char *w, size_t n,
     path[--k] = tok[e];
     starts[k] = (size_t)from[e];
   }
-  bool prev_unk = false;
   for (size_t i = 0; i < count && s == TFM_OK; ++i) {
-    if (path[i] == -2) {
-      if (t->byte_fallback) {
-        size_t end = i + 1 < count ? starts[i + 1] : n;
-        for (size_t b = starts[i]; b < end && s == TFM_OK; ++b) {
-          char name[8];
-          snprintf(name, sizeof name, "<0x%02X>", (unsigned char)w[b]);
-          int32_t id = str_map_get(&t->vocab, t->tokens, name, 6);
-          s = ids_push(out, id >= 0 ? id : t->unk);
-        }
-        continue;
-      }
-      if (t->unk < 0) {
-        s = tfm_fail(TFM_ERR_ARGUMENT,
-                     "%s: the text has characters no token covers and the "
-                     "tokenizer has no unk_id",
-                     t->file);
-        break;
-      }
-      if (!prev_unk)
-        s = ids_push(out, t->unk);
-      prev_unk = true;
-    } else {
+    if (path[i] != -2) {
       s = ids_push(out, path[i]);
-      prev_unk = false;
+      continue;
     }
+    /* A run of unknown characters (fused, as fuse_unk is always on): with
+     * byte_fallback, its bytes when each has a <0xXX> token; otherwise one
+     * <unk>, an error when there is none (as `tokenizers` does). */
+    size_t j = i;
+    while (j < count && path[j] == -2)
+      ++j;
+    size_t begin = starts[i], end = j < count ? starts[j] : n;
+    bool bytes = t->byte_fallback;
+    for (size_t b = begin; b < end && bytes; ++b) {
+      char name[8];
+      snprintf(name, sizeof name, "<0x%02X>", (unsigned char)w[b]);
+      bytes = str_map_get(&t->vocab, t->tokens, name, 6) >= 0;
+    }
+    for (size_t b = begin; b < end && bytes && s == TFM_OK; ++b) {
+      char name[8];
+      snprintf(name, sizeof name, "<0x%02X>", (unsigned char)w[b]);
+      s = ids_push(out, str_map_get(&t->vocab, t->tokens, name, 6));
+    }
+    if (!bytes && t->unk < 0)
+      s = tfm_fail(TFM_ERR_ARGUMENT,
+                   "%s: the text has characters no token covers%s and the "
+                   "tokenizer has no unk_id",
+                   t->file,
+                   t->byte_fallback ? " (nor <0xXX> tokens for their bytes)"
+                                    : "");
+    else if (!bytes)
+      s = ids_push(out, t->unk);
+    i = j - 1;
   }
   free(path);
   free(starts);

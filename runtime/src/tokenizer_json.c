@@ -7,6 +7,7 @@
  *===----------------------------------------------------------------------===*/
 #include "tokenizer_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -340,6 +341,11 @@ tfm_status tk_json_vocab_list(const char *text, const tk_span *sp,
       return bad(&c, "','");
     if ((s = number(&c, &e.score, false)) != TFM_OK)
       return s;
+    /* (1e999 reads as infinity; `tokenizers` refuses it as out of range.) */
+    if (!isfinite(e.score))
+      return tfm_fail(TFM_ERR_FORMAT,
+                      "%s: %s: the score of '%.*s' is not a finite number",
+                      file, what, (int)e.len, out->arena.s + e.off);
     if (!eat(&c, ']'))
       return bad(&c, "']'");
     e.id = (int64_t)out->n;

@@ -189,6 +189,100 @@ TEST(Tokenizer, Unigram) {
   tfm_tokenizer_free(t);
 }
 
+// Found by fuzz-tokenizer: a Unigram byte_fallback run whose bytes lack
+// <0xXX> tokens gave id -1 when there was no unk_id (each byte fell back to
+// <unk> alone); as `tokenizers`, a run falls back to its bytes only when
+// every byte has a token, else to one <unk>, and with no unk_id it is an
+// error.
+TEST(Tokenizer, UnigramByteFallbackNeedsEveryByteOrUnk) {
+  std::string path = writeTokenizer("unigram-bytes.json", R"({
+    "model": {"type": "Unigram", "byte_fallback": true, "vocab": [
+      ["a", -1], ["<0x62>", -2], ["<0x78>", -2]]}})");
+  tfm_tokenizer *t = nullptr;
+  ASSERT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_OK) << tfm_last_error();
+  EXPECT_EQ(encode(t, "abxa"), (std::vector<int32_t>{0, 1, 2, 0}));
+  int32_t *ids = nullptr;
+  size_t n = 0;
+  EXPECT_EQ(tfm_tokenizer_encode(t, "abya", 4, 0, &ids, &n), TFM_ERR_ARGUMENT);
+  EXPECT_EQ(ids, nullptr);
+  EXPECT_NE(std::string(tfm_last_error()).find("no unk_id"), std::string::npos)
+      << tfm_last_error();
+  tfm_tokenizer_free(t);
+  // With an unk_id, a run with a byte lacking a token is one <unk>.
+  path = writeTokenizer("unigram-bytes-unk.json", R"({
+    "model": {"type": "Unigram", "byte_fallback": true, "unk_id": 0,
+              "vocab": [["<unk>", 0], ["a", -1], ["<0x62>", -2]]}})");
+  ASSERT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_OK) << tfm_last_error();
+  EXPECT_EQ(encode(t, "abya"), (std::vector<int32_t>{1, 0, 1}));
+  EXPECT_EQ(encode(t, "aba"), (std::vector<int32_t>{1, 2, 1}));
+  tfm_tokenizer_free(t);
+}
+
+// Found by fuzz-tokenizer: Viterbi took a position as unreached while its
+// best score was -DBL_MAX, which a score of -DBL_MAX (or a sum overflowing
+// to -inf) leaves it at, and backtracked from the end through from[] = -1.
+// Scores that are not finite (1e999) are refused.
+TEST(Tokenizer, UnigramScoresAtTheEdgesOfDouble) {
+  std::string path = writeTokenizer("unigram-huge.json", R"({
+    "model": {"type": "Unigram", "unk_id": 0, "vocab": [
+      ["<unk>", 0], ["a", -1.7976931348623157e308],
+      ["b", -1e308], ["ab", -1.5e308]]}})");
+  tfm_tokenizer *t = nullptr;
+  ASSERT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_OK) << tfm_last_error();
+  EXPECT_EQ(encode(t, "a"), (std::vector<int32_t>{1}));
+  EXPECT_EQ(encode(t, "ab"), (std::vector<int32_t>{3}));
+  EXPECT_EQ(encode(t, "aab"), (std::vector<int32_t>{1, 3}));
+  EXPECT_EQ(encode(t, "bbxa"), (std::vector<int32_t>{2, 2, 0, 1}));
+  tfm_tokenizer_free(t);
+  path = writeTokenizer("unigram-inf.json", R"({
+    "model": {"type": "Unigram", "vocab": [["a", -1e999]]}})");
+  EXPECT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_ERR_FORMAT);
+  EXPECT_EQ(t, nullptr);
+  EXPECT_NE(std::string(tfm_last_error()).find("not a finite number"),
+            std::string::npos)
+      << tfm_last_error();
+}
+
+// A SentencePiece ModelProto: the pieces (SentencePiece: 1 piece, 3 type;
+// types 2 unknown, 3 control, 1 normal) of a Unigram model (trainer_spec:
+// 3 model_type = 1).
+std::string spmModel(const std::vector<std::pair<std::string, int>> &pieces) {
+  std::string proto;
+  for (const auto &[text, type] : pieces) {
+    std::string piece =
+        std::string("\x0a") + char(text.size()) + text + "\x18" + char(type);
+    proto += std::string("\x0a") + char(piece.size()) + piece;
+  }
+  return proto + std::string("\x12\x02\x18\x01", 4);
+}
+
+// Found by fuzz-tokenizer: a .model whose piece starts with a NUL byte made
+// libsentencepiece's trie builder (darts-clone, which takes the pieces as C
+// strings) throw "zero-length key"; the exception crossed the bridge's C ABI
+// and ended the process. The bridge catches, and refuses a piece holding a
+// NUL byte anywhere.
+TEST(Tokenizer, SentencePiecePieceWithNulIsAnError) {
+  std::vector<std::pair<std::string, int>> pieces = {
+      {"<unk>", 2}, {"<s>", 3}, {"</s>", 3}, {"a", 1}, {"\xe2\x96\x81", 1}};
+  std::string path = writeTokenizer("spm-good.model", spmModel(pieces));
+  tfm_tokenizer *t = nullptr;
+  tfm_status s = tfm_tokenizer_load(path.c_str(), &t);
+  if (s == TFM_ERR_IO)
+    GTEST_SKIP() << tfm_last_error(); // no SentencePiece bridge
+  ASSERT_EQ(s, TFM_OK) << tfm_last_error();
+  EXPECT_EQ(encode(t, "aa"), (std::vector<int32_t>{4, 3, 3}));
+  tfm_tokenizer_free(t);
+  for (const char *bad : {"\0a", "a\0"}) {
+    pieces.back().first = std::string(bad, 2);
+    path = writeTokenizer("spm-nul.model", spmModel(pieces));
+    t = nullptr;
+    EXPECT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_ERR_FORMAT);
+    EXPECT_EQ(t, nullptr);
+    EXPECT_NE(std::string(tfm_last_error()).find(path), std::string::npos)
+        << tfm_last_error();
+  }
+}
+
 // The Precompiled normalizer on a hand-made charsmap: a darts-clone trie of
 // 66 units holding one key, "A", whose replacement is "a". Per Hugging Face's
 // grapheme rule, a cluster shorter than 6 bytes takes the replacement of the
