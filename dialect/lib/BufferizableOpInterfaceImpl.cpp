@@ -69,7 +69,7 @@ Operation *createAttention(RewriterBase &rewriter, AttentionKernelOp k,
       rewriter, k.getLoc(), TypeRange{}, bufs[0], bufs[1], bufs[2], lengths,
       positions, bias, sinks, bufs.back(), k.getMaskAttr(), k.getWindowAttr(),
       k.getScaleAttr(), k.getSoftcapAttr(), k.getAlibiSlopesAttr(),
-      k.getBiasDistanceAttr(), k.getRingAttr());
+      k.getBiasDistanceAttr(), k.getRingAttr(), k.getValueTransposedAttr());
 }
 
 Operation *createAllReduce(RewriterBase &rewriter, AllReduceKernelOp k,

@@ -267,7 +267,11 @@ LogicalResult AttentionKernelOp::verify() {
   if (getRing() && !getPositions())
     return emitOpError() << "a ring buffer needs positions";
   auto q = bufShape(getQuery()), k = bufShape(getKey()),
-       v = bufShape(getValue()), o = bufShape(getOutput());
+       o = bufShape(getOutput());
+  SmallVector<int64_t> v(bufShape(getValue()));
+  // A transposed value [B, KV, Dv, S] is checked as [B, KV, S, Dv].
+  if (getValueTransposed())
+    std::swap(v[2], v[3]);
   // key is transposed: [B, KV, D, S].
   if (!dimsCompatible(k[2], q[3]) || !dimsCompatible(v[2], k[3]) ||
       !dimsCompatible(v[1], k[1]))

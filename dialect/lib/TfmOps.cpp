@@ -1198,10 +1198,13 @@ LogicalResult AttentionOp::verify() {
     return failure();
   auto q = tensorType(getQuery()).getShape();
   SmallVector<int64_t> k(tensorType(getKey()).getShape());
-  auto v = tensorType(getValue()).getShape();
-  // A transposed key [B, KV, D, S] is checked as [B, KV, S, D].
+  SmallVector<int64_t> v(tensorType(getValue()).getShape());
+  // A transposed key [B, KV, D, S] is checked as [B, KV, S, D], a
+  // transposed value likewise.
   if (getKeyTransposed())
     std::swap(k[2], k[3]);
+  if (getValueTransposed())
+    std::swap(v[2], v[3]);
   if (getPositions()) {
     // A cache may hold more sequences than the batch.
     if (!ShapedType::isDynamic(k[0]) && !ShapedType::isDynamic(q[0]) &&

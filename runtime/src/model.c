@@ -155,6 +155,20 @@ void tfm_model_print_info(const tfm_model *m, FILE *out) {
     fprintf(out, "]\n");
   }
   fprintf(out, "context: %lld positions\n", (long long)d->context);
+  if (d->gen_layers > 0) {
+    /* What a session's KV cache holds per token (windowed layers keep at
+     * most their window's). */
+    int64_t per = d->gen_kv_heads * d->gen_head_dim;
+    int caches = d->gen_latent ? 1 : 2;
+    fprintf(out,
+            "KV cache: %lld bytes per token (%lld layers x %d x %lld x %lld "
+            "f32%s)\n",
+            (long long)(d->gen_layers * caches * per * 4),
+            (long long)d->gen_layers, caches, (long long)d->gen_kv_heads,
+            (long long)d->gen_head_dim,
+            d->gen_latent ? ": the latents of latent attention"
+                          : ": keys and values");
+  }
   if (d->tensor_parallel > 1)
     fprintf(out,
             "tensor parallel: %d ranks (this is rank %d; sharded "

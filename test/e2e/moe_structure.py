@@ -7,7 +7,9 @@ independent of the PyTorch reference's own MoE code:
     same logits (within 1e-6 of max |logits|);
   * every-tensor: in a model with experts, changing any one stored tensor
     (router, each expert stack, the shared expert and its gate, every other
-    parameter) changes the logits;
+    parameter) changes the logits; likewise in a model with latent
+    attention (the query latent, its norm and up projection, the KV latent
+    and its norm, kv_b, the output projection);
   * unchosen: changing the weights of an expert that no token chose
     changes nothing (the kernel runs only the chosen experts), while
     changing a chosen one does.
@@ -93,23 +95,28 @@ def main():
     print("%s one-expert: max |moe - dense| / max |dense| = %.3g" %
           ("PASS" if ok else "FAIL", err))
 
-    # Every stored tensor of a model with experts matters.
-    spec, exe = build(args.tfmc, args.tfm, "qwen2moe", args.work)
-    state, model = random_state(spec, 2)
-    tokens = rng.integers(0, spec["vocab"], size=(2, 9)).astype(np.int32)
-    base = forward(exe, args.work, state, tokens, "base")
-    dead = []
-    for name in sorted(state):
-        changed = dict(state)
-        changed[name] = state[name] + 0.5 * torch.ones_like(state[name])
-        out = forward(exe, args.work, changed, tokens, "changed")
-        if np.array_equal(out, base):
-            dead.append(name)
-    ok = not dead
-    failed |= not ok
-    print("%s every-tensor: %d of %d tensors change the logits%s" %
-          ("PASS" if ok else "FAIL", len(state) - len(dead), len(state),
-           "; unused: " + ", ".join(dead) if dead else ""))
+    # Every stored tensor of a model with experts matters, and of a model
+    # with latent attention (each of its projections and norms).
+    for which in ("mla", "qwen2moe"):
+        spec, exe = build(args.tfmc, args.tfm, which, args.work)
+        state, model = random_state(spec, 2)
+        tokens = rng.integers(0, spec["vocab"], size=(2, 9)).astype(np.int32)
+        base = forward(exe, args.work, state, tokens, "base")
+        dead = []
+        for name in sorted(state):
+            changed = dict(state)
+            # Not a uniform shift (which a selection bias ignores).
+            t = state[name]
+            changed[name] = t + 0.5 * torch.linspace(
+                -1, 1, t.numel(), dtype=t.dtype).reshape(t.shape)
+            out = forward(exe, args.work, changed, tokens, "changed")
+            if np.array_equal(out, base):
+                dead.append(name)
+        ok = not dead
+        failed |= not ok
+        print("%s every-tensor %s: %d of %d tensors change the logits%s" %
+              ("PASS" if ok else "FAIL", which, len(state) - len(dead),
+               len(state), "; unused: " + ", ".join(dead) if dead else ""))
 
     # An expert no token chose is not read; a chosen one is: one token,
     # which chooses K of the experts.

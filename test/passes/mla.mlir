@@ -4,7 +4,12 @@
 // query [q_nope W_uk[h], q_rope], the values the cache's c_kv rows, the
 // output o W_uv[h]^T), which the CPU pipeline then compiles.
 // RUN: tfm-opt %s --tfm-decompose | FileCheck %s
+// RUN: tfm-opt %s --tfm-decompose --convert-tfm-to-linalg="transposed-values" | FileCheck %s --check-prefix=INPLACE
+// RUN: tfm-opt %s --tfm-decompose --convert-tfm-to-linalg | FileCheck %s --check-prefix=COPY
 // RUN: tfm-opt %s --tfm-cpu-pipeline="vector-width=8" | FileCheck %s --check-prefix=LLVM
+// The values are rows of the transposed latent cache: the CPU kernels take
+// them in place (transposed-values: the decode kernel reads V^T rows, the
+// prefill kernel a transposed copy), others a transposed copy.
 func.func @step(%x: tensor<?x?x16xf32>, %wqa: tensor<6x16xf32>, %qn: tensor<6xf32>, %wq: tensor<12x6xf32>, %wkva: tensor<10x16xf32>, %n: tensor<8xf32>, %wkvb: tensor<16x8xf32>, %wo: tensor<16x8xf32>, %c: tensor<?x1x10x?xf32>, %p: tensor<?xi32>) -> (tensor<?x?x16xf32>, tensor<?x1x10x?xf32> {tfm.cache_of = 8 : i64}) {
   %y, %c2 = tfm.latent_attention %x weights(%wq, %wkva, %n, %wkvb, %wo) query_latent(%wqa, %qn) cache(%c) positions(%p)
          {heads = 2 : i64, head_dim = 6 : i64, rope_dim = 2 : i64, value_dim = 4 : i64, kv_rank = 8 : i64,
@@ -37,12 +42,19 @@ func.func @step(%x: tensor<?x?x16xf32>, %wqa: tensor<6x16xf32>, %qn: tensor<6xf3
 // CHECK: %[[QFULL:.*]] = tensor.insert_slice %[[QR]] into %{{.*}}[0, 0, 0, 8] [%{{.*}}, 2, %{{.*}}, 2]
 // CHECK: %[[KC:.*]] = tfm.cache_write %[[LAT]] into %arg8 at %arg9 {transposed} : tensor<?x1x?x10xf32> into tensor<?x1x10x?xf32>
 // CHECK: %[[VT:.*]] = tensor.extract_slice %[[KC]][0, 0, 0, 0] [%{{.*}}, 1, 8, %{{.*}}]
-// CHECK: %[[V:.*]] = tfm.transpose %[[VT]] {permutation = array<i64: 0, 1, 3, 2>}
-// CHECK: %[[O:.*]] = tfm.attention %[[QFULL]], %[[KC]], %[[V]] positions(%arg9) {key_transposed, mask = #tfm.mask<causal>, scale = 4.000000e-01 : f64} : (tensor<?x2x?x10xf32>, tensor<?x1x10x?xf32>, tensor<?x1x?x8xf32>, tensor<?xi32>) -> tensor<?x2x?x8xf32>
+// CHECK: %[[O:.*]] = tfm.attention %[[QFULL]], %[[KC]], %[[VT]] positions(%arg9) {key_transposed, mask = #tfm.mask<causal>, scale = 4.000000e-01 : f64, value_transposed} : (tensor<?x2x?x10xf32>, tensor<?x1x10x?xf32>, tensor<?x1x8x?xf32>, tensor<?xi32>) -> tensor<?x2x?x8xf32>
 // CHECK: tfm.transpose %[[O]]
 // CHECK: tfm.matmul %{{.*}}, %[[WUV]] {transpose_rhs} : (tensor<2x?x8xf32>, tensor<2x4x8xf32>) -> tensor<2x?x4xf32>
 // CHECK: %[[M:.*]] = tfm.merge_heads %{{.*}} : (tensor<?x2x?x4xf32>) -> tensor<?x?x8xf32>
 // CHECK: %[[Y:.*]] = tfm.linear %[[M]], %arg7
 // CHECK: return %[[Y]], %[[KC]]
+
+// INPLACE: %[[VT:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0, 0] [%{{.*}}, 1, 8, %{{.*}}] [1, 1, 1, 1] : tensor<?x1x10x?xf32> to tensor<?x1x8x?xf32>
+// INPLACE: tfm.attention_kernel ins(%{{.*}}, %{{.*}}, %[[VT]] : tensor<?x2x?x10xf32>, tensor<?x1x10x?xf32>, tensor<?x1x8x?xf32>) {{.*}}value_transposed
+
+// COPY: %[[VT:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0, 0] [%{{.*}}, 1, 8, %{{.*}}] [1, 1, 1, 1] : tensor<?x1x10x?xf32> to tensor<?x1x8x?xf32>
+// COPY: %[[V:.*]] = linalg.transpose ins(%[[VT]] : tensor<?x1x8x?xf32>) {{.*}} permutation = [0, 1, 3, 2]
+// COPY: tfm.attention_kernel ins(%{{.*}}, %{{.*}}, %[[V]] : tensor<?x2x?x10xf32>, tensor<?x1x10x?xf32>, tensor<?x1x?x8xf32>)
+// COPY-NOT: value_transposed
 
 // LLVM: llvm.func @step

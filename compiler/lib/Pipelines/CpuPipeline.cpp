@@ -29,6 +29,7 @@ void pipelines::buildCpuLinalgStage(OpPassManager &pm,
   pm.addPass(createTfmModelAbi(abi));
   ConvertTfmToLinalgOptions linalg;
   linalg.normKernels = config.fuseNorms;
+  linalg.transposedValues = true;
   linalg.panelWidth = abi.panelWidth;
   pm.addNestedPass<func::FuncOp>(createConvertTfmToLinalg(linalg));
   // arith on tensors (hand-written or imported graphs) becomes linalg too.

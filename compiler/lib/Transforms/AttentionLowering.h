@@ -40,6 +40,10 @@ struct AttentionLowering {
   /// Attention sinks [H]: each row's denominator adds exp(sinks[h] - max).
   Value sinks;
   bool ring;
+  /// The values come transposed, [B, KV, Dv, S] (latent attention's cache
+  /// rows): the decode kernel reads them in place, the prefill kernel a
+  /// transposed copy (transposedValueCopy).
+  bool vTransposed;
   int64_t d, dv;
   /// Lanes of an output vector (dv in `chunks` vectors of `wv` lanes).
   int64_t wv, chunks;
@@ -119,6 +123,10 @@ struct AttentionLowering {
   /// `sum` itself without sinks or for a row that saw no key.
   Value withSink(OpBuilder &nb, Location l, Value sum, Value head, Value m,
                  bool base2) const;
+
+  /// A copy of the transposed values of the first `bsz` sequences as
+  /// [bsz, KV, S, Dv], for the prefill kernel (to be deallocated after it).
+  Value transposedValueCopy(OpBuilder &b, Location loc) const;
 
   /// The prefill kernel (LowerAttentionPrefill.cpp).
   void emitPrefill(OpBuilder &b, Location loc) const;

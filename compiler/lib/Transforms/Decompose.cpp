@@ -300,19 +300,14 @@ struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
       Value kc =
           CacheWriteOp::create(b, loc, cache[0].getType(), latent, cache[0],
                                positions, b.getUnitAttr(), UnitAttr());
-      // The values are the cache's c_kv rows, [B', 1, S, kv_rank].
-      auto ct = cast<RankedTensorType>(kc.getType());
+      // The values are the cache's c_kv rows, read in place: [B', 1,
+      // kv_rank, S] (transposed).
       Value vt = sliceDim(b, loc, kc, 2, 0, rank);
-      Value v = TransposeOp::create(
-          b, loc,
-          RankedTensorType::get({ct.getDimSize(0), 1, ct.getDimSize(3), rank},
-                                elt),
-          vt, b.getDenseI64ArrayAttr({0, 1, 3, 2}));
       o = AttentionOp::create(
-          b, loc, headsType(heads, rank), query, kc, v, Value(),
+          b, loc, headsType(heads, rank), query, kc, vt, Value(),
           op.getLengths(), positions, Value(), op.getMaskAttr(), IntegerAttr(),
           op.getScaleAttr(), FloatAttr(), DenseF64ArrayAttr(), IntegerAttr(),
-          UnitAttr(), b.getUnitAttr(), UnitAttr());
+          UnitAttr(), b.getUnitAttr(), UnitAttr(), b.getUnitAttr());
       results.push_back(kc);
     } else {
       auto rep = b.getI64IntegerAttr(heads);

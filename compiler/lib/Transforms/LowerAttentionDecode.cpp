@@ -106,6 +106,8 @@ struct DecodeKernel : AttentionLowering {
 
   /// The kernel, the merge of its splits, and its workspace's lifetime.
   void emit(OpBuilder &b, Location loc) {
+    if (vTransposed)
+      return emitTransposedValues(b, loc);
     emitWorkspace(b, loc);
     auto par = scf::ParallelOp::create(
         b, loc, ValueRange{c0, c0, c0}, ValueRange{bsz, kvHeads, splits},
@@ -121,6 +123,180 @@ struct DecodeKernel : AttentionLowering {
     emitMerge(b, loc);
     for (Value buf : {stats, partO, probs})
       memref::DeallocOp::create(b, loc, buf);
+  }
+
+  /// With the values transposed (V^T rows [Dv, S], latent attention's
+  /// cache read in place), a task takes its split in three passes instead
+  /// of the online softmax: every row's scores (K^T blocks as in keyBlock)
+  /// into a buffer of the split, with the row's max; the probabilities
+  /// relative to it and their sum; then O = P V as dot products over the
+  /// keys, V^T's rows contiguous, a register block of rows x value dims
+  /// accumulated across the whole split and reduced once. The partials and
+  /// the merge are the online kernel's.
+  void emitTransposedValues(OpBuilder &b, Location loc) {
+    emitWorkspace(b, loc);
+    auto par = scf::ParallelOp::create(
+        b, loc, ValueRange{c0, c0, c0}, ValueRange{bsz, kvHeads, splits},
+        ValueRange{c1, c1, c1}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
+          DecodeTask task = beginTask(nb, l, ivs);
+          initRows(nb, l, task);
+          Value count = arith::MaxSIOp::create(
+              nb, l, arith::SubIOp::create(nb, l, task.jEnd, task.jStart), c0);
+          Value width = arith::MulIOp::create(
+              nb, l, arith::CeilDivUIOp::create(nb, l, count, cIdx(nb, l, bk)),
+              cIdx(nb, l, bk));
+          Value buf = memref::AllocOp::create(
+              nb, l,
+              MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                              nb.getF32Type()),
+              ValueRange{rowsT, width}, nb.getI64IntegerAttr(kCacheLine));
+          forRange(nb, l, task.jStart, task.jEnd, cIdx(nb, l, bk),
+                   [&](OpBuilder &kb, Location kl, Value j0) {
+                     scoreBlock(kb, kl, task, j0, buf);
+                   });
+          forRange(nb, l, c0, rowsT, c1,
+                   [&](OpBuilder &rb, Location rl, Value rr) {
+                     probabilities(rb, rl, task, rr, buf, width);
+                   });
+          transposedPV(nb, l, task, buf, width);
+          memref::DeallocOp::create(nb, l, buf);
+        });
+    markKeepParallel(par);
+    emitMerge(b, loc);
+    for (Value buf : {stats, partO, probs})
+      memref::DeallocOp::create(b, loc, buf);
+  }
+
+  /// Pass 1: the scores of every row against the keys [j0, j0 + bk), into
+  /// `buf` at column j0 - jStart, and each row's running max.
+  void scoreBlock(OpBuilder &kb, Location kl, const DecodeTask &task, Value j0,
+                  Value buf) const {
+    Value kMask = keyMask(kb, kl, j0);
+    Value jv = keyPositions(kb, kl, j0, task.written);
+    Value col = arith::SubIOp::create(kb, kl, j0, task.jStart);
+    forRange(kb, kl, c0, tq, c1, [&](OpBuilder &tb, Location tl, Value t) {
+      Value pos = arith::AddIOp::create(tb, tl, task.offset, t);
+      auto [lo, hi] = rowBounds(tb, tl, pos, task.limit);
+      Value row0 = arith::MulIOp::create(tb, tl, t, cIdx(tb, tl, group));
+      for (int64_t g0 = 0; g0 < group; g0 += blockRows) {
+        int64_t n = std::min(blockRows, group - g0);
+        SmallVector<Value> qk =
+            dotBlock(tb, tl, task.bi, task.kvh, j0, kMask, n,
+                     [&](int64_t r) -> std::pair<Value, Value> {
+                       return {task.head[g0 + r], t};
+                     });
+        for (int64_t r = 0; r < n; ++r) {
+          Value rr = arith::AddIOp::create(tb, tl, row0, cIdx(tb, tl, g0 + r));
+          Value sc = scores(tb, tl, qk[r], jv, pos, lo, hi, task.head[g0 + r],
+                            task.slopeV[g0 + r]);
+          vector::StoreOp::create(tb, tl, sc, buf, ValueRange{rr, col});
+          SmallVector<Value, 5> mAt{task.bi, task.kvh, task.si, rr, maxLane};
+          Value mx = vector::ReductionOp::create(
+              tb, tl, vector::CombiningKind::MAXIMUMF, sc);
+          memref::StoreOp::create(
+              tb, tl,
+              arith::MaximumFOp::create(
+                  tb, tl, memref::LoadOp::create(tb, tl, stats, mAt), mx),
+              stats, mAt);
+        }
+      }
+    });
+  }
+
+  /// Pass 2: row `rr`'s probabilities exp(s - max) in place in `buf`, and
+  /// their sum (a row that saw no key keeps zeros).
+  void probabilities(OpBuilder &rb, Location rl, const DecodeTask &task,
+                     Value rr, Value buf, Value width) const {
+    Value m = memref::LoadOp::create(
+        rb, rl, stats, ValueRange{task.bi, task.kvh, task.si, rr, maxLane});
+    Value none =
+        arith::CmpFOp::create(rb, rl, arith::CmpFPredicate::OEQ, m, ninf);
+    Value mUse = vector::BroadcastOp::create(
+        rb, rl, vk,
+        arith::SelectOp::create(rb, rl, none, cF32(rb, rl, 0.0), m));
+    auto loop = scf::ForOp::create(
+        rb, rl, c0, width, cIdx(rb, rl, bk), ValueRange{cF32(rb, rl, 0.0)},
+        [&](OpBuilder &fb, Location fl, Value col, ValueRange acc) {
+          Value sc =
+              vector::LoadOp::create(fb, fl, vk, buf, ValueRange{rr, col});
+          Value p = math::ExpOp::create(
+              fb, fl, arith::SubFOp::create(fb, fl, sc, mUse));
+          vector::StoreOp::create(fb, fl, p, buf, ValueRange{rr, col});
+          Value sum = vector::ReductionOp::create(
+              fb, fl, vector::CombiningKind::ADD, p, Value(),
+              arith::FastMathFlags::reassoc);
+          scf::YieldOp::create(
+              fb, fl, ValueRange{arith::AddFOp::create(fb, fl, acc[0], sum)});
+        });
+    memref::StoreOp::create(
+        rb, rl, loop.getResult(0), stats,
+        ValueRange{task.bi, task.kvh, task.si, rr, sumLane});
+  }
+
+  /// Pass 3: the task's unnormalized outputs O[r, e] = sum_j P[r, j] V^T[e,
+  /// j] over the split, for register blocks of `blockRows` rows x 2 value
+  /// dims, each an accumulator of vl keys reduced at the end.
+  void transposedPV(OpBuilder &nb, Location l, const DecodeTask &task,
+                    Value buf, Value width) const {
+    MLIRContext *ctx = nb.getContext();
+    Type f32 = nb.getF32Type();
+    auto lane = VectorType::get({vl}, f32);
+    auto laneMask = VectorType::get({vl}, IntegerType::get(ctx, 1));
+    Value zero = arith::ConstantOp::create(
+        nb, l, lane, DenseElementsAttr::get(lane, nb.getF32FloatAttr(0.0)));
+    int64_t dims = dv % 2 == 0 ? 2 : 1;
+    forRange(nb, l, c0, tq, c1, [&](OpBuilder &tb, Location tl, Value t) {
+      Value row0 = arith::MulIOp::create(tb, tl, t, cIdx(tb, tl, group));
+      for (int64_t g0 = 0; g0 < group; g0 += blockRows) {
+        int64_t n = std::min(blockRows, group - g0);
+        SmallVector<Value> rows;
+        for (int64_t r = 0; r < n; ++r)
+          rows.push_back(
+              arith::AddIOp::create(tb, tl, row0, cIdx(tb, tl, g0 + r)));
+        forRange(
+            tb, tl, c0, cIdx(tb, tl, dv), cIdx(tb, tl, dims),
+            [&](OpBuilder &eb, Location el, Value e0) {
+              SmallVector<Value> es;
+              for (int64_t i = 0; i < dims; ++i)
+                es.push_back(
+                    arith::AddIOp::create(eb, el, e0, cIdx(eb, el, i)));
+              SmallVector<Value> init(n * dims, zero);
+              auto loop = scf::ForOp::create(
+                  eb, el, c0, width, cIdx(eb, el, vl), init,
+                  [&](OpBuilder &fb, Location fl, Value col, ValueRange acc) {
+                    Value j = arith::AddIOp::create(fb, fl, task.jStart, col);
+                    Value mask = vector::CreateMaskOp::create(
+                        fb, fl, laneMask,
+                        ValueRange{arith::SubIOp::create(fb, fl, tk, j)});
+                    SmallVector<Value> vrow;
+                    for (int64_t i = 0; i < dims; ++i)
+                      vrow.push_back(vector::MaskedLoadOp::create(
+                          fb, fl, lane, v,
+                          ValueRange{task.bi, task.kvh, es[i], j}, mask, zero,
+                          IntegerAttr()));
+                    SmallVector<Value> next;
+                    for (int64_t r = 0; r < n; ++r) {
+                      Value p = vector::LoadOp::create(
+                          fb, fl, lane, buf, ValueRange{rows[r], col});
+                      for (int64_t i = 0; i < dims; ++i)
+                        next.push_back(vector::FMAOp::create(
+                            fb, fl, p, vrow[i], acc[r * dims + i]));
+                    }
+                    scf::YieldOp::create(fb, fl, next);
+                  });
+              for (int64_t r = 0; r < n; ++r)
+                for (int64_t i = 0; i < dims; ++i)
+                  memref::StoreOp::create(
+                      eb, el,
+                      vector::ReductionOp::create(
+                          eb, el, vector::CombiningKind::ADD,
+                          loop.getResult(r * dims + i), Value(),
+                          arith::FastMathFlags::reassoc),
+                      partO,
+                      ValueRange{task.bi, task.kvh, task.si, rows[r], es[i]});
+            });
+      }
+    });
   }
 
   /// The number of splits and the workspace.

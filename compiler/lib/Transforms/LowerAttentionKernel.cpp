@@ -36,8 +36,9 @@ AttentionLowering::AttentionLowering(AttentionKernelOp op, int64_t vl,
   bias = op.getBias();
   sinks = op.getSinks();
   ring = op.getRing() && positions;
+  vTransposed = op.getValueTransposed();
   d = cast<MemRefType>(q.getType()).getDimSize(3);
-  dv = cast<MemRefType>(v.getType()).getDimSize(3);
+  dv = cast<MemRefType>(v.getType()).getDimSize(vTransposed ? 2 : 3);
   wv = vl;
   while (wv > 1 && dv % wv != 0)
     wv /= 2;
@@ -86,6 +87,35 @@ void AttentionLowering::emitCommon(OpBuilder &b, Location loc,
       b, loc, vk, DenseElementsAttr::get(vk, b.getF32FloatAttr(0.0)));
   scaleV = vector::BroadcastOp::create(b, loc, vk, cF32(b, loc, scale));
   lanes = vector::StepOp::create(b, loc, idxV);
+}
+
+Value AttentionLowering::transposedValueCopy(OpBuilder &b, Location loc) const {
+  auto vt = cast<MemRefType>(v.getType());
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<Value> sizes{bsz};
+  int64_t kvStatic = vt.getDimSize(1), sStatic = vt.getDimSize(3);
+  if (ShapedType::isDynamic(kvStatic))
+    sizes.push_back(kvHeads);
+  if (ShapedType::isDynamic(sStatic))
+    sizes.push_back(tk);
+  Value copy = memref::AllocOp::create(
+      b, loc,
+      MemRefType::get({dyn, kvStatic, sStatic, dv}, vt.getElementType()), sizes,
+      b.getI64IntegerAttr(64));
+  // Rows of V^T read contiguously, written as columns of V.
+  auto par = scf::ParallelOp::create(
+      b, loc, ValueRange{c0, c0, c0},
+      ValueRange{bsz, kvHeads, cIdx(b, loc, dv)}, ValueRange{c1, c1, c1},
+      [&](OpBuilder &nb, Location l, ValueRange ivs) {
+        forRange(nb, l, c0, tk, c1, [&](OpBuilder &jb, Location jl, Value j) {
+          Value x = memref::LoadOp::create(
+              jb, jl, v, ValueRange{ivs[0], ivs[1], ivs[2], j});
+          memref::StoreOp::create(jb, jl, x, copy,
+                                  ValueRange{ivs[0], ivs[1], j, ivs[2]});
+        });
+      });
+  markKeepParallel(par);
+  return copy;
 }
 
 std::optional<int64_t> AttentionLowering::decodeGroup() const {
@@ -287,7 +317,8 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
       return b.notifyMatchFailure(op, "not bufferized yet");
     auto qt = cast<MemRefType>(op.getQuery().getType());
     if (qt.isDynamicDim(3) ||
-        cast<MemRefType>(op.getValue().getType()).isDynamicDim(3))
+        cast<MemRefType>(op.getValue().getType())
+            .isDynamicDim(op.getValueTransposed() ? 2 : 3))
       return b.notifyMatchFailure(op, "head dimensions must be static");
     Location loc = op.getLoc();
     AttentionLowering a(op, vl);
@@ -300,8 +331,18 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
       dec.emplace(op, vl, decodeKeyVectors(vl, *group));
       dec->emitCommon(b, loc, &a);
     }
+    // The prefill kernel reads V as [B, KV, S, Dv]: transposed values go
+    // to it as a transposed copy.
+    auto prefill = [&](OpBuilder &pb, Location pl) {
+      if (!a.vTransposed)
+        return a.emitPrefill(pb, pl);
+      AttentionLowering pa = a;
+      pa.v = a.transposedValueCopy(pb, pl);
+      pa.emitPrefill(pb, pl);
+      memref::DeallocOp::create(pb, pl, pa.v);
+    };
     if (!group) {
-      a.emitPrefill(b, loc);
+      prefill(b, loc);
       b.eraseOp(op);
       return success();
     }
@@ -309,7 +350,7 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
     // decided at run time unless T is static.
     int64_t maxT = std::max<int64_t>(1, kDecodeMaxRows / *group);
     if (!qt.isDynamicDim(2) && qt.getDimSize(2) > maxT) {
-      a.emitPrefill(b, loc);
+      prefill(b, loc);
       b.eraseOp(op);
       return success();
     }
@@ -329,7 +370,7 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
           scf::YieldOp::create(tb, tl);
         },
         [&](OpBuilder &eb, Location el) {
-          a.emitPrefill(eb, el);
+          prefill(eb, el);
           scf::YieldOp::create(eb, el);
         });
     b.eraseOp(op);

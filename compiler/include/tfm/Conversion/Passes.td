@@ -22,7 +22,12 @@ def ConvertTfmToLinalg : Pass<"convert-tfm-to-linalg", "func::FuncOp"> {
            "tfm-model-abi does not pass packed): the target GEMM's">,
     Option<"normKernels", "norm-kernels", "bool", /*default=*/"false",
            "f32 norms to tfm.norm_kernel (one pass a row), packed for the "
-           "linears that read them where they all take packed rows">
+           "linears that read them where they all take packed rows">,
+    Option<"transposedValues", "transposed-values", "bool",
+           /*default=*/"false",
+           "tfm.attention's transposed values (latent attention's cache) "
+           "to the kernel as they are, for kernels that read them so (the "
+           "CPU's); otherwise a transposed copy">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",

@@ -73,13 +73,27 @@ struct LowerLinear : OpConversionPattern<LinearOp> {
 };
 
 struct LowerAttention : OpConversionPattern<AttentionOp> {
-  using OpConversionPattern::OpConversionPattern;
+  /// With `keepValueTransposed` a transposed value goes to the kernel as it
+  /// is (the CPU kernels read it); otherwise as a transposed copy.
+  LowerAttention(MLIRContext *ctx, bool keepValueTransposed = false,
+                 PatternBenefit benefit = 1)
+      : OpConversionPattern(ctx, benefit),
+        keepValueTransposed(keepValueTransposed) {}
+  bool keepValueTransposed;
+
   LogicalResult matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
     auto rt = op.getType();
     Value q = adaptor.getQuery(), v = adaptor.getValue();
-    Value init = emptyTensor(b, loc, rt, {{q, 0}, {q, 1}, {q, 2}, {v, 3}});
+    bool valueTransposed = op.getValueTransposed() && keepValueTransposed;
+    if (op.getValueTransposed() && !keepValueTransposed)
+      v = transposeTensor(b, loc, v, {0, 1, 3, 2});
+    Value init = emptyTensor(b, loc, rt,
+                             {{q, 0},
+                              {q, 1},
+                              {q, 2},
+                              {v, valueTransposed ? int64_t(2) : int64_t(3)}});
     // The kernel streams K^T ([B, KV, D, S]): one transposed copy of K,
     // unless K is kept transposed (a KV cache).
     Value kt = op.getKeyTransposed()
@@ -115,7 +129,7 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
         adaptor.getPositions(), bias, adaptor.getSinks(), init,
         op.getMaskAttr(), op.getWindowAttr(), op.getScaleAttr(),
         op.getSoftcapAttr(), op.getAlibiSlopesAttr(), distance,
-        op.getRingAttr());
+        op.getRingAttr(), valueTransposed ? b.getUnitAttr() : UnitAttr());
     b.replaceOp(op, kernel.getResult()[0]);
     return success();
   }
@@ -461,6 +475,13 @@ void mlir::tfm::populateTfmNormToKernelPatterns(RewritePatternSet &patterns) {
 void mlir::tfm::populateTfmPackNormForLinearsPatterns(
     RewritePatternSet &patterns) {
   patterns.add<PackNormForLinears>(patterns.getContext());
+}
+
+void mlir::tfm::populateTfmTransposedValueAttentionPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<LowerAttention>(patterns.getContext(),
+                               /*keepValueTransposed=*/true,
+                               /*benefit=*/2);
 }
 
 void mlir::tfm::populateTfmKernelOpsToLinalgPatterns(

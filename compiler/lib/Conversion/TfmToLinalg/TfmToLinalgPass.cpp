@@ -79,6 +79,8 @@ struct ConvertTfmToLinalgPass
     populateTfmToLinalgConversionPatterns(patterns, panelWidth);
     if (normKernels)
       populateTfmNormToKernelPatterns(patterns);
+    if (transposedValues)
+      populateTfmTransposedValueAttentionPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();

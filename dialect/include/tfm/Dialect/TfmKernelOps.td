@@ -254,7 +254,9 @@ def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel",
     `tfm.attention`; optional `positions` [B] place query row i of sequence
     b at key position positions[b] + i (otherwise i + S - T); `ring` reads
     the keys as a ring buffer, as `tfm.attention` does; optional `sinks`
-    [H] (f32) join each row's softmax denominator as exp(sinks[h]).
+    [H] (f32) join each row's softmax denominator as exp(sinks[h]). With
+    `value_transposed`, `value` is [B, KV, Dv, S] (the CPU decode kernel
+    reads it in place; the others read a transposed copy).
 
     ```mlir
     %o = tfm.attention_kernel ins(%q, %kt, %v : tensor<?x4x?x8xf32>, tensor<?x2x8x?xf32>, tensor<?x2x?x8xf32>) outs(%init : tensor<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64} -> tensor<?x4x?x8xf32>
@@ -267,7 +269,8 @@ def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel",
                    Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
                    F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
                    OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
-                   OptionalAttr<I64Attr>:$bias_distance, UnitAttr:$ring);
+                   OptionalAttr<I64Attr>:$bias_distance, UnitAttr:$ring,
+                   UnitAttr:$value_transposed);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `,` $value (`,` $lengths^)? `:` type($query)

@@ -879,7 +879,9 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     i + S - T) unless `positions` ([B]) is given: then query row i of
     sequence b is at position positions[b] + i, and keys past
     positions[b] + T are not read (a KV cache filled up to there). With
-    `key_transposed`, `key` is [B, KV, D, S] (the layout of the cache).
+    `key_transposed`, `key` is [B, KV, D, S] (the layout of the cache);
+    with `value_transposed`, `value` is [B, KV, Dv, S] (latent attention's
+    values: rows of its transposed latent cache).
     With `ring` (and `positions`), the S keys are a ring buffer: with
     e = positions[b] + T positions written, slot j holds position
     e - 1 - ((e - 1 - j) mod S), or none if j >= e. With `sinks` ([H],
@@ -901,7 +903,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                    OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
                    OptionalAttr<I64Attr>:$relative_max_distance,
                    UnitAttr:$relative_bidirectional, UnitAttr:$key_transposed,
-                   UnitAttr:$ring);
+                   UnitAttr:$ring, UnitAttr:$value_transposed);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`relative` `(` $relative^ `)`)?

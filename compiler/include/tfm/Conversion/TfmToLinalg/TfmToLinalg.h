@@ -31,6 +31,11 @@ void populateTfmDataMovementToLinalgPatterns(RewritePatternSet &patterns);
 void populateTfmKernelOpsToLinalgPatterns(RewritePatternSet &patterns,
                                           int64_t panelWidth = 32);
 
+/// tfm.attention with a transposed value ([B, KV, Dv, S], latent
+/// attention's cache rows) to a kernel op that reads it as it is (the CPU
+/// kernels), preferred to the default pattern's transposed copy.
+void populateTfmTransposedValueAttentionPatterns(RewritePatternSet &patterns);
+
 /// tfm.route and tfm.row_scale to linalg, tfm.moe_experts to tfm.moe_kernel.
 void populateTfmMoeToLinalgPatterns(RewritePatternSet &patterns,
                                     int64_t panelWidth = 32);
