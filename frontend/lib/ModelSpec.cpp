@@ -757,6 +757,10 @@ json::Value ModelSpec::toJSON() const {
   root["outputs"] = tensors(outputs());
   json::Array params;
   int64_t count = 0;
+  // How the checkpoint stores its tensors beyond its type's layout.
+  HfCheckpointOptions hfOptions;
+  if (hfFp8BlockRows > 0 && hfFp8BlockCols > 0)
+    hfOptions.fp8Block = HfFp8Block{hfFp8BlockRows, hfFp8BlockCols};
   for (const ParamSpec &p : this->params()) {
     // Keys sort after "shape" in the printed object: readers of older
     // descriptions see name and shape first.
@@ -774,7 +778,7 @@ json::Value ModelSpec::toJSON() const {
     if (p.shardAxis >= 0)
       param["shard"] =
           json::Object{{"axis", p.shardAxis}, {"full", p.shardFull}};
-    if (std::optional<json::Value> source = hfSourceJSON(*this, p))
+    if (std::optional<json::Value> source = hfSourceJSON(*this, p, hfOptions))
       param["source"] = std::move(*source);
     params.push_back(std::move(param));
     count += p.numElements();

@@ -963,8 +963,19 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
   }
   ChoiceValue checkpoint;
   if (getChoice(*top, KeyId::Checkpoint, checkpoint) == Got::Ok &&
-      checkpoint.name == "huggingface")
+      checkpoint.name == "huggingface") {
     spec.hfType = checkpoint.words["type"].str();
+    // FP8 with block scales: an R x C block per scale, both given or none.
+    spec.hfFp8BlockRows = checkpoint.nums["fp8_block_rows"].i;
+    spec.hfFp8BlockCols = checkpoint.nums["fp8_block_cols"].i;
+    if ((spec.hfFp8BlockRows > 0) != (spec.hfFp8BlockCols > 0)) {
+      diags.error(top->valueLoc(KeyId::Checkpoint),
+                  "FP8 blocks need both 'fp8_block_rows' and "
+                  "'fp8_block_cols' (quantization_config's "
+                  "weight_block_size [rows, cols])");
+      spec.hfFp8BlockRows = spec.hfFp8BlockCols = 0;
+    }
+  }
   Got gotVocab = getInt(*top, KeyId::Vocab, spec.vocab);
   Got gotContext = getInt(*top, KeyId::Context, spec.context);
   if (getInt(*top, KeyId::DModel, spec.dModel) == Got::Unset)

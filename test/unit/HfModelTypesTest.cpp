@@ -53,8 +53,14 @@ TEST(HfModelTypes, OneListOfTypes) {
   ASSERT_TRUE(key);
   const ValueSchema *hf = findValueSchema(*key, "huggingface");
   ASSERT_TRUE(hf);
-  ASSERT_EQ(hf->args.size(), 1u);
-  std::vector<std::string> words = strings(hf->args.front().words);
+  // type = T (and, v3, the FP8 blocks fp8_block_rows / fp8_block_cols).
+  const ArgSchema *typeArg = nullptr;
+  for (const ArgSchema &a : hf->args)
+    if (a.spelling == "type")
+      typeArg = &a;
+  ASSERT_TRUE(typeArg);
+  EXPECT_EQ(hf->args.size(), 3u);
+  std::vector<std::string> words = strings(typeArg->words);
   EXPECT_EQ(words, strings(hfCheckpointTypes()));
   EXPECT_EQ(words, strings(getHfImportModelTypes()));
   EXPECT_EQ(words.size(), hf::getModelTypes().size());

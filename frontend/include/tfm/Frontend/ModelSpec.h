@@ -380,6 +380,10 @@ struct ModelSpec {
   /// v2 `checkpoint = huggingface(type = T)`: the Hugging Face model_type
   /// whose published layout the weights are read in; empty: canonical names.
   std::string hfType;
+  /// v3 `huggingface(fp8_block_rows = R, fp8_block_cols = C)`: the
+  /// checkpoint's linear weights may be stored in FP8 with one scale per R x
+  /// C block (quantization_config's weight_block_size); 0: not so.
+  int64_t hfFp8BlockRows = 0, hfFp8BlockCols = 0;
   std::vector<StackSpec> stacks; ///< 1, or 2 (encoder, decoder)
   /// `tfmc --tensor-parallel N`: the model runs as N processes, each with
   /// 1/N of the heads, FFN units and vocabulary (1: one process).
