@@ -19,6 +19,8 @@ PhiConfig, T5Config, Qwen2/Qwen3Config and Gemma2Config):
   is null without use_sliding_window); gpt-oss writes swiglu_alpha;
 - T5 writes scale_decoder_outputs (the old tie_word_embeddings) and
   tie_word_embeddings = true;
+- DeepSeek-V2 and V3 write head_dim (= qk_rope_head_dim), V3 qk_head_dim
+  and rope_interleave, V2 mlp_bias;
 - Gemma and Gemma 2 write use_bidirectional_attention = false; the encoder
   and encoder-decoder types write is_decoder / add_cross_attention = false.
 
@@ -30,7 +32,8 @@ import os
 import sys
 
 ROPE_TYPES = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi",
-              "phi3", "falcon", "gpt_neox", "gpt_oss"}
+              "phi3", "falcon", "gpt_neox", "gpt_oss", "deepseek_v2",
+              "deepseek_v3"}
 
 # The configuration classes' default_theta where it is not 10000.
 DEFAULT_THETA = {"gpt_oss": 150000.0}
@@ -94,6 +97,16 @@ def to_v5(v4):
             "sliding_attention" if (i + 1) % 2 else "full_attention"
             for i in range(layers)])
         cfg.setdefault("swiglu_alpha", 1.702)
+    if mt in ("deepseek_v2", "deepseek_v3"):
+        # Both classes set head_dim = qk_rope_head_dim; DeepseekV3Config
+        # also qk_head_dim and rope_interleave, DeepseekV2Config (a
+        # LlamaConfig) mlp_bias.
+        cfg["head_dim"] = cfg.get("qk_rope_head_dim", 64)
+        if mt == "deepseek_v3":
+            cfg["qk_head_dim"] = cfg.get("qk_nope_head_dim", 128) + cfg["head_dim"]
+            cfg.setdefault("rope_interleave", True)
+        else:
+            cfg.setdefault("mlp_bias", False)
     if mt in ("gemma", "gemma2"):
         cfg.setdefault("use_bidirectional_attention", False)
     if mt == "t5":

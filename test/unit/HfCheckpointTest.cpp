@@ -567,4 +567,98 @@ TEST(HfCheckpoint, ProblemsAndCanonical) {
     EXPECT_TRUE(isHfCheckpointType(type)) << type.str();
 }
 
+/// DeepSeek's layout (modeling_deepseek_v3.py): latent attention's
+/// projections and norms, the query through q_a/q_b or (V2-Lite, no q_rank)
+/// q_proj, a dense mlp before first_dense and after it the router with V3's
+/// e_score_correction_bias, the experts one module each and the shared
+/// experts; in an FP8 checkpoint the linear weights carry the blocks and
+/// the latents' norms and the selection bias do not.
+TEST(HfCheckpoint, DeepseekLatentAttentionAndExperts) {
+  ModelSpec spec = analyzeOne(R"(
+model m { arch = decoder; vocab = 50; context = 16; d_model = 32; layers = 2
+  checkpoint = huggingface(type = deepseek_v3)
+  embedding { position = rope(style = interleaved) }
+  attention { heads = 4; head_dim = 12; kv_rank = 16; q_rank = 24; rope_dim = 4; value_dim = 6 }
+  ffn { hidden = 48; activation = swiglu; bias = false; experts = 8; experts_per_token = 2
+        expert_hidden = 16; router = sigmoid(groups = 4, topk_groups = 2); selection_bias = true
+        shared_hidden = 16; first_dense = 1 }
+  norm { kind = rmsnorm; eps = 1e-6 } })");
+  EXPECT_TRUE(hfCheckpointProblems(spec).empty());
+  const std::pair<const char *, const char *> names[] = {
+      {"layers.0.attn.q_a.weight", "layers.0.self_attn.q_a_proj.weight"},
+      {"layers.0.attn.q_a_norm.weight",
+       "layers.0.self_attn.q_a_layernorm.weight"},
+      {"layers.0.attn.q_b.weight", "layers.0.self_attn.q_b_proj.weight"},
+      {"layers.0.attn.kv_a.weight",
+       "layers.0.self_attn.kv_a_proj_with_mqa.weight"},
+      {"layers.0.attn.kv_a_norm.weight",
+       "layers.0.self_attn.kv_a_layernorm.weight"},
+      {"layers.0.attn.kv_b.weight", "layers.0.self_attn.kv_b_proj.weight"},
+      {"layers.0.attn.o.weight", "layers.0.self_attn.o_proj.weight"},
+      {"layers.0.ffn.gate.weight", "layers.0.mlp.gate_proj.weight"},
+      {"layers.0.ffn.up.weight", "layers.0.mlp.up_proj.weight"},
+      {"layers.0.ffn.down.weight", "layers.0.mlp.down_proj.weight"},
+      {"layers.1.ffn.router.weight", "layers.1.mlp.gate.weight"},
+      {"layers.1.ffn.router.selection_bias",
+       "layers.1.mlp.gate.e_score_correction_bias"},
+      {"layers.1.ffn.experts.gate.weight",
+       "layers.1.mlp.experts.{e}.gate_proj.weight"},
+      {"layers.1.ffn.experts.up.weight",
+       "layers.1.mlp.experts.{e}.up_proj.weight"},
+      {"layers.1.ffn.experts.down.weight",
+       "layers.1.mlp.experts.{e}.down_proj.weight"},
+      {"layers.1.ffn.shared.gate.weight",
+       "layers.1.mlp.shared_experts.gate_proj.weight"},
+      {"layers.1.ffn.shared.up.weight",
+       "layers.1.mlp.shared_experts.up_proj.weight"},
+      {"layers.1.ffn.shared.down.weight",
+       "layers.1.mlp.shared_experts.down_proj.weight"}};
+  for (auto [canonical, hf] : names) {
+    HfSource s = sourceOf(spec, canonical);
+    EXPECT_EQ(s.kind, HfSource::Kind::Copy) << canonical;
+    ASSERT_EQ(s.names.size(), 1u) << canonical;
+    EXPECT_EQ(s.names[0], hf);
+  }
+  // kv_a: [kv_rank + rope_dim, d]; kv_b: per head nope key rows and
+  // value_dim value rows.
+  EXPECT_EQ(sourceOf(spec, "layers.0.attn.kv_a.weight").shape,
+            (std::vector<int64_t>{20, 32}));
+  EXPECT_EQ(sourceOf(spec, "layers.0.attn.kv_b.weight").shape,
+            (std::vector<int64_t>{4 * (8 + 6), 16}));
+  EXPECT_EQ(sourceOf(spec, "layers.1.ffn.experts.up.weight").experts, 8);
+
+  HfCheckpointOptions fp8;
+  fp8.fp8Block = HfFp8Block{16, 16};
+  ParamTable table = spec.params();
+  for (auto [canonical, hf] : names) {
+    std::optional<unsigned> i = table.indexOf(canonical);
+    ASSERT_TRUE(i);
+    std::optional<HfSource> s = getHfSource(spec, table[*i], fp8);
+    ASSERT_TRUE(s);
+    llvm::StringRef name(canonical);
+    bool linear = !name.contains("norm") && !name.contains("router");
+    EXPECT_EQ(s->fp8Block.has_value(), linear) << canonical;
+  }
+
+  // Without q_rank the query is q_proj.
+  ModelSpec lite = analyzeOne(R"(
+model m { arch = decoder; vocab = 50; context = 16; d_model = 32; layers = 1
+  checkpoint = huggingface(type = deepseek_v2)
+  embedding { position = rope(style = interleaved) }
+  attention { heads = 2; head_dim = 10; kv_rank = 12; rope_dim = 2 }
+  ffn { hidden = 40; activation = swiglu; bias = false }
+  norm { kind = rmsnorm; eps = 1e-6 } })");
+  EXPECT_TRUE(hfCheckpointProblems(lite).empty());
+  EXPECT_EQ(sourceOf(lite, "layers.0.attn.q.weight").names[0],
+            "layers.0.self_attn.q_proj.weight");
+  // Other layouts have no latent attention: the error says so.
+  lite.hfType = "llama";
+  std::vector<std::string> problems = hfCheckpointProblems(lite);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems[0].find("has no tensor for 'layers.0.attn.kv_a.weight': "
+                             "this type has no latent attention (kv_rank)"),
+            std::string::npos)
+      << problems[0];
+}
+
 } // namespace

@@ -28,6 +28,7 @@
 #include "llvm/Support/SourceMgr.h"
 
 #include <gtest/gtest.h>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -71,8 +72,10 @@ TEST(HfModelTypes, OneListOfTypes) {
   }
   EXPECT_FALSE(isHfCheckpointType("mamba"));
   // A type the importer refuses, with the reason, is no type of the list
-  // (none is refused at present: olmoe was until language v3).
+  // (none is refused at present: olmoe, deepseek_v2 and deepseek_v3 were
+  // until language v3).
   EXPECT_TRUE(isHfCheckpointType("olmoe"));
+  EXPECT_TRUE(isHfCheckpointType("deepseek_v3"));
   EXPECT_TRUE(hf::refusedModelType("mamba").empty());
   for (llvm::StringRef type : words)
     EXPECT_TRUE(hf::refusedModelType(type).empty()) << type.str();
@@ -80,15 +83,23 @@ TEST(HfModelTypes, OneListOfTypes) {
 
 /// A config of nothing but its model_type takes every default of the type's
 /// configuration class: it imports, and the checkpoint layout of the type
-/// provides every parameter of the model it describes.
+/// provides every parameter of the model it describes. DeepseekV2Config's
+/// default num_experts_per_tok is None, which chooses no experts: that
+/// config also says how many.
 TEST(HfModelTypes, EveryTypeImportsItsDefaults) {
+  const std::map<std::string, std::string> needs = {
+      {"deepseek_v2", ", \"num_experts_per_tok\": 6"}};
   for (llvm::StringRef type : getHfImportModelTypes()) {
     std::string messages;
     auto diag = [&](HfSeverity, const llvm::Twine &message) {
       messages += message.str() + "\n";
     };
-    std::optional<std::string> tfm = importHfConfig(
-        "config.json", "{\"model_type\": \"" + type.str() + "\"}", diag);
+    auto extra = needs.find(type.str());
+    std::optional<std::string> tfm =
+        importHfConfig("config.json",
+                       "{\"model_type\": \"" + type.str() + "\"" +
+                           (extra == needs.end() ? "" : extra->second) + "}",
+                       diag);
     ASSERT_TRUE(tfm) << type.str() << ": " << messages;
     EXPECT_EQ(messages, "") << type.str();
     ModelSpec spec = analyzeOne(*tfm);

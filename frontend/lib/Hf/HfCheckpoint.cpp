@@ -8,10 +8,11 @@
 // position tables that start at an offset, and the stacked parameters of a
 // mixture of experts, read one tensor per expert or out of a tensor that
 // stacks every expert's fused projections (GraniteMoE's, or gpt-oss's
-// interleaved and input-major ones, which may be stored in MXFP4), and the
-// linear weights a block-scaled FP8 checkpoint stores so. Norms whose
-// convention differs (Gemma's 1 + w) are the .tfm's business: their weights are
-// copied as they are.
+// interleaved and input-major ones, which may be stored in MXFP4), latent
+// attention's projections and norms and the router's selection bias
+// (DeepSeek), and the linear weights a block-scaled FP8 checkpoint stores
+// so. Norms whose convention differs (Gemma's 1 + w) are the .tfm's
+// business: their weights are copied as they are.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,9 +52,22 @@ bool isBiasRole(ParamRole role) {
   return false;
 }
 
-/// The tensor an attention parameter reads (q, k, v, o or a q/k norm).
+/// The tensor an attention parameter reads (q, k, v, o, a q/k norm, or a
+/// projection or norm of latent attention).
 std::optional<Tensor> attentionTensor(ParamRole role, bool cross) {
   switch (role) {
+  case ParamRole::QAWeight:
+    return Tensor::AttnQA;
+  case ParamRole::QANormWeight:
+    return Tensor::AttnQANorm;
+  case ParamRole::QBWeight:
+    return Tensor::AttnQB;
+  case ParamRole::KvAWeight:
+    return Tensor::AttnKvA;
+  case ParamRole::KvANormWeight:
+    return Tensor::AttnKvANorm;
+  case ParamRole::KvBWeight:
+    return Tensor::AttnKvB;
   case ParamRole::QWeight:
   case ParamRole::QBias:
     return cross ? Tensor::CrossQ : Tensor::AttnQ;
@@ -321,6 +335,9 @@ HfSource Mapper::attention(bool cross) {
   bool qkNorm = *t == Tensor::AttnQNorm || *t == Tensor::AttnKNorm;
   if (qkNorm && !fam.has(*t))
     return unmapped(hf::whyMissing(*t));
+  // Latent attention's norms (RMSNorms over the latents).
+  if (*t == Tensor::AttnQANorm || *t == Tensor::AttnKvANorm)
+    return norm(*t);
   if (cross && !fam.has(Tensor::CrossQ))
     return unmapped(hf::whyMissing(Tensor::CrossQ));
   // Whisper's k_proj has no bias (bias=False): a model with attention
@@ -404,6 +421,9 @@ HfSource Mapper::moe() {
   case ParamRole::RouterWeight:
   case ParamRole::RouterBias:
     return linear(Tensor::MoeRouter);
+  case ParamRole::RouterSelectionBias:
+    // A parameter (or buffer) of the router module, [experts].
+    return read(Tensor::MoeSelectionBias, "");
   case ParamRole::ExpertsUpWeight:
   case ParamRole::ExpertsUpBias:
     return experts(Tensor::ExpertUp);

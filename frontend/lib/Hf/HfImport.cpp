@@ -862,6 +862,447 @@ void importGptOss(Importer &I, ModelBlock m) {
 }
 
 //===----------------------------------------------------------------------===//
+// DeepSeek-V2 and V3
+//===----------------------------------------------------------------------===//
+
+/// The blocks of a block-scaled FP8 checkpoint.
+struct Fp8Blocks {
+  int64_t rows, cols;
+};
+
+/// DeepSeek's quantization_config: transformers' fine-grained FP8
+/// (FineGrainedFP8Config), as DeepSeek-V3 and R1 publish their linear
+/// weights: F8_E4M3 weights with one weight_scale_inv per weight_block_size
+/// block. The checkpoint layout reads such weights (and unquantized ones)
+/// as the compiled model's fp8 arguments say; which modules stay
+/// unquantized (modules_to_not_convert) and whether transformers
+/// dequantizes them when loading (dequantize) change nothing.
+std::optional<Fp8Blocks> deepseekQuantization(Importer &I) {
+  const json::Value *v = I.raw("quantization_config");
+  if (!v)
+    return std::nullopt;
+  const json::Object *q = v->getAsObject();
+  if (!q) {
+    I.error("quantization_config", "expected an object, got " + showJson(*v));
+    return std::nullopt;
+  }
+  bool ok = true;
+  auto word = [&](StringRef key, StringRef dflt, StringRef why) {
+    const json::Value *f = q->get(key);
+    if (!f) {
+      if (dflt.empty()) {
+        I.error("quantization_config." + key,
+                "missing (it names the quantization)");
+        ok = false;
+      }
+      return;
+    }
+    std::optional<StringRef> s = f->getAsString();
+    if (s && *s == (dflt.empty() ? StringRef("fp8") : dflt))
+      return;
+    I.unsupported("quantization_config." + key, show(*f), why);
+    ok = false;
+  };
+  word("quant_method", "",
+       "tfm reads DeepSeek checkpoints unquantized or in FP8 with block "
+       "scales (fp8)");
+  // DeepSeek's own field; transformers' FP8 is always float8_e4m3fn.
+  word("fmt", "e4m3",
+       "tfm reads FP8 weights in e4m3 (float8_e4m3fn), the format of "
+       "DeepSeek's FP8 checkpoints");
+  word("activation_scheme", "dynamic",
+       "static activation scales are not read: tfm dequantizes the weights "
+       "and computes with unquantized activations");
+  Fp8Blocks blocks{128, 128};
+  if (const json::Value *b = q->get("weight_block_size")) {
+    const json::Array *a = b->getAsArray();
+    std::optional<int64_t> rows, cols;
+    if (a && a->size() == 2) {
+      rows = (*a)[0].getAsInteger();
+      cols = (*a)[1].getAsInteger();
+    }
+    if (b->kind() == json::Value::Null) {
+      I.unsupported("quantization_config.weight_block_size", "null",
+                    "one scale per tensor is not read: tfm reads FP8 "
+                    "weights with a scale per block");
+      ok = false;
+    } else if (!rows || !cols || *rows <= 0 || *cols <= 0 ||
+               *rows > Importer::kMaxSize || *cols > Importer::kMaxSize) {
+      I.error("quantization_config.weight_block_size",
+              "expected [rows, cols], two integers > 0, got " + showJson(*b));
+      ok = false;
+    } else {
+      blocks = {*rows, *cols};
+    }
+  } else {
+    I.note("checkpoint: quantization_config gives no weight_block_size: "
+           "FineGrainedFP8Config's default, blocks of [128, 128]");
+  }
+  for (const auto &kv : *q)
+    if (!llvm::is_contained({"quant_method", "fmt", "activation_scheme",
+                             "weight_block_size", "modules_to_not_convert",
+                             "dequantize"},
+                            StringRef(kv.first)))
+      I.unknownField("quantization_config." + kv.first.str());
+  if (!ok)
+    return std::nullopt;
+  I.note("checkpoint: quantization_config quant_method = fp8: the linear "
+         "weights of attention and of the MLPs and experts may be stored "
+         "in F8_E4M3 with a weight_scale_inv per block of " +
+         str(blocks.rows) + " x " + str(blocks.cols) +
+         " (fp8_block_rows, fp8_block_cols); they are dequantized as they "
+         "are loaded, to f32 (bf16 with --dtype bf16), as transformers "
+         "does with dequantize = true, and the activations are not "
+         "quantized (activation_scheme dynamic)");
+  return blocks;
+}
+
+/// DeepSeek-V2 and V3 (DeepseekV2Config / DeepseekV3Config,
+/// modeling_deepseek_v2.py / modeling_deepseek_v3.py): LLaMA's decoder
+/// with multi-head latent attention (q_lora_rank, kv_lora_rank, the
+/// decoupled RoPE key of qk_rope_head_dim, interleaved pairs, YaRN with
+/// mscale in the softmax scale), a dense MLP in the first
+/// first_k_dense_replace layers, and after them a mixture of
+/// n_routed_experts experts and the shared experts: V2's softmax router
+/// (topk_method greedy or group_limited_greedy), V3's sigmoid router with
+/// e_score_correction_bias among the best of n_group groups (noaux_tc). The
+/// fields DeepSeek's own config carries for its modeling_deepseek.py
+/// (topk_method for V3, scoring_func, moe_layer_freq) are accepted with the
+/// values for which it and transformers compute the same.
+void importDeepseek(Importer &I, ModelBlock m) {
+  // Read by DeepSeek's modeling_deepseek.py only; accepted with the values
+  // for which it computes what transformers computes.
+  const StringRef kDeepseekOwnFields =
+      "DeepSeek's own config fields, read by its modeling_deepseek.py and "
+      "not by transformers (their values agree with what transformers "
+      "computes)";
+  bool v3 = I.type.id == ModelType::DeepseekV3;
+  StringRef cls = v3 ? "DeepseekV3" : "DeepseekV2";
+  auto isNull = [&](StringRef key) {
+    return I.cfg.get(key) != nullptr && !I.has(key);
+  };
+  auto refuseNull = [&](StringRef key, const llvm::Twine &why) {
+    if (!isNull(key))
+      return false;
+    (void)I.raw(key);
+    I.unsupported(key, "null", why);
+    return true;
+  };
+  int64_t vocab = I.sizeOr("vocab_size", v3 ? 129280 : 32000);
+  int64_t d = I.sizeOr("hidden_size", v3 ? 7168 : 4096);
+  int64_t inter = I.sizeOr("intermediate_size", v3 ? 18432 : 11008);
+  int64_t layers = I.sizeOr("num_hidden_layers", v3 ? 61 : 32);
+  if (layers > 65536) {
+    I.error("num_hidden_layers", str(layers) + " is too large");
+    layers = 1;
+  }
+  int64_t heads = I.sizeOr("num_attention_heads", v3 ? 128 : 32);
+  int64_t context = I.sizeOr("max_position_embeddings", v3 ? 4096 : 2048);
+  double eps = I.numOr("rms_norm_eps", 1e-6);
+  bool tie = I.boolOr("tie_word_embeddings", false);
+  I.ignore("pretraining_tp",
+           "tensor-parallel slicing of the projections (same result)");
+
+  // The attention: every head its own key and value from the latent, no
+  // biases, the latents' norms with DeepseekRMSNorm's default eps.
+  int64_t kvHeads = isNull("num_key_value_heads")
+                        ? heads
+                        : I.sizeOr("num_key_value_heads", v3 ? 128 : heads);
+  if (kvHeads != heads)
+    I.unsupported("num_key_value_heads",
+                  str(kvHeads) + (I.cfg.get("num_key_value_heads")
+                                      ? ""
+                                      : " (" + cls.str() + "Config's default)"),
+                  "latent attention gives every head its own key and value "
+                  "(kv_b_proj), which transformers' attention would repeat "
+                  "num_attention_heads / num_key_value_heads times: it must "
+                  "equal num_attention_heads = " +
+                      str(heads));
+  if (I.boolOr("attention_bias", false))
+    I.unsupported("attention_bias", "true",
+                  "latent attention has no biases in the language "
+                  "(q_a_proj, kv_a_proj_with_mqa and o_proj would have "
+                  "them)");
+  if (!v3 && I.boolOr("mlp_bias", false))
+    I.unsupported("mlp_bias", "true",
+                  "the language's shared expert has no biases (DeepseekV2MLP "
+                  "gives the dense MLPs and the shared experts biases)");
+  if (eps != 1e-6)
+    I.unsupported("rms_norm_eps", formatNumber(eps),
+                  cls + "Attention builds q_a_layernorm and kv_a_layernorm "
+                        "with eps 1e-6 whatever rms_norm_eps says, and the "
+                        "language gives every norm of the model one eps");
+  std::optional<int64_t> qRank;
+  if (isNull("q_lora_rank"))
+    (void)I.raw("q_lora_rank"); // the query projected directly: q_proj
+  else
+    qRank = I.sizeOr("q_lora_rank", 1536);
+  int64_t kvRank = I.sizeOr("kv_lora_rank", 512);
+  int64_t ropeDim = I.sizeOr("qk_rope_head_dim", 64);
+  int64_t nope = I.sizeOr("qk_nope_head_dim", 128);
+  int64_t valueDim = I.sizeOr("v_head_dim", 128);
+  int64_t headDim = nope + ropeDim;
+  if (ropeDim % 2 != 0)
+    I.unsupported("qk_rope_head_dim", str(ropeDim),
+                  "RoPE rotates pairs of values: it must be even");
+  // Set by the configuration classes from qk_rope_head_dim (and
+  // transformers 5 saves them); DeepseekV3Config lets a saved value win.
+  if (v3) {
+    I.expect("head_dim", json::Value(ropeDim),
+             "derived by DeepseekV3Config (qk_rope_head_dim)",
+             "DeepseekV3Config's head_dim is the rotated width, "
+             "qk_rope_head_dim = " +
+                 str(ropeDim) + "; another value would rotate another width");
+    I.expect("qk_head_dim", json::Value(headDim),
+             "derived by DeepseekV3Config (qk_nope_head_dim + "
+             "qk_rope_head_dim)",
+             "DeepseekV3Attention's query and key heads are qk_head_dim "
+             "wide, which must be qk_nope_head_dim + qk_rope_head_dim = " +
+                 str(headDim));
+  } else {
+    I.ignore({"head_dim", "qk_head_dim"},
+             "not read by deepseek_v2's modeling code (DeepseekV2Config "
+             "derives them from qk_rope_head_dim and qk_nope_head_dim)");
+  }
+
+  // Positions: RoPE on the qk_rope_head_dim values of each head, as pairs
+  // of neighbours (V2's complex rotation, V3's rope_interleave), and the
+  // softmax scale times mscale^2 with YaRN.
+  double theta = I.ropeNum("rope_theta", 10000);
+  StringRef style = "interleaved";
+  if (v3) {
+    if (!I.boolOr("rope_interleave", true))
+      style = "half";
+  } else {
+    I.ignore("rope_interleave",
+             "not read by deepseek_v2's modeling code (apply_rotary_emb "
+             "always rotates pairs of neighbours)");
+  }
+  Importer::RopeScaling scaling;
+  std::string position = I.rope(theta, style, 0, headDim, context, &scaling);
+  std::optional<double> scale;
+  if (scaling.type != "default" && scaling.factor && scaling.mscaleAllDim &&
+      *scaling.mscaleAllDim != 0) {
+    // Attention.__init__: self.scaling = self.qk_head_dim ** (-0.5);
+    // mscale = yarn_get_mscale(factor, mscale_all_dim); self.scaling =
+    // self.scaling * mscale * mscale.
+    double f = *scaling.factor, all = *scaling.mscaleAllDim;
+    double mscale = f <= 1 ? 1.0 : 0.1 * all * std::log(f) + 1.0;
+    scale = std::pow(double(headDim), -0.5) * mscale * mscale;
+    I.note("attention scale = qk_head_dim ** -0.5 * mscale ** 2 = " +
+           formatNumber(*scale) + ", mscale = 0.1 * mscale_all_dim * " +
+           "ln(factor) + 1 = " + formatNumber(mscale) + " (" + cls +
+           "Attention with YaRN" +
+           (v3 ? std::string(")")
+               : std::string("; as DeepSeek's modeling_deepseek.py, and "
+                             "transformers since July 2026: its earlier "
+                             "releases left mscale out for deepseek_v2)")));
+  }
+
+  // The MLPs: dense in layers 0 .. first_k_dense_replace - 1, the mixture
+  // of experts after them (transformers reads no moe_layer_freq).
+  std::optional<std::string> act =
+      I.activation("hidden_act", I.strOr("hidden_act", "silu"), true);
+  int64_t firstDense = I.intOr("first_k_dense_replace", v3 ? 3 : 0);
+  if (firstDense < 0) {
+    I.error("first_k_dense_replace", "expected an integer >= 0");
+    firstDense = 0;
+  }
+  I.expect("moe_layer_freq", json::Value(1), kDeepseekOwnFields,
+           "transformers' " + cls.str() +
+               "DecoderLayer makes every layer from first_k_dense_replace on "
+               "sparse, DeepSeek's modeling_deepseek.py only those with "
+               "layer % moe_layer_freq == 0: the versions disagree");
+  I.ignore({"aux_loss_alpha", "seq_aux"},
+           "the router's auxiliary load-balancing loss (training only)");
+  I.ignore("ep_size", "expert parallelism of DeepSeek's own modeling code "
+                      "(same result)");
+  if (v3)
+    I.ignore("num_nextn_predict_layers",
+             "multi-token prediction, not run by transformers (its module, "
+             "stored as model.layers.61, is not read)");
+
+  std::optional<Fp8Blocks> fp8 = deepseekQuantization(I);
+  if (fp8)
+    m.set<KeyId::Checkpoint>("huggingface(type = " + I.modelType +
+                             ", fp8_block_rows = " + str(fp8->rows) +
+                             ", fp8_block_cols = " + str(fp8->cols) + ")");
+  m.set<KeyId::Arch>("decoder");
+  writeSizes(m, vocab, context, d, layers);
+  m.set<KeyId::Output>("lm_head");
+  writeEmbedding(m, position, tie);
+  auto attn = m.sub<SectionId::Attention>()
+                  .set<KeyId::Heads>(str(heads))
+                  .set<KeyId::HeadDim>(str(headDim))
+                  .set<KeyId::KvRank>(str(kvRank));
+  if (qRank)
+    attn.set<KeyId::QRank>(str(*qRank));
+  attn.set<KeyId::RopeDim>(str(ropeDim))
+      .set<KeyId::ValueDim>(str(valueDim))
+      .set<KeyId::Mask>("causal")
+      .set<KeyId::Bias>("false");
+  if (scale)
+    attn.set<KeyId::Scale>(formatNumber(*scale));
+  writeFfn(m, inter, act, false);
+  writeNorm(m, "rmsnorm", "pre", formatNumber(eps));
+
+  std::initializer_list<StringRef> moeFields = {
+      "n_routed_experts",     "num_local_experts",
+      "num_experts_per_tok",  "moe_intermediate_size",
+      "n_shared_experts",     "n_group",
+      "topk_group",           "topk_method",
+      "scoring_func",         "norm_topk_prob",
+      "routed_scaling_factor"};
+  if (firstDense >= layers) {
+    I.note("ffn: every layer is a dense MLP of intermediate_size "
+           "(first_k_dense_replace >= num_hidden_layers)");
+    I.ignore(moeFields, "not read: no layer is sparse "
+                        "(first_k_dense_replace >= num_hidden_layers)");
+    return;
+  }
+
+  // The experts (after an error in a field, the others are still read).
+  refuseNull("n_routed_experts",
+             v3 ? "DeepseekV3MoE needs the number of routed experts"
+                : "DeepSeek's modeling_deepseek.py then runs a dense MLP in "
+                  "every layer and transformers' DeepseekV2Moe fails: the "
+                  "versions disagree");
+  // DeepseekV3Config.attribute_map: num_local_experts is n_routed_experts.
+  int64_t experts = v3 ? I.sizeOr("n_routed_experts", "num_local_experts", 256)
+                       : I.sizeOr("n_routed_experts", 64);
+  int64_t perToken = 0;
+  if (!v3 && !I.has("num_experts_per_tok")) {
+    (void)I.raw("num_experts_per_tok");
+    I.error("num_experts_per_tok",
+            "missing: DeepseekV2Config's default None chooses no experts "
+            "(DeepseekV2Moe needs their number)");
+  } else {
+    perToken = I.sizeOr("num_experts_per_tok", 8);
+    if (perToken > experts)
+      I.error("num_experts_per_tok",
+              str(perToken) + " is more than the " + str(experts) + " experts");
+  }
+  int64_t expertHidden = I.sizeOr("moe_intermediate_size", v3 ? 2048 : 1407);
+  int64_t shared = 0;
+  if (!refuseNull("n_shared_experts",
+                  v3 ? "DeepseekV3MoE's shared experts are "
+                       "moe_intermediate_size * n_shared_experts wide"
+                     : "DeepSeek's modeling_deepseek.py then runs no shared "
+                       "experts and transformers' DeepseekV2Moe fails: the "
+                       "versions disagree")) {
+    int64_t n = I.intOr("n_shared_experts", v3 ? 1 : 2);
+    if (n < 0 || n > Importer::kMaxSize / expertHidden)
+      I.error("n_shared_experts", "expected an integer >= 0");
+    else
+      shared = n * expertHidden;
+  }
+
+  // The router.
+  std::string router;
+  bool normalize = false;
+  double routedScale = 1.0;
+  auto groupsOf = [&](StringRef method) -> std::optional<std::string> {
+    // The experts form n_group groups; the best topk_group of them hold
+    // the experts a token can choose.
+    bool bad = false;
+    for (StringRef key : {"n_group", "topk_group"}) {
+      if (refuseNull(key, method + " needs " + key)) {
+        bad = true;
+      } else if (!v3 && !I.cfg.get(key)) {
+        I.error(key, "missing: DeepseekV2Config's default None has no "
+                     "groups for topk_method group_limited_greedy");
+        bad = true;
+      }
+    }
+    int64_t groups = I.sizeOr("n_group", 8);
+    int64_t topk = I.sizeOr("topk_group", 4);
+    if (bad)
+      return std::nullopt;
+    if (experts % groups != 0) {
+      I.unsupported("n_group", str(groups),
+                    "the " + str(experts) +
+                        " routed experts form n_group equal groups");
+      return std::nullopt;
+    }
+    if (v3 && experts / groups < 2) {
+      I.unsupported("n_group", str(groups),
+                    "DeepseekV3TopkRouter scores a group by its two best "
+                    "experts: each group needs at least 2");
+      return std::nullopt;
+    }
+    if (topk > groups) {
+      I.unsupported("topk_group", str(topk),
+                    "at most n_group = " + str(groups) + " groups");
+      return std::nullopt;
+    }
+    if (groups == 1)
+      return std::string();
+    return "(groups = " + str(groups) + ", topk_groups = " + str(topk) + ")";
+  };
+  if (v3) {
+    I.expect("topk_method", "noaux_tc", kDeepseekOwnFields,
+             "transformers' DeepseekV3TopkRouter always routes as noaux_tc "
+             "(sigmoid scores, chosen with e_score_correction_bias among the "
+             "best groups)");
+    I.expect("scoring_func", "sigmoid", kDeepseekOwnFields,
+             "transformers' DeepseekV3TopkRouter always scores the experts "
+             "with a sigmoid");
+    if (std::optional<std::string> g = groupsOf("noaux_tc"))
+      router = "sigmoid" + *g;
+    normalize = I.boolOr("norm_topk_prob", true);
+    routedScale = I.numOr("routed_scaling_factor", 2.5);
+  } else {
+    I.expect("scoring_func", "softmax", kDeepseekOwnFields,
+             "transformers' DeepseekV2Moe always scores the experts with a "
+             "softmax");
+    std::string method = I.strOr("topk_method", "greedy");
+    if (method == "greedy") {
+      router = "softmax";
+      I.ignore({"n_group", "topk_group"}, "not read with topk_method greedy");
+    } else if (method == "group_limited_greedy") {
+      if (std::optional<std::string> g = groupsOf(method))
+        router = "softmax" + *g;
+    } else {
+      I.unsupported("topk_method", method,
+                    "supported: greedy, group_limited_greedy (DeepseekV2Moe)");
+    }
+    // DeepseekV2Moe weighs the chosen experts p * routed_scaling_factor;
+    // DeepSeek's modeling_deepseek.py does the same unless norm_topk_prob
+    // (with more than one expert a token), then it divides them by their
+    // sum and leaves routed_scaling_factor out.
+    if (I.boolOr("norm_topk_prob", false) && perToken > 1)
+      I.unsupported("norm_topk_prob", "true",
+                    "transformers' DeepseekV2Moe does not read it (it weighs "
+                    "the chosen experts p * routed_scaling_factor) and "
+                    "DeepSeek's modeling_deepseek.py divides them by their "
+                    "sum and leaves routed_scaling_factor out: the versions "
+                    "disagree");
+    routedScale = I.numOr("routed_scaling_factor", 1.0);
+  }
+  if (!(routedScale > 0))
+    I.unsupported("routed_scaling_factor", formatNumber(routedScale),
+                  "the language's routed_scale must be > 0");
+
+  auto ffn = m.sub<SectionId::Ffn>();
+  ffn.set<KeyId::Experts>(str(experts))
+      .set<KeyId::ExpertsPerToken>(str(perToken));
+  if (expertHidden != inter)
+    ffn.set<KeyId::ExpertHidden>(str(expertHidden));
+  if (!router.empty())
+    ffn.set<KeyId::Router>(router);
+  if (v3)
+    ffn.set<KeyId::SelectionBias>("true");
+  if (normalize)
+    ffn.set<KeyId::Normalize>("true");
+  if (routedScale != 1 && routedScale > 0)
+    ffn.set<KeyId::RoutedScale>(formatNumber(routedScale));
+  if (shared > 0)
+    ffn.set<KeyId::SharedHidden>(str(shared));
+  if (firstDense > 0)
+    ffn.set<KeyId::FirstDense>(str(firstDense));
+}
+
+//===----------------------------------------------------------------------===//
 // LLaMA-like decoders
 //===----------------------------------------------------------------------===//
 

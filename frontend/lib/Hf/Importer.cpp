@@ -518,8 +518,8 @@ double Importer::ropeNum(StringRef key, StringRef alias, StringRef dictKey,
 }
 
 std::string Importer::rope(double theta, StringRef style, int64_t dim,
-                           int64_t headDim,
-                           std::optional<int64_t> yarnContext) {
+                           int64_t headDim, std::optional<int64_t> yarnContext,
+                           RopeScaling *info) {
   std::string args =
       "theta = " + formatNumber(theta) + ", style = " + style.str();
   if (dim != 0 && dim != headDim)
@@ -584,6 +584,8 @@ std::string Importer::rope(double theta, StringRef style, int64_t dim,
     type = "default";
     typeField = ropePath + ".rope_type";
   }
+  if (info)
+    info->type = type->str();
 
   // A setting of the scaling from either source (they must agree): a
   // number, or (`boolean`) true or false; `required` makes a missing one an
@@ -683,6 +685,10 @@ std::string Importer::rope(double theta, StringRef style, int64_t dim,
     std::string mscaleField = where;
     std::optional<double> mscaleAll = number("mscale_all_dim", false);
     std::string mscaleAllField = where;
+    if (info) {
+      info->factor = factor;
+      info->mscaleAllDim = mscaleAll;
+    }
     if (attention && !(*attention > 0))
       unsupported(attentionField, formatNumber(*attention),
                   "cos and sin would be multiplied by it: it must be > 0");

@@ -207,14 +207,22 @@ public:
   }
   /// Whether a RoPE setting is present in either form.
   bool hasRope(llvm::StringRef key, llvm::StringRef dictKey);
+  /// The scaling `rope(...)` read: its rope_type and, where given, the
+  /// factor and mscale_all_dim (DeepSeek's attention scale reads them).
+  struct RopeScaling {
+    std::string type = "default";
+    std::optional<double> factor, mscaleAllDim;
+  };
   /// `rope(...)` from theta, style, rotary dim (0: head_dim) and the
   /// scaling in `rope_scaling` or `rope_parameters`. With `yarnContext`
   /// (the type's max_position_embeddings) rope_type yarn is read too, as
-  /// the types whose modeling code tfm's YaRN is checked against (gpt-oss);
-  /// for the others it is an error.
+  /// the types whose modeling code tfm's YaRN is checked against (gpt-oss,
+  /// DeepSeek); for the others it is an error. `scaling`, when given,
+  /// receives what was read.
   std::string rope(double theta, llvm::StringRef style, int64_t dim,
                    int64_t headDim,
-                   std::optional<int64_t> yarnContext = std::nullopt);
+                   std::optional<int64_t> yarnContext = std::nullopt,
+                   RopeScaling *scaling = nullptr);
   /// The rotary dimension for a fraction of head_dim, as int(head_dim * f).
   int64_t partialRotary(llvm::StringRef field, double fraction,
                         int64_t headDim);
