@@ -13,7 +13,7 @@ Only numpy is needed; the safetensors format is written here directly
 (8-byte little-endian header length, JSON header, raw data).
 
     python3 hf_models.py TYPE[:VARIANT] FOLDER [--seed N]
-    python3 hf_models.py --list [--moe]
+    python3 hf_models.py --list [--moe | --deepseek]
 """
 import json
 import math
@@ -40,6 +40,10 @@ MOE_CASES = [
     "granitemoe:plain", "gpt_oss", "gpt_oss:mxfp4",
 ]
 
+# DeepSeek-V2 and V3 (multi-head latent attention, their routers, FP8
+# weights), kept apart as well; models-deepseek.test runs them.
+DEEPSEEK_CASES = ["deepseek_v2", "deepseek_v2:grouped", "deepseek_v3", "deepseek_v3:fp8"]
+
 # Variants that exist (the first is the default).
 VARIANTS = {
     "llama": ["llama3", "linear", "plain"],
@@ -50,6 +54,8 @@ VARIANTS = {
     "olmoe": ["0924", "clip"],
     "granitemoe": ["1b", "plain"],
     "gpt_oss": ["bf16", "mxfp4"],
+    "deepseek_v2": ["lite", "grouped"],
+    "deepseek_v3": ["bf16", "fp8"],
 }
 
 # ---------------------------------------------------------------------------
@@ -70,6 +76,13 @@ class BF16:
         self.a = np.asarray(a, dtype=np.float32)
 
 
+class F8E4M3:
+    """Marks uint8 codes to be stored as F8_E4M3 (OCP e4m3fn)."""
+
+    def __init__(self, codes):
+        self.a = np.asarray(codes, dtype=np.uint8)
+
+
 _DT = {
     np.dtype(np.float32): "F32", np.dtype(np.float16): "F16",
     np.dtype(np.float64): "F64", np.dtype(np.int64): "I64",
@@ -84,6 +97,8 @@ def write_safetensors(path, tensors, metadata=None):
     for name, arr in tensors.items():
         if isinstance(arr, BF16):
             data, dt, shape = _bf16_bits(arr.a).tobytes(), "BF16", arr.a.shape
+        elif isinstance(arr, F8E4M3):
+            data, dt, shape = arr.a.tobytes(), "F8_E4M3", arr.a.shape
         else:
             arr = np.ascontiguousarray(arr)
             data, dt, shape = arr.astype(arr.dtype.newbyteorder("<")).tobytes(), _DT[arr.dtype], arr.shape
@@ -1189,6 +1204,185 @@ def _gpt_oss(W, v):
     return cfg, 2
 
 
+# DeepSeek-V2 and V3 (modeling_deepseek_v2.py, modeling_deepseek_v3.py):
+# multi-head latent attention, dense MLPs in the first
+# first_k_dense_replace layers and routed plus shared experts after them,
+# FP8 linear weights with block scales (quantization_config fp8).
+
+
+def e4m3_values():
+    """The value of each of the 256 OCP e4m3fn codes (NaN for 0x7F, 0xFF):
+    sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 is
+    subnormal (m / 8 * 2^-6), and there are no infinities."""
+    out = np.empty(256, dtype=np.float64)
+    for c in range(256):
+        s, e, m = c >> 7, (c >> 3) & 15, c & 7
+        if e == 15 and m == 7:
+            v = float("nan")
+        elif e == 0:
+            v = m / 8.0 * 2.0 ** -6
+        else:
+            v = (1 + m / 8.0) * 2.0 ** (e - 7)
+        out[c] = -v if s else v
+    return out
+
+
+def fp8_block_quantize(w, block):
+    """w [N, K] (float) as DeepSeek's FP8 checkpoints store it: e4m3 codes
+    [N, K] and weight_scale_inv [ceil(N / rows), ceil(K / cols)] (float32),
+    each block scaled so that its largest |value| is 448 (the largest e4m3
+    value), the codes the nearest e4m3 value of w / scale. The weight the
+    checkpoint holds is codes * scale, not w."""
+    rows, cols = block
+    n, k = w.shape
+    table = e4m3_values()
+    finite = np.array([c for c in range(256) if not np.isnan(table[c])])
+    order = finite[np.argsort(table[finite], kind="stable")]
+    sorted_vals = table[order]
+    scale = np.zeros(((n + rows - 1) // rows, (k + cols - 1) // cols), dtype=np.float32)
+    codes = np.zeros((n, k), dtype=np.uint8)
+    for bi in range(scale.shape[0]):
+        for bj in range(scale.shape[1]):
+            blk = w[bi * rows:(bi + 1) * rows, bj * cols:(bj + 1) * cols].astype(np.float64)
+            s = np.float32(max(np.abs(blk).max(), 1e-12) / 448.0)
+            q = blk / np.float64(s)
+            i = np.clip(np.searchsorted(sorted_vals, q), 1, len(sorted_vals) - 1)
+            lo, hi = sorted_vals[i - 1], sorted_vals[i]
+            pick = np.where(np.abs(q - lo) <= np.abs(hi - q), i - 1, i)
+            codes[bi * rows:(bi + 1) * rows, bj * cols:(bj + 1) * cols] = order[pick]
+            scale[bi, bj] = s
+    return codes, scale
+
+
+def _deepseek(W, v, v3):
+    # Written as deepseek-ai publishes them: config fields of DeepSeek's own
+    # configuration_deepseek.py included (topk_method, scoring_func,
+    # moe_layer_freq, aux_loss_alpha, seq_aux, ...), YaRN in rope_scaling
+    # with the older "type" spelling; 3 layers, the first a dense MLP
+    # (first_k_dense_replace 1), then 8 routed experts (width 16) of which
+    # 2 run for each token, and the shared experts. head_dim 24 = 16
+    # unrotated + 8 rotated (qk_rope_head_dim), values of 12 (V3) or 16;
+    # YaRN over original_max_position_embeddings 16 (factor 4 = 64 / 16) with
+    # mscale = mscale_all_dim, so that the rotation's attention factor is 1
+    # and the softmax scale is times mscale^2.
+    #   deepseek_v2 (lite): DeepSeek-V2-Lite: q_proj (q_lora_rank null),
+    #     topk_method greedy, routed_scaling_factor 1, 2 shared experts.
+    #   deepseek_v2:grouped: DeepSeek-V2: q_a_proj / q_b_proj (q_lora_rank
+    #     24), group_limited_greedy over 4 groups, the best 2, routed_scaling_
+    #     factor 4; 3 experts a token (with a group scoring its best
+    #     probability, more experts than groups chosen make the groups
+    #     matter).
+    #   deepseek_v3 (bf16): DeepSeek-V3: noaux_tc (sigmoid scores, chosen
+    #     with e_score_correction_bias among the 2 best of 4 groups, a group
+    #     scoring its two best), norm_topk_prob, routed_scaling_factor 2.5,
+    #     1 shared expert, rope_interleave (absent: true); an FP8 checkpoint's
+    #     weights as F32 (its BF16 re-uploads' layout).
+    #   deepseek_v3:fp8: as deepseek_v3 with every linear weight of attention
+    #     and of the MLPs and experts stored F8_E4M3 with weight_scale_inv in
+    #     blocks of [16, 32] (quantization_config fp8), so that the blocks of
+    #     one matrix have different scales and the last ones are partial.
+    V, d, H, L, E, K, F, n = MOE_V, MOE_D, MOE_H, 3, MOE_E, MOE_K, 16, MOE_N
+    nope, rope, original = 16, 8, 16
+    grouped = v == "grouped"
+    q_rank = 24 if v3 or grouped else None
+    kv_rank = 16 if v3 else 32
+    vdim = 12 if v3 else 16
+    shared = 1 if v3 else 2
+    mscale = 1.0 if v3 else 0.707
+    cfg = {
+        "architectures": ["DeepseekV3ForCausalLM" if v3 else "DeepseekV2ForCausalLM"],
+        "attention_bias": False, "attention_dropout": 0.0,
+        "auto_map": {"AutoConfig": "configuration_deepseek.%sConfig" % ("DeepseekV3" if v3 else "DeepseekV2"),
+                     "AutoModelForCausalLM": "modeling_deepseek.%sForCausalLM" % (
+                         "DeepseekV3" if v3 else "DeepseekV2")},
+        "aux_loss_alpha": 0.001, "bos_token_id": 0, "eos_token_id": 1,
+        "first_k_dense_replace": 1, "hidden_act": "silu", "hidden_size": d,
+        "initializer_range": 0.02, "intermediate_size": 48,
+        "kv_lora_rank": kv_rank, "max_position_embeddings": n,
+        "model_type": "deepseek_v3" if v3 else "deepseek_v2",
+        "moe_intermediate_size": F, "moe_layer_freq": 1,
+        "n_group": 4 if v3 or grouped else 1, "n_routed_experts": E,
+        "n_shared_experts": shared, "norm_topk_prob": v3,
+        "num_attention_heads": H, "num_experts_per_tok": 3 if grouped else K,
+        "num_hidden_layers": L, "num_key_value_heads": H,
+        "pretraining_tp": 1, "q_lora_rank": q_rank,
+        "qk_nope_head_dim": nope, "qk_rope_head_dim": rope,
+        "rms_norm_eps": 1e-06,
+        "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": n // original,
+                         "mscale": mscale, "mscale_all_dim": mscale,
+                         "original_max_position_embeddings": original, "type": "yarn"},
+        "rope_theta": 10000,
+        "routed_scaling_factor": 2.5 if v3 else 4.0 if grouped else 1.0,
+        "scoring_func": "sigmoid" if v3 else "softmax", "seq_aux": True,
+        "tie_word_embeddings": False,
+        "topk_group": 2 if v3 or grouped else 1,
+        "topk_method": "noaux_tc" if v3 else "group_limited_greedy" if grouped else "greedy",
+        "torch_dtype": "float32", "transformers_version": "4.33.1",
+        "use_cache": True, "v_head_dim": vdim, "vocab_size": V,
+    }
+    if v3:
+        cfg["ep_size"] = 1
+        cfg["num_nextn_predict_layers"] = 1
+    block = (16, 32)
+    if v == "fp8":
+        cfg["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3",
+                                      "quant_method": "fp8", "weight_block_size": list(block)}
+
+    def lin(name, out, inp, std=0.1):
+        if v != "fp8":
+            W.w(name + ".weight", (out, inp), std)
+            return
+        codes, scale = fp8_block_quantize(W.randn((out, inp), std), block)
+        W.buffer(name + ".weight", F8E4M3(codes))
+        W.buffer(name + ".weight_scale_inv", scale)
+
+    def mlp(p, width):
+        lin(p + "gate_proj", width, d)
+        lin(p + "up_proj", width, d)
+        lin(p + "down_proj", d, width)
+
+    W.w("model.embed_tokens.weight", (V, d), 0.2)
+    hd = nope + rope
+    for i in range(L):
+        p = "model.layers.%d." % i
+        a = p + "self_attn."
+        if q_rank:
+            lin(a + "q_a_proj", q_rank, d)
+            W.layernorm(a + "q_a_layernorm", q_rank, bias=False)
+            lin(a + "q_b_proj", H * hd, q_rank, 0.2)
+        else:
+            lin(a + "q_proj", H * hd, d)
+        lin(a + "kv_a_proj_with_mqa", kv_rank + rope, d)
+        W.layernorm(a + "kv_a_layernorm", kv_rank, bias=False)
+        lin(a + "kv_b_proj", H * (nope + vdim), kv_rank, 0.2)
+        lin(a + "o_proj", d, H * vdim)
+        W.layernorm(p + "input_layernorm", d, bias=False)
+        W.layernorm(p + "post_attention_layernorm", d, bias=False)
+        if i < cfg["first_k_dense_replace"]:
+            mlp(p + "mlp.", cfg["intermediate_size"])
+            continue
+        m = p + "mlp."
+        W.w(m + "gate.weight", (E, d), ROUTER_STD)
+        if v3:
+            # A float32 buffer in DeepSeek-V3's checkpoints, of the size of
+            # the sigmoid scores' differences: it changes which experts run.
+            W.w(m + "gate.e_score_correction_bias", (E,), 0.1)
+        for e in range(E):
+            mlp(m + "experts.%d." % e, F)
+        mlp(m + "shared_experts.", F * shared)
+    W.layernorm("model.norm", d, bias=False)
+    W.w("lm_head.weight", (V, d), 0.1)
+    return cfg, 2 if v3 else 1
+
+
+def _deepseek_v2(W, v):
+    return _deepseek(W, v or "lite", False)
+
+
+def _deepseek_v3(W, v):
+    return _deepseek(W, v or "bf16", True)
+
+
 BUILDERS = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "llama": _llama,
     "mistral": _mistral, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma,
@@ -1197,6 +1391,7 @@ BUILDERS = {
     "t5": _t5, "bart": _bart, "whisper": _whisper, "mixtral": _mixtral,
     "qwen2_moe": _qwen2_moe, "qwen3_moe": _qwen3_moe, "olmoe": _olmoe,
     "granitemoe": _granitemoe, "gpt_oss": _gpt_oss,
+    "deepseek_v2": _deepseek_v2, "deepseek_v3": _deepseek_v3,
 }
 
 
@@ -1223,7 +1418,8 @@ def make(model_type, folder, seed=0, variant=None, dtype="F32"):
     if dtype != "F32":
         out = {}
         for name, a in tensors.items():
-            if a.dtype == np.float32 and a.ndim > 0 and not name.endswith(("inv_freq", "masked_bias")):
+            if (isinstance(a, np.ndarray) and a.dtype == np.float32 and a.ndim > 0
+                    and not name.endswith(("inv_freq", "masked_bias", "weight_scale_inv"))):
                 out[name] = a.astype(np.float16) if dtype == "F16" else BF16(a)
             else:
                 out[name] = a
@@ -1280,9 +1476,10 @@ def main(argv):
     ap.add_argument("--dtype", default="F32", choices=["F32", "F16", "BF16"])
     ap.add_argument("--list", action="store_true", help="print the cases the tests use")
     ap.add_argument("--moe", action="store_true", help="with --list: the mixture-of-experts cases")
+    ap.add_argument("--deepseek", action="store_true", help="with --list: the DeepSeek cases")
     args = ap.parse_args(argv)
     if args.list:
-        print("\n".join(MOE_CASES if args.moe else CASES))
+        print("\n".join(DEEPSEEK_CASES if args.deepseek else MOE_CASES if args.moe else CASES))
         return 0
     if not args.case or not args.folder:
         ap.error("give TYPE[:VARIANT] and FOLDER")

@@ -7,8 +7,9 @@ computes, in float32, what the Hugging Face model of that `model_type`
 computes:
 
   decoders (gpt2 ... bloom)     inputs["tokens"] [B, T]   -> logits [B, T, V]
-  mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe, gpt_oss (mixture of
-  experts, computed in float64) inputs["tokens"] [B, T]   -> logits [B, T, V]
+  mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe, gpt_oss, deepseek_v2,
+  deepseek_v3 (mixture of experts, computed in float64; DeepSeek's FP8
+  weights dequantized)          inputs["tokens"] [B, T]   -> logits [B, T, V]
   bert, roberta                 inputs["tokens"] (+ "types") -> last hidden state
   vit                           inputs["pixels"] [B, C, S, S] -> last hidden state
   t5, bart                      inputs["src"], inputs["tgt"] -> logits
@@ -52,6 +53,8 @@ def read_safetensors(path):
         if info["dtype"] == "BF16":
             u = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
             arr = u.view(np.float32)
+        elif info["dtype"] == "F8_E4M3":
+            arr = e4m3_table().astype(np.float32)[np.frombuffer(raw, dtype=np.uint8)]
         else:
             arr = np.frombuffer(raw, dtype=np.dtype(_NP[info["dtype"]]).newbyteorder("<"))
         arr = arr.reshape(shape)
@@ -60,6 +63,18 @@ def read_safetensors(path):
             t = t.float()
         out[name] = t
     return out
+
+
+def e4m3_table():
+    """The value of each OCP e4m3fn code (float8_e4m3fn): sign, exponent
+    (4 bits, bias 7), mantissa (3 bits); exponent 0 subnormal; 0x7F and 0xFF
+    NaN; no infinities."""
+    s = np.arange(256) >> 7
+    e = (np.arange(256) >> 3) & 15
+    m = (np.arange(256) & 7).astype(np.float64)
+    v = np.where(e == 0, m / 8.0 * 2.0 ** -6, (1 + m / 8.0) * 2.0 ** (e - 7.0))
+    v = np.where((e == 15) & (m == 7), np.nan, v)
+    return np.where(s == 1, -v, v)
 
 
 def load(folder):
@@ -1181,6 +1196,240 @@ def gpt_oss(cfg, W, inp):
     return x @ W["lm_head.weight"].t()
 
 # ---------------------------------------------------------------------------
+# DeepSeek-V2 and V3 (modeling_deepseek_v2.py, modeling_deepseek_v3.py,
+# FineGrainedFP8 for the FP8 checkpoints)
+
+
+def fp8_dequantized(cfg, tensors):
+    """The weights of an FP8 checkpoint (quantization_config quant_method
+    fp8) as transformers dequantizes them (FP8Linear with dequantize, and
+    DeepSeek's weight_dequant): weight [N, K] (F8_E4M3, read as its e4m3
+    values) times weight_scale_inv [ceil(N / rows), ceil(K / cols)], each
+    scale over its block of weight_block_size = [rows, cols], in float64."""
+    q = cfg.get("quantization_config")
+    if not q:
+        return tensors
+    assert q["quant_method"] == "fp8" and q.get("fmt", "e4m3") == "e4m3"
+    rows, cols = q.get("weight_block_size", [128, 128])
+    out = {}
+    for name, t in tensors.items():
+        if name.endswith(".weight_scale_inv"):
+            continue
+        s = tensors.get(name + "_scale_inv")
+        if s is not None:
+            n, k = t.shape
+            full = s.double().repeat_interleave(rows, 0)[:n].repeat_interleave(cols, 1)[:, :k]
+            t = t.double() * full
+        out[name] = t
+    return out
+
+
+def yarn_get_mscale(scale=1, mscale=1):
+    """modeling_deepseek_v3.py (and v2's since the July 2026 fix; DeepSeek's
+    modeling_deepseek.py):
+        if scale <= 1: return 1.0
+        return 0.1 * mscale * math.log(scale) + 1.0"""
+    if scale <= 1:
+        return 1.0
+    return 0.1 * mscale * math.log(scale) + 1.0
+
+
+# The smallest gap between the last group chosen and the next one (group
+# scores), and between the last expert chosen and the next one, of every
+# DeepSeek MoE layer of the last forward(): (layer, groups gap, experts gap).
+DEEPSEEK_GAPS = []
+
+
+def deepseek_route(cfg, v3, logits, bias):
+    """The routers on router logits [N, E] (float64). Returns (weights
+    [N, k], experts [N, k], the smallest group gap, the smallest expert gap).
+
+    DeepseekV3TopkRouter (noaux_tc):
+        scores = router_logits.sigmoid()
+        scores_for_choice = scores.view(-1, self.n_routed_experts) + self.e_score_correction_bias.unsqueeze(0)
+        group_scores = scores_for_choice.view(-1, self.n_group, E // self.n_group).topk(2, dim=-1)[0].sum(dim=-1)
+        group_idx = torch.topk(group_scores, k=self.topk_group, dim=-1, sorted=False)[1]
+        ... score_mask: the experts of those groups
+        scores_for_choice = scores_for_choice.masked_fill(~score_mask.bool(), 0.0)
+        topk_indices = torch.topk(scores_for_choice, k=self.top_k, dim=-1, sorted=False)[1]
+        topk_weights = scores.gather(1, topk_indices)
+        if self.norm_topk_prob: topk_weights /= topk_weights.sum(dim=-1, keepdim=True) + 1e-20
+        topk_weights = topk_weights * self.routed_scaling_factor
+    DeepseekV2Moe.route_tokens_to_experts:
+        router_logits = router_logits.softmax(dim=-1, dtype=torch.float32)
+        greedy:               topk_weight, topk_idx = torch.topk(router_logits, k=self.top_k, dim=-1, sorted=False)
+        group_limited_greedy: group_scores = router_logits.view(N, self.num_group, -1).max(dim=-1).values
+                              group_idx = torch.topk(group_scores, k=self.topk_group, dim=-1, sorted=False)[1]
+                              tmp_scores = router_logits.masked_fill(~score_mask.bool(), 0.0)
+                              topk_weight, topk_idx = torch.topk(tmp_scores, k=self.top_k, dim=-1, sorted=False)
+        topk_weight = topk_weight * self.routed_scaling_factor
+    (norm_topk_prob is not read: the config's false is what DeepSeek's
+    modeling_deepseek.py computes too)."""
+    k, E = cfg["num_experts_per_tok"], logits.shape[-1]
+
+    def gap(x, n):
+        if x.shape[-1] <= n:
+            return float("inf")
+        srt = x.sort(-1, descending=True).values
+        return float((srt[:, n - 1] - srt[:, n]).min())
+
+    def mask_groups(choice, group_scores, groups, topk_group):
+        group_idx = torch.topk(group_scores, k=topk_group, dim=-1).indices
+        group_mask = torch.zeros_like(group_scores).scatter_(1, group_idx, 1)
+        score_mask = group_mask.unsqueeze(-1).expand(-1, groups, E // groups).reshape(-1, E)
+        return choice.masked_fill(~score_mask.bool(), 0.0), gap(group_scores, topk_group)
+
+    group_gap = float("inf")
+    if v3:
+        scores = logits.sigmoid()
+        choice = scores + bias.unsqueeze(0)
+        groups, topk_group = cfg.get("n_group", 8), cfg.get("topk_group", 4)
+        group_scores = choice.view(-1, groups, E // groups).topk(2, dim=-1)[0].sum(dim=-1)
+        choice, group_gap = mask_groups(choice, group_scores, groups, topk_group)
+        idx = torch.topk(choice, k=k, dim=-1).indices
+        w = scores.gather(1, idx)
+        if cfg.get("norm_topk_prob", True):
+            w = w / (w.sum(dim=-1, keepdim=True) + 1e-20)
+        w = w * cfg.get("routed_scaling_factor", 2.5)
+    else:
+        scores = logits.softmax(dim=-1)
+        choice = scores
+        method = cfg.get("topk_method", "greedy")
+        if method == "group_limited_greedy":
+            groups, topk_group = cfg["n_group"], cfg["topk_group"]
+            group_scores = scores.view(-1, groups, E // groups).max(dim=-1).values
+            choice, group_gap = mask_groups(scores, group_scores, groups, topk_group)
+        else:
+            assert method == "greedy", method
+        w, idx = torch.topk(choice, k=k, dim=-1)
+        w = w * cfg.get("routed_scaling_factor", 1.0)
+    return w, idx, group_gap, gap(choice, k)
+
+
+def deepseek(cfg, W, inp):
+    """DeepseekV2ForCausalLM / DeepseekV3ForCausalLM.forward in float64, the
+    attention in its naive form (each head's key and value expanded from the
+    latent by kv_b_proj), every expert on every token, then the routed sum."""
+    mt = cfg["model_type"]
+    v3 = mt == "deepseek_v3"
+    W = Tensors({n: (t.double() if t.is_floating_point() else t)
+                 for n, t in fp8_dequantized(cfg, W.t).items()}, W.prefix)
+    ids = inp["tokens"]
+    d, H, L = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_hidden_layers"]
+    assert (cfg.get("num_key_value_heads") or H) == H
+    nope, rope, vdim = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+    q_rank, kv_rank = cfg.get("q_lora_rank"), cfg["kv_lora_rank"]
+    qk_head_dim = nope + rope
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    act = act_fn(cfg.get("hidden_act", "silu"))
+    theta = cfg.get("rope_theta", 10000.0)
+    sc = cfg.get("rope_scaling")
+    # RotaryEmbedding: the rope_init_fn of the scaling over config.head_dim
+    # = qk_rope_head_dim; cos and sin (V2: freqs_cis) times attention_scaling.
+    if sc and sc.get("rope_type", sc.get("type")) == "yarn":
+        inv, attn_factor = yarn_parameters(sc, rope, theta, cfg["max_position_embeddings"])
+    else:
+        inv, attn_factor = rope_inv_freq(cfg, rope, theta), 1.0
+    # Attention.__init__:
+    #   self.scaling = self.qk_head_dim ** (-0.5)
+    #   if self.config.rope_scaling is not None:
+    #       mscale_all_dim = self.config.rope_scaling.get("mscale_all_dim", 0)
+    #       scaling_factor = self.config.rope_scaling["factor"]
+    #       if mscale_all_dim:
+    #           mscale = yarn_get_mscale(scaling_factor, mscale_all_dim)
+    #           self.scaling = self.scaling * mscale * mscale
+    scaling = qk_head_dim ** (-0.5)
+    if sc is not None:
+        mscale_all_dim = sc.get("mscale_all_dim", 0)
+        if mscale_all_dim:
+            mscale = yarn_get_mscale(sc["factor"], mscale_all_dim)
+            scaling = scaling * mscale * mscale
+
+    def rotary(x):
+        t = x.shape[2]
+        freqs = torch.arange(t, dtype=torch.float64)[:, None] * inv[None, :]
+        if not v3:
+            # DeepseekV2RotaryEmbedding: freqs_cis = torch.polar(torch.ones_like(freqs), freqs) * attention_scaling
+            # apply_rotary_emb: xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+            #                   torch.view_as_real(xq_ * freqs_cis).flatten(3)
+            freqs_cis = torch.polar(torch.ones_like(freqs), freqs) * attn_factor
+            xc = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2).contiguous())
+            return torch.view_as_real(xc * freqs_cis).flatten(3)
+        # DeepseekV3RotaryEmbedding: emb = torch.cat((freqs, freqs), dim=-1)
+        #   cos = emb.cos() * self.attention_scaling; sin = emb.sin() * self.attention_scaling
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos() * attn_factor, emb.sin() * attn_factor
+        if cfg.get("rope_interleave", True):
+            # apply_rotary_pos_emb_interleave: q.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+            b, h, s, dd = x.shape
+            x = x.view(b, h, s, dd // 2, 2).transpose(4, 3).reshape(b, h, s, dd)
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+    def norm(z, name, e=eps):
+        return rmsnorm(z, W[name + ".weight"], e)
+
+    def mlp(z, m):
+        # DeepseekV3MLP / DeepseekV2MLP: down_proj(act_fn(gate_proj(x)) * up_proj(x))
+        return swiglu(z, W[m + "gate_proj.weight"], W[m + "up_proj.weight"], W[m + "down_proj.weight"], act)
+
+    x = embed(W, "model.embed_tokens.weight", ids)
+    b, t = ids.shape
+    del DEEPSEEK_GAPS[:]
+    for i in range(L):
+        p = "model.layers.%d." % i
+        a = p + "self_attn."
+        h = norm(x, p + "input_layernorm")
+        # q_lora_rank None: q_proj; else q_b_proj(q_a_layernorm(q_a_proj(x)))
+        # (q_a_layernorm and kv_a_layernorm: RMSNorm(rank), eps 1e-6)
+        if q_rank is None:
+            q = F.linear(h, W[a + "q_proj.weight"])
+        else:
+            q = F.linear(norm(F.linear(h, W[a + "q_a_proj.weight"]), a + "q_a_layernorm", 1e-6),
+                         W[a + "q_b_proj.weight"])
+        q = q.view(b, t, H, qk_head_dim).transpose(1, 2)
+        q_pass, q_rot = torch.split(q, [nope, rope], dim=-1)
+        compressed_kv = F.linear(h, W[a + "kv_a_proj_with_mqa.weight"])
+        k_pass, k_rot = torch.split(compressed_kv, [kv_rank, rope], dim=-1)
+        k_pass = F.linear(norm(k_pass, a + "kv_a_layernorm", 1e-6), W[a + "kv_b_proj.weight"])
+        k_pass = k_pass.view(b, t, H, nope + vdim).transpose(1, 2)
+        k_pass, value = torch.split(k_pass, [nope, vdim], dim=-1)
+        k_rot = k_rot.view(b, 1, t, rope)
+        q_rot, k_rot = rotary(q_rot), rotary(k_rot)
+        k_rot = k_rot.expand(*k_pass.shape[:-1], -1)
+        query = torch.cat((q_pass, q_rot), dim=-1)
+        key = torch.cat((k_pass, k_rot), dim=-1)
+        o = attention(query, key, value, scaling, causal=True)
+        x = x + F.linear(merge_heads(o), W[a + "o_proj.weight"])
+
+        h = norm(x, p + "post_attention_layernorm")
+        # DecoderLayer: self.mlp = MoE(config) if layer_idx >= config.first_k_dense_replace else MLP(config)
+        if i < cfg.get("first_k_dense_replace", 3 if v3 else 0):
+            x = x + mlp(h, p + "mlp.")
+            continue
+        m = p + "mlp."
+        xs = h.reshape(-1, d)
+        logits = F.linear(xs, W[m + "gate.weight"])
+        bias = W.get(m + "gate.e_score_correction_bias")
+        w, idx, group_gap, expert_gap = deepseek_route(cfg, v3, logits, bias)
+        DEEPSEEK_GAPS.append((i, group_gap, expert_gap))
+        ROUTER_GAPS.append((i, min(group_gap, expert_gap)))
+        if min(group_gap, expert_gap) < TOPK_GAP:
+            import sys
+            print("hf_reference.py: %s layer %d: a group or expert choice is a near tie (%.3g, %.3g)"
+                  % (mt, i, group_gap, expert_gap), file=sys.stderr)
+        ys = torch.stack([mlp(xs, m + "experts.%d." % e) for e in range(logits.shape[-1])])  # [E, N, D]
+        rows = torch.arange(xs.shape[0])
+        y = sum(w[:, j, None] * ys[idx[:, j], rows] for j in range(idx.shape[1]))
+        # hidden_states = hidden_states + self.shared_experts(residuals)
+        y = y + mlp(xs, m + "shared_experts.")
+        x = x + y.reshape(b, t, d)
+    x = norm(x, "model.norm")
+    if cfg.get("tie_word_embeddings", False):
+        return x @ W["model.embed_tokens.weight"].t()
+    return x @ W["lm_head.weight"].t()
+
+# ---------------------------------------------------------------------------
 
 # model_type -> (forward, base-model prefix of its published checkpoints)
 MODELS = {
@@ -1209,6 +1458,8 @@ MODELS = {
     "olmoe": (moe_family, "model."),
     "granitemoe": (moe_family, "model."),
     "gpt_oss": (gpt_oss, "model."),
+    "deepseek_v2": (deepseek, "model."),
+    "deepseek_v3": (deepseek, "model."),
 }
 
 

@@ -20,9 +20,14 @@
     summing to 1, GraniteMoE's top-k-then-softmax equal to softmax, top-k,
     renormalize; gpt-oss: its sinks, biases, interleaved gate and up, MXFP4
     nibble order and scales matter, the clamp at 7 is reached and matters,
-    and the MXFP4 experts equal their dequantized form.
+    and the MXFP4 experts equal their dequantized form;
+  - DeepSeek (hf_models.DEEPSEEK_CASES): no group or expert choice near a
+    tie, the config fields (YaRN's mscale in the softmax scale,
+    rope_interleave, the routers' fields) and tensors (the selection bias,
+    the latents' norms, the RoPE key's rows, the FP8 scales) matter, and
+    the FP8 checkpoint equals its dequantized weights.
 
-    selfcheck.py --work DIR [--moe]     (--moe: the mixture-of-experts cases only)
+    selfcheck.py --work DIR [--moe]     (--moe: the mixture-of-experts and DeepSeek cases only)
 """
 import argparse
 import json
@@ -444,6 +449,98 @@ def moe_checks(args, folders, outputs, inputs, gaps):
     gpt_oss_checks(args, folders, outputs, inputs)
 
 
+SENSITIVE_DEEPSEEK = [
+    ("deepseek_v2", {"rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 4, "mscale": 0.707,
+                                      "mscale_all_dim": 0, "original_max_position_embeddings": 16,
+                                      "type": "yarn"}},
+     "DeepSeek-V2 mscale_all_dim (the softmax scale times mscale^2; the rotation's factor then g(1))"),
+    ("deepseek_v2", {"rope_scaling": None}, "DeepSeek-V2 YaRN"),
+    ("deepseek_v2", {"routed_scaling_factor": 2.0}, "DeepSeek-V2 routed_scaling_factor"),
+    ("deepseek_v2:grouped", {"topk_method": "greedy"}, "DeepSeek-V2 group_limited_greedy"),
+    ("deepseek_v2:grouped", {"topk_group": 3}, "DeepSeek-V2 topk_group"),
+    ("deepseek_v3", {"rope_interleave": False}, "DeepSeek-V3 rope_interleave"),
+    ("deepseek_v3", {"norm_topk_prob": False}, "DeepSeek-V3 norm_topk_prob"),
+    ("deepseek_v3", {"routed_scaling_factor": 1.0}, "DeepSeek-V3 routed_scaling_factor"),
+    ("deepseek_v3", {"topk_group": 4}, "DeepSeek-V3 topk_group (all groups)"),
+    ("deepseek_v3", {"n_group": 1, "topk_group": 1}, "DeepSeek-V3 n_group"),
+    ("deepseek_v3", {"rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 4, "mscale": 1.0,
+                                      "original_max_position_embeddings": 16, "type": "yarn"}},
+     "DeepSeek-V3 mscale_all_dim"),
+]
+
+
+def deepseek_checks(args, folders, outputs, inputs, gaps):
+    """DeepSeek-V2 and V3: no group or expert choice near a tie, the config
+    fields and tensors the cases rely on change the output, and the FP8
+    checkpoint is the unquantized one of its dequantized weights (and close
+    to the unquantized deepseek_v3 case it was quantized from)."""
+    for case in hf_models.DEEPSEEK_CASES:
+        cfg, _ = hf_reference.load(folders[case])
+        sparse = list(range(cfg["first_k_dense_replace"], cfg["num_hidden_layers"]))
+        layers = [i for i, _ in gaps[case]]
+        report(layers == sparse, "%s: sparse layers %s" % (case, layers))
+        worst = min(g for _, g in gaps[case])
+        report(worst > hf_reference.TOPK_GAP, "%s: smallest group / expert choice gap %.3g (> %g)" % (
+            case, worst, hf_reference.TOPK_GAP))
+    for case, changes, why in SENSITIVE_DEEPSEEK:
+        gdir = with_config(folders[case], os.path.join(args.work, "changed"), **changes)
+        r = rel(hf_reference.forward(gdir, inputs[case]), outputs[case])
+        report(r > 1e-3, "%s: %s matters (relative change %.3g)" % (case, why, r))
+
+    def edit(name, fn):
+        return lambda t: {n: (fn(a) if n == name else a) for n, a in t.items()}
+    a1, m1 = "model.layers.1.self_attn.", "model.layers.1.mlp."
+    for case, name, fn, why in (
+            ("deepseek_v3", m1 + "gate.e_score_correction_bias", lambda a: a * 0, "e_score_correction_bias"),
+            ("deepseek_v3", a1 + "q_a_layernorm.weight", lambda a: a * 3, "q_a_layernorm"),
+            ("deepseek_v3", a1 + "kv_a_layernorm.weight", lambda a: a * 3, "kv_a_layernorm"),
+            ("deepseek_v3", m1 + "shared_experts.down_proj.weight", lambda a: a * 0, "the shared experts"),
+            ("deepseek_v2", a1 + "kv_a_proj_with_mqa.weight",
+             lambda a: np.concatenate([a[:-8], a[-8:] * 0]), "the RoPE key (the last rows of kv_a_proj_with_mqa)"),
+            ("deepseek_v3:fp8", a1 + "kv_b_proj.weight_scale_inv", lambda a: a * 2, "kv_b_proj's weight_scale_inv"),
+            ("deepseek_v3:fp8", m1 + "experts.3.down_proj.weight_scale_inv",
+             lambda a: np.concatenate([a[:-1], a[-1:] * 2]), "the last (partial) block's scale of an expert")):
+        gdir = with_tensors(folders[case], os.path.join(args.work, "edited"), edit(name, fn))
+        r = rel(hf_reference.forward(gdir, inputs[case]), outputs[case])
+        report(r > 1e-3, "%s: %s matter(s) (relative change %.3g)" % (case, why, r))
+
+    # FP8: the blocks of a weight have different scales, the last ones
+    # partial; the model is the one of its dequantized weights, and within
+    # e4m3's error of the deepseek_v3 weights it was made from.
+    cfg, t = hf_reference.load(folders["deepseek_v3:fp8"])
+    rows, cols = cfg["quantization_config"]["weight_block_size"]
+    w, s = t[a1 + "q_a_proj.weight"], t[a1 + "q_a_proj.weight_scale_inv"]
+    report(list(s.shape) == [-(-w.shape[0] // rows), -(-w.shape[1] // cols)] and w.shape[0] % rows != 0
+           and len(set(s.flatten().tolist())) == s.numel(),
+           "deepseek_v3:fp8: q_a_proj %s in blocks of %s: %s scales, all different, the last row of blocks "
+           "partial" % (list(w.shape), [rows, cols], list(s.shape)))
+
+    def dequantized(t):
+        import torch
+        full = hf_reference.fp8_dequantized(cfg, {n: torch.from_numpy(a) for n, a in t.items()})
+        return {n: a.float().numpy() for n, a in full.items()}
+    gdir = with_tensors(folders["deepseek_v3:fp8"], os.path.join(args.work, "dequantized"), dequantized)
+    with open(os.path.join(gdir, "config.json")) as f:
+        c = json.load(f)
+    del c["quantization_config"]
+    with open(os.path.join(gdir, "config.json"), "w") as f:
+        json.dump(c, f)
+    r = rel(hf_reference.forward(gdir, inputs["deepseek_v3:fp8"]), outputs["deepseek_v3:fp8"])
+    report(r < 1e-6, "deepseek_v3:fp8: == its dequantized weights, unquantized (relative %.3g)" % r)
+    # e4m3 keeps 3 bits of mantissa: a dequantized weight is within 1/16 of
+    # the deepseek_v3 weight it was quantized from (and not equal to it;
+    # weights under 1/64 measured against 1/64).
+    _, plain = hf_reference.load(folders["deepseek_v3"])
+    ws = hf_reference.fp8_dequantized(cfg, t)
+    worst = 0.0
+    for n, a in plain.items():
+        if n + "_scale_inv" in t:
+            q = ws[n].float()
+            worst = max(worst, float(((q - a).abs() / a.abs().clamp(min=1 / 64)).max()))
+    report(1e-3 < worst <= 1 / 16, "deepseek_v3:fp8: every FP8 weight within %.3g of deepseek_v3's (<= 1/16)"
+           % worst)
+
+
 def gpt_oss_checks(args, folders, outputs, inputs):
     """gpt-oss: the tensors and the clamp the case relies on matter, and the
     MXFP4 experts are the unquantized ones transformers dequantizes them to."""
@@ -511,12 +608,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--moe", action="store_true", help="the mixture-of-experts cases and checks only")
+    ap.add_argument("--moe", action="store_true",
+                    help="the mixture-of-experts (and DeepSeek) cases and checks only")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     folders, outputs, inputs, gaps = {}, {}, {}, {}
 
-    cases = hf_models.MOE_CASES if args.moe else hf_models.CASES + hf_models.MOE_CASES
+    cases = hf_models.MOE_CASES + hf_models.DEEPSEEK_CASES
+    if not args.moe:
+        cases = hf_models.CASES + cases
     for case in cases:
         mt, v = hf_models.split_case(case)
         folder = os.path.join(args.work, case.replace(":", "-"))
@@ -534,6 +634,7 @@ def main():
         report(rel(hf_reference.forward(again, inp), y) == 0.0, "%s: same seed, same model" % case)
 
     moe_checks(args, folders, outputs, inputs, gaps)
+    deepseek_checks(args, folders, outputs, inputs, gaps)
     if args.moe:
         print("%d checks failed" % len(FAILED) if FAILED else "all checks passed")
         return 1 if FAILED else 0
