@@ -40,12 +40,18 @@ const char *tfm_clip(const char *s, char buf[TFM_CLIP_SIZE]);
 
 /* Alignment of tensors and weights, in bytes. */
 #define TFM_ALIGNMENT 64
+/* x86-64's huge page (transparent huge pages). */
+#define TFM_HUGE_PAGE ((size_t)2 << 20)
 
 void *tfm_malloc(size_t bytes);
 void *tfm_calloc(size_t count, size_t size);
 /* TFM_ALIGNMENT-aligned, with room for one more alignment unit past `bytes`
  * rounded up (vector loads may read a little past the end). */
 void *tfm_aligned_alloc(size_t bytes);
+/* Advises the kernel to back the whole huge pages of [p, p + bytes) with
+ * huge pages (before they are first touched); tfm_aligned_alloc does so
+ * for allocations of 4 MB and more. */
+void tfm_advise_huge_pages(void *p, size_t bytes);
 char *tfm_strdup(const char *s);
 char *tfm_strndup(const char *s, size_t n);
 /* A copy of exactly `n` bytes of `s` (NUL bytes included) plus a NUL. */

@@ -152,6 +152,10 @@ tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
     ok = (s->cache[2 * l] = tfm_calloc(floats, sizeof(float))) != NULL &&
          (d->gen_latent ||
           (s->cache[2 * l + 1] = tfm_calloc(floats, sizeof(float))) != NULL);
+    /* Untouched yet (calloc maps zero pages lazily): huge pages where the
+     * caches are large. */
+    for (int k = 0; ok && k < 2; ++k)
+      tfm_advise_huge_pages(s->cache[2 * l + k], floats * sizeof(float));
   }
   if (!ok) {
     tfm_session_free(s);

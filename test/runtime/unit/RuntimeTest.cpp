@@ -21,6 +21,7 @@ uint16_t tfm_f32_to_f16(float f);
 uint16_t tfm_f32_to_bf16(float f);
 int8_t *tfm_quantize_int8_quads(const float *packed, int64_t panels, int64_t k,
                                 int32_t panel);
+void *tfm_aligned_alloc(size_t bytes);
 }
 
 namespace {
@@ -52,6 +53,20 @@ std::string safetensors(std::string header, const std::string &data,
 
 std::string floats(std::vector<float> v) {
   return std::string(reinterpret_cast<const char *>(v.data()), v.size() * 4);
+}
+
+// Weights (4 MB and more) start on a huge page and leave room for a vector
+// load past their end; small buffers are 64-byte aligned. Both are freed
+// with free().
+TEST(Allocation, LargeBuffersStartOnHugePages) {
+  for (size_t bytes : {size_t(100), size_t(4) << 20, (size_t(5) << 20) + 3}) {
+    auto *p = static_cast<unsigned char *>(tfm_aligned_alloc(bytes));
+    ASSERT_NE(p, nullptr);
+    uintptr_t align = bytes >= (size_t(4) << 20) ? (size_t(2) << 20) : 64;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % align, 0u) << bytes;
+    std::memset(p, 1, bytes + 64);
+    free(p);
+  }
 }
 
 TEST(Npy, RoundTripsInt32AndFloat32) {
