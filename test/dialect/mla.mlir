@@ -80,3 +80,25 @@ func.func @rope_pairs(%x: tensor<?x?x16xf32>, %wq: tensor<12x16xf32>, %wkva: ten
          : (tensor<?x?x16xf32>, tensor<12x16xf32>, tensor<10x16xf32>, tensor<8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<?x?x16xf32>
   return
 }
+
+// -----
+
+// The absorbed form's attention: every head against one KV head of
+// latents (key transposed [B', 1, 10, S]), the values the latents' first
+// rows in place (value transposed [B', 1, 8, S]).
+// CHECK-LABEL: func @values_in_place
+// CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} positions(%{{.*}}) {key_transposed, mask = #tfm.mask<causal>, scale = 4.000000e-01 : f64, value_transposed}
+func.func @values_in_place(%q: tensor<?x2x?x10xf32>, %kt: tensor<?x1x10x?xf32>, %vt: tensor<?x1x8x?xf32>, %p: tensor<?xi32>) -> tensor<?x2x?x8xf32> {
+  %o = tfm.attention %q, %kt, %vt positions(%p) {key_transposed, value_transposed, mask = #tfm.mask<causal>, scale = 0.4 : f64}
+         : (tensor<?x2x?x10xf32>, tensor<?x1x10x?xf32>, tensor<?x1x8x?xf32>, tensor<?xi32>) -> tensor<?x2x?x8xf32>
+  return %o : tensor<?x2x?x8xf32>
+}
+
+// -----
+
+func.func @values_in_place_width(%q: tensor<?x2x?x10xf32>, %kt: tensor<?x1x10x?xf32>, %vt: tensor<?x1x8x?xf32>, %p: tensor<?xi32>) -> tensor<?x2x?x6xf32> {
+  // expected-error @+1 {{'tfm.attention' op result dimension 3 is 6, expected 8}}
+  %o = tfm.attention %q, %kt, %vt positions(%p) {key_transposed, value_transposed, mask = #tfm.mask<causal>, scale = 0.4 : f64}
+         : (tensor<?x2x?x10xf32>, tensor<?x1x10x?xf32>, tensor<?x1x8x?xf32>, tensor<?xi32>) -> tensor<?x2x?x6xf32>
+  return %o : tensor<?x2x?x6xf32>
+}
