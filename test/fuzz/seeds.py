@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzzers (test/fuzz) from the repository:
 usage: seeds.py SOURCE_ROOT OUT_DIR. One folder per fuzzer; numpy is not
-needed (the npy and safetensors seeds are written byte by byte)."""
+needed (the npy, safetensors and GGUF seeds are written byte by byte)."""
 import glob
 import json
 import os
@@ -41,6 +41,40 @@ def npy(descr, shape, data, version=1):
     h += b" " * (-(pre + len(h) + 1) % 64) + b"\n"
     size = struct.pack("<H", len(h)) if version == 1 else struct.pack("<I", len(h))
     return b"\x93NUMPY" + bytes([version, 0]) + size + h + data
+
+
+def gguf_value(type_, value):
+    """A GGUF value's encoding after its type (ggml's docs/gguf.md): scalars
+    by their struct code, strings with a 64-bit length, arrays as
+    ("array", element type, [values])."""
+    codes = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f",
+             7: "<B", 10: "<Q", 11: "<q", 12: "<d"}
+    if type_ == 8:
+        v = value.encode() if isinstance(value, str) else value
+        return struct.pack("<Q", len(v)) + v
+    if type_ == 9:
+        elem, items = value
+        return struct.pack("<IQ", elem, len(items)) + b"".join(
+            gguf_value(elem, i) for i in items)
+    return struct.pack(codes[type_], value)
+
+
+def gguf(kv, tensors, version=3, alignment=32):
+    """A GGUF file: kv is [(key, type, value)], tensors [(name, dims, ggml
+    type, data)], each tensor's data at the next aligned offset."""
+    out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kv))
+    for key, type_, value in kv:
+        out += gguf_value(8, key) + struct.pack("<I", type_)
+        out += gguf_value(type_, value)
+    body = b""
+    for name, dims, type_, data in tensors:
+        out += gguf_value(8, name) + struct.pack("<I", len(dims))
+        out += b"".join(struct.pack("<Q", d) for d in dims)
+        out += struct.pack("<IQ", type_, len(body))
+        body += data + b"\0" * (-len(data) % alignment)
+    if tensors:
+        out += b"\0" * (-len(out) % alignment)
+    return out + body
 
 
 # fuzz-tokenizer's input: MODE FLAGS PART ("\n\x1d\n" PART)* (FuzzTokenizer.cpp).
@@ -279,6 +313,29 @@ def main():
         safetensors({"i": ("I64", [1], f32[:8]), "j": ("I32", [2], f32[8:]),
                      "u": ("U8", [1], b"\x01")}))
     put(out, "fuzz-npy", "f32.npy", npy("<f4", [2, 2], f32))
+    # GGUF: a vocabulary-only file, tensors of F32, F16, Q8_0 and Q4_K, a
+    # version 2 file with its own alignment and nested arrays.
+    vocab = [("general.architecture", 8, "gpt2"),
+             ("tokenizer.ggml.model", 8, "gpt2"),
+             ("tokenizer.ggml.tokens", 9, (8, ["a", "b", "ab", "<s>"])),
+             ("tokenizer.ggml.merges", 9, (8, ["a b"])),
+             ("tokenizer.ggml.token_type", 9, (5, [1, 1, 1, 3])),
+             ("tokenizer.ggml.scores", 9, (6, [0.0, -1.0, -2.0, 0.0])),
+             ("tokenizer.ggml.bos_token_id", 4, 3),
+             ("tokenizer.ggml.add_bos_token", 7, 1)]
+    put(out, "fuzz-gguf", "vocab.gguf", gguf(vocab, []))
+    put(out, "fuzz-gguf", "tensors.gguf", gguf(
+        [("general.architecture", 8, "llama"),
+         ("llama.context_length", 4, 128), ("llama.rope.freq_base", 6, 1e4)],
+        [("token_embd.weight", [2, 2], 0, f32),
+         ("output_norm.weight", [4], 1, f32[:8]),
+         ("blk.0.attn_q.weight", [32, 2], 8, bytes(range(68))),
+         ("blk.0.ffn_up.weight", [256], 12, bytes(144))]))
+    put(out, "fuzz-gguf", "v2-nested.gguf", gguf(
+        [("general.alignment", 4, 64), ("u8", 0, 7), ("i8", 1, -1),
+         ("u16", 2, 9), ("i16", 3, -9), ("i64", 11, -5), ("u64", 10, 5),
+         ("f64", 12, 0.25), ("nested", 9, (9, [(0, [1, 2]), (8, ["x"])]))],
+        [("w", [4, 1, 1, 2], 30, f32)], version=2, alignment=64))
     put(out, "fuzz-npy", "i32.npy", npy("<i4", [4], f32))
     put(out, "fuzz-npy", "i64-v2.npy", npy("<i8", [2, 1], f32, version=2))
     put(out, "fuzz-npy", "f16-v3.npy", npy("<f2", [], f32[:2], version=3))
