@@ -53,6 +53,9 @@ void pipelines::buildPrimitiveStage(OpPassManager &pm,
   // the reference form.
   TfmDecomposeOptions options;
   options.denseExperts = config.target == TargetKind::CUDA;
+  // Long prompts of latent attention in the naive form (fewer FLOPs than
+  // the absorbed one); the CPU's choice at run time.
+  options.naiveLatentPrefill = config.target == TargetKind::CPU;
   pm.addNestedPass<func::FuncOp>(createTfmDecompose(options));
 }
 

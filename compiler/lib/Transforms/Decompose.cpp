@@ -9,6 +9,7 @@
 #include "tfm/Transforms/Passes.h"
 #include "tfm/Transforms/Transforms.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -234,7 +235,64 @@ Value perHeadMatmul(PatternRewriter &b, Location loc, Value a, Value w,
 /// queries attend to it (tfm.attention); without, the textbook form, which
 /// attention fusion matches as grouped-query attention of one KV head.
 struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  DecomposeLatentAttention(MLIRContext *ctx, bool naivePrefill = false,
+                           PatternBenefit benefit = 1)
+      : OpRewritePattern(ctx, benefit), naivePrefill(naivePrefill) {}
+  bool naivePrefill;
+
+  /// The naive form over the cache `kc` (after this step's write): each
+  /// head's keys [k_nope, k_rope] and values expanded from the cached
+  /// latents of the first B sequences (all S slots), then attention of the
+  /// queries [q_nope, q_rope]: [B, H, T, value_dim].
+  Value naiveOverCache(PatternRewriter &b, Location loc, LatentAttentionOp op,
+                       Value kc, Value qNope, Value qRope) const {
+    auto qt = cast<RankedTensorType>(qNope.getType());
+    Type elt = qt.getElementType();
+    int64_t heads = op.getHeads(), hd = op.getHeadDim(), rope = op.getRopeDim(),
+            dv = op.getValueDim(), rank = op.getKvRank(), nope = hd - rope;
+    int64_t dyn = ShapedType::kDynamic;
+    auto ct = cast<RankedTensorType>(kc.getType());
+    // The first B sequences' cache: [B, 1, L + R, S].
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, kc);
+    sizes[0] = tensor::getMixedSize(b, loc, op.getInput(), 0);
+    Value mine = tensor::ExtractSliceOp::create(
+        b, loc,
+        RankedTensorType::get({dyn, 1, ct.getDimSize(2), ct.getDimSize(3)},
+                              elt),
+        kc, SmallVector<OpFoldResult>(4, b.getIndexAttr(0)), sizes,
+        SmallVector<OpFoldResult>(4, b.getIndexAttr(1)));
+    auto rows = [&](Value t, int64_t width) -> Value {
+      return TransposeOp::create(
+          b, loc, RankedTensorType::get({dyn, 1, dyn, width}, elt), t,
+          b.getDenseI64ArrayAttr({0, 1, 3, 2}));
+    };
+    // c [B, S, L] and k_rope [B, 1, S, R] as rows.
+    Value c = tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get({dyn, dyn, rank}, elt),
+        rows(sliceDim(b, loc, mine, 2, 0, rank), rank),
+        SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
+    Value kRope = rows(sliceDim(b, loc, mine, 2, rank, rope), rope);
+    // Each head's [k_nope, v] = c W_kv_b^T.
+    Value kv = linear(b, loc, c, op.getWkvB(), {});
+    auto headsType = [&](int64_t d) {
+      return RankedTensorType::get({dyn, heads, dyn, d}, elt);
+    };
+    Value kvh = SplitHeadsOp::create(b, loc, headsType(nope + dv), kv,
+                                     b.getI64IntegerAttr(heads));
+    Value key = concatLast(b, loc, sliceDim(b, loc, kvh, 3, 0, nope),
+                           RepeatKvOp::create(b, loc, headsType(rope), kRope,
+                                              b.getI64IntegerAttr(heads)));
+    Value value = sliceDim(b, loc, kvh, 3, nope, dv);
+    Value query = concatLast(b, loc, qNope, qRope);
+    return AttentionOp::create(
+        b, loc,
+        RankedTensorType::get({qt.getDimSize(0), heads, qt.getDimSize(2), dv},
+                              elt),
+        query, key, value, Value(), op.getLengths(), op.getPositions(), Value(),
+        op.getMaskAttr(), IntegerAttr(), op.getScaleAttr(), FloatAttr(),
+        DenseF64ArrayAttr(), IntegerAttr(), UnitAttr(), UnitAttr(), UnitAttr(),
+        UnitAttr());
+  }
 
   LogicalResult matchAndRewrite(LatentAttentionOp op,
                                 PatternRewriter &b) const override {
@@ -271,9 +329,9 @@ struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
     Value qRope = sliceDim(b, loc, qh, 3, nope, rope);
     // The latent [c_kv, k_rope] as one KV head [B, 1, T, ..].
     Value c = linear(b, loc, x, op.getWkvA(), {});
-    Value ckv = norm(sliceDim(b, loc, c, 2, 0, rank), op.getKvANorm());
-    ckv = SplitHeadsOp::create(b, loc, headsType(1, rank), ckv,
-                               b.getI64IntegerAttr(1));
+    Value ckvRows = norm(sliceDim(b, loc, c, 2, 0, rank), op.getKvANorm());
+    Value ckv = SplitHeadsOp::create(b, loc, headsType(1, rank), ckvRows,
+                                     b.getI64IntegerAttr(1));
     Value kRope = SplitHeadsOp::create(b, loc, headsType(1, rope),
                                        sliceDim(b, loc, c, 2, rank, rope),
                                        b.getI64IntegerAttr(1));
@@ -292,41 +350,109 @@ struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
         op.getWkvB(), SmallVector<ReassociationIndices>{{0, 1}, {2}});
     Value wuk = sliceDim(b, loc, wkvb, 1, 0, nope);
     Value wuv = sliceDim(b, loc, wkvb, 1, nope, dv);
-    Value query = concatLast(
-        b, loc, perHeadMatmul(b, loc, qNope, wuk, /*transposeW=*/false), qRope);
+    auto absorbedQuery = [&]() {
+      return concatLast(b, loc,
+                        perHeadMatmul(b, loc, qNope, wuk, /*transposeW=*/false),
+                        qRope);
+    };
+    // Per (query, key) pair and head the absorbed form computes 2 kv_rank
+    // + rope_dim products, the naive one head_dim + value_dim, after
+    // expanding every key's latent, (nope + value_dim) x kv_rank per head:
+    // the naive form wins from T = (nope + dv) kv_rank / (the difference)
+    // query rows (where the keys are about T). `naive`: T is that many
+    // (with naivePrefill and a difference to win).
+    Value tRows = tensor::DimOp::create(b, loc, x, 1);
+    Value naive;
+    if (int64_t saved = (2 * rank + rope) - (hd + dv);
+        naivePrefill && saved > 0)
+      naive = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::sge, tRows,
+          arith::ConstantIndexOp::create(
+              b, loc, llvm::divideCeil((nope + dv) * rank, saved)));
+    // `thenFn()` where `cond` holds at run time, else `elseFn()`: [B, H, T,
+    // value_dim].
+    auto either = [&](Value cond, function_ref<Value()> thenFn,
+                      function_ref<Value()> elseFn) -> Value {
+      auto ifOp = scf::IfOp::create(b, loc, TypeRange{headsType(heads, dv)},
+                                    cond, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      scf::YieldOp::create(b, loc, thenFn());
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      scf::YieldOp::create(b, loc, elseFn());
+      return ifOp.getResult(0);
+    };
     Value o;
     SmallVector<Value> results;
     if (auto cache = op.getCache(); !cache.empty()) {
       Value kc =
           CacheWriteOp::create(b, loc, cache[0].getType(), latent, cache[0],
                                positions, b.getUnitAttr(), UnitAttr());
-      // The values are the cache's c_kv rows, read in place: [B', 1,
-      // kv_rank, S] (transposed).
-      Value vt = sliceDim(b, loc, kc, 2, 0, rank);
-      o = AttentionOp::create(
-          b, loc, headsType(heads, rank), query, kc, vt, Value(),
-          op.getLengths(), positions, Value(), op.getMaskAttr(), IntegerAttr(),
-          op.getScaleAttr(), FloatAttr(), DenseF64ArrayAttr(), IntegerAttr(),
-          UnitAttr(), b.getUnitAttr(), UnitAttr(), b.getUnitAttr());
+      // The absorbed form: the values are the cache's c_kv rows, read in
+      // place ([B', 1, kv_rank, S], transposed); the output [B, H, T,
+      // value_dim] after W_uv.
+      auto absorbed = [&]() -> Value {
+        Value vt = sliceDim(b, loc, kc, 2, 0, rank);
+        Value a = AttentionOp::create(
+            b, loc, headsType(heads, rank), absorbedQuery(), kc, vt, Value(),
+            op.getLengths(), positions, Value(), op.getMaskAttr(),
+            IntegerAttr(), op.getScaleAttr(), FloatAttr(), DenseF64ArrayAttr(),
+            IntegerAttr(), UnitAttr(), b.getUnitAttr(), UnitAttr(),
+            b.getUnitAttr());
+        return perHeadMatmul(b, loc, a, wuv, /*transposeW=*/true);
+      };
+      if (naive) {
+        Value slots = tensor::DimOp::create(b, loc, kc, 3);
+        Value dense = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::sle, slots,
+            arith::MulIOp::create(b, loc, tRows,
+                                  arith::ConstantIndexOp::create(b, loc, 4)));
+        o = either(
+            arith::AndIOp::create(b, loc, naive, dense),
+            [&]() { return naiveOverCache(b, loc, op, kc, qNope, qRope); },
+            absorbed);
+      } else {
+        o = absorbed();
+      }
       results.push_back(kc);
     } else {
-      auto rep = b.getI64IntegerAttr(heads);
-      Value kh = RepeatKvOp::create(b, loc, headsType(heads, rank + rope),
-                                    latent, rep);
-      Value vh = RepeatKvOp::create(b, loc, headsType(heads, rank), ckv, rep);
+      // The textbook forms: the absorbed one (every head against the
+      // latent rows), or the naive one (each head's keys and values from
+      // the latents by kv_b).
       auto scoresType = RankedTensorType::get({bsz, heads, t, t}, elt);
-      Value s = MatmulOp::create(b, loc, scoresType, query, kh,
-                                 /*transpose_lhs=*/false,
-                                 /*transpose_rhs=*/true);
-      s = ScaleOp::create(b, loc, s, op.getScaleAttr());
-      if (op.getMask() != MaskKind::none || op.getLengths())
-        s = MaskOp::create(b, loc, scoresType, s, op.getLengths(),
-                           op.getMaskAttr(), IntegerAttr());
-      Value p = SoftmaxOp::create(b, loc, s.getType(), s, Value(),
-                                  b.getI64IntegerAttr(3));
-      o = MatmulOp::create(b, loc, headsType(heads, rank), p, vh, false, false);
+      auto attend = [&](Value q, Value k, Value v, int64_t width) -> Value {
+        Value s = MatmulOp::create(b, loc, scoresType, q, k,
+                                   /*transpose_lhs=*/false,
+                                   /*transpose_rhs=*/true);
+        s = ScaleOp::create(b, loc, s, op.getScaleAttr());
+        if (op.getMask() != MaskKind::none || op.getLengths())
+          s = MaskOp::create(b, loc, scoresType, s, op.getLengths(),
+                             op.getMaskAttr(), IntegerAttr());
+        Value p = SoftmaxOp::create(b, loc, s.getType(), s, Value(),
+                                    b.getI64IntegerAttr(3));
+        return MatmulOp::create(b, loc, headsType(heads, width), p, v, false,
+                                false);
+      };
+      auto rep = b.getI64IntegerAttr(heads);
+      auto absorbed = [&]() -> Value {
+        Value kh = RepeatKvOp::create(b, loc, headsType(heads, rank + rope),
+                                      latent, rep);
+        Value vh = RepeatKvOp::create(b, loc, headsType(heads, rank), ckv, rep);
+        return perHeadMatmul(b, loc, attend(absorbedQuery(), kh, vh, rank), wuv,
+                             /*transposeW=*/true);
+      };
+      auto naiveForm = [&]() -> Value {
+        Value kv = linear(b, loc, ckvRows, op.getWkvB(), {});
+        Value kvh = SplitHeadsOp::create(b, loc, headsType(heads, nope + dv),
+                                         kv, b.getI64IntegerAttr(heads));
+        Value k = concatLast(
+            b, loc, sliceDim(b, loc, kvh, 3, 0, nope),
+            RepeatKvOp::create(b, loc, headsType(heads, rope), kRope, rep));
+        return attend(concatLast(b, loc, qNope, qRope), k,
+                      sliceDim(b, loc, kvh, 3, nope, dv), dv);
+      };
+      o = naive ? either(naive, naiveForm, absorbed) : absorbed();
     }
-    o = perHeadMatmul(b, loc, o, wuv, /*transposeW=*/true);
     Value merged = MergeHeadsOp::create(
         b, loc, RankedTensorType::get({bsz, t, heads * dv}, elt), o);
     results.insert(results.begin(), linear(b, loc, merged, op.getWo(), {}));
@@ -478,6 +604,10 @@ struct TfmDecomposePass : mlir::tfm::impl::TfmDecomposeBase<TfmDecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateDecomposePatterns(patterns);
+    if (naiveLatentPrefill)
+      patterns.add<DecomposeLatentAttention>(&getContext(),
+                                             /*naivePrefill=*/true,
+                                             /*benefit=*/2);
     if (denseExperts)
       patterns.add<DecomposeMoeExpertsDense>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -18,13 +18,24 @@ def TfmDecompose : Pass<"tfm-decompose", "func::FuncOp"> {
     `tfm.moe_experts` and the shared expert's linears; with `dense-experts`
     `tfm.moe_experts` becomes every expert's ffn over every row, weighted by
     `tfm.row_scale` (the reference form; the CUDA pipeline's).
+    `tfm.latent_attention` becomes DeepSeek's absorbed form (one KV head of
+    latents); with `naive-latent-prefill`, a step of enough query rows over
+    its cache (T at least the static break-even, and the cache's slots at
+    most 4 T) expands the cached latents into each head's keys and values
+    and attends in the naive form instead, chosen at run time (`scf.if`).
   }];
   let options = [
     Option<"denseExperts", "dense-experts", "bool", /*default=*/"false",
-           "Rewrite tfm.moe_experts into every expert's ffn over all rows">
+           "Rewrite tfm.moe_experts into every expert's ffn over all rows">,
+    Option<"naiveLatentPrefill", "naive-latent-prefill", "bool",
+           /*default=*/"false",
+           "Latent attention over many query rows in the naive form (each "
+           "head's keys and values expanded from the cache), chosen at run "
+           "time">
   ];
   let dependentDialects = ["::mlir::tfm::TfmDialect",
                            "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 
