@@ -233,6 +233,18 @@ LogicalResult checkPositions(Operation *op, Value positions, int64_t batch) {
   return checkPerSequence(op, positions, batch, "positions");
 }
 
+/// A cache operand list of `count` tensors with `positions` for `batch`
+/// sequences (`what` says what the cache is).
+LogicalResult checkCacheOperands(Operation *op, ValueRange cache,
+                                 Value positions, int64_t batch, size_t count,
+                                 StringRef what) {
+  if (cache.size() != count || !positions)
+    return op->emitOpError()
+           << what << " with positions, got " << cache.size() << " tensors"
+           << (positions ? "" : " and no positions");
+  return checkPositions(op, positions, batch);
+}
+
 LogicalResult checkScale(Operation *op, double scale, StringRef name) {
   if (!std::isfinite(scale) || scale == 0.0)
     return op->emitOpError() << name << " must be finite and nonzero";
@@ -543,12 +555,9 @@ LogicalResult MultiHeadAttentionOp::verify() {
     return emitOpError() << "result type must equal the query type";
   auto cache = getCache();
   if (!cache.empty() || getPositions()) {
-    if (cache.size() != 2 || !getPositions())
-      return emitOpError() << "a KV cache is 2 tensors (keys transposed, "
-                              "values) with positions, got "
-                           << cache.size() << " tensors"
-                           << (getPositions() ? "" : " and no positions");
-    if (failed(checkPositions(op, getPositions(), q[0])) ||
+    if (failed(checkCacheOperands(op, cache, getPositions(), q[0], 2,
+                                  "a KV cache is 2 tensors (keys "
+                                  "transposed, values)")) ||
         failed(checkShape(
             op, cache[0],
             {ShapedType::kDynamic, kvHeads, hd, ShapedType::kDynamic},
@@ -628,12 +637,9 @@ LogicalResult LatentAttentionOp::verify() {
     return emitOpError() << "result type must equal the input type";
   auto cache = getCache();
   if (!cache.empty() || getPositions()) {
-    if (cache.size() != 1 || !getPositions())
-      return emitOpError() << "a latent cache is 1 tensor (the latents, "
-                              "transposed) with positions, got "
-                           << cache.size() << " tensors"
-                           << (getPositions() ? "" : " and no positions");
-    if (failed(checkPositions(op, getPositions(), x[0])) ||
+    if (failed(checkCacheOperands(op, cache, getPositions(), x[0], 1,
+                                  "a latent cache is 1 tensor (the "
+                                  "latents, transposed)")) ||
         failed(checkShape(
             op, cache[0],
             {ShapedType::kDynamic, 1, rank + rope, ShapedType::kDynamic},

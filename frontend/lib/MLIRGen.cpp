@@ -86,6 +86,11 @@ private:
           RankedTensorType::get({kDyn, 1, a.kvRank + a.ropeDim, kDyn}, elt)};
     return {keyCacheType(a), valueCacheType(a)};
   }
+  /// The RoPE attributes of attention over heads whose first `dim` values
+  /// (the table's) rotate, when the stack's positions `pos` are RoPE: the
+  /// inverse frequencies, the style and the attention factor (none at 1).
+  std::tuple<DenseF64ArrayAttr, RopeStyleAttr, FloatAttr>
+  ropeAttrs(const EmbeddingSpec *pos, int64_t dim);
   /// Latent attention (kv_rank > 0) of the query `q` and its stack's
   /// positions `pos`, through `cache` (none, or the latent cache) at
   /// `positions`.
@@ -317,6 +322,17 @@ Generator::selfCaches(const AttentionSpec &a, const EmbeddingSpec *pos) {
   return {cache, positions};
 }
 
+std::tuple<DenseF64ArrayAttr, RopeStyleAttr, FloatAttr>
+Generator::ropeAttrs(const EmbeddingSpec *pos, int64_t dim) {
+  if (!pos || pos->position != PositionEncoding::rope)
+    return {};
+  return {b.getDenseF64ArrayAttr(ropeInvFreq(*pos, dim)),
+          RopeStyleAttr::get(b.getContext(), pos->ropeStyle),
+          pos->ropeAttentionFactor != 1.0
+              ? b.getF64FloatAttr(pos->ropeAttentionFactor)
+              : FloatAttr()};
+}
+
 Value Generator::attention(Value q, Value kv, ParamBlock block,
                            const AttentionSpec &a, const EmbeddingSpec *pos,
                            Value lengths) {
@@ -353,18 +369,12 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
                            : IntegerAttr();
   // Positions inside attention (self-attention only): RoPE, ALiBi, the T5
   // relative bias of the stack.
-  DenseF64ArrayAttr invFreq, slopes;
-  RopeStyleAttr style;
-  FloatAttr ropeScale;
+  DenseF64ArrayAttr slopes;
+  auto [invFreq, style, ropeScale] = ropeAttrs(pos, a.headDim);
   Value relative;
   IntegerAttr maxDistance;
   bool bidirectional = false;
-  if (pos && pos->position == PositionEncoding::rope) {
-    invFreq = b.getDenseF64ArrayAttr(ropeInvFreq(*pos, a.headDim));
-    style = RopeStyleAttr::get(ctx, pos->ropeStyle);
-    if (pos->ropeAttentionFactor != 1.0)
-      ropeScale = b.getF64FloatAttr(pos->ropeAttentionFactor);
-  } else if (pos && pos->position == PositionEncoding::alibi) {
+  if (pos && pos->position == PositionEncoding::alibi) {
     slopes = b.getDenseF64ArrayAttr(alibiSlopes(a.heads));
   } else if (pos && pos->position == PositionEncoding::relative) {
     // One table per stack, shared by its layers (stack scope in the table).
@@ -416,15 +426,7 @@ Value Generator::latentAttention(Value q, ParamBlock block,
   if (failed)
     return q;
   auto [cache, positions] = selfCaches(a, pos);
-  DenseF64ArrayAttr invFreq;
-  RopeStyleAttr style;
-  FloatAttr ropeScale;
-  if (pos && pos->position == PositionEncoding::rope) {
-    invFreq = b.getDenseF64ArrayAttr(ropeInvFreq(*pos, a.ropeDim));
-    style = RopeStyleAttr::get(ctx, pos->ropeStyle);
-    if (pos->ropeAttentionFactor != 1.0)
-      ropeScale = b.getF64FloatAttr(pos->ropeAttentionFactor);
-  }
+  auto [invFreq, style, ropeScale] = ropeAttrs(pos, a.ropeDim);
   auto op = LatentAttentionOp::create(
       b, loc, q.getType(), ValueRange(cache).getTypes(), q, wq, wkva, kvaNorm,
       wkvb, wo, wqa, qaNorm, lengths, cache, positions,

@@ -240,6 +240,30 @@ struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
       : OpRewritePattern(ctx, benefit), naivePrefill(naivePrefill) {}
   bool naivePrefill;
 
+  /// The naive form's keys [k_nope, k_rope] ([B, H, S, head_dim]) and
+  /// values ([B, H, S, value_dim]) of the latent rows `c` ([B, S,
+  /// kv_rank], normalized) and `kRope` ([B, 1, S, rope_dim], rotated): each
+  /// head's [k_nope, v] = c W_kv_b^T, k_rope shared by the heads.
+  static std::pair<Value, Value> naiveKeysValues(PatternRewriter &b,
+                                                 Location loc,
+                                                 LatentAttentionOp op, Value c,
+                                                 Value kRope) {
+    auto ct = cast<RankedTensorType>(c.getType());
+    int64_t heads = op.getHeads(), rope = op.getRopeDim(),
+            dv = op.getValueDim(), nope = op.getHeadDim() - rope;
+    auto headsType = [&](int64_t d) {
+      return RankedTensorType::get(
+          {ct.getDimSize(0), heads, ct.getDimSize(1), d}, ct.getElementType());
+    };
+    Value kvh = SplitHeadsOp::create(b, loc, headsType(nope + dv),
+                                     linear(b, loc, c, op.getWkvB(), {}),
+                                     b.getI64IntegerAttr(heads));
+    Value key = concatLast(b, loc, sliceDim(b, loc, kvh, 3, 0, nope),
+                           RepeatKvOp::create(b, loc, headsType(rope), kRope,
+                                              b.getI64IntegerAttr(heads)));
+    return {key, sliceDim(b, loc, kvh, 3, nope, dv)};
+  }
+
   /// The naive form over the cache `kc` (after this step's write): each
   /// head's keys [k_nope, k_rope] and values expanded from the cached
   /// latents of the first B sequences (all S slots), then attention of the
@@ -248,8 +272,8 @@ struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
                        Value kc, Value qNope, Value qRope) const {
     auto qt = cast<RankedTensorType>(qNope.getType());
     Type elt = qt.getElementType();
-    int64_t heads = op.getHeads(), hd = op.getHeadDim(), rope = op.getRopeDim(),
-            dv = op.getValueDim(), rank = op.getKvRank(), nope = hd - rope;
+    int64_t heads = op.getHeads(), rope = op.getRopeDim(),
+            dv = op.getValueDim(), rank = op.getKvRank();
     int64_t dyn = ShapedType::kDynamic;
     auto ct = cast<RankedTensorType>(kc.getType());
     // The first B sequences' cache: [B, 1, L + R, S].
@@ -272,17 +296,7 @@ struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
         rows(sliceDim(b, loc, mine, 2, 0, rank), rank),
         SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
     Value kRope = rows(sliceDim(b, loc, mine, 2, rank, rope), rope);
-    // Each head's [k_nope, v] = c W_kv_b^T.
-    Value kv = linear(b, loc, c, op.getWkvB(), {});
-    auto headsType = [&](int64_t d) {
-      return RankedTensorType::get({dyn, heads, dyn, d}, elt);
-    };
-    Value kvh = SplitHeadsOp::create(b, loc, headsType(nope + dv), kv,
-                                     b.getI64IntegerAttr(heads));
-    Value key = concatLast(b, loc, sliceDim(b, loc, kvh, 3, 0, nope),
-                           RepeatKvOp::create(b, loc, headsType(rope), kRope,
-                                              b.getI64IntegerAttr(heads)));
-    Value value = sliceDim(b, loc, kvh, 3, nope, dv);
+    auto [key, value] = naiveKeysValues(b, loc, op, c, kRope);
     Value query = concatLast(b, loc, qNope, qRope);
     return AttentionOp::create(
         b, loc,
@@ -361,14 +375,15 @@ struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
     // the naive form wins from T = (nope + dv) kv_rank / (the difference)
     // query rows (where the keys are about T). `naive`: T is that many
     // (with naivePrefill and a difference to win).
-    Value tRows = tensor::DimOp::create(b, loc, x, 1);
-    Value naive;
+    Value tRows, naive;
     if (int64_t saved = (2 * rank + rope) - (hd + dv);
-        naivePrefill && saved > 0)
+        naivePrefill && saved > 0) {
+      tRows = tensor::DimOp::create(b, loc, x, 1);
       naive = arith::CmpIOp::create(
           b, loc, arith::CmpIPredicate::sge, tRows,
           arith::ConstantIndexOp::create(
               b, loc, llvm::divideCeil((nope + dv) * rank, saved)));
+    }
     // `thenFn()` where `cond` holds at run time, else `elseFn()`: [B, H, T,
     // value_dim].
     auto either = [&](Value cond, function_ref<Value()> thenFn,
@@ -442,14 +457,8 @@ struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
                              /*transposeW=*/true);
       };
       auto naiveForm = [&]() -> Value {
-        Value kv = linear(b, loc, ckvRows, op.getWkvB(), {});
-        Value kvh = SplitHeadsOp::create(b, loc, headsType(heads, nope + dv),
-                                         kv, b.getI64IntegerAttr(heads));
-        Value k = concatLast(
-            b, loc, sliceDim(b, loc, kvh, 3, 0, nope),
-            RepeatKvOp::create(b, loc, headsType(heads, rope), kRope, rep));
-        return attend(concatLast(b, loc, qNope, qRope), k,
-                      sliceDim(b, loc, kvh, 3, nope, dv), dv);
+        auto [k, v] = naiveKeysValues(b, loc, op, ckvRows, kRope);
+        return attend(concatLast(b, loc, qNope, qRope), k, v, dv);
       };
       o = naive ? either(naive, naiveForm, absorbed) : absorbed();
     }

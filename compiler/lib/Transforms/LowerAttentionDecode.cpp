@@ -171,36 +171,23 @@ struct DecodeKernel : AttentionLowering {
   /// `buf` at column j0 - jStart, and each row's running max.
   void scoreBlock(OpBuilder &kb, Location kl, const DecodeTask &task, Value j0,
                   Value buf) const {
-    Value kMask = keyMask(kb, kl, j0);
-    Value jv = keyPositions(kb, kl, j0, task.written);
     Value col = arith::SubIOp::create(kb, kl, j0, task.jStart);
-    forRange(kb, kl, c0, tq, c1, [&](OpBuilder &tb, Location tl, Value t) {
-      Value pos = arith::AddIOp::create(tb, tl, task.offset, t);
-      auto [lo, hi] = rowBounds(tb, tl, pos, task.limit);
-      Value row0 = arith::MulIOp::create(tb, tl, t, cIdx(tb, tl, group));
-      for (int64_t g0 = 0; g0 < group; g0 += blockRows) {
-        int64_t n = std::min(blockRows, group - g0);
-        SmallVector<Value> qk =
-            dotBlock(tb, tl, task.bi, task.kvh, j0, kMask, n,
-                     [&](int64_t r) -> std::pair<Value, Value> {
-                       return {task.head[g0 + r], t};
-                     });
-        for (int64_t r = 0; r < n; ++r) {
-          Value rr = arith::AddIOp::create(tb, tl, row0, cIdx(tb, tl, g0 + r));
-          Value sc = scores(tb, tl, qk[r], jv, pos, lo, hi, task.head[g0 + r],
-                            task.slopeV[g0 + r]);
-          vector::StoreOp::create(tb, tl, sc, buf, ValueRange{rr, col});
-          SmallVector<Value, 5> mAt{task.bi, task.kvh, task.si, rr, maxLane};
-          Value mx = vector::ReductionOp::create(
-              tb, tl, vector::CombiningKind::MAXIMUMF, sc);
-          memref::StoreOp::create(
-              tb, tl,
-              arith::MaximumFOp::create(
-                  tb, tl, memref::LoadOp::create(tb, tl, stats, mAt), mx),
-              stats, mAt);
-        }
-      }
-    });
+    forScoreBlocks(
+        kb, kl, task, j0,
+        [&](OpBuilder &tb, Location tl, ArrayRef<Value> rows,
+            ArrayRef<Value> sc) {
+          for (auto [rr, s] : llvm::zip(rows, sc)) {
+            vector::StoreOp::create(tb, tl, s, buf, ValueRange{rr, col});
+            SmallVector<Value, 5> mAt{task.bi, task.kvh, task.si, rr, maxLane};
+            Value mx = vector::ReductionOp::create(
+                tb, tl, vector::CombiningKind::MAXIMUMF, s);
+            memref::StoreOp::create(
+                tb, tl,
+                arith::MaximumFOp::create(
+                    tb, tl, memref::LoadOp::create(tb, tl, stats, mAt), mx),
+                stats, mAt);
+          }
+        });
   }
 
   /// Pass 2: row `rr`'s probabilities exp(s - max) in place in `buf`, and
@@ -401,24 +388,20 @@ struct DecodeKernel : AttentionLowering {
     });
   }
 
-  /// Every query row of the task against the block of keys [j0, j0 + bk):
-  /// for each query step t, the group's rows a register block at a time.
-  void keyBlock(OpBuilder &kb, Location kl, const DecodeTask &task,
-                Value j0) const {
+  /// For each query step t and register block of the group's rows, the
+  /// block's scores against the keys [j0, j0 + bk) (scaled, modified, -inf
+  /// where the row does not see the key): `body(rows, scores)`, each row as
+  /// its index t * group + g in the task.
+  void forScoreBlocks(OpBuilder &kb, Location kl, const DecodeTask &task,
+                      Value j0,
+                      function_ref<void(OpBuilder &, Location, ArrayRef<Value>,
+                                        ArrayRef<Value>)>
+                          body) const {
     Value kMask = keyMask(kb, kl, j0);
     Value jv = keyPositions(kb, kl, j0, task.written);
-    // The V rows of the block (keys past the end have p = 0:
-    // read a valid row instead).
-    Value lastKey = arith::SubIOp::create(kb, kl, tk, c1);
-    SmallVector<Value> js;
-    for (int64_t jj = 0; jj < bk; ++jj)
-      js.push_back(arith::MinSIOp::create(
-          kb, kl, arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
-          lastKey));
     forRange(kb, kl, c0, tq, c1, [&](OpBuilder &tb, Location tl, Value t) {
       Value pos = arith::AddIOp::create(tb, tl, task.offset, t);
-      Value lo, hi;
-      std::tie(lo, hi) = rowBounds(tb, tl, pos, task.limit);
+      auto [lo, hi] = rowBounds(tb, tl, pos, task.limit);
       Value row0 = arith::MulIOp::create(tb, tl, t, cIdx(tb, tl, group));
       for (int64_t g0 = 0; g0 < group; g0 += blockRows) {
         int64_t n = std::min(blockRows, group - g0);
@@ -429,30 +412,50 @@ struct DecodeKernel : AttentionLowering {
                      [&](int64_t r) -> std::pair<Value, Value> {
                        return {task.head[g0 + r], t};
                      });
-        SmallVector<Value> rowAt, corrV;
+        SmallVector<Value> rows, sc;
         for (int64_t r = 0; r < n; ++r) {
-          Value rr = arith::AddIOp::create(tb, tl, row0, cIdx(tb, tl, g0 + r));
-          rowAt.push_back(rr);
-          corrV.push_back(
-              softmaxRow(tb, tl, task, rr, r, g0 + r, qk[r], jv, pos, lo, hi));
+          rows.push_back(
+              arith::AddIOp::create(tb, tl, row0, cIdx(tb, tl, g0 + r)));
+          sc.push_back(scores(tb, tl, qk[r], jv, pos, lo, hi, task.head[g0 + r],
+                              task.slopeV[g0 + r]));
         }
-        accumulatePV(tb, tl, task, js, rowAt, corrV);
+        body(tb, tl, rows, sc);
       }
     });
   }
 
-  /// The online softmax step of row `rr` (query head g of the group, row r
-  /// of the register block) over its scores from the dot products `qk`:
-  /// its max and sum updated in the workspace, its probabilities stored
-  /// to the block's. Gives the factor that rescales its output, as a
-  /// vector.
+  /// Every query row of the task against the block of keys [j0, j0 + bk):
+  /// the online softmax step of each register block of rows, then their
+  /// outputs.
+  void keyBlock(OpBuilder &kb, Location kl, const DecodeTask &task,
+                Value j0) const {
+    // The V rows of the block (keys past the end have p = 0:
+    // read a valid row instead).
+    Value lastKey = arith::SubIOp::create(kb, kl, tk, c1);
+    SmallVector<Value> js;
+    for (int64_t jj = 0; jj < bk; ++jj)
+      js.push_back(arith::MinSIOp::create(
+          kb, kl, arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
+          lastKey));
+    forScoreBlocks(kb, kl, task, j0,
+                   [&](OpBuilder &tb, Location tl, ArrayRef<Value> rows,
+                       ArrayRef<Value> sc) {
+                     SmallVector<Value> corrV;
+                     for (auto [r, rr] : llvm::enumerate(rows))
+                       corrV.push_back(softmaxRow(tb, tl, task, rr, r, sc[r]));
+                     accumulatePV(tb, tl, task, js, rows, corrV);
+                   });
+  }
+
+  /// The online softmax step of row `rr` (row r of the register block)
+  /// over its scores `s`: its max and sum updated in the workspace, its
+  /// probabilities stored to the block's. Gives the factor that rescales
+  /// its output, as a vector.
   Value softmaxRow(OpBuilder &tb, Location tl, const DecodeTask &task, Value rr,
-                   int64_t r, int64_t g, Value qk, Value jv, Value pos,
-                   Value lo, Value hi) const {
+                   int64_t r, Value s) const {
     Value bi = task.bi, kvh = task.kvh, si = task.si;
     SmallVector<Value, 5> mAt{bi, kvh, si, rr, maxLane};
     SmallVector<Value, 5> lAt{bi, kvh, si, rr, sumLane};
-    Value s = scores(tb, tl, qk, jv, pos, lo, hi, task.head[g], task.slopeV[g]);
     SoftmaxStep step =
         softmaxStep(tb, tl, s, memref::LoadOp::create(tb, tl, stats, mAt),
                     memref::LoadOp::create(tb, tl, stats, lAt));
