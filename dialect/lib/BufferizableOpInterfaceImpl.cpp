@@ -50,6 +50,17 @@ Operation *createLinear(RewriterBase &rewriter, LinearKernelOp k,
                                 k.getActivationAttr());
 }
 
+Operation *createGgmlLinear(RewriterBase &rewriter, GgmlLinearKernelOp k,
+                            ArrayRef<Value> bufs) {
+  unsigned next = 3;
+  Value bias = k.getBias() ? bufs[next++] : Value();
+  Value mul = k.getMul() ? bufs[next++] : Value();
+  Value residual = k.getResidual() ? bufs[next++] : Value();
+  return GgmlLinearKernelOp::create(rewriter, k.getLoc(), TypeRange{}, bufs[0],
+                                    bufs[1], bufs[2], bias, mul, residual,
+                                    bufs.back(), k.getActivationAttr());
+}
+
 Operation *createNorm(RewriterBase &rewriter, NormKernelOp k,
                       ArrayRef<Value> bufs) {
   return NormKernelOp::create(rewriter, k.getLoc(), TypeRange{}, bufs[0],
@@ -131,6 +142,8 @@ void mlir::tfm::registerBufferizableOpInterfaceExternalModels(
   registry.addExtension(+[](MLIRContext *ctx, TfmDialect *) {
     LinearKernelOp::attachInterface<KernelModel<LinearKernelOp, createLinear>>(
         *ctx);
+    GgmlLinearKernelOp::attachInterface<
+        KernelModel<GgmlLinearKernelOp, createGgmlLinear>>(*ctx);
     NormKernelOp::attachInterface<KernelModel<NormKernelOp, createNorm>>(*ctx);
     AttentionKernelOp::attachInterface<
         KernelModel<AttentionKernelOp, createAttention>>(*ctx);

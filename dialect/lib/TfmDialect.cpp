@@ -37,7 +37,9 @@ void TfmDialect::initialize() {
 
 /// Checks one entry {name = "...", panel = W : i64} of tfm.params, with
 /// `bf16_pairs` (a unit) where a panel is packed in bf16 pairs of K, or
-/// `int8_quads` where it is quantized to int8 in quads of K.
+/// `int8_quads` where it is quantized to int8 in quads of K, or, panel 0,
+/// `ggml = "rows"` / `"type"` for the two parameters of a weight in ggml's
+/// blocks (tfm/ggml_blocks.h).
 static LogicalResult verifyParamEntry(Operation *op, Attribute entry,
                                       size_t index) {
   auto dict = dyn_cast<DictionaryAttr>(entry);
@@ -45,19 +47,27 @@ static LogicalResult verifyParamEntry(Operation *op, Attribute entry,
   auto panel = dict ? dict.getAs<IntegerAttr>("panel") : IntegerAttr();
   Attribute pairs = dict ? dict.get("bf16_pairs") : Attribute();
   Attribute quads = dict ? dict.get("int8_quads") : Attribute();
+  Attribute ggml = dict ? dict.get("ggml") : Attribute();
   auto badLayout = [&](Attribute layout) {
     return layout && (!isa<UnitAttr>(layout) || panel.getInt() == 0);
   };
-  if (!dict || dict.size() != 2 + (pairs ? 1 : 0) + (quads ? 1 : 0) || !name ||
-      name.getValue().empty() || !panel ||
+  auto ggmlPart = dyn_cast_or_null<StringAttr>(ggml);
+  bool badGgml =
+      ggml &&
+      (!ggmlPart || panel.getInt() != 0 ||
+       (ggmlPart.getValue() != "rows" && ggmlPart.getValue() != "type"));
+  if (!dict ||
+      dict.size() != 2 + (pairs ? 1 : 0) + (quads ? 1 : 0) + (ggml ? 1 : 0) ||
+      !name || name.getValue().empty() || !panel ||
       !panel.getType().isSignlessInteger(64) || panel.getInt() < 0 ||
-      (pairs && quads) || badLayout(pairs) || badLayout(quads))
+      (pairs && quads) || badLayout(pairs) || badLayout(quads) || badGgml)
     return op->emitOpError()
            << "'" << TfmDialect::ParamsAttrHelper::getNameStr() << "' entry "
            << index
            << " must be {name = \"<non-empty>\", panel = <non-negative i64>}, "
               "with bf16_pairs or int8_quads where a panel is in bf16 pairs "
-              "or int8 quads, got "
+              "or int8 quads, or panel 0 and ggml = \"rows\" or \"type\" "
+              "for a weight in ggml blocks, got "
            << entry;
   return success();
 }

@@ -172,18 +172,39 @@ LogicalResult LinearKernelOp::verify() {
                          << w[0] << " panels of " << w[2] << " do not fit";
   if (getBias() && !dimsCompatible(bufShape(getBias())[0], out[1]))
     return emitOpError() << "bias must have " << out[1] << " elements";
-  // [M, N], or [..., N] with leading dimensions of M elements in all.
-  for (Value e : {getMul(), getResidual()}) {
-    if (!e)
-      continue;
-    auto es = bufShape(e);
-    int64_t rows = leadingRows(es);
-    if (es.size() < 2 || !dimsCompatible(rows, out[0]) ||
-        !dimsCompatible(es.back(), out[1]))
-      return emitOpError() << "mul and residual must have the output's "
-                              "shape, or its rows split in several dimensions";
-  }
-  return success();
+  return checkEpilogueOperands(*this, getMul(), getResidual(), out);
+}
+
+void GgmlLinearKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  kernelEffects(*this, effects);
+}
+
+LogicalResult GgmlLinearKernelOp::verify() {
+  auto isF32 = [](Value v) {
+    return cast<ShapedType>(v.getType()).getElementType().isF32();
+  };
+  for (Value v : getOperands())
+    if (!cast<ShapedType>(v.getType()).hasRank())
+      return emitOpError() << "operands must be ranked";
+  if (!isF32(getInput()) || !isF32(getOutput()) ||
+      (getBias() && !isF32(getBias())) || (getMul() && !isF32(getMul())) ||
+      (getResidual() && !isF32(getResidual())))
+    return emitOpError() << "input, bias, mul, residual and output must be "
+                            "f32";
+  auto in = bufShape(getInput()), out = bufShape(getOutput());
+  if (in.size() != 2 || out.size() != 2)
+    return emitOpError() << "input and output must be 2-D";
+  if (failed(checkGgmlRows(*this, getRows().getType(), getGgmlType().getType(),
+                           out[1], in[1])))
+    return failure();
+  if (!dimsCompatible(out[0], in[0]))
+    return emitOpError() << "output must have " << dimStr(in[0]) << " rows";
+  if (getBias() && (bufShape(getBias()).size() != 1 ||
+                    !dimsCompatible(bufShape(getBias())[0], out[1])))
+    return emitOpError() << "bias must be 1-D with " << out[1] << " elements";
+  return checkEpilogueOperands(*this, getMul(), getResidual(), out);
 }
 
 void NormKernelOp::getEffects(

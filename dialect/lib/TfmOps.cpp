@@ -136,6 +136,44 @@ LogicalResult checks::checkPackedWeight(Operation *op, tfm_packing packing,
   return success();
 }
 
+LogicalResult checks::checkGgmlRows(Operation *op, Type rows, Type type,
+                                    int64_t n, int64_t k) {
+  auto r = cast<ShapedType>(rows), t = cast<ShapedType>(type);
+  if (ShapedType::isDynamic(n) || ShapedType::isDynamic(k) || k % 32 != 0)
+    return op->emitOpError() << "a weight in ggml blocks has static sizes "
+                                "and K a multiple of 32, not "
+                             << dimStr(n) << " x " << dimStr(k);
+  int64_t bytes = tfm_ggml_blocks_capacity(n, k);
+  if (!r.getElementType().isSignlessInteger(8) || r.getRank() != 1 ||
+      r.getDimSize(0) != bytes)
+    return op->emitOpError() << "the rows of a " << n << " x " << k
+                             << " weight in ggml blocks are " << bytes
+                             << " bytes (i8), not " << r;
+  if (!t.getElementType().isSignlessInteger(32) || t.getRank() != 1 ||
+      t.getDimSize(0) != 1)
+    return op->emitOpError() << "the type of a weight in ggml blocks is one "
+                                "i32, not "
+                             << t;
+  return success();
+}
+
+LogicalResult checks::checkEpilogueOperands(Operation *op, Value mul,
+                                            Value residual,
+                                            ArrayRef<int64_t> out) {
+  for (Value e : {mul, residual}) {
+    if (!e)
+      continue;
+    auto es = cast<ShapedType>(e.getType()).getShape();
+    int64_t rows = leadingRows(es);
+    if (es.size() < 2 || !dimsCompatible(rows, out[0]) ||
+        !dimsCompatible(es.back(), out[1]))
+      return op->emitOpError() << "mul and residual must have the output's "
+                                  "shape, or its rows split in several "
+                                  "dimensions";
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Checks of the model level
 //===----------------------------------------------------------------------===//
@@ -1275,6 +1313,14 @@ LogicalResult UnpackWeightOp::verify() {
     return emitOpError() << r[0] << " rows do not fill " << p[0]
                          << " panels of " << p[2];
   return success();
+}
+
+LogicalResult GgmlWeightOp::verify() {
+  auto r = getType();
+  if (r.getRank() != 2 || !r.getElementType().isF32())
+    return emitOpError() << "views a 2-D f32 weight, not " << r;
+  return checkGgmlRows(*this, getRows().getType(), getGgmlType().getType(),
+                       r.getDimSize(0), r.getDimSize(1));
 }
 
 #define GET_OP_CLASSES

@@ -11,6 +11,7 @@
 #define TFM_DIALECT_LIB_VERIFIERUTILS_H
 
 #include "tfm/Dialect/TfmOps.h"
+#include "tfm/ggml_blocks.h"
 #include "tfm/packed_layout.h"
 
 #include <optional>
@@ -57,6 +58,16 @@ bool panelsFit(int64_t panels, int64_t panel, int64_t n);
 /// output columns.
 LogicalResult checkPackedWeight(Operation *op, tfm_packing packing,
                                 ArrayRef<int64_t> p, int64_t k, int64_t n);
+/// Checks the operands of a weight [n, k] in ggml's blocks: `rows` 1-D i8
+/// of tfm_ggml_blocks_capacity(n, k) bytes, `type` [1] i32, n and k static,
+/// k a multiple of 32 (tfm/ggml_blocks.h).
+LogicalResult checkGgmlRows(Operation *op, Type rows, Type type, int64_t n,
+                            int64_t k);
+/// The epilogue operands of a linear kernel with output `out` [M, N]: `mul`
+/// and `residual` (either may be null) [M, N], or [..., N] with leading
+/// dimensions of M elements in all.
+LogicalResult checkEpilogueOperands(Operation *op, Value mul, Value residual,
+                                    ArrayRef<int64_t> out);
 
 } // namespace mlir::tfm::checks
 

@@ -880,7 +880,7 @@ func.func @f105() attributes {tfm.params = {name = "w", panel = 0 : i64}} {
 
 // -----
 
-// expected-error @below {{'func.func' op 'tfm.params' entry 1 must be {name = "<non-empty>", panel = <non-negative i64>}, with bf16_pairs or int8_quads where a panel is in bf16 pairs or int8 quads, got {name = "b"}}}
+// expected-error @below {{'func.func' op 'tfm.params' entry 1 must be {name = "<non-empty>", panel = <non-negative i64>}, with bf16_pairs or int8_quads where a panel is in bf16 pairs or int8 quads, or panel 0 and ggml = "rows" or "type" for a weight in ggml blocks, got {name = "b"}}}
 func.func @f106() attributes {tfm.params = [{name = "w", panel = 0 : i64}, {name = "b"}]} {
   return
 }
@@ -1323,5 +1323,67 @@ func.func @linear_kernel_packed_kind(%x: memref<?x16xbf16>, %w: memref<1x6x128xi
 func.func @norm_kernel_shape(%x: memref<2x3x16xf32>, %w: memref<16xf32>, %y: memref<6x16xf32>) {
   // expected-error @+1 {{output of f32 rows must have the input's shape}}
   tfm.norm_kernel ins(%x, %w : memref<2x3x16xf32>, memref<16xf32>) outs(%y : memref<6x16xf32>) {kind = #tfm.norm<rmsnorm>, eps = 1.0e-05 : f64}
+  return
+}
+
+// -----
+
+// expected-error @below {{'tfm.params' entry 0 must be}}
+func.func @ggml_entry_kind() attributes {tfm.params = [{ggml = "scales", name = "w", panel = 0 : i64}]} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'tfm.params' entry 0 must be}}
+func.func @ggml_entry_panel() attributes {tfm.params = [{ggml = "rows", name = "w", panel = 16 : i64}]} {
+  return
+}
+
+// -----
+
+func.func @ggml_weight_capacity(%r: tensor<4096xi8>, %t: tensor<1xi32>) -> tensor<32x64xf32> {
+  // expected-error @below {{'tfm.ggml_weight' op the rows of a 32 x 64 weight in ggml blocks are 8192 bytes (i8), not 'tensor<4096xi8>'}}
+  %w = tfm.ggml_weight %r, %t : tensor<4096xi8>, tensor<1xi32> -> tensor<32x64xf32>
+  return %w : tensor<32x64xf32>
+}
+
+// -----
+
+func.func @ggml_weight_k(%r: tensor<5120xi8>, %t: tensor<1xi32>) -> tensor<32x40xf32> {
+  // expected-error @below {{'tfm.ggml_weight' op a weight in ggml blocks has static sizes and K a multiple of 32, not 32 x 40}}
+  %w = tfm.ggml_weight %r, %t : tensor<5120xi8>, tensor<1xi32> -> tensor<32x40xf32>
+  return %w : tensor<32x40xf32>
+}
+
+// -----
+
+func.func @ggml_weight_type(%r: tensor<8192xi8>, %t: tensor<2xi32>) -> tensor<32x64xf32> {
+  // expected-error @below {{'tfm.ggml_weight' op the type of a weight in ggml blocks is one i32, not 'tensor<2xi32>'}}
+  %w = tfm.ggml_weight %r, %t : tensor<8192xi8>, tensor<2xi32> -> tensor<32x64xf32>
+  return %w : tensor<32x64xf32>
+}
+
+// -----
+
+func.func @ggml_kernel_rows(%x: memref<?x64xf32>, %r: memref<8192xi8>, %t: memref<1xi32>, %y: memref<?x16xf32>) {
+  // expected-error @below {{'tfm.ggml_linear_kernel' op the rows of a 16 x 64 weight in ggml blocks are 4096 bytes (i8), not 'memref<8192xi8>'}}
+  tfm.ggml_linear_kernel ins(%x, %r, %t : memref<?x64xf32>, memref<8192xi8>, memref<1xi32>) outs(%y : memref<?x16xf32>)
+  return
+}
+
+// -----
+
+func.func @ggml_kernel_bias(%x: memref<?x64xf32>, %r: memref<4096xi8>, %t: memref<1xi32>, %b: memref<8xf32>, %y: memref<?x16xf32>) {
+  // expected-error @below {{'tfm.ggml_linear_kernel' op bias must be 1-D with 16 elements}}
+  tfm.ggml_linear_kernel ins(%x, %r, %t, %b : memref<?x64xf32>, memref<4096xi8>, memref<1xi32>, memref<8xf32>) outs(%y : memref<?x16xf32>)
+  return
+}
+
+// -----
+
+func.func @ggml_kernel_f16(%x: memref<?x64xf16>, %r: memref<4096xi8>, %t: memref<1xi32>, %y: memref<?x16xf16>) {
+  // expected-error @below {{'tfm.ggml_linear_kernel' op input, bias, mul, residual and output must be f32}}
+  tfm.ggml_linear_kernel ins(%x, %r, %t : memref<?x64xf16>, memref<4096xi8>, memref<1xi32>) outs(%y : memref<?x16xf16>)
   return
 }

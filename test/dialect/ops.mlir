@@ -223,3 +223,15 @@ func.func @norm_kernels(%x: tensor<?x?x15xf32>, %g: tensor<15xf32>, %b: tensor<1
   tfm.linear_kernel ins(%pm, %wp : memref<?x16xbf16>, memref<1x8x64xbf16>) outs(%om : memref<?x32xf32>)
   return %n : tensor<?x?x15xf32>
 }
+
+// A weight in ggml blocks and its kernel, on tensors and on buffers.
+// CHECK-LABEL: func.func @ggml
+// CHECK: tfm.ggml_weight %{{.*}}, %{{.*}} : tensor<4096xi8>, tensor<1xi32> -> tensor<16x64xf32>
+// CHECK: tfm.ggml_linear_kernel ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<4096xi8>, tensor<1xi32>) outs(%{{.*}} : tensor<?x16xf32>) -> tensor<?x16xf32>
+// CHECK: tfm.ggml_linear_kernel ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<?x64xf32>, memref<4096xi8>, memref<1xi32>, memref<16xf32>) residual(%{{.*}} : memref<?x16xf32>) outs(%{{.*}} : memref<?x16xf32>) {activation = #tfm.activation<silu>}
+func.func @ggml(%r: tensor<4096xi8>, %t: tensor<1xi32>, %x: tensor<?x64xf32>, %o: tensor<?x16xf32>, %xm: memref<?x64xf32>, %rm: memref<4096xi8>, %tm: memref<1xi32>, %bm: memref<16xf32>, %ym: memref<?x16xf32>) -> (tensor<16x64xf32>, tensor<?x16xf32>) {
+  %w = tfm.ggml_weight %r, %t : tensor<4096xi8>, tensor<1xi32> -> tensor<16x64xf32>
+  %y = tfm.ggml_linear_kernel ins(%x, %r, %t : tensor<?x64xf32>, tensor<4096xi8>, tensor<1xi32>) outs(%o : tensor<?x16xf32>) -> tensor<?x16xf32>
+  tfm.ggml_linear_kernel ins(%xm, %rm, %tm, %bm : memref<?x64xf32>, memref<4096xi8>, memref<1xi32>, memref<16xf32>) residual(%ym : memref<?x16xf32>) outs(%ym : memref<?x16xf32>) {activation = #tfm.activation<silu>}
+  return %w, %y : tensor<16x64xf32>, tensor<?x16xf32>
+}

@@ -104,7 +104,8 @@ driver::readInterface(ModuleOp module, const ModelDescription *model,
       const AbiParam &p = (*resolved)[a.index];
       auto it = llvm::find_if(iface.params, [&](const AbiParam &f) {
         return f.index == p.index && f.panel == p.panel &&
-               f.bf16Pairs == p.bf16Pairs && f.int8Quads == p.int8Quads;
+               f.bf16Pairs == p.bf16Pairs && f.int8Quads == p.int8Quads &&
+               f.ggml == p.ggml;
       });
       if (it == iface.params.end())
         return emitError(extra.getLoc(), "internal: '")

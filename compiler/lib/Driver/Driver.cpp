@@ -115,6 +115,10 @@ LogicalResult mlir::tfm::verifyOptions(MLIRContext &ctx,
     return emitError(loc) << "--tensor-parallel takes a number of processes "
                              "(at least 1), got "
                           << options.tensorParallel;
+  if (options.tensorParallel > 1 && (options.quantize == Quantize::Q8_0 ||
+                                     options.quantize == Quantize::Q4_0))
+    return emitError(loc, "--quantize=q8_0 and q4_0 do not split over "
+                          "--tensor-parallel processes yet");
   if (options.tensorParallel > 1 && options.target == TargetKind::CUDA)
     return emitError(loc, "--tensor-parallel is CPU-only for now (the "
                           "collectives are not lowered for --target=cuda)");
@@ -517,6 +521,16 @@ LogicalResult Compilation::lower(const ModelDescription *model, StringRef name,
           << getCpuName(options.cpu) << " does not promise; the weights "
           << "stay " << (config.bf16Weights ? "bf16" : "f32");
     }
+  }
+  // --quantize=q8_0 / q4_0: the linears' weights in ggml's blocks, the
+  // runtime quantizing unquantized tensors to that type.
+  if ((options.quantize == Quantize::Q8_0 ||
+       options.quantize == Quantize::Q4_0) &&
+      model && !cuda) {
+    config.ggmlWeights = true;
+    config.bf16Weights = false;
+    targetFields["ggml_quantize"] =
+        options.quantize == Quantize::Q8_0 ? "q8_0" : "q4_0";
   }
   if (cuda) {
     config.chip = getGpuArchName(options.gpuArch).str();

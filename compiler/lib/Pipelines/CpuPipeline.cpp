@@ -26,6 +26,7 @@ void pipelines::buildCpuLinalgStage(OpPassManager &pm,
   abi.panelWidth = 2 * config.vectorWidth;
   abi.bf16Pairs = config.bf16Weights;
   abi.int8Quads = config.int8Weights;
+  abi.ggmlBlocks = config.ggmlWeights;
   pm.addPass(createTfmModelAbi(abi));
   ConvertTfmToLinalgOptions linalg;
   linalg.normKernels = config.fuseNorms;

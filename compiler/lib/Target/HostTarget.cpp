@@ -134,6 +134,7 @@ mlir::tfm::resolveAbiParams(const ModelDescription &model, ArrayAttr abiParams,
     auto panel = d ? d.getAs<IntegerAttr>("panel") : IntegerAttr();
     bool pairs = d && d.get("bf16_pairs");
     bool quads = d && d.get("int8_quads");
+    auto ggml = d ? d.getAs<StringAttr>("ggml") : StringAttr();
     if (!name || !panel)
       return emitError(loc) << "malformed entry in the entry point's "
                                "parameter list: "
@@ -143,7 +144,8 @@ mlir::tfm::resolveAbiParams(const ModelDescription &model, ArrayAttr abiParams,
       return emitError(loc)
              << "the entry point takes parameter '" << name.getValue()
              << "', which is not in the model's parameter table";
-    out.push_back({*index, panel.getInt(), pairs, quads});
+    out.push_back(
+        {*index, panel.getInt(), pairs, quads, ggml ? ggml.str() : ""});
   }
   return out;
 }
@@ -161,6 +163,8 @@ std::string mlir::tfm::modelMetadata(const ModelDescription &model,
       entry["bf16_pairs"] = true;
     if (a.int8Quads)
       entry["int8_quads"] = true;
+    if (!a.ggml.empty())
+      entry["ggml"] = a.ggml;
     abi.push_back(std::move(entry));
   }
   root["abi_params"] = std::move(abi);

@@ -8,6 +8,9 @@
 //                         f32, bf16 pairs (vdpbf16ps) or int8 quads
 //                         (vpdpbusd), its epilogue applied in registers
 //                         (LowerLinearKernel.cpp);
+//   tfm.ggml_linear_kernel  a GEMM on weights in ggml's block-quantized
+//                         rows, dequantized in registers, through one
+//                         function of the module (LowerGgmlLinearKernel.cpp);
 //   tfm.norm_kernel       layernorm / RMSnorm in one pass over each row,
 //                         its output packed for the linear that reads it
 //                         (LowerNormKernel.cpp);
@@ -124,14 +127,19 @@ struct TfmLowerKernelsPass
     });
     if (types.wasInterrupted())
       return signalPassFailure();
+    // The kernels on ggml blocks call one function of the module.
+    if (getOperation()
+            .walk([](GgmlLinearKernelOp) { return WalkResult::interrupt(); })
+            .wasInterrupted())
+      defineGgmlGemm(getOperation(), vectorWidth);
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, func::FuncDialect,
                            math::MathDialect, memref::MemRefDialect,
                            scf::SCFDialect, vector::VectorDialect,
                            x86vector::X86VectorDialect, LLVM::LLVMDialect>();
-    target.addIllegalOp<LinearKernelOp, NormKernelOp, AttentionKernelOp,
-                        AllReduceKernelOp, AllGatherKernelOp, MoeKernelOp,
-                        TpRankOp>();
+    target.addIllegalOp<LinearKernelOp, GgmlLinearKernelOp, NormKernelOp,
+                        AttentionKernelOp, AllReduceKernelOp, AllGatherKernelOp,
+                        MoeKernelOp, TpRankOp>();
     target.addDynamicallyLegalOp<memref::CopyOp>(isContiguousCopy);
     RewritePatternSet patterns(ctx);
     populateLowerKernelPatterns(patterns, vectorWidth);
@@ -150,6 +158,7 @@ struct TfmLowerKernelsPass
 void mlir::tfm::populateLowerKernelPatterns(RewritePatternSet &patterns,
                                             int64_t vectorWidth) {
   populateLowerLinearKernelPattern(patterns, vectorWidth);
+  populateLowerGgmlLinearKernelPattern(patterns, vectorWidth);
   populateLowerAttentionKernelPattern(patterns, vectorWidth);
   populateLowerNormKernelPattern(patterns);
   populateLowerMoeKernelPattern(patterns);

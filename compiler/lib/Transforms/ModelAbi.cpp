@@ -13,11 +13,15 @@
 // into the matmul kernel; a weight used both ways (a tied embedding) is
 // passed twice. With bf16-pairs the panels are bf16 in pairs of K; with
 // int8-quads a tfm.linear's weight is int8 in quads of K with its columns'
-// scales and sums at the end of each panel (Passes.td).
+// scales and sums at the end of each panel (Passes.td). With ggml-blocks a
+// tfm.linear's weight comes in ggml's block-quantized rows and their type
+// (two arguments), re-expressed as a tfm.ggml_weight.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Transforms/Passes.h"
+
+#include "tfm/ggml_blocks.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
@@ -52,12 +56,13 @@ bool wantsPacked(OpOperand &use) {
   return false;
 }
 
-/// How a parameter is passed: as stored, packed in panels, or (a linear's
-/// weight under int8-quads) quantized in quads of K.
-enum class Packing { Plain, Panels, Quads };
+/// How a parameter is passed: as stored, packed in panels, (a linear's
+/// weight under int8-quads) quantized in quads of K, or (under ggml-blocks)
+/// in ggml's block-quantized rows.
+enum class Packing { Plain, Panels, Quads, Ggml };
 
 LogicalResult rewriteFunction(func::FuncOp func, int64_t panel, bool bf16Pairs,
-                              bool int8Quads) {
+                              bool int8Quads, bool ggmlBlocks) {
   FunctionType type = func.getFunctionType();
   if (type.getNumResults() < 1)
     return func.emitError("tfm-model-abi expects a model function with a "
@@ -114,7 +119,40 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel, bool bf16Pairs,
   func.walk([&](ParamOp p) { paramOps.push_back(p); });
   for (ParamOp p : paramOps) {
     auto pt = p.getType();
+    // The rows and the type of a weight in ggml blocks, then its view.
+    auto getGgmlArg = [&]() -> Value {
+      std::string key = (p.getName() + "^G").str();
+      auto it = params.find(key);
+      if (it != params.end())
+        return it->second;
+      int64_t n = pt.getDimSize(0), k = pt.getDimSize(1);
+      auto rowsType = MemRefType::get({tfm_ggml_blocks_capacity(n, k)},
+                                      b.getIntegerType(8));
+      auto typeType = MemRefType::get({1}, b.getIntegerType(32));
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&entry);
+      SmallVector<Value> views;
+      for (auto [mt, what] :
+           {std::pair<MemRefType, StringRef>{rowsType, "rows"},
+            {typeType, "type"}}) {
+        newInputs.push_back(mt);
+        Value arg = entry.addArgument(mt, p.getLoc());
+        views.push_back(bufferization::ToTensorOp::create(
+            b, p.getLoc(),
+            RankedTensorType::get(mt.getShape(), mt.getElementType()), arg,
+            /*restrict=*/true, /*writable=*/false));
+        table.push_back(b.getDictionaryAttr(
+            {b.getNamedAttr("name", p.getNameAttr()),
+             b.getNamedAttr("panel", b.getI64IntegerAttr(0)),
+             b.getNamedAttr("ggml", b.getStringAttr(what))}));
+      }
+      Value t = GgmlWeightOp::create(b, p.getLoc(), pt, views[0], views[1]);
+      params[key] = t;
+      return t;
+    };
     auto getArg = [&](Packing packing) -> Value {
+      if (packing == Packing::Ggml)
+        return getGgmlArg();
       bool packed = packing != Packing::Plain;
       bool quads = packing == Packing::Quads;
       std::string key = (p.getName() + (quads    ? "^Q"
@@ -173,6 +211,10 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel, bool bf16Pairs,
                           pt.getElementType().isF32()
                       ? Packing::Quads
                       : Packing::Panels;
+      if (ggmlBlocks && isa<LinearOp>(use.getOwner()) &&
+          packing == Packing::Panels && pt.getElementType().isF32() &&
+          pt.hasStaticShape() && pt.getDimSize(1) % 32 == 0)
+        packing = Packing::Ggml;
       use.set(getArg(packing));
     }
     p->erase();
@@ -210,7 +252,8 @@ struct TfmModelAbiPass : mlir::tfm::impl::TfmModelAbiBase<TfmModelAbiPass> {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || params.isAttrPresent(func))
         continue;
-      if (failed(rewriteFunction(func, panelWidth, bf16Pairs, int8Quads)))
+      if (failed(rewriteFunction(func, panelWidth, bf16Pairs, int8Quads,
+                                 ggmlBlocks)))
         return signalPassFailure();
     }
   }

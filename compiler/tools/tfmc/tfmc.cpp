@@ -121,7 +121,14 @@ cl::opt<Quantize, false, EnumParser<Quantize>> quantize(
                clEnumValN(Quantize::Int8, "int8",
                           "int8 with a scale per output column, multiplied "
                           "with AVX512_VNNI by activations quantized per "
-                          "row")),
+                          "row"),
+               clEnumValN(Quantize::Q8_0, "q8_0",
+                          "ggml's Q8_0 blocks (an f16 scale per 32 int8 "
+                          "values), dequantized in registers; tensors a "
+                          "GGUF file stores quantized stay as they are"),
+               clEnumValN(Quantize::Q4_0, "q4_0",
+                          "ggml's Q4_0 blocks (an f16 scale per 32 4-bit "
+                          "values), likewise")),
     cl::cat(compileCategory));
 cl::opt<bool> noAttentionFusion(
     "no-attention-fusion",

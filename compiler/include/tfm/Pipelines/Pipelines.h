@@ -66,6 +66,10 @@ struct PipelineConfig {
   /// column, multiplied with vpdpbusd by activations quantized per row
   /// (--quantize=int8 on a CPU with AVX512_VNNI).
   bool int8Weights = false;
+  /// CPU: tfm.linear weights in ggml's block-quantized rows of a type
+  /// chosen at load (a GGUF checkpoint, --quantize=q8_0 / q4_0),
+  /// dequantized in registers by tfm.ggml_linear_kernel.
+  bool ggmlWeights = false;
 };
 
 /// Adds the stages `first` to `last` (inclusive, both in `Primitive` ..
@@ -103,6 +107,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       *this, "int8-weights",
       llvm::cl::desc("Linear weights in int8 with per-column scales, "
                      "multiplied with vpdpbusd (needs AVX512_VNNI)"),
+      llvm::cl::init(false)};
+  Option<bool> ggmlWeights{
+      *this, "ggml-weights",
+      llvm::cl::desc("tfm.linear weights in ggml's block-quantized rows, "
+                     "their type chosen at load"),
       llvm::cl::init(false)};
   PipelineConfig getConfig() const;
 };

@@ -78,6 +78,10 @@ struct AbiParam {
   /// Quantized to int8 in quads of K, with the columns' scales and sums
   /// (TFM_PACKING_INT8_QUADS of runtime/include/tfm/packed_layout.h).
   bool int8Quads = false;
+  /// A weight in ggml's block-quantized rows (runtime/include/tfm/
+  /// ggml_blocks.h) is two parameters: its rows ("rows") and their ggml
+  /// type ("type"); empty for every other parameter.
+  std::string ggml;
 };
 
 /// Maps the entry point's `tfm.params` list (written by the ABI pass) onto

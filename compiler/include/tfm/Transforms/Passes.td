@@ -91,6 +91,15 @@ def TfmModelAbi : Pass<"tfm-model-abi", "ModuleOp"> {
     `runtime/include/tfm/packed_layout.h` describes these layouts element
     by element: the runtime packs by it and the dialect's verifiers check
     it.
+
+    With `ggml-blocks`, the f32 weights [N, K] of tfm.linear with K a
+    multiple of 32 are passed in ggml's block-quantized rows instead
+    (GGUF's layout: `runtime/include/tfm/ggml_blocks.h`), as two
+    parameters: the rows (i8, sized for the widest type) and their ggml
+    type ([1] i32), which the runtime sets when it loads the weights;
+    `tfm.ggml_weight` views them as the weight. Their `tfm.params` entries
+    say `ggml = "rows"` and `ggml = "type"`. Other uses of such a weight
+    (a tied embedding) read a plain copy.
   }];
   let options = [
     Option<"panelWidth", "panel-width", "int64_t", /*default=*/"32",
@@ -99,7 +108,10 @@ def TfmModelAbi : Pass<"tfm-model-abi", "ModuleOp"> {
            "pack linear weights as bf16 in pairs of K (vdpbf16ps)">,
     Option<"int8Quads", "int8-quads", "bool", /*default=*/"false",
            "pack tfm.linear weights as int8 in quads of K with per-column "
-           "scales (vpdpbusd)">
+           "scales (vpdpbusd)">,
+    Option<"ggmlBlocks", "ggml-blocks", "bool", /*default=*/"false",
+           "pass tfm.linear weights in ggml's block-quantized rows, their "
+           "type chosen at load (tfm.ggml_weight)">
   ];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::memref::MemRefDialect",

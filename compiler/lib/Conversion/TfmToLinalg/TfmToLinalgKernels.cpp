@@ -31,10 +31,12 @@ struct Epilogue {
 };
 
 /// Emits x[..., K] times the weight (packed as [P, K, W] in `weightP`, with
-/// `n` real columns) plus bias, then the epilogue, through
-/// tfm.linear_kernel.
+/// `n` real columns; or, `ggml` given, in the ggml blocks it views) plus
+/// bias, then the epilogue, through tfm.linear_kernel (or
+/// tfm.ggml_linear_kernel).
 Value emitLinear(OpBuilder &b, Location loc, Value x, Value weightP, int64_t n,
-                 Value bias, const Epilogue &epilogue = {}) {
+                 Value bias, const Epilogue &epilogue = {},
+                 GgmlWeightOp ggml = {}) {
   Value x2 = asMatrix(b, loc, x);
   auto x2t = tensorType(x2);
   auto outType =
@@ -45,9 +47,15 @@ Value emitLinear(OpBuilder &b, Location loc, Value x, Value weightP, int64_t n,
   // from one layer to the next instead of the residual stream.
   Value mul = epilogue.mul ? asMatrix(b, loc, epilogue.mul) : Value();
   Value res =
-      LinearKernelOp::create(b, loc, TypeRange{outType}, x2, weightP, bias, mul,
-                             epilogue.residual, init, epilogue.activation)
-          .getResult()[0];
+      ggml ? GgmlLinearKernelOp::create(b, loc, TypeRange{outType}, x2,
+                                        ggml.getRows(), ggml.getGgmlType(),
+                                        bias, mul, epilogue.residual, init,
+                                        epilogue.activation)
+                 .getResult()[0]
+           : LinearKernelOp::create(b, loc, TypeRange{outType}, x2, weightP,
+                                    bias, mul, epilogue.residual, init,
+                                    epilogue.activation)
+                 .getResult()[0];
   // The sizes of a residual stream, rather than the input's: a layer's
   // output then has the sizes of the model's input, as the layers outlined
   // into one function need (tfm-outline-layers).
@@ -62,8 +70,17 @@ struct LowerLinear : OpConversionPattern<LinearOp> {
   LogicalResult matchAndRewrite(LinearOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
-    Value wp = packedWeight(b, loc, op.getWeight(), adaptor.getWeight(), panel);
     int64_t n = tensorType(adaptor.getWeight()).getDimSize(0);
+    // A weight in ggml blocks goes to its kernel as the blocks.
+    if (auto ggml = op.getWeight().getDefiningOp<GgmlWeightOp>()) {
+      b.replaceOp(op, emitLinear(b, loc, adaptor.getInput(), Value(), n,
+                                 adaptor.getBias(),
+                                 {op.getActivationAttr(), adaptor.getMul(),
+                                  adaptor.getResidual()},
+                                 ggml));
+      return success();
+    }
+    Value wp = packedWeight(b, loc, op.getWeight(), adaptor.getWeight(), panel);
     b.replaceOp(op,
                 emitLinear(b, loc, adaptor.getInput(), wp, n, adaptor.getBias(),
                            {op.getActivationAttr(), adaptor.getMul(),

@@ -35,11 +35,19 @@ void mlir::tfm::populateTfmToLinalgConversionTarget(ConversionTarget &target) {
                          math::MathDialect, tensor::TensorDialect,
                          scf::SCFDialect>();
   target.addIllegalDialect<TfmDialect>();
-  target.addLegalOp<LinearKernelOp, NormKernelOp, AttentionKernelOp,
-                    AllReduceKernelOp, AllGatherKernelOp, MoeKernelOp,
-                    TpRankOp>();
-  target.addDynamicallyLegalOp<UnpackWeightOp>(
-      linalg_lowering::isFoldedIntoKernel);
+  target.addLegalOp<LinearKernelOp, GgmlLinearKernelOp, NormKernelOp,
+                    AttentionKernelOp, AllReduceKernelOp, AllGatherKernelOp,
+                    MoeKernelOp, TpRankOp>();
+  target.addDynamicallyLegalOp<UnpackWeightOp>([](UnpackWeightOp op) {
+    return linalg_lowering::isFoldedIntoKernel(op);
+  });
+  // A weight in ggml blocks only as a linear's weight: its kernel reads the
+  // blocks (nothing lowers it otherwise).
+  target.addDynamicallyLegalOp<GgmlWeightOp>([](GgmlWeightOp op) {
+    return llvm::all_of(op->getUses(), [](OpOperand &use) {
+      return isa<LinearOp>(use.getOwner()) && use.getOperandNumber() == 1;
+    });
+  });
 }
 
 namespace {
@@ -86,8 +94,8 @@ struct ConvertTfmToLinalgPass
       return signalPassFailure();
     // The linears that read a packed weight through tfm.unpack_weight now
     // take it directly.
-    getOperation().walk([](UnpackWeightOp op) {
-      if (op->use_empty())
+    getOperation().walk([](Operation *op) {
+      if (isa<UnpackWeightOp, GgmlWeightOp>(op) && op->use_empty())
         op->erase();
     });
     RewritePatternSet dims(ctx);

@@ -80,6 +80,47 @@ def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel",
   }];
 }
 
+def Tfm_GgmlLinearKernelOp : Tfm_KernelOp<"ggml_linear_kernel",
+    [AttrSizedOperandSegments]> {
+  let summary = "tfm.linear_kernel on a weight in ggml's block-quantized rows";
+  let description = [{
+    `input` [M, K] (f32) times the weight [N, K] that `rows` holds as N
+    rows of ggml blocks of the type `ggml_type` ([1] i32) names (the operands of
+    `tfm.ggml_weight`, layouts of `runtime/include/tfm/ggml_blocks.h`),
+    plus `bias` [N], then the epilogue of tfm.linear (`activation`, `mul`
+    [M, N], `residual` [M, N]), written to `output` [M, N] (f32). The
+    activations stay f32. tfm-lower-kernels lowers the buffer form to a
+    call of one function per module, `tfm_ggml_gemm`, which switches on the
+    type once and runs that type's loop nest: register tiles of rows of
+    `input` times rows of the weight, each 32-value sub-block of the weight
+    dequantized into vector registers (its scale and min applied there)
+    and multiplied into vector accumulators, the row sums reduced at the
+    end; then the epilogue over the output.
+
+    ```mlir
+    tfm.ggml_linear_kernel ins(%x, %rows, %type : memref<?x64xf32>, memref<8192xi8>, memref<1xi32>) outs(%y : memref<?x32xf32>) {activation = #tfm.activation<silu>}
+    ```
+  }];
+  let arguments = (ins AnyShaped:$input, AnyShaped:$rows, AnyShaped:$ggml_type,
+                   Optional<AnyShaped>:$bias, Optional<AnyShaped>:$mul,
+                   Optional<AnyShaped>:$residual, AnyShaped:$output,
+                   OptionalAttr<Tfm_ActivationAttr>:$activation);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $input `,` $rows `,` $ggml_type (`,` $bias^)? `:` type($input)
+    `,` type($rows) `,` type($ggml_type) (`,` type($bias)^)? `)`
+    (`mul` `(` $mul^ `:` type($mul) `)`)?
+    (`residual` `(` $residual^ `:` type($residual) `)`)?
+    `outs` `(` $output `:` type($output) `)` attr-dict (`->` type($result)^)?
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputMutable();
+    }
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_MoeKernelOp : Tfm_KernelOp<"moe_kernel",
     [AttrSizedOperandSegments]> {
   let summary = "a mixture of experts' routed experts, destination style";

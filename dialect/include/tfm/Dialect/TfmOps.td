@@ -966,4 +966,34 @@ def Tfm_UnpackWeightOp : Tfm_Op<"unpack_weight", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tfm_GgmlWeightOp : Tfm_Op<"ggml_weight", [Pure]> {
+  let summary = "the [N, K] view of a weight in ggml's block-quantized rows";
+  let description = [{
+    `rows` holds a linear weight [N, K] as N rows of ggml blocks of the
+    type that `ggml_type` ([1] i32, ggml's `enum ggml_type`) names: F32, F16,
+    BF16, Q8_0, Q4_0, Q4_K, Q5_K or Q6_K, the layouts of
+    `runtime/include/tfm/ggml_blocks.h`. The type is the weights' own (a
+    GGUF file's, or what `--quantize` asked for) and is chosen when they
+    are loaded, so that one compiled model runs every mix of types a file
+    holds (llama.cpp's Q4_K_M stores some weights Q6_K). `rows` is sized
+    for the widest type (N K f32 values); the bytes of the type in use come
+    first. convert-tfm-to-linalg hands both straight to the
+    `tfm.ggml_linear_kernel` of the tfm.linear that reads the weight,
+    which multiplies the blocks without expanding them in memory; no other
+    op may read it. K is a multiple of 32.
+
+    ```mlir
+    %w = tfm.ggml_weight %rows, %type : tensor<8192xi8>, tensor<1xi32> -> tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I8]>:$rows,
+                   RankedTensorOf<[I32]>:$ggml_type);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $rows `,` $ggml_type attr-dict `:` type($rows) `,` type($ggml_type) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TFM_OPS_TD

@@ -1,0 +1,581 @@
+//===- LowerGgmlLinearKernel.cpp - GEMM on ggml's block-quantized rows ----===//
+//
+// tfm.ggml_linear_kernel: out[M, N] = A[M, K] W^T + bias, then the linear's
+// epilogue, with W [N, K] in ggml's block-quantized rows of a type chosen
+// at load (runtime/include/tfm/ggml_blocks.h: F32, F16, BF16, Q8_0, Q4_0,
+// Q4_K, Q5_K, Q6_K). The weight is never expanded in memory: a register
+// tile of MR rows of A and NR rows of W walks K by sub-blocks of 32 values;
+// each row's sub-block is dequantized in vector registers (its integers
+// converted, its scale and min applied: for K-quants the 6-bit scales of
+// the sub-block, for Q6_K one per 16 values) and multiplied into vector
+// accumulators, which are reduced to the output's elements at the end of K.
+// A (f32) stays unquantized, so the product is the weight's dequantized
+// values times A to f32 rounding.
+//
+// Every kernel of a module calls one function, tfm_ggml_gemm(A, rows,
+// type, out), which switches on the type once and runs that type's loop
+// nest: tasks of 16 rows of W x 64 rows of A over the threads, tiles of
+// 4 x 2 (the prefill: 8 accumulators, each weight vector dequantized once
+// for four rows of A) and 1 x 2 (the rows past the last whole tile, and
+// decode, with one accumulator per vector of a sub-block so that 8
+// independent FMA chains hide the FMA latency). The epilogue (bias,
+// activation, mul, residual) follows at the call site, over the output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuKernelBuilders.h"
+
+#include "tfm/ggml_blocks.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+using namespace mlir::tfm::cpu;
+
+namespace {
+
+constexpr StringLiteral kGgmlGemmFn = "tfm_ggml_gemm";
+
+/// Rows of W (N) and of A (M) a task covers.
+constexpr int64_t kTaskRowsW = 16;
+constexpr int64_t kTaskRowsA = 64;
+
+/// A [M, K] and out [M, N] as the shared function takes them: rows of
+/// contiguous values at any row stride and offset.
+MemRefType matrixType(MLIRContext *ctx) {
+  return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                         Float32Type::get(ctx),
+                         StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
+                                                {ShapedType::kDynamic, 1}));
+}
+
+MemRefType rowsType(MLIRContext *ctx) {
+  return MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8));
+}
+
+/// The loop nest of one ggml type, in the shared function.
+struct TypeLowering {
+  OpBuilder &b;
+  Location loc;
+  int32_t type;
+  int64_t vl; // f32 lanes of a vector
+  Value a, w, out, k;
+  VectorType vt, bytesT, i32T;
+
+  TypeLowering(OpBuilder &b, Location loc, int32_t type, int64_t vl, Value a,
+               Value w, Value out, Value k)
+      : b(b), loc(loc), type(type), vl(vl), a(a), w(w), out(out), k(k) {
+    vt = VectorType::get({vl}, b.getF32Type());
+    bytesT = VectorType::get({vl}, b.getI8Type());
+    i32T = VectorType::get({vl}, b.getI32Type());
+  }
+
+  /// Vectors of f32 in a sub-block of 32 values.
+  int64_t vectors() const { return 32 / vl; }
+
+  Value idx(OpBuilder &nb, int64_t v) const { return cIdx(nb, loc, v); }
+  Value add(OpBuilder &nb, Value x, Value y) const {
+    return arith::AddIOp::create(nb, loc, x, y);
+  }
+  Value addc(OpBuilder &nb, Value x, int64_t c) const {
+    return c ? add(nb, x, idx(nb, c)) : x;
+  }
+  Value mul(OpBuilder &nb, Value x, int64_t c) const {
+    return arith::MulIOp::create(nb, loc, x, idx(nb, c));
+  }
+  Value splatF(OpBuilder &nb, Value s) const {
+    return vector::BroadcastOp::create(nb, loc, vt, s);
+  }
+
+  /// The byte at `off` as i32, zero-extended.
+  Value byteAt(OpBuilder &nb, Value off) const {
+    Value v = memref::LoadOp::create(nb, loc, w, off);
+    return arith::ExtUIOp::create(nb, loc, nb.getI32Type(), v);
+  }
+  /// The f16 at `off` as f32.
+  Value halfAt(OpBuilder &nb, Value off) const {
+    Value two = vector::LoadOp::create(
+        nb, loc, VectorType::get({2}, nb.getI8Type()), w, off);
+    Value h = vector::BitCastOp::create(
+        nb, loc, VectorType::get({1}, nb.getF16Type()), two);
+    Value s = vector::ExtractOp::create(nb, loc, h, ArrayRef<int64_t>{0});
+    return arith::ExtFOp::create(nb, loc, nb.getF32Type(), s);
+  }
+  /// `vl` bytes at `off`, zero-extended to i32 lanes.
+  Value bytesAt(OpBuilder &nb, Value off, bool isSigned = false) const {
+    Value v = vector::LoadOp::create(nb, loc, bytesT, w, off);
+    if (isSigned)
+      return arith::ExtSIOp::create(nb, loc, i32T, v);
+    return arith::ExtUIOp::create(nb, loc, i32T, v);
+  }
+  Value splatI(OpBuilder &nb, Value s) const {
+    return vector::BroadcastOp::create(nb, loc, i32T, s);
+  }
+  Value splatI(OpBuilder &nb, int64_t c) const {
+    return arith::ConstantOp::create(
+        nb, loc, i32T, DenseElementsAttr::get(i32T, nb.getI32IntegerAttr(c)));
+  }
+  Value toI32(OpBuilder &nb, Value index) const {
+    return arith::IndexCastOp::create(nb, loc, nb.getI32Type(), index);
+  }
+  Value toF32(OpBuilder &nb, Value i32Vec) const {
+    return arith::SIToFPOp::create(nb, loc, vt, i32Vec);
+  }
+  /// (q >> shift) & mask on i32 lanes, shift an i32 scalar or vector.
+  Value bits(OpBuilder &nb, Value q, Value shift, int64_t mask) const {
+    if (!isa<VectorType>(shift.getType()))
+      shift = splatI(nb, shift);
+    Value s = arith::ShRUIOp::create(nb, loc, q, shift);
+    return arith::AndIOp::create(nb, loc, s, splatI(nb, mask));
+  }
+
+  /// What a row's sub-block needs for each of its vectors: where its
+  /// values lie, and its scale and offset (w = q scale + offset).
+  struct SubBlock {
+    Value base;          // the block's (or, for F32/F16/BF16, the
+                         // sub-block's) first byte
+    Value quants, highs; // offsets of the sub-block's nibbles / high bits
+    Value shift, highShift;
+    Value scale[2], offset[2]; // per 16 values (Q6_K) or the sub-block
+  };
+
+  /// Sub-block `sb` (of 32 values) of the row that starts at byte
+  /// `rowBase`.
+  SubBlock prepare(OpBuilder &nb, Value rowBase, Value sb) const {
+    SubBlock s;
+    int64_t blockValues = tfm_ggml_blocks_values(type);
+    int64_t blockBytes = tfm_ggml_blocks_bytes(type);
+    if (blockValues == 1) {
+      s.base = add(nb, rowBase, mul(nb, sb, 32 * blockBytes));
+      return s;
+    }
+    if (blockValues == 32) {
+      s.base = add(nb, rowBase, mul(nb, sb, blockBytes));
+      Value d = halfAt(nb, s.base);
+      s.scale[0] = s.scale[1] = d;
+      if (type == TFM_GGML_BLOCKS_Q4_0) {
+        Value off = arith::MulFOp::create(nb, loc, d, cF32(nb, loc, -8.0));
+        s.offset[0] = s.offset[1] = off;
+      }
+      return s;
+    }
+    // K-quants: super-blocks of 256, sub-block j of 8.
+    Value block = arith::DivUIOp::create(nb, loc, sb, idx(nb, 8));
+    Value j = arith::RemUIOp::create(nb, loc, sb, idx(nb, 8));
+    s.base = add(nb, rowBase, mul(nb, block, blockBytes));
+    if (type == TFM_GGML_BLOCKS_Q6_K) {
+      // ql[128], qh[64], scales[16], d: half h = j / 4, quarter t = j % 4.
+      Value h = arith::DivUIOp::create(nb, loc, j, idx(nb, 4));
+      Value t = arith::RemUIOp::create(nb, loc, j, idx(nb, 4));
+      Value tOdd = arith::RemUIOp::create(nb, loc, t, idx(nb, 2));
+      Value tHigh = arith::DivUIOp::create(nb, loc, t, idx(nb, 2));
+      s.quants = add(nb, add(nb, s.base, mul(nb, h, 64)), mul(nb, tOdd, 32));
+      s.shift = toI32(nb, mul(nb, tHigh, 4));
+      s.highs = addc(nb, add(nb, s.base, mul(nb, h, 32)), 128);
+      s.highShift = toI32(nb, mul(nb, t, 2));
+      Value d = halfAt(nb, addc(nb, s.base, 208));
+      Value scIdx =
+          addc(nb, add(nb, s.base, add(nb, mul(nb, h, 8), mul(nb, t, 2))), 192);
+      for (int64_t half = 0; half < 2; ++half) {
+        Value sc = memref::LoadOp::create(nb, loc, w, addc(nb, scIdx, half));
+        Value scF = arith::SIToFPOp::create(nb, loc, nb.getF32Type(), sc);
+        s.scale[half] = arith::MulFOp::create(nb, loc, d, scF);
+        s.offset[half] =
+            arith::MulFOp::create(nb, loc, s.scale[half], cF32(nb, loc, -32.0));
+      }
+      return s;
+    }
+    // Q4_K and Q5_K: d, dmin, scales[12] (6-bit scale and min of sub-block
+    // j), then (Q5_K) qh[32] and qs[128].
+    Value d = halfAt(nb, s.base), dmin = halfAt(nb, addc(nb, s.base, 2));
+    Value scales = addc(nb, s.base, 4);
+    // ggml's get_scale_min_k4 for a j known at run time: both forms,
+    // selected.
+    Value jLow = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, j,
+                                       idx(nb, 4));
+    Value jm4 = arith::SelectOp::create(
+        nb, loc, jLow, j, arith::SubIOp::create(nb, loc, j, idx(nb, 4)));
+    Value bj = byteAt(nb, add(nb, scales, j));
+    Value bj4 = byteAt(nb, addc(nb, add(nb, scales, j), 4));
+    Value bjm4 = byteAt(nb, add(nb, scales, jm4));
+    auto c32 = [&](int64_t v) {
+      return arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(v));
+    };
+    auto andc = [&](Value x, int64_t m) {
+      return arith::AndIOp::create(nb, loc, x, c32(m));
+    };
+    auto shr = [&](Value x, int64_t n) {
+      return arith::ShRUIOp::create(nb, loc, x, c32(n));
+    };
+    auto shl = [&](Value x, int64_t n) {
+      return arith::ShLIOp::create(nb, loc, x, c32(n));
+    };
+    auto orr = [&](Value x, Value y) {
+      return arith::OrIOp::create(nb, loc, x, y);
+    };
+    Value scLow = andc(bj, 63), mLow = andc(bj4, 63);
+    Value scHigh = orr(andc(bj4, 15), shl(shr(bjm4, 6), 4));
+    Value mHigh = orr(shr(bj4, 4), shl(shr(bj, 6), 4));
+    Value sc = arith::SelectOp::create(nb, loc, jLow, scLow, scHigh);
+    Value m = arith::SelectOp::create(nb, loc, jLow, mLow, mHigh);
+    Value scale = arith::MulFOp::create(
+        nb, loc, d, arith::UIToFPOp::create(nb, loc, nb.getF32Type(), sc));
+    Value minv = arith::MulFOp::create(
+        nb, loc, dmin, arith::UIToFPOp::create(nb, loc, nb.getF32Type(), m));
+    s.scale[0] = s.scale[1] = scale;
+    s.offset[0] = s.offset[1] =
+        arith::NegFOp::create(nb, loc, minv).getResult();
+    int64_t qs = type == TFM_GGML_BLOCKS_Q5_K ? 48 : 16;
+    Value pair = arith::DivUIOp::create(nb, loc, j, idx(nb, 2));
+    s.quants = addc(nb, add(nb, s.base, mul(nb, pair, 32)), qs);
+    s.shift =
+        toI32(nb, mul(nb, arith::RemUIOp::create(nb, loc, j, idx(nb, 2)), 4));
+    if (type == TFM_GGML_BLOCKS_Q5_K) {
+      s.highs = addc(nb, s.base, 16);
+      s.highShift = toI32(nb, j);
+    }
+    return s;
+  }
+
+  /// Vector `v` (values v vl .. v vl + vl - 1) of a prepared sub-block, as
+  /// f32.
+  Value vectorOf(OpBuilder &nb, const SubBlock &s, int64_t v) const {
+    int64_t e0 = v * vl;
+    switch (type) {
+    case TFM_GGML_BLOCKS_F32: {
+      Value raw = vector::LoadOp::create(
+          nb, loc, VectorType::get({4 * vl}, nb.getI8Type()), w,
+          addc(nb, s.base, 4 * e0));
+      return vector::BitCastOp::create(nb, loc, vt, raw);
+    }
+    case TFM_GGML_BLOCKS_F16: {
+      Value raw = vector::LoadOp::create(
+          nb, loc, VectorType::get({2 * vl}, nb.getI8Type()), w,
+          addc(nb, s.base, 2 * e0));
+      Value h = vector::BitCastOp::create(
+          nb, loc, VectorType::get({vl}, nb.getF16Type()), raw);
+      return arith::ExtFOp::create(nb, loc, vt, h);
+    }
+    case TFM_GGML_BLOCKS_BF16: {
+      Value raw = vector::LoadOp::create(
+          nb, loc, VectorType::get({2 * vl}, nb.getI8Type()), w,
+          addc(nb, s.base, 2 * e0));
+      Value h = vector::BitCastOp::create(
+          nb, loc, VectorType::get({vl}, nb.getI16Type()), raw);
+      Value x = arith::ExtUIOp::create(nb, loc, i32T, h);
+      x = arith::ShLIOp::create(nb, loc, x, splatI(nb, 16));
+      return vector::BitCastOp::create(nb, loc, vt, x);
+    }
+    default:
+      break;
+    }
+    Value q;
+    int64_t half = e0 / 16; // the 16 values of a Q6_K scale
+    switch (type) {
+    case TFM_GGML_BLOCKS_Q8_0:
+      q = bytesAt(nb, addc(nb, s.base, 2 + e0), /*isSigned=*/true);
+      break;
+    case TFM_GGML_BLOCKS_Q4_0:
+      q = bits(nb, bytesAt(nb, addc(nb, s.base, 2 + e0 % 16)),
+               splatI(nb, e0 < 16 ? 0 : 4), 15);
+      break;
+    case TFM_GGML_BLOCKS_Q4_K:
+      q = bits(nb, bytesAt(nb, addc(nb, s.quants, e0)), s.shift, 15);
+      break;
+    case TFM_GGML_BLOCKS_Q5_K: {
+      q = bits(nb, bytesAt(nb, addc(nb, s.quants, e0)), s.shift, 15);
+      Value hi = bits(nb, bytesAt(nb, addc(nb, s.highs, e0)), s.highShift, 1);
+      q = arith::OrIOp::create(
+          nb, loc, q, arith::ShLIOp::create(nb, loc, hi, splatI(nb, 4)));
+      break;
+    }
+    case TFM_GGML_BLOCKS_Q6_K: {
+      q = bits(nb, bytesAt(nb, addc(nb, s.quants, e0)), s.shift, 15);
+      Value hi = bits(nb, bytesAt(nb, addc(nb, s.highs, e0)), s.highShift, 3);
+      q = arith::OrIOp::create(
+          nb, loc, q, arith::ShLIOp::create(nb, loc, hi, splatI(nb, 4)));
+      break;
+    }
+    default:
+      llvm_unreachable("a ggml type the kernel does not compute");
+    }
+    Value qf = toF32(nb, q);
+    Value scale = splatF(nb, s.scale[half]);
+    if (!s.offset[half])
+      return arith::MulFOp::create(nb, loc, qf, scale);
+    return vector::FMAOp::create(nb, loc, qf, scale,
+                                 splatF(nb, s.offset[half]));
+  }
+
+  /// The register tile: rows [m, m + mr) of A times rows [n, n + nr) of W
+  /// over all of K, the sums stored in out. With `split`, each vector of a
+  /// sub-block has accumulators of its own (more independent FMA chains
+  /// for a tile of few rows).
+  void tile(OpBuilder &nb, Value m, int64_t mr, Value n, int64_t nr, bool split,
+            Value rowBytes) const {
+    int64_t nv = split ? vectors() : 1;
+    int64_t count = mr * nr * nv;
+    auto accIndex = [&](int64_t i, int64_t j, int64_t v) {
+      return (i * nr + j) * nv + (split ? v : 0);
+    };
+    Value zero = arith::ConstantOp::create(
+        nb, loc, vt, DenseElementsAttr::get(vt, nb.getF32FloatAttr(0)));
+    SmallVector<Value> init(count, zero);
+    Value subBlocks = arith::DivUIOp::create(nb, loc, k, idx(nb, 32));
+    SmallVector<Value> rowBase, rowA;
+    for (int64_t j = 0; j < nr; ++j)
+      rowBase.push_back(
+          arith::MulIOp::create(nb, loc, addc(nb, n, j), rowBytes));
+    for (int64_t i = 0; i < mr; ++i)
+      rowA.push_back(addc(nb, m, i));
+    auto loop = scf::ForOp::create(
+        nb, loc, idx(nb, 0), subBlocks, idx(nb, 1), init,
+        [&](OpBuilder &fb, Location, Value sb, ValueRange acc) {
+          SmallVector<Value> next(acc.begin(), acc.end());
+          Value col0 = mul(fb, sb, 32);
+          for (int64_t j = 0; j < nr; ++j) {
+            SubBlock s = prepare(fb, rowBase[j], sb);
+            for (int64_t v = 0; v < vectors(); ++v) {
+              Value wv = vectorOf(fb, s, v);
+              Value col = addc(fb, col0, v * vl);
+              for (int64_t i = 0; i < mr; ++i) {
+                Value av = vector::LoadOp::create(fb, loc, vt, a,
+                                                  ValueRange{rowA[i], col});
+                int64_t at = accIndex(i, j, v);
+                next[at] = vector::FMAOp::create(fb, loc, av, wv, next[at]);
+              }
+            }
+          }
+          scf::YieldOp::create(fb, loc, next);
+        });
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t j = 0; j < nr; ++j) {
+        Value sum = loop.getResult(accIndex(i, j, 0));
+        for (int64_t v = 1; v < nv; ++v)
+          sum = arith::AddFOp::create(nb, loc, sum,
+                                      loop.getResult(accIndex(i, j, v)));
+        Value r = vector::ReductionOp::create(nb, loc,
+                                              vector::CombiningKind::ADD, sum);
+        memref::StoreOp::create(nb, loc, r, out,
+                                ValueRange{rowA[i], addc(nb, n, j)});
+      }
+  }
+
+  /// Rows [m, m + mr) of A times rows [n0, n1) of W: tiles of 2 rows of W,
+  /// then one of 1.
+  void rowsOfW(OpBuilder &nb, Value m, int64_t mr, Value n0, Value n1,
+               bool split, Value rowBytes) const {
+    Value span = arith::SubIOp::create(nb, loc, n1, n0);
+    Value pairsEnd = add(
+        nb, n0, mul(nb, arith::DivUIOp::create(nb, loc, span, idx(nb, 2)), 2));
+    forRange(nb, loc, n0, pairsEnd, idx(nb, 2),
+             [&](OpBuilder &fb, Location, Value n) {
+               tile(fb, m, mr, n, 2, split, rowBytes);
+             });
+    Value odd =
+        arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, pairsEnd, n1);
+    scf::IfOp::create(nb, loc, odd, [&](OpBuilder &ib, Location) {
+      tile(ib, m, mr, pairsEnd, 1, split, rowBytes);
+      scf::YieldOp::create(ib, loc);
+    });
+  }
+
+  /// The whole product: tasks of kTaskRowsW rows of W x kTaskRowsA rows of
+  /// A over the threads.
+  void emit(Value mRows, Value nRows) const {
+    int64_t blockValues = tfm_ggml_blocks_values(type);
+    Value rowBytes =
+        mul(b, arith::DivUIOp::create(b, loc, k, idx(b, blockValues)),
+            tfm_ggml_blocks_bytes(type));
+    Value tasksW =
+        arith::CeilDivUIOp::create(b, loc, nRows, idx(b, kTaskRowsW));
+    Value tasksA =
+        arith::CeilDivUIOp::create(b, loc, mRows, idx(b, kTaskRowsA));
+    auto par = scf::ParallelOp::create(
+        b, loc, ValueRange{idx(b, 0), idx(b, 0)}, ValueRange{tasksW, tasksA},
+        ValueRange{idx(b, 1), idx(b, 1)},
+        [&](OpBuilder &pb, Location, ValueRange ivs) {
+          Value n0 = mul(pb, ivs[0], kTaskRowsW);
+          Value n1 =
+              arith::MinUIOp::create(pb, loc, addc(pb, n0, kTaskRowsW), nRows);
+          Value m0 = mul(pb, ivs[1], kTaskRowsA);
+          Value m1 =
+              arith::MinUIOp::create(pb, loc, addc(pb, m0, kTaskRowsA), mRows);
+          Value span = arith::SubIOp::create(pb, loc, m1, m0);
+          Value fullEnd = add(
+              pb, m0,
+              mul(pb, arith::DivUIOp::create(pb, loc, span, idx(pb, 4)), 4));
+          forRange(pb, loc, m0, fullEnd, idx(pb, 4),
+                   [&](OpBuilder &fb, Location, Value m) {
+                     rowsOfW(fb, m, 4, n0, n1, /*split=*/false, rowBytes);
+                   });
+          forRange(pb, loc, fullEnd, m1, idx(pb, 1),
+                   [&](OpBuilder &fb, Location, Value m) {
+                     rowsOfW(fb, m, 1, n0, n1, /*split=*/true, rowBytes);
+                   });
+          scf::ReduceOp::create(pb, loc);
+        });
+    markKeepParallel(par);
+  }
+};
+
+} // namespace
+
+/// Defines tfm_ggml_gemm(A, rows, type, out) in `module` (once): out = A W^T
+/// for W in the rows of the ggml type `type`.
+void cpu::defineGgmlGemm(ModuleOp module, int64_t vl) {
+  if (module.lookupSymbol<func::FuncOp>(kGgmlGemmFn))
+    return;
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = module.getLoc();
+  auto fnType = b.getFunctionType(
+      {matrixType(ctx), rowsType(ctx), b.getI32Type(), matrixType(ctx)}, {});
+  auto fn = func::FuncOp::create(b, loc, kGgmlGemmFn, fnType);
+  fn.setPrivate();
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value a = entry->getArgument(0), w = entry->getArgument(1),
+        type = entry->getArgument(2), out = entry->getArgument(3);
+  Value m = dim(b, loc, a, 0), k = dim(b, loc, a, 1), n = dim(b, loc, out, 1);
+  Value which = arith::IndexCastOp::create(b, loc, b.getIndexType(), type);
+  SmallVector<int64_t> cases(std::begin(tfm_ggml_blocks_types),
+                             std::end(tfm_ggml_blocks_types));
+  auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{}, which, cases,
+                                       cases.size());
+  for (auto [i, t] : llvm::enumerate(cases)) {
+    Block &body = sw.getCaseRegions()[i].emplaceBlock();
+    OpBuilder cb = OpBuilder::atBlockBegin(&body);
+    TypeLowering(cb, loc, int32_t(t), vl, a, w, out, k).emit(m, n);
+    scf::YieldOp::create(cb, loc);
+  }
+  // The runtime passes only the types above.
+  Block &other = sw.getDefaultRegion().emplaceBlock();
+  OpBuilder db = OpBuilder::atBlockBegin(&other);
+  scf::YieldOp::create(db, loc);
+  b.setInsertionPointToEnd(entry);
+  func::ReturnOp::create(b, loc);
+}
+
+namespace {
+
+/// `v` as the shared function's matrix type: cast where its layout allows,
+/// else copied to (`copyBack`: from) a fresh buffer.
+Value asMatrix(OpBuilder &b, Location loc, Value v, bool copyBack,
+               SmallVectorImpl<std::pair<Value, Value>> &copies) {
+  MemRefType target = matrixType(b.getContext());
+  if (memref::CastOp::areCastCompatible(v.getType(), target))
+    return memref::CastOp::create(b, loc, target, v);
+  auto mt = cast<MemRefType>(v.getType());
+  SmallVector<Value> sizes;
+  for (int64_t i = 0; i < 2; ++i)
+    if (mt.isDynamicDim(i))
+      sizes.push_back(dim(b, loc, v, i));
+  Value buf = memref::AllocOp::create(
+      b, loc, MemRefType::get(mt.getShape(), mt.getElementType()), sizes);
+  if (!copyBack)
+    memref::CopyOp::create(b, loc, v, buf);
+  else
+    copies.push_back({buf, v});
+  return memref::CastOp::create(b, loc, target, buf);
+}
+
+struct LowerGgmlLinearKernel : OpRewritePattern<GgmlLinearKernelOp> {
+  LowerGgmlLinearKernel(MLIRContext *ctx, int64_t vl)
+      : OpRewritePattern(ctx), vl(vl) {}
+  int64_t vl;
+
+  LogicalResult matchAndRewrite(GgmlLinearKernelOp op,
+                                PatternRewriter &b) const override {
+    if (!op.hasPureBufferSemantics())
+      return b.notifyMatchFailure(op, "not bufferized yet");
+    Location loc = op.getLoc();
+    auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        op, StringAttr::get(op.getContext(), kGgmlGemmFn));
+    if (!fn)
+      return b.notifyMatchFailure(op, "tfm_ggml_gemm is not defined");
+    SmallVector<std::pair<Value, Value>> copies;
+    Value a = asMatrix(b, loc, op.getInput(), false, copies);
+    Value out = asMatrix(b, loc, op.getOutput(), true, copies);
+    Value rows =
+        memref::CastOp::create(b, loc, rowsType(b.getContext()), op.getRows());
+    Value type = memref::LoadOp::create(b, loc, op.getGgmlType(),
+                                        ValueRange{cIdx(b, loc, 0)});
+    func::CallOp::create(b, loc, fn, ValueRange{a, rows, type, out});
+    for (auto [buf, to] : copies) {
+      memref::CopyOp::create(b, loc, buf, to);
+      memref::DeallocOp::create(b, loc, buf);
+    }
+    emitEpilogue(b, loc, op);
+    b.eraseOp(op);
+    return success();
+  }
+
+  /// The bias, activation, product with `mul` and sum with `residual`,
+  /// over the output in place, rows over the threads.
+  void emitEpilogue(OpBuilder &b, Location loc, GgmlLinearKernelOp op) const {
+    if (!op.getBias() && !op.getActivation() && !op.getMul() &&
+        !op.getResidual())
+      return;
+    Value out = op.getOutput();
+    auto vt = VectorType::get({vl}, b.getF32Type());
+    auto maskT = VectorType::get({vl}, b.getI1Type());
+    int64_t n = cast<MemRefType>(out.getType()).getDimSize(1);
+    Value zero = arith::ConstantOp::create(
+        b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(0)));
+    auto par = scf::ParallelOp::create(
+        b, loc, ValueRange{cIdx(b, loc, 0)}, ValueRange{dim(b, loc, out, 0)},
+        ValueRange{cIdx(b, loc, 1)},
+        [&](OpBuilder &pb, Location, ValueRange ivs) {
+          Value row = ivs[0];
+          // Columns [col, col + vl), `mask` (or none) limiting them.
+          auto chunk = [&](OpBuilder &cb, Value col, Value mask) {
+            auto load = [&](Value from, SmallVector<Value> at) -> Value {
+              at.push_back(col);
+              if (!mask)
+                return vector::LoadOp::create(cb, loc, vt, from, at);
+              return vector::MaskedLoadOp::create(cb, loc, vt, from, at, mask,
+                                                  zero);
+            };
+            Value v = load(out, {row});
+            if (Value bias = op.getBias())
+              v = arith::AddFOp::create(cb, loc, v, load(bias, {}));
+            if (auto act = op.getActivation())
+              v = buildActivation(cb, loc, *act, v);
+            if (Value m = op.getMul())
+              v = arith::MulFOp::create(cb, loc, v,
+                                        load(m, rowIndices(cb, loc, m, row)));
+            if (Value r = op.getResidual())
+              v = arith::AddFOp::create(cb, loc, v,
+                                        load(r, rowIndices(cb, loc, r, row)));
+            if (!mask)
+              vector::StoreOp::create(cb, loc, v, out, ValueRange{row, col});
+            else
+              vector::MaskedStoreOp::create(cb, loc, out, ValueRange{row, col},
+                                            mask, v);
+          };
+          int64_t whole = n / vl * vl;
+          forRange(pb, loc, cIdx(pb, loc, 0), cIdx(pb, loc, whole),
+                   cIdx(pb, loc, vl), [&](OpBuilder &fb, Location, Value col) {
+                     chunk(fb, col, Value());
+                   });
+          if (whole < n)
+            chunk(pb, cIdx(pb, loc, whole),
+                  vector::CreateMaskOp::create(
+                      pb, loc, maskT, ValueRange{cIdx(pb, loc, n - whole)}));
+          scf::ReduceOp::create(pb, loc);
+        });
+    markKeepParallel(par);
+  }
+};
+
+} // namespace
+
+void cpu::populateLowerGgmlLinearKernelPattern(RewritePatternSet &patterns,
+                                               int64_t vectorWidth) {
+  patterns.add<LowerGgmlLinearKernel>(patterns.getContext(), vectorWidth);
+}

@@ -1,0 +1,79 @@
+// RUN: tfm-opt %s --tfm-lower-kernels=vector-width=8 --canonicalize --cse | FileCheck %s
+
+// A linear on a weight in ggml blocks calls the module's one tfm_ggml_gemm
+// (A and the output as strided matrices, the rows as bytes, the type read
+// from its buffer), then applies the bias, activation and residual over
+// the output, rows in parallel.
+// CHECK-LABEL: func.func @g(
+// CHECK-SAME: %[[X:.*]]: memref<?x64xf32>, %[[R:.*]]: memref<8192xi8>, %[[T:.*]]: memref<1xi32>, %[[B:.*]]: memref<32xf32>, %[[RES:.*]]: memref<?x32xf32>, %[[Y:.*]]: memref<?x32xf32>)
+// CHECK: %[[A:.*]] = memref.cast %[[X]] : memref<?x64xf32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK: %[[O:.*]] = memref.cast %[[Y]] : memref<?x32xf32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK: %[[RB:.*]] = memref.cast %[[R]] : memref<8192xi8> to memref<?xi8>
+// CHECK: %[[TY:.*]] = memref.load %[[T]][%{{.*}}] : memref<1xi32>
+// CHECK: call @tfm_ggml_gemm(%[[A]], %[[RB]], %[[TY]], %[[O]])
+// CHECK: scf.parallel
+// CHECK: scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: vector.load %[[Y]]
+// CHECK: vector.load %[[B]][%[[C]]]
+// CHECK: math.exp
+// CHECK: vector.load %[[RES]]
+// CHECK: vector.store %{{.*}}, %[[Y]]
+// CHECK: } {tfm.keep_parallel}
+
+// Only one function, however many kernels.
+// CHECK-LABEL: func.func @h(
+// CHECK: call @tfm_ggml_gemm
+// CHECK: call @tfm_ggml_gemm
+// CHECK-NOT: scf.parallel
+
+// The function switches on the type once: F32, F16, Q4_0, Q8_0, Q4_K, Q5_K,
+// Q6_K, BF16 (ggml's numbers), each a loop nest over tasks of 16 rows of W
+// x 64 of A, 4 x 2 tiles then 1 x 2 ones.
+// CHECK-LABEL: func.func private @tfm_ggml_gemm(
+// CHECK-SAME: %[[GA:.*]]: memref<?x?xf32, strided<[?, 1], offset: ?>>, %[[GW:.*]]: memref<?xi8>, %[[GT:.*]]: i32, %[[GO:.*]]: memref<?x?xf32, strided<[?, 1], offset: ?>>)
+// CHECK: %[[IT:.*]] = arith.index_cast %[[GT]] : i32 to index
+// CHECK: scf.index_switch %[[IT]]
+// CHECK: case 0 {
+// F32: rows of K x 4 bytes, 8 floats read as 32 bytes.
+// CHECK: vector.load %[[GW]][%{{.*}}] : memref<?xi8>, vector<32xi8>
+// CHECK: vector.bitcast %{{.*}} : vector<32xi8> to vector<8xf32>
+// CHECK: case 1 {
+// CHECK: vector.bitcast %{{.*}} : vector<16xi8> to vector<8xf16>
+// CHECK: arith.extf %{{.*}} : vector<8xf16> to vector<8xf32>
+// CHECK: case 2 {
+// Q4_0: 18 bytes a block, nibbles less 8, times d.
+// CHECK: arith.muli %{{.*}}, %c18 : index
+// CHECK: case 8 {
+// Q8_0: 34 bytes a block, d (f16) then 32 signed bytes.
+// CHECK: arith.muli %{{.*}}, %c34 : index
+// CHECK: scf.parallel
+// CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.bitcast %{{.*}} : vector<2xi8> to vector<1xf16>
+// CHECK: arith.extsi %{{.*}} : vector<8xi8> to vector<8xi32>
+// CHECK: arith.sitofp %{{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK: vector.fma
+// CHECK: vector.reduction <add>
+// CHECK: case 12 {
+// Q4_K: 144 bytes a super-block of 8 sub-blocks, the 6-bit scale and min
+// of sub-block j chosen by j < 4.
+// CHECK: arith.muli %{{.*}}, %c144 : index
+// CHECK: arith.cmpi ult
+// CHECK: arith.select
+// CHECK: case 13 {
+// CHECK: arith.muli %{{.*}}, %c176 : index
+// CHECK: case 14 {
+// Q6_K: 210 bytes, d at 208, signed scales at 192.
+// CHECK: arith.muli %{{.*}}, %c210 : index
+// CHECK: case 30 {
+// CHECK: arith.shli %{{.*}}, %{{.*}} : vector<8xi32>
+// CHECK: default {
+func.func @g(%x: memref<?x64xf32>, %r: memref<8192xi8>, %t: memref<1xi32>, %b: memref<32xf32>, %res: memref<?x32xf32>, %y: memref<?x32xf32>) {
+  tfm.ggml_linear_kernel ins(%x, %r, %t, %b : memref<?x64xf32>, memref<8192xi8>, memref<1xi32>, memref<32xf32>) residual(%res : memref<?x32xf32>) outs(%y : memref<?x32xf32>) {activation = #tfm.activation<silu>}
+  return
+}
+
+func.func @h(%x: memref<?x64xf32>, %r: memref<8192xi8>, %t: memref<1xi32>, %y: memref<?x32xf32>, %z: memref<?x32xf32>) {
+  tfm.ggml_linear_kernel ins(%x, %r, %t : memref<?x64xf32>, memref<8192xi8>, memref<1xi32>) outs(%y : memref<?x32xf32>)
+  tfm.ggml_linear_kernel ins(%x, %r, %t : memref<?x64xf32>, memref<8192xi8>, memref<1xi32>) outs(%z : memref<?x32xf32>)
+  return
+}
