@@ -1,19 +1,25 @@
 /*===- checkpoint.c - the files of a checkpoint, bound by name ------------===*
  *
- * `--weights` names safetensors files, folders (model.safetensors, or
- * model.safetensors.index.json with its shards) and index files, as often
- * as needed. Every file is mapped once; the tensors of all files form one
- * table sorted by name, in which a name found in two files is an error, and
- * an index's weight_map must agree with where each tensor is.
+ * `--weights` names safetensors files, GGUF files, folders
+ * (model.safetensors, or model.safetensors.index.json with its shards) and
+ * index files, as often as needed. Every file is mapped once; the tensors
+ * of all files form one table sorted by name, in which a name found in two
+ * files is an error, and an index's weight_map must agree with where each
+ * tensor is. A GGUF file's tensors are bound under their names as the file
+ * has them (blk.0.attn_q.weight), in row-major shape (ggml's ne reversed)
+ * with their ggml type as dtype (TFM_GGML_DTYPE), read where they lie.
  *===----------------------------------------------------------------------===*/
 #define _DEFAULT_SOURCE
 #include "checkpoint.h"
+#include "ggml_quants.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
@@ -36,6 +42,38 @@ static char *join(const char *dir, size_t dir_len, const char *name) {
     snprintf(s, n, "%.*s%s%s", (int)dir_len, dir,
              dir_len && dir[dir_len - 1] != '/' ? "/" : "", name);
   return s;
+}
+
+/* Whether the file at `path` starts with GGUF's magic. */
+static int is_gguf(const char *path) {
+  unsigned char magic[4];
+  int fd = open(path, O_RDONLY);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, magic, 4);
+  close(fd);
+  return n == 4 && !memcmp(magic, "GGUF", 4);
+}
+
+/* Opens the GGUF file at `path` into slot `i` with a view of each tensor. */
+static tfm_status open_gguf(tfm_checkpoint *c, size_t i, const char *path) {
+  tfm_status s = tfm_gguf_open(path, &c->gguf[i]);
+  if (s != TFM_OK)
+    return s;
+  size_t n = tfm_gguf_num_tensors(c->gguf[i]);
+  c->gguf_views[i] = tfm_calloc(n ? n : 1, sizeof(tfm_tensor));
+  if (!c->gguf_views[i])
+    return tfm_fail(TFM_ERR_MEMORY, "%s: out of memory", path);
+  for (size_t k = 0; k < n; ++k) {
+    const tfm_gguf_tensor *t = tfm_gguf_tensor_at(c->gguf[i], k);
+    tfm_tensor *v = &c->gguf_views[i][k];
+    v->dtype = TFM_GGML_DTYPE(t->type);
+    v->rank = (int32_t)t->n_dims;
+    for (uint32_t d = 0; d < t->n_dims; ++d)
+      v->shape[d] = t->ne[t->n_dims - 1 - d];
+    v->data = (void *)(uintptr_t)t->data;
+  }
+  return TFM_OK;
 }
 
 /* Opens `path` unless the same file is open already; *index gets its slot. */
@@ -61,7 +99,8 @@ static tfm_status add_file(tfm_checkpoint *c, const char *path,
     return tfm_fail(TFM_ERR_MEMORY, "out of memory opening the weights");
   }
   c->num_files++;
-  tfm_status s = tfm_safetensors_open(path, &c->st[i]);
+  tfm_status s = is_gguf(path) ? open_gguf(c, i, path)
+                               : tfm_safetensors_open(path, &c->st[i]);
   if (s != TFM_OK && named_by)
     tfm_error_append(" (a shard named by %s)", named_by);
   *index = i;
@@ -182,17 +221,29 @@ static int by_name(const void *a, const void *b) {
 static tfm_status bind(tfm_checkpoint *c) {
   size_t total = 0;
   for (size_t i = 0; i < c->num_files; ++i)
-    total += tfm_safetensors_count(c->st[i]);
-  c->tensors = tfm_calloc(total, sizeof *c->tensors);
+    total += c->gguf[i] ? tfm_gguf_num_tensors(c->gguf[i])
+                        : tfm_safetensors_count(c->st[i]);
+  c->tensors = tfm_calloc(total ? total : 1, sizeof *c->tensors);
   if (!c->tensors)
     return tfm_fail(TFM_ERR_MEMORY, "out of memory binding the weights");
-  for (size_t i = 0; i < c->num_files; ++i)
+  for (size_t i = 0; i < c->num_files; ++i) {
+    if (c->gguf[i]) {
+      for (size_t k = 0; k < tfm_gguf_num_tensors(c->gguf[i]); ++k) {
+        tfm_bound *b = &c->tensors[c->count++];
+        b->gguf = tfm_gguf_tensor_at(c->gguf[i], k);
+        b->name = b->gguf->name;
+        b->view = &c->gguf_views[i][k];
+        b->file = i;
+      }
+      continue;
+    }
     for (size_t k = 0; k < tfm_safetensors_count(c->st[i]); ++k) {
       tfm_bound *b = &c->tensors[c->count++];
       b->name = tfm_safetensors_name(c->st[i], k);
       b->view = tfm_safetensors_find(c->st[i], b->name);
       b->file = i;
     }
+  }
   qsort(c->tensors, c->count, sizeof *c->tensors, by_name);
   int dups = 0;
   for (size_t k = 1; k < c->count; ++k) {
@@ -257,7 +308,7 @@ tfm_status tfm_checkpoint_open(const char *const *paths, size_t num_paths,
 
 const tfm_bound *tfm_checkpoint_find(const tfm_checkpoint *c,
                                      const char *name) {
-  tfm_bound key = {name, NULL, 0};
+  tfm_bound key = {name, NULL, 0, NULL};
   return c->count ? bsearch(&key, c->tensors, c->count, sizeof key, by_name)
                   : NULL;
 }
@@ -265,6 +316,8 @@ const tfm_bound *tfm_checkpoint_find(const tfm_checkpoint *c,
 void tfm_checkpoint_close(tfm_checkpoint *c) {
   for (size_t i = 0; i < c->num_files; ++i) {
     tfm_safetensors_close(c->st[i]);
+    tfm_gguf_close(c->gguf[i]);
+    free(c->gguf_views[i]);
     free(c->paths[i]);
     free(c->real[i]);
   }
@@ -276,4 +329,17 @@ void tfm_checkpoint_close(tfm_checkpoint *c) {
   free(c->tensors);
   free(c->label);
   memset(c, 0, sizeof *c);
+}
+
+int tfm_bound_ggml(const tfm_bound *b, tfm_ggml_view *out) {
+  if (!b->gguf)
+    return 0;
+  const tfm_gguf_tensor *t = b->gguf;
+  out->type = t->type;
+  out->data = t->data;
+  out->cols = t->ne[0];
+  out->rows = t->ne[1] * t->ne[2] * t->ne[3];
+  out->row_bytes = out->rows ? (size_t)(t->bytes / (uint64_t)out->rows)
+                             : tfm_ggml_row_bytes(t->type, t->ne[0]);
+  return 1;
 }

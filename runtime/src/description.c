@@ -468,13 +468,15 @@ static tfm_status parse_checkpoint(json_t *root, tfm_description *d) {
     return s;
   if (!strcmp(format, "canonical"))
     return TFM_OK;
-  if (strcmp(format, "huggingface"))
+  int gguf = !strcmp(format, "gguf");
+  if (strcmp(format, "huggingface") && !gguf)
     return tfm_fail(TFM_ERR_FORMAT,
-                    PREFIX "'format' of %s is '%s'; expected canonical or "
-                           "huggingface",
+                    PREFIX "'format' of %s is '%s'; expected canonical, "
+                           "huggingface or gguf",
                     what, format);
   json_t *prefixes, *ignore;
-  if ((s = dup_string(c, what, "type", &d->hf_type)) != TFM_OK ||
+  if ((s = dup_string(c, what, gguf ? "arch" : "type",
+                      gguf ? &d->gguf_arch : &d->hf_type)) != TFM_OK ||
       (s = get_array(c, what, "prefixes", &prefixes)) != TFM_OK ||
       (s = dup_strings(prefixes, what, "prefixes", &d->prefixes,
                        &d->num_prefixes)) != TFM_OK ||
@@ -944,6 +946,7 @@ void tfm_description_free(tfm_description *d) {
     free_source(&d->params[i].source);
   }
   free(d->hf_type);
+  free(d->gguf_arch);
   for (size_t i = 0; i < d->num_prefixes; ++i)
     free(d->prefixes[i]);
   free(d->prefixes);

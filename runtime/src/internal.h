@@ -240,10 +240,12 @@ typedef struct tfm_description {
   tfm_io_desc inputs[TFM_MAX_INPUTS];
   size_t num_inputs;
   tfm_io_desc output;
-  /* "checkpoint": Hugging Face layout (hf_type set) or canonical names;
-   * the base-model prefixes to try and the patterns of checkpoint tensors
-   * that are ignored. */
+  /* "checkpoint": Hugging Face layout (hf_type set), llama.cpp's GGUF
+   * layout of an architecture (gguf_arch set) or canonical names; the
+   * base-model prefixes to try and the patterns of checkpoint tensors that
+   * are ignored. */
   char *hf_type;
+  char *gguf_arch;
   char **prefixes;
   size_t num_prefixes;
   char **ignore;

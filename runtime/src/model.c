@@ -183,6 +183,12 @@ void tfm_model_print_info(const tfm_model *m, FILE *out) {
       fprintf(out, "%s '%s'", k ? " or" : "", d->prefixes[k]);
     fprintf(out, ")\nparameters (<- the checkpoint tensor they are read "
                  "from):\n");
+  } else if (d->gguf_arch) {
+    fprintf(out,
+            "checkpoint: GGUF %s layout (llama.cpp's tensor names)\n"
+            "parameters (<- the checkpoint tensor they are read "
+            "from):\n",
+            d->gguf_arch);
   } else {
     fprintf(out, "checkpoint: canonical names\nparameters:\n");
   }

@@ -11,6 +11,7 @@
  *===----------------------------------------------------------------------===*/
 #define _DEFAULT_SOURCE
 #include "checkpoint.h"
+#include "ggml_quants.h"
 #include "tfm/packed_layout.h"
 #include <math.h>
 
@@ -477,13 +478,54 @@ static void release(const tfm_tensor *t) {
   long page = sysconf(_SC_PAGESIZE);
   if (!t || page <= 0)
     return;
+  size_t bytes = tfm_is_ggml_dtype(t->dtype)
+                     ? tfm_ggml_row_bytes(t->dtype - TFM_GGML_DTYPE_BASE,
+                                          tfm_tensor_numel(t))
+                     : (size_t)tfm_tensor_numel(t) * tfm_dtype_size(t->dtype);
   uintptr_t begin = (uintptr_t)t->data, mask = (uintptr_t)page - 1;
-  uintptr_t end =
-      begin + (uintptr_t)tfm_tensor_numel(t) * tfm_dtype_size(t->dtype);
+  uintptr_t end = begin + (uintptr_t)bytes;
   begin &= ~mask;
   end = (end + mask) & ~mask;
   if (end > begin)
     madvise((void *)begin, end - begin, MADV_DONTNEED);
+}
+
+/* The tensors `src[0..n)` that a parameter reads, with those of GGUF files
+ * (ggml dtypes) in a form element() reads, in `out`: F32, F16 and BF16 as
+ * views of their data (in `views`), the block types dequantized as ggml
+ * does into a new f32 buffer each (in `buffers`, NULL for the others; the
+ * caller frees them). NULL entries stay NULL. Returns 0 when out of
+ * memory. */
+static int plain_tensors(const tfm_tensor *const *src, size_t n,
+                         const tfm_tensor **out, tfm_tensor *views,
+                         float **buffers) {
+  for (size_t k = 0; k < n; ++k)
+    buffers[k] = NULL;
+  for (size_t k = 0; k < n; ++k) {
+    out[k] = src[k];
+    if (!src[k] || !tfm_is_ggml_dtype(src[k]->dtype))
+      continue;
+    int32_t type = src[k]->dtype - TFM_GGML_DTYPE_BASE;
+    views[k] = *src[k];
+    out[k] = &views[k];
+    if (type == TFM_GGML_F32 || type == TFM_GGML_F16 || type == TFM_GGML_BF16) {
+      views[k].dtype = type == TFM_GGML_F32   ? TFM_F32
+                       : type == TFM_GGML_F16 ? TFM_F16
+                                              : TFM_BF16;
+      continue;
+    }
+    int64_t numel = tfm_tensor_numel(src[k]);
+    buffers[k] = tfm_aligned_alloc((size_t)numel * sizeof(float));
+    if (!buffers[k])
+      return 0;
+    /* Rows are whole blocks (gguf.c checked), so the tensor is too, and
+     * check_bound accepted the type. */
+    if (tfm_ggml_dequantize(type, src[k]->data, buffers[k], numel) != TFM_OK)
+      return 0;
+    views[k].dtype = TFM_F32;
+    views[k].data = buffers[k];
+  }
+  return 1;
 }
 
 /* Whether `name` matches `pattern`, where '*' matches any run of
@@ -695,6 +737,19 @@ static int check_bound(const tfm_param_desc *p, const tfm_bound *b,
   }
   if (is_fp8(v->dtype) && s->fp8_block[0])
     return 1; /* with its block scales (bind_fp8) */
+  if (tfm_is_ggml_dtype(v->dtype)) {
+    int32_t type = v->dtype - TFM_GGML_DTYPE_BASE;
+    if (tfm_ggml_can_dequantize(type))
+      return 1; /* converted to f32 (plain_tensors) */
+    const char *name = "unknown";
+    tfm_ggml_type_info(type, &name, NULL, NULL);
+    tfm_error_append("\n  tensor '%s' has ggml type %s, which the runtime "
+                     "does not convert (it reads f32, f16, bf16, q4_0, "
+                     "q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, "
+                     "iq4_nl and iq4_xs)",
+                     b->name, name);
+    return 0;
+  }
   if (v->dtype != TFM_F32 && v->dtype != TFM_F16 && v->dtype != TFM_BF16 &&
       v->dtype != TFM_MXFP4) {
     tfm_error_append("\n  tensor '%s' has dtype %s, expected F32, F16 or "
@@ -957,9 +1012,13 @@ static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
     if (s->transform == TFM_SOURCE_ZEROS)
       continue;
     if (s->transform == TFM_SOURCE_UNMAPPED) {
-      tfm_error_append("\n  parameter '%s' has no tensor in %s checkpoints: "
-                       "%s",
-                       p->name, d->hf_type ? d->hf_type : "these", s->why);
+      tfm_error_append("\n  parameter '%s' has no tensor in %s%s "
+                       "checkpoints: %s",
+                       p->name, d->gguf_arch ? "GGUF " : "",
+                       d->hf_type     ? d->hf_type
+                       : d->gguf_arch ? d->gguf_arch
+                                      : "these",
+                       s->why);
       problems++;
       continue;
     }
@@ -1005,13 +1064,13 @@ static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
     bound[first[i]] = v;
   }
   /* Tensors no parameter reads: errors under canonical names; for a
-   * Hugging Face layout, ignored or listed as warnings (as from_pretrained
-   * does). */
+   * Hugging Face or GGUF layout, ignored or listed as warnings (as
+   * from_pretrained does). */
   for (size_t k = 0; k < c->count; ++k) {
     const char *name = c->tensors[k].name;
     if (used[k])
       continue;
-    if (!d->hf_type) {
+    if (!d->hf_type && !d->gguf_arch) {
       tfm_error_append("\n  unexpected tensor '%s' (not a parameter of the "
                        "model)",
                        name);
@@ -1085,6 +1144,9 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
   }
   tfm_status s = tfm_checkpoint_open(paths, num_paths, c);
   char *used = NULL;
+  const tfm_tensor **plain = NULL;
+  tfm_tensor *plain_views = NULL;
+  float **plain_buffers = NULL;
   if (s != TFM_OK)
     goto done;
   used = tfm_calloc(c->count ? c->count : 1, 1);
@@ -1102,12 +1164,30 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
   tfm_error_clear();
   if ((s = unused_warning(d, c, used, warnings)) != TFM_OK)
     goto done;
+  /* Room for the most tensors one parameter reads, as plain_tensors
+   * gives them. */
+  size_t most = 1;
+  for (size_t i = 0; i < d->num_params; ++i)
+    if (first[i + 1] - first[i] > most)
+      most = first[i + 1] - first[i];
+  plain = tfm_calloc(most, sizeof *plain);
+  plain_views = tfm_calloc(most, sizeof *plain_views);
+  plain_buffers = tfm_calloc(most, sizeof *plain_buffers);
+  if (!plain || !plain_views || !plain_buffers) {
+    s = tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
+    goto done;
+  }
   for (size_t i = 0; i < w->count; ++i) {
-    size_t index = d->abi[i].index;
-    w->host[i] = convert(bound + first[index], &d->params[index],
-                         d->abi[i].panel, d->tp_rank, d->tensor_parallel);
+    size_t index = d->abi[i].index, parts = first[index + 1] - first[index];
+    int ok = plain_tensors(bound + first[index], parts, plain, plain_views,
+                           plain_buffers);
+    w->host[i] = ok ? convert(plain, &d->params[index], d->abi[i].panel,
+                              d->tp_rank, d->tensor_parallel)
+                    : NULL;
     if (d->abi[i].panel > 0)
       w->host[i] = repack_param(w->host[i], &d->params[index], &d->abi[i]);
+    for (size_t k = 0; k < parts; ++k)
+      free(plain_buffers[k]);
     for (size_t k = first[index]; k < first[index + 1]; ++k)
       release(bound[k]);
     if (!w->host[i]) {
@@ -1129,6 +1209,9 @@ done:
   free(fp8);
   free(first);
   free(used);
+  free(plain);
+  free(plain_views);
+  free(plain_buffers);
   return s;
 }
 

@@ -3,19 +3,22 @@
 // tfm_gguf_open on the input; every key and tensor it accepts is looked up
 // by name, every value is read with every typed getter (arrays element by
 // element, nested ones too), and every tensor's data is read whole (ASan
-// catches a view past the mapping).
+// catches a view past the mapping) and, for a type the runtime converts,
+// dequantized row by row (runtime/src/ggml_quants.c).
 //
 //===----------------------------------------------------------------------===//
 
 #include "FuzzFile.h"
 
 extern "C" {
+#include "ggml_quants.h"
 #include "gguf.h"
 }
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <vector>
 
 namespace {
 
@@ -87,6 +90,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       std::abort();
     for (uint64_t b = 0; b < t->bytes; ++b)
       sink = sink + static_cast<const uint8_t *>(t->data)[b];
+    // Rows of ne[0] values, each tfm_ggml_row_bytes long, tile the data.
+    int64_t rows = t->ne[1] * t->ne[2] * t->ne[3];
+    size_t row = tfm_ggml_row_bytes(t->type, t->ne[0]);
+    if (rows * t->ne[0] && (row == 0 || row * rows != t->bytes))
+      std::abort();
+    if (!tfm_ggml_can_dequantize(t->type) || !rows || !t->ne[0])
+      continue;
+    std::vector<float> out(t->ne[0]);
+    for (int64_t r = 0; r < rows; ++r) {
+      if (tfm_ggml_dequantize(t->type,
+                              static_cast<const uint8_t *>(t->data) + r * row,
+                              out.data(), t->ne[0]) != TFM_OK)
+        std::abort();
+      for (float f : out)
+        sink = sink + static_cast<unsigned>(f == f);
+    }
   }
   tfm_gguf_close(g);
   return 0;

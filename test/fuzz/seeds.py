@@ -336,6 +336,10 @@ def main():
          ("u16", 2, 9), ("i16", 3, -9), ("i64", 11, -5), ("u64", 10, 5),
          ("f64", 12, 0.25), ("nested", 9, (9, [(0, [1, 2]), (8, ["x"])]))],
         [("w", [4, 1, 1, 2], 30, f32)], version=2, alignment=64))
+    # Every block type the runtime dequantizes, as llama.cpp's quantizer
+    # wrote them (GgufQuantsTest.cpp's inputs).
+    for p in sorted(glob.glob(os.path.join(root, "test/runtime/Inputs/gguf/*.gguf"))):
+        put(out, "fuzz-gguf", os.path.basename(p), open(p, "rb").read())
     put(out, "fuzz-npy", "i32.npy", npy("<i4", [4], f32))
     put(out, "fuzz-npy", "i64-v2.npy", npy("<i8", [2, 1], f32, version=2))
     put(out, "fuzz-npy", "f16-v3.npy", npy("<f2", [], f32[:2], version=3))

@@ -298,10 +298,14 @@ TEST(Description, ChecksCheckpointSources) {
   for (const Case &c : cases)
     expectError(with(c.source), TFM_ERR_FORMAT, c.message);
   expectError(edit(kSeq2Seq, R"("name":"s2s",)",
-                   R"("name":"s2s","checkpoint":{"format":"gguf"},)"),
+                   R"("name":"s2s","checkpoint":{"format":"ggml"},)"),
               TFM_ERR_FORMAT,
-              "'format' of 'checkpoint' is 'gguf'; expected canonical or "
-              "huggingface");
+              "'format' of 'checkpoint' is 'ggml'; expected canonical, "
+              "huggingface or gguf");
+  expectError(edit(kSeq2Seq, R"("name":"s2s",)",
+                   R"("name":"s2s","checkpoint":{"format":"gguf",)"
+                   R"("type":"llama","prefixes":[],"ignore":[]},)"),
+              TFM_ERR_FORMAT, "'checkpoint' lacks the field 'arch'");
   expectError(edit(kSeq2Seq, R"("name":"s2s",)",
                    R"("name":"s2s","checkpoint":{"format":"huggingface",)"
                    R"("type":"gpt2","prefixes":[1],"ignore":[]},)"),

@@ -1,0 +1,497 @@
+//===- GgufCheckpointTest.cpp - GGUF files as checkpoints -----------------===//
+//
+// A GGUF file given to tfm_weights_load (runtime/src/checkpoint.c,
+// weights.c): its tensors bound by name as a safetensors file's, in
+// row-major shape (ggml's ne reversed), every ggml type the runtime
+// converts turned into the f32 values ggml's dequantization gives; under
+// canonical names and through sources that name GGUF tensors (a "gguf"
+// checkpoint layout, no base-model prefixes); with a safetensors file
+// beside it; the ggml form of each tensor (tfm_bound_ggml); and the errors,
+// which name the file and the tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/packed_layout.h"
+#include "tfm/runtime.h"
+
+extern "C" {
+#include "checkpoint.h"
+#include "ggml_quants.h"
+#include "internal.h"
+}
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+/// A tensor of a test GGUF file: its row-major shape (the file gets ggml's
+/// ne, reversed), ggml type and raw bytes.
+struct GgufTensor {
+  std::string name;
+  Shape shape;
+  int32_t type;
+  std::string bytes;
+};
+
+struct Writer {
+  std::string b;
+  void le(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i)
+      b.push_back(char(v >> (8 * i)));
+  }
+  void str(const std::string &s) {
+    le(s.size(), 8);
+    b += s;
+  }
+  void pad(size_t align) {
+    while (b.size() % align)
+      b.push_back('\0');
+  }
+};
+
+/// A GGUF v3 file (default alignment 32) with one metadata key and
+/// `tensors`, as ggml's docs/gguf.md lays it out.
+void writeGguf(const std::string &path,
+               const std::vector<GgufTensor> &tensors) {
+  Writer w;
+  w.b = "GGUF";
+  w.le(3, 4);
+  w.le(tensors.size(), 8);
+  w.le(1, 8);
+  w.str("general.architecture");
+  w.le(8, 4); // string
+  w.str("tfm-test");
+  uint64_t offset = 0;
+  for (const GgufTensor &t : tensors) {
+    w.str(t.name);
+    w.le(t.shape.size(), 4);
+    for (size_t d = t.shape.size(); d-- > 0;)
+      w.le(uint64_t(t.shape[d]), 8);
+    w.le(uint32_t(t.type), 4);
+    w.le(offset, 8);
+    offset += (t.bytes.size() + 31) / 32 * 32;
+  }
+  w.pad(32);
+  for (const GgufTensor &t : tensors) {
+    w.b += t.bytes;
+    w.pad(32);
+  }
+  std::ofstream(path, std::ios::binary) << w.b;
+}
+
+std::string raw(const void *p, size_t n) {
+  return std::string(static_cast<const char *>(p), n);
+}
+
+/// Values that are exact in f16 and bf16, all different.
+std::vector<float> values(int64_t n, int seed) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = std::ldexp(float((i * 37 + seed * 11) % 61) - 30.0f, -5);
+  return v;
+}
+
+GgufTensor f32(const std::string &name, const Shape &shape,
+               const std::vector<float> &v) {
+  return {name, shape, TFM_GGML_F32, raw(v.data(), 4 * v.size())};
+}
+
+GgufTensor f16(const std::string &name, const Shape &shape,
+               const std::vector<float> &v) {
+  std::string bytes;
+  for (float x : v) {
+    uint16_t h = tfm_f32_to_f16(x);
+    bytes += raw(&h, 2);
+  }
+  return {name, shape, TFM_GGML_F16, bytes};
+}
+
+GgufTensor q8_0(const std::string &name, const Shape &shape,
+                const std::vector<float> &v) {
+  std::string bytes(v.size() / 32 * 34, '\0');
+  tfm_ggml_quantize_row_q8_0(v.data(), bytes.data(), int64_t(v.size()));
+  return {name, shape, TFM_GGML_Q8_0, bytes};
+}
+
+/// Deterministic bytes as blocks of `type` for `n` values, with f16 scales
+/// that keep the values finite.
+GgufTensor blocks(const std::string &name, const Shape &shape, int32_t type) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  std::string bytes(tfm_ggml_row_bytes(type, n), '\0');
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = char((i * 131 + 7) % 251);
+  int64_t block, size;
+  tfm_ggml_type_info(type, nullptr, &block, &size);
+  // The f16 scales small normals (0x2C00 = 1/16): Q4_K's d and dmin at the
+  // block's start, Q6_K's d at its end.
+  for (size_t at = 0; at < bytes.size(); at += size_t(size)) {
+    size_t d = type == TFM_GGML_Q6_K ? at + 208 : at;
+    bytes[d] = 0x00;
+    bytes[d + 1] = 0x2C;
+    if (type == TFM_GGML_Q4_K) {
+      bytes[at + 2] = 0x00;
+      bytes[at + 3] = 0x28;
+    }
+  }
+  return {name, shape, type, bytes};
+}
+
+std::vector<float> dequantized(const GgufTensor &t) {
+  int64_t n = 1;
+  for (int64_t d : t.shape)
+    n *= d;
+  std::vector<float> out(n);
+  EXPECT_EQ(tfm_ggml_dequantize(t.type, t.bytes.data(), out.data(), n), TFM_OK)
+      << tfm_last_error();
+  return out;
+}
+
+std::string tempPath(const std::string &name) {
+  return std::string(::testing::TempDir()) + "tfm_ggufckpt_" + name;
+}
+
+std::string shapeJson(const Shape &s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+struct Param {
+  std::string name;
+  Shape shape;
+  std::string source; // JSON, or empty: canonical
+  int panel = 0;
+};
+
+/// A description of `ps`; `checkpoint` is the "checkpoint" object or empty
+/// (canonical names).
+std::string describe(const std::vector<Param> &ps,
+                     const std::string &checkpoint) {
+  std::string params, abi;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const Param &p = ps[i];
+    params += (i ? "," : "") + std::string("{\"name\":\"") + p.name +
+              "\",\"shape\":" + shapeJson(p.shape) +
+              ",\"synthetic\":\"normal\"";
+    if (!p.source.empty())
+      params += ",\"source\":" + p.source;
+    params += "}";
+    abi += (i ? "," : "") + std::string("{\"name\":\"") + p.name +
+           "\",\"index\":" + std::to_string(i) +
+           ",\"panel\":" + std::to_string(p.panel) + "}";
+  }
+  return std::string("{\"name\":\"g\",\"vocab\":10,\"context\":8,") +
+         "\"parameter_count\":1," +
+         (checkpoint.empty() ? "" : "\"checkpoint\":" + checkpoint + ",") +
+         "\"parameters\":[" + params + "],\"abi_params\":[" + abi +
+         "],\"inputs\":[{\"name\":\"tokens\",\"dtype\":\"int32\","
+         "\"shape\":[\"B\",\"T\"],\"usage\":\"tokens\"}],"
+         "\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\","
+         "\"shape\":[\"B\",\"T\",10]}]}";
+}
+
+const char *kGgufLlama =
+    R"({"format":"gguf","arch":"llama","prefixes":[],"ignore":["rope_freqs.weight"]})";
+
+std::string source(const std::string &tensor, const Shape &shape,
+                   const std::string &transform = "copy",
+                   const std::string &more = "") {
+  return R"({"transform":")" + transform + R"(","tensor":")" + tensor +
+         R"(","base":false,"shape":)" + shapeJson(shape) + more + "}";
+}
+
+struct Loaded {
+  tfm_description d{};
+  tfm_weights w{};
+  std::string warnings;
+  ~Loaded() {
+    tfm_weights_destroy(&w);
+    tfm_description_free(&d);
+  }
+};
+
+tfm_status load(const std::string &json, const std::vector<std::string> &paths,
+                Loaded &l) {
+  tfm_status s = tfm_description_parse(json.c_str(), &l.d);
+  if (s != TFM_OK)
+    return s;
+  if ((s = tfm_weights_init(&l.w, l.d.num_abi)) != TFM_OK)
+    return s;
+  std::vector<const char *> p;
+  for (const std::string &x : paths)
+    p.push_back(x.c_str());
+  char *warnings = nullptr;
+  s = tfm_weights_load(&l.w, &l.d, p.data(), p.size(), &warnings);
+  if (warnings)
+    l.warnings = warnings;
+  std::free(warnings);
+  return s;
+}
+
+std::vector<float> host(const Loaded &l, size_t i) {
+  return std::vector<float>(l.w.host[i],
+                            l.w.host[i] + tfm_weights_numel(&l.d, i));
+}
+
+std::vector<float> packed(const std::vector<float> &w, int64_t n, int64_t k,
+                          int panel) {
+  std::vector<float> out(tfm_packed_numel(TFM_PACKING_F32, n, k, panel), 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < k; ++j)
+      out[tfm_packed_index(TFM_PACKING_F32, i, j, k, panel)] = w[i * k + j];
+  return out;
+}
+
+/// Tensors under canonical names in F32, F16, Q8_0, Q4_K and Q6_K: each
+/// parameter holds what ggml's dequantization gives, plain and packed.
+TEST(GgufCheckpoint, CanonicalNames) {
+  std::vector<float> emb = values(6 * 64, 1), norm = values(64, 2),
+                     q = values(5 * 64, 3);
+  GgufTensor k4 = blocks("layers.0.ffn.up.weight", {3, 256}, TFM_GGML_Q4_K);
+  GgufTensor k6 = blocks("layers.0.ffn.down.weight", {2, 256}, TFM_GGML_Q6_K);
+  GgufTensor wq = q8_0("layers.0.attn.q.weight", {5, 64}, q);
+  std::string path = tempPath("canonical.gguf");
+  writeGguf(path, {f32("embed.weight", {6, 64}, emb),
+                   f16("layers.0.norm.weight", {64}, norm), wq, k4, k6});
+  for (int panel : {0, 16}) {
+    Loaded l;
+    ASSERT_EQ(load(describe({{"embed.weight", {6, 64}, ""},
+                             {"layers.0.norm.weight", {64}, ""},
+                             {"layers.0.attn.q.weight", {5, 64}, "", panel},
+                             {"layers.0.ffn.up.weight", {3, 256}, "", panel},
+                             {"layers.0.ffn.down.weight", {2, 256}, ""}},
+                            ""),
+                   {path}, l),
+              TFM_OK)
+        << tfm_last_error();
+    EXPECT_EQ(l.warnings, "");
+    EXPECT_EQ(host(l, 0), emb);
+    EXPECT_EQ(host(l, 1), norm);
+    std::vector<float> wantQ = dequantized(wq), wantUp = dequantized(k4);
+    EXPECT_EQ(host(l, 2), panel ? packed(wantQ, 5, 64, panel) : wantQ);
+    EXPECT_EQ(host(l, 3), panel ? packed(wantUp, 3, 256, panel) : wantUp);
+    EXPECT_EQ(host(l, 4), dequantized(k6));
+    // Q8_0 is a quantization: not the values it was made from.
+    EXPECT_NE(wantQ, q);
+  }
+}
+
+/// Sources that name GGUF tensors: copied, transposed, and rows of a fused
+/// tensor (row map); a tensor nothing reads is a warning unless ignored;
+/// no prefix is tried.
+TEST(GgufCheckpoint, GgufLayout) {
+  std::vector<float> qkv = values(12 * 32, 4), out = values(32 * 16, 5);
+  GgufTensor fused = q8_0("blk.0.attn_qkv.weight", {12, 32}, qkv);
+  std::string path = tempPath("layout.gguf");
+  writeGguf(path, {fused, f32("blk.0.attn_output.weight", {32, 16}, out),
+                   f32("rope_freqs.weight", {4}, values(4, 6)),
+                   f32("blk.0.extra.weight", {2}, values(2, 7))});
+  std::vector<float> all = dequantized(fused);
+  Loaded l;
+  ASSERT_EQ(load(describe({{"layers.0.attn.k.weight",
+                            {4, 32},
+                            source("blk.0.attn_qkv.weight", {12, 32}, "rows",
+                                   R"(,"offset":4,"block":4,"stride":4)")},
+                           {"layers.0.attn.o.weight",
+                            {16, 32},
+                            source("blk.0.attn_output.weight", {32, 16},
+                                   "transpose")}},
+                          kGgufLlama),
+                 {path}, l),
+            TFM_OK)
+      << tfm_last_error();
+  EXPECT_EQ(host(l, 0),
+            std::vector<float>(all.begin() + 4 * 32, all.begin() + 8 * 32));
+  std::vector<float> t(16 * 32);
+  for (int i = 0; i < 32; ++i)
+    for (int j = 0; j < 16; ++j)
+      t[j * 32 + i] = out[i * 16 + j];
+  EXPECT_EQ(host(l, 1), t);
+  EXPECT_EQ(l.warnings, "1 tensor of the checkpoint is not used by model "
+                        "'g': 'blk.0.extra.weight'");
+
+  // A source naming "model.blk..." does not find "blk...", nor the other
+  // way round: GGUF names are taken as they are.
+  Loaded m;
+  EXPECT_EQ(load(describe({{"x",
+                            {16, 32},
+                            source("model.blk.0.attn_output.weight", {32, 16},
+                                   "transpose")}},
+                          kGgufLlama),
+                 {path}, m),
+            TFM_ERR_MISMATCH);
+  EXPECT_NE(std::string(tfm_last_error())
+                .find("missing tensor 'model.blk.0.attn_output.weight' for "
+                      "parameter 'x' [16, 32]"),
+            std::string::npos)
+      << tfm_last_error();
+}
+
+/// A GGUF file and a safetensors file in one load; a name in both is an
+/// error naming both files.
+TEST(GgufCheckpoint, BesideSafetensors) {
+  std::string gguf = tempPath("beside.gguf"),
+              st = tempPath("beside.safetensors");
+  std::vector<float> a = values(32, 8), b = values(4, 9);
+  writeGguf(gguf, {q8_0("a.weight", {1, 32}, a)});
+  std::string header = "{\"b.weight\":{\"dtype\":\"F32\",\"shape\":[4],"
+                       "\"data_offsets\":[0,16]}}";
+  while (header.size() % 8)
+    header += ' ';
+  std::string len(8, '\0');
+  len[0] = char(header.size());
+  std::ofstream(st, std::ios::binary) << len << header << raw(b.data(), 16);
+  Loaded l;
+  ASSERT_EQ(
+      load(describe({{"a.weight", {1, 32}, ""}, {"b.weight", {4}, ""}}, ""),
+           {gguf, st}, l),
+      TFM_OK)
+      << tfm_last_error();
+  EXPECT_EQ(host(l, 1), b);
+
+  std::string twice = tempPath("twice.gguf");
+  writeGguf(twice, {f32("b.weight", {4}, b)});
+  Loaded m;
+  EXPECT_EQ(load(describe({{"b.weight", {4}, ""}}, ""), {twice, st}, m),
+            TFM_ERR_MISMATCH);
+  EXPECT_NE(std::string(tfm_last_error())
+                .find("tensor 'b.weight' is in both " + twice + " and " + st),
+            std::string::npos)
+      << tfm_last_error();
+}
+
+/// Missing, unexpected, mis-shaped and unconvertible tensors: every one
+/// reported, naming the files and the tensor.
+TEST(GgufCheckpoint, Errors) {
+  std::string path = tempPath("errors.gguf");
+  writeGguf(path, {f32("a.weight", {4, 32}, values(128, 1)),
+                   blocks("b.weight", {2, 256}, 16), // IQ2_XXS
+                   f32("c.weight", {3}, values(3, 2))});
+  Loaded l;
+  EXPECT_EQ(load(describe({{"a.weight", {32, 4}, ""},
+                           {"b.weight", {2, 256}, ""},
+                           {"d.weight", {5}, ""}},
+                          ""),
+                 {path}, l),
+            TFM_ERR_MISMATCH);
+  std::string msg = tfm_last_error();
+  for (const std::string &want :
+       {path + ": the weights do not match model 'g':",
+        std::string("tensor 'a.weight' has shape [4, 32], expected [32, 4]"),
+        std::string("tensor 'b.weight' has ggml type iq2_xxs, which the "
+                    "runtime does not convert"),
+        std::string("missing tensor 'd.weight' [5]"),
+        std::string("unexpected tensor 'c.weight'")})
+    EXPECT_NE(msg.find(want), std::string::npos) << want << "\n" << msg;
+
+  // A bad GGUF file: the reader's error, naming the file.
+  std::string bad = tempPath("bad.gguf");
+  std::ofstream(bad, std::ios::binary) << std::string("GGUF\x01\0\0\0", 8);
+  Loaded m;
+  EXPECT_EQ(load(describe({{"a.weight", {4, 32}, ""}}, ""), {bad}, m),
+            TFM_ERR_FORMAT);
+  EXPECT_NE(std::string(tfm_last_error()).find(bad), std::string::npos)
+      << tfm_last_error();
+}
+
+/// tfm_bound_ggml: a GGUF tensor's type, blocks and rows as the file
+/// holds them; none for a safetensors tensor.
+TEST(GgufCheckpoint, GgmlForm) {
+  std::string path = tempPath("form.gguf");
+  GgufTensor k4 = blocks("w", {3, 512}, TFM_GGML_Q4_K);
+  writeGguf(path, {f32("n", {7}, values(7, 1)), k4});
+  tfm_checkpoint c;
+  const char *paths[] = {path.c_str()};
+  ASSERT_EQ(tfm_checkpoint_open(paths, 1, &c), TFM_OK) << tfm_last_error();
+  const tfm_bound *b = tfm_checkpoint_find(&c, "w");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->view->rank, 2);
+  EXPECT_EQ(b->view->shape[0], 3);
+  EXPECT_EQ(b->view->shape[1], 512);
+  EXPECT_EQ(b->view->dtype, TFM_GGML_DTYPE(TFM_GGML_Q4_K));
+  tfm_ggml_view v;
+  ASSERT_TRUE(tfm_bound_ggml(b, &v));
+  EXPECT_EQ(v.type, TFM_GGML_Q4_K);
+  EXPECT_EQ(v.rows, 3);
+  EXPECT_EQ(v.cols, 512);
+  EXPECT_EQ(v.row_bytes, 288u);
+  EXPECT_EQ(std::memcmp(v.data, k4.bytes.data(), k4.bytes.size()), 0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data) % 32, 0u);
+  tfm_checkpoint_close(&c);
+}
+
+int32_t firstParam(void *const *params, const tfm_tensor *inputs,
+                   tfm_tensor *output) {
+  // output[b, t, :] = params[0][token, :10].
+  const float *table = static_cast<const float *>(params[0]);
+  const int32_t *tok = static_cast<const int32_t *>(inputs[0].data);
+  float *out = static_cast<float *>(output->data);
+  int64_t n = inputs[0].shape[0] * inputs[0].shape[1];
+  for (int64_t i = 0; i < n; ++i)
+    for (int j = 0; j < 10; ++j)
+      out[i * 10 + j] = table[tok[i] * 32 + j];
+  return 0;
+}
+
+/// Through the C API: tfm_model_load_weights of one GGUF file, the model
+/// run on its dequantized table, and --info naming the layout and each
+/// parameter's GGUF tensor.
+TEST(GgufCheckpoint, ModelApi) {
+  std::vector<float> emb = values(10 * 32, 3);
+  GgufTensor table = q8_0("token_embd.weight", {10, 32}, emb);
+  std::string path = tempPath("api.gguf");
+  writeGguf(path, {table});
+  std::string json = describe({{"embed.tokens.weight",
+                                {10, 32},
+                                source("token_embd.weight", {10, 32})}},
+                              kGgufLlama);
+  tfm_model *m;
+  ASSERT_EQ(tfm_model_create(json.c_str(), firstParam, &m), TFM_OK)
+      << tfm_last_error();
+  ASSERT_EQ(tfm_model_load_weights(m, path.c_str()), TFM_OK)
+      << tfm_last_error();
+  int32_t tokens[2] = {7, 2};
+  tfm_tensor in{};
+  in.dtype = TFM_I32;
+  in.rank = 2;
+  in.shape[0] = 1;
+  in.shape[1] = 2;
+  in.data = tokens;
+  tfm_tensor out{};
+  ASSERT_EQ(tfm_model_run(m, &in, &out), TFM_OK) << tfm_last_error();
+  std::vector<float> want = dequantized(table);
+  for (int t = 0; t < 2; ++t)
+    for (int j = 0; j < 10; ++j)
+      EXPECT_EQ(static_cast<float *>(out.data)[t * 10 + j],
+                want[tokens[t] * 32 + j]);
+  tfm_tensor_free(&out);
+  char *text = nullptr;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  tfm_model_print_info(m, f);
+  std::fclose(f);
+  std::string info(text, size);
+  std::free(text);
+  EXPECT_NE(info.find("checkpoint: GGUF llama layout (llama.cpp's tensor "
+                      "names)"),
+            std::string::npos)
+      << info;
+  EXPECT_NE(info.find("<- token_embd.weight [10, 32]"), std::string::npos)
+      << info;
+  tfm_model_destroy(m);
+}
+
+} // namespace
