@@ -22,8 +22,9 @@ static void usage(const char *prog, FILE *out) {
           "           --prompt TEXT | --prompt-file FILE)\n"
           "          [--tokenizer PATH] [--output OUT.npy] [--threads N]\n"
           "          [--bench N] [--info]\n"
-          "       %s [--tokenizer PATH | --weights W] (--tokenize TEXT | "
-          "--detokenize IDS)\n"
+          "       %s [--tokenizer PATH | --weights W] ([--raw] --tokenize "
+          "TEXT |\n"
+          "          --detokenize IDS)\n"
           "\n"
           "  --weights PATH        safetensors weights: a file, a model "
           "folder\n"
@@ -55,6 +56,10 @@ static void usage(const char *prog, FILE *out) {
           "folder)\n"
           "  --tokenize TEXT       print the ids the model would be given and "
           "exit\n"
+          "  --raw                 with --tokenize: the text's ids alone "
+          "(no BOS/EOS or\n"
+          "                        template added; special tokens in the "
+          "text are text)\n"
           "  --detokenize IDS      print the text of space-separated ids and "
           "exit\n"
           "  --output FILE         write the output as .npy\n"
@@ -279,7 +284,7 @@ static int run(int argc, char **argv, const char *model_json,
   const char *input_names[TFM_MAX_INPUTS] = {0};
   const char *input_files[TFM_MAX_INPUTS] = {0};
   size_t input_name_len[TFM_MAX_INPUTS] = {0};
-  int num_inputs = 0, info = 0;
+  int num_inputs = 0, info = 0, raw = 0;
   tfm_gen_options gen = {0};
   gen.top_p = 1.0;
   long long seed = -1, threads = 0, bench = 0, rb = 0, rt = 0;
@@ -294,6 +299,9 @@ static int run(int argc, char **argv, const char *model_json,
       continue;
     } else if (!strcmp(a, "--bench-generate")) {
       gen.bench = 1;
+      continue;
+    } else if (!strcmp(a, "--raw")) {
+      raw = 1;
       continue;
     }
     static const char *const with_value[] = {
@@ -399,6 +407,8 @@ static int run(int argc, char **argv, const char *model_json,
   if (!!tokenize + !!detokenize + !!prompt + !!prompt_file > 1)
     return fail(prog, "give one of --tokenize, --detokenize, --prompt and "
                       "--prompt-file");
+  if (raw && !tokenize)
+    return fail(prog, "--raw goes with --tokenize");
   struct tfm_tokenizer *tok = NULL;
   int32_t *prompt_ids = NULL;
   size_t num_prompt_ids = 0;
@@ -444,8 +454,9 @@ static int run(int argc, char **argv, const char *model_json,
       prompt_len = strlen(t);
       prompt_text = tfm_strndup(t, prompt_len);
     }
-    if (!prompt_text || tx->encode(tok, prompt_text, prompt_len, &prompt_ids,
-                                   &num_prompt_ids) != TFM_OK) {
+    if (!prompt_text || (raw ? tx->encode_raw : tx->encode)(
+                            tok, prompt_text, prompt_len, &prompt_ids,
+                            &num_prompt_ids) != TFM_OK) {
       if (prompt_text)
         fprintf(stderr, "%s: error: %s: %s\n", prog, src, tfm_last_error());
       else

@@ -449,6 +449,9 @@ typedef struct tfm_cli_text {
   /* A prompt's ids, with the special tokens the model expects around it. */
   tfm_status (*encode)(const struct tfm_tokenizer *t, const char *text,
                        size_t len, int32_t **ids, size_t *n);
+  /* --raw: the text's ids alone (nothing added, special tokens as text). */
+  tfm_status (*encode_raw)(const struct tfm_tokenizer *t, const char *text,
+                           size_t len, int32_t **ids, size_t *n);
   /* tfm_tokenizer_decode and the look-ups of tfm/tokenizer.h. */
   tfm_status (*decode)(const struct tfm_tokenizer *t, const int32_t *ids,
                        size_t n, int skip_special, char **text, size_t *len);

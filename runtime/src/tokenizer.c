@@ -49,7 +49,8 @@ typedef enum model_kind {
   MODEL_BPE,
   MODEL_WORDPIECE,
   MODEL_UNIGRAM,
-  MODEL_SPM /* a SentencePiece .model, run by libsentencepiece */
+  MODEL_SPM, /* a SentencePiece .model, run by libsentencepiece */
+  MODEL_GGUF /* a GGUF file's tokenizer, run as llama.cpp runs it */
 } model_kind;
 
 struct tfm_tokenizer {
@@ -82,7 +83,9 @@ struct tfm_tokenizer {
   int32_t *prefix, *suffix;
   size_t num_prefix, num_suffix;
   int32_t bos, eos;
-  tk_spm *spm; /* MODEL_SPM */
+  tk_spm *spm;         /* MODEL_SPM */
+  tk_gguf *gguf;       /* MODEL_GGUF */
+  char *chat_template; /* tokenizer_config.json's (string form) */
 };
 
 static size_t pow2_at_least(size_t n) {
@@ -215,6 +218,8 @@ void tfm_tokenizer_free(tfm_tokenizer *t) {
   free(t->prefix);
   free(t->suffix);
   tk_spm_close(t->spm);
+  tk_gguf_close(t->gguf);
+  free(t->chat_template);
   free(t);
 }
 
@@ -226,11 +231,19 @@ const char *tfm_tokenizer_model_type(const tfm_tokenizer *t) {
   return t->kind == MODEL_BPE         ? "BPE"
          : t->kind == MODEL_WORDPIECE ? "WordPiece"
          : t->kind == MODEL_SPM       ? tk_spm_model_type(t->spm)
+         : t->kind == MODEL_GGUF      ? tk_gguf_model_type(t->gguf)
                                       : "Unigram";
 }
 
 const char *tfm_tokenizer_id_to_token(const tfm_tokenizer *t, int32_t id) {
   return id >= 0 && id < t->size ? t->tokens[id].s : NULL;
+}
+
+const char *tfm_tokenizer_chat_template(const tfm_tokenizer *t,
+                                        const char *name) {
+  if (t->kind == MODEL_GGUF)
+    return tk_gguf_chat_template(t->gguf, name);
+  return name ? NULL : t->chat_template;
 }
 
 int32_t tfm_tokenizer_token_to_id(const tfm_tokenizer *t, const char *token) {
@@ -760,6 +773,24 @@ static tfm_status read_config(tfm_tokenizer *t, const char *dir) {
   }
   const char *bos = config_token(c, "bos_token"),
              *eos = config_token(c, "eos_token");
+  /* chat_template: a string, or [{"name": "default", "template": ...}] */
+  const json_t *ct = json_object_get(c, "chat_template");
+  if (json_is_array(ct)) {
+    size_t i;
+    const json_t *e, *found = NULL;
+    json_array_foreach(ct, i, e) {
+      const json_t *nm = json_object_get(e, "name");
+      if (json_is_string(nm) && !strcmp(json_string_value(nm), "default"))
+        found = json_object_get(e, "template");
+    }
+    ct = found;
+  }
+  if (json_is_string(ct) &&
+      !(t->chat_template = tfm_strdup(json_string_value(ct)))) {
+    json_decref(c);
+    free(path);
+    return OOM();
+  }
   if (bos) {
     t->bos = tfm_tokenizer_token_to_id(t, bos);
     if (t->bos < 0)
@@ -1184,6 +1215,41 @@ static tfm_status load_spm(tfm_tokenizer *t, const char *path) {
   return s;
 }
 
+/* A GGUF file's tokenizer: tokenizer_gguf.c encodes and decodes; the
+ * tokens are the vocabulary, control and unknown tokens the special ones. */
+static tfm_status load_gguf(tfm_tokenizer *t, const char *path) {
+  t->kind = MODEL_GGUF;
+  tfm_status s = tk_gguf_open(path, &t->gguf);
+  if (s != TFM_OK)
+    return s;
+  int32_t n = tk_gguf_size(t->gguf);
+  if ((s = grow_tokens(t, n)) != TFM_OK ||
+      (s = str_map_init(&t->vocab, (size_t)n)) != TFM_OK)
+    return s;
+  for (int32_t id = 0; id < n && s == TFM_OK; ++id) {
+    size_t len;
+    const char *p = tk_gguf_piece(t->gguf, id, &len);
+    s = set_token(t, id, p, len);
+    if (s == TFM_OK)
+      str_map_put(&t->vocab, t->tokens, id);
+  }
+  t->unk = tk_gguf_special(t->gguf, 'u');
+  t->bos = tk_gguf_special(t->gguf, 'b');
+  t->eos = tk_gguf_special(t->gguf, 'e');
+  return s;
+}
+
+/* Whether the file starts with GGUF's magic. */
+static bool is_gguf(const char *path) {
+  FILE *f = fopen(path, "rb");
+  char m[4] = {0};
+  if (!f)
+    return false;
+  size_t r = fread(m, 1, 4, f);
+  fclose(f);
+  return r == 4 && !memcmp(m, "GGUF", 4);
+}
+
 static bool exists(const char *dir, const char *name) {
   size_t n = strlen(dir) + strlen(name) + 2;
   char *p = tfm_malloc(n);
@@ -1285,18 +1351,22 @@ tfm_status tfm_tokenizer_load(const char *path, tfm_tokenizer **out) {
       s = OOM();
       goto done;
     }
-    s = ends_with(path, ".model") ? load_spm(t, path)
-                                  : load_tokenizer_json(t, path);
+    s = is_gguf(path)               ? load_gguf(t, path)
+        : ends_with(path, ".model") ? load_spm(t, path)
+                                    : load_tokenizer_json(t, path);
   }
   if (s == TFM_OK && t->size == 0)
     s = tfm_fail(TFM_ERR_FORMAT, "%s: the vocabulary is empty", t->file);
   if (s == TFM_OK)
     s = index_added(t);
+  if (s == TFM_OK && t->kind == MODEL_GGUF)
+    for (int32_t id = 0; id < t->size; ++id)
+      t->is_special[id] = tk_gguf_is_special(t->gguf, id);
   if (s == TFM_OK && t->bos < 0 && t->num_prefix)
     t->bos = t->prefix[0];
   if (s == TFM_OK && t->eos < 0 && t->num_suffix)
     t->eos = t->suffix[t->num_suffix - 1];
-  if (s == TFM_OK)
+  if (s == TFM_OK && t->kind != MODEL_GGUF) /* a GGUF file says it all */
     s = read_config(t, dir);
   if (s == TFM_OK)
     s = check_ids(t);
@@ -1789,6 +1859,10 @@ tfm_status tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
                     "the text is not valid UTF-8 (byte %zu, 0x%02X)", i,
                     (unsigned char)text[i]);
   }
+  if (t->kind == MODEL_GGUF)
+    return tk_gguf_encode(t->gguf, text, len, flags & TFM_TOKENIZE_ADD_SPECIAL,
+                          !(flags & TFM_TOKENIZE_SPECIAL_AS_TEXT), out_ids,
+                          out_n);
   ids out = {0};
   tfm_status s = TFM_OK;
   if (flags & TFM_TOKENIZE_ADD_SPECIAL)
@@ -1875,6 +1949,8 @@ tfm_status tfm_tokenizer_decode(const tfm_tokenizer *t, const int32_t *v,
   *text = NULL;
   if (t->kind == MODEL_SPM)
     return decode_spm(t, v, n, skip_special, text, len);
+  if (t->kind == MODEL_GGUF)
+    return tk_gguf_decode(t->gguf, v, n, skip_special, text, len);
   tk_list l = {0};
   tfm_status s = TFM_OK;
   for (size_t i = 0; i < n && s == TFM_OK; ++i) {

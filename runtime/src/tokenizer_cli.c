@@ -19,6 +19,10 @@ static tfm_status open_tokenizer(const char *path, const char *weights,
                                  tfm_tokenizer **out) {
   if (path)
     return tfm_tokenizer_load(path, out);
+  /* A GGUF file carries its tokenizer. */
+  size_t wl = weights ? strlen(weights) : 0;
+  if (wl > 5 && !strcmp(weights + wl - 5, ".gguf"))
+    return tfm_tokenizer_load(weights, out);
   if (!weights)
     return tfm_fail(TFM_ERR_ARGUMENT,
                     "no tokenizer: give --tokenizer PATH (a tokenizer.json "
@@ -54,10 +58,19 @@ static tfm_status encode_prompt(const tfm_tokenizer *t, const char *text,
   return tfm_tokenizer_encode(t, text, len, TFM_TOKENIZE_ADD_SPECIAL, ids, n);
 }
 
+/* --raw: the text alone, as llama.cpp's add_special = false,
+ * parse_special = false. */
+static tfm_status encode_raw(const tfm_tokenizer *t, const char *text,
+                             size_t len, int32_t **ids, size_t *n) {
+  return tfm_tokenizer_encode(t, text, len, TFM_TOKENIZE_SPECIAL_AS_TEXT, ids,
+                              n);
+}
+
 static const tfm_cli_text text = {
     .open = open_tokenizer,
     .close = tfm_tokenizer_free,
     .encode = encode_prompt,
+    .encode_raw = encode_raw,
     .decode = tfm_tokenizer_decode,
     .vocab_size = tfm_tokenizer_vocab_size,
     .token_to_id = tfm_tokenizer_token_to_id,

@@ -100,6 +100,16 @@ typedef struct tk_regex tk_regex; /* a compiled PCRE2 pattern */
 /* Compiles `pattern` (UTF, UCP); `what` names it in errors. */
 tfm_status tk_regex_compile(const char *pattern, bool literal, tk_regex **out,
                             const char *what);
+/* How tk_regex_compile_mode reads a pattern and its subjects. */
+typedef enum tk_regex_mode {
+  TK_RE_UCP,   /* UTF-8, Unicode properties for \s, \w (as tk_regex_compile) */
+  TK_RE_UTF,   /* UTF-8, ASCII \s and \w; $ only at the very end */
+  TK_RE_BYTES, /* one byte per character, ASCII classes; $ only at the end */
+} tk_regex_mode;
+/* Compiles the `len` bytes of `pattern` (may hold NULs in TK_RE_BYTES). */
+tfm_status tk_regex_compile_mode(const char *pattern, size_t len,
+                                 tk_regex_mode mode, tk_regex **out,
+                                 const char *what);
 void tk_regex_free(tk_regex *r);
 /* Finds the next match at or after `start`: returns 1 and the match's
  * [*b, *e), 0 when there is none, -1 on a matching error (set). */
@@ -217,6 +227,11 @@ tfm_status tk_bytes_to_chars(const char *s, size_t n, tk_buf *out);
 bool tk_is_whitespace(int32_t cp);
 /* Letters and numbers (L* and N*), as Rust's char::is_alphanumeric. */
 bool tk_is_alnum(int32_t cp);
+/* utf8proc's general category of cp (UTF8PROC_CATEGORY_*), its simple
+ * lowercase, and the first code point of its canonical decomposition. */
+int tk_category(int32_t cp);
+int32_t tk_tolower(int32_t cp);
+int32_t tk_nfd_first(int32_t cp);
 
 /*===- SentencePiece .model files (tokenizer_spm.c) ----------------------===*/
 
@@ -240,5 +255,35 @@ tfm_status tk_spm_encode(const tk_spm *m, const char *text, size_t n,
                          int32_t **ids, size_t *count, const char *file);
 tfm_status tk_spm_decode(const tk_spm *m, const int32_t *ids, size_t n,
                          char **text, size_t *len, const char *file);
+
+/*===- GGUF files (tokenizer_gguf.c) -------------------------------------===*/
+
+/* A tokenizer stored in a GGUF file's tokenizer.* keys, run as llama.cpp
+ * runs it (src/llama-vocab.cpp): SentencePiece-style BPE by scores
+ * ("llama"), byte-level BPE with llama.cpp's pre-tokenizers ("gpt2",
+ * "gemma4"), WordPiece ("bert"). */
+typedef struct tk_gguf tk_gguf;
+
+tfm_status tk_gguf_open(const char *path, tk_gguf **out);
+void tk_gguf_close(tk_gguf *g);
+int32_t tk_gguf_size(const tk_gguf *g);
+/* The text of id (not NUL-terminated: *len bytes). */
+const char *tk_gguf_piece(const tk_gguf *g, int32_t id, size_t *len);
+/* Control and unknown tokens (what decoding may skip). */
+bool tk_gguf_is_special(const tk_gguf *g, int32_t id);
+/* The bos ('b'), eos ('e') or unknown ('u') id; -1: none. */
+int32_t tk_gguf_special(const tk_gguf *g, char which);
+const char *tk_gguf_model_type(const tk_gguf *g);
+/* tokenizer.chat_template (name NULL) or tokenizer.chat_template.NAME, as
+ * a NUL-terminated copy owned by g; NULL if the file has none. */
+const char *tk_gguf_chat_template(const tk_gguf *g, const char *name);
+/* llama_tokenize(text, add_special, parse_special); *ids is malloc'd. */
+tfm_status tk_gguf_encode(const tk_gguf *g, const char *text, size_t n,
+                          bool add_special, bool parse_special, int32_t **ids,
+                          size_t *count);
+/* The pieces of the ids, joined (control tokens left out with
+ * skip_special); *text is malloc'd and NUL-terminated. */
+tfm_status tk_gguf_decode(const tk_gguf *g, const int32_t *ids, size_t n,
+                          bool skip_special, char **text, size_t *len);
 
 #endif

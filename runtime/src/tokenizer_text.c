@@ -257,6 +257,23 @@ tfm_status tk_bytes_to_chars(const char *s, size_t n, tk_buf *out) {
 
 static utf8proc_category_t category(int32_t cp) { return lib.category(cp); }
 
+int tk_category(int32_t cp) { return (int)lib.category(cp); }
+
+int32_t tk_tolower(int32_t cp) { return lib.tolower(cp); }
+
+int32_t tk_nfd_first(int32_t cp) {
+  char u[4];
+  size_t n = tfm_utf8_encode((uint32_t)cp, u);
+  utf8proc_uint8_t *d = NULL;
+  utf8proc_ssize_t r = lib.map((const utf8proc_uint8_t *)u, (utf8proc_ssize_t)n,
+                               &d, UTF8PROC_DECOMPOSE);
+  int32_t first = cp;
+  if (r > 0 && d)
+    tk_utf8_next((const char *)d, (size_t)r, &first);
+  free(d);
+  return first;
+}
+
 bool tk_is_whitespace(int32_t cp) {
   if ((cp >= 9 && cp <= 13) || cp == 0x85)
     return true;
@@ -302,7 +319,12 @@ struct tk_regex {
   const char *literal; /* a String pattern: matched as is */
   size_t literal_len;
   char *owned; /* what `literal` points to when allocated */
+  bool bytes;  /* TK_RE_BYTES: one byte is one character */
 };
+
+static tfm_status compile_pattern(tk_regex *r, const char *pattern, size_t len,
+                                  uint32_t opts, tk_regex **out,
+                                  const char *what);
 
 tfm_status tk_regex_compile(const char *pattern, bool literal, tk_regex **out,
                             const char *what) {
@@ -326,10 +348,32 @@ tfm_status tk_regex_compile(const char *pattern, bool literal, tk_regex **out,
     *out = r;
     return TFM_OK;
   }
+  return compile_pattern(r, pattern, strlen(pattern), PCRE2_UTF | PCRE2_UCP,
+                         out, what);
+}
+
+tfm_status tk_regex_compile_mode(const char *pattern, size_t len,
+                                 tk_regex_mode mode, tk_regex **out,
+                                 const char *what) {
+  tfm_status s = tk_libs_load();
+  if (s != TFM_OK)
+    return s;
+  tk_regex *r = tfm_calloc(1, sizeof *r);
+  if (!r)
+    return tfm_fail(TFM_ERR_MEMORY, "tokenizer: out of memory");
+  r->bytes = mode == TK_RE_BYTES;
+  uint32_t opts = mode == TK_RE_UCP   ? PCRE2_UTF | PCRE2_UCP
+                  : mode == TK_RE_UTF ? PCRE2_UTF | PCRE2_DOLLAR_ENDONLY
+                                      : PCRE2_DOLLAR_ENDONLY;
+  return compile_pattern(r, pattern, len, opts, out, what);
+}
+
+static tfm_status compile_pattern(tk_regex *r, const char *pattern, size_t len,
+                                  uint32_t opts, tk_regex **out,
+                                  const char *what) {
   int err;
   PCRE2_SIZE off;
-  r->code = lib.compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
-                        PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
+  r->code = lib.compile((PCRE2_SPTR)pattern, len, opts, &err, &off, NULL);
   if (!r->code) {
     PCRE2_UCHAR msg[256];
     lib.error_message(err, msg, sizeof msg);
@@ -395,7 +439,7 @@ int tk_regex_find(const tk_regex *r, const char *s, size_t n, size_t start,
       lib.match_data_free(md);
       return 0;
     }
-    size_t l = tk_utf8_len(s + ov[0], n - ov[0]);
+    size_t l = r->bytes ? 1 : tk_utf8_len(s + ov[0], n - ov[0]);
     start = ov[0] + (l ? l : 1);
   }
 }
@@ -1180,7 +1224,7 @@ static tfm_status pre_tokenize_one(const tk_step *st, const tk_str *p,
     if (s == TFM_OK && !st->flag)
       s = tk_list_push(out, t.s ? t.s : "", t.n);
     else if (s == TFM_OK) {
-      tk_regex lit = {NULL, st->text, rl, NULL};
+      tk_regex lit = {NULL, st->text, rl, NULL, false};
       if ((s = regex_segments(&lit, t.s ? t.s : "", t.n, false, &sg)) == TFM_OK)
         s = emit_segments(t.s, &sg, TK_MERGED_WITH_NEXT, out);
     }
@@ -1445,7 +1489,8 @@ static tfm_status decode_one(const tk_step *st, tk_list *l) {
       for (size_t c = 0;
            st->flag && s == TFM_OK && c < sizeof cleanup / sizeof *cleanup;
            ++c) {
-        tk_regex lit = {NULL, cleanup[c][0], strlen(cleanup[c][0]), NULL};
+        tk_regex lit = {NULL, cleanup[c][0], strlen(cleanup[c][0]), NULL,
+                        false};
         tk_buf r = {0};
         if ((s = tk_buf_add(&r, "", 0)) == TFM_OK &&
             (s = replace_all(&lit, cleanup[c][1], b.s, b.n, &r)) == TFM_OK) {
@@ -1462,7 +1507,7 @@ static tfm_status decode_one(const tk_step *st, tk_list *l) {
   case TK_D_BPE: {
     size_t sl = strlen(st->text);
     for (size_t i = 0; i < l->n && s == TFM_OK; ++i) {
-      tk_regex lit = {NULL, st->text, sl, NULL};
+      tk_regex lit = {NULL, st->text, sl, NULL, false};
       b.n = 0;
       if ((s = tk_buf_add(&b, "", 0)) == TFM_OK &&
           (s = replace_all(&lit, i + 1 == l->n ? "" : " ", l->v[i].s, l->v[i].n,

@@ -38,7 +38,10 @@ extern "C" {
 typedef struct tfm_tokenizer tfm_tokenizer;
 
 /* Loads a tokenizer from `path`: a tokenizer.json file, a SentencePiece
- * `.model` file, or a folder holding (in this order of preference)
+ * `.model` file, a GGUF file (its tokenizer.* keys, tokenized exactly as
+ * llama.cpp does: llama/SentencePiece BPE, gpt2 byte-level BPE with the
+ * pre-tokenizer tokenizer.ggml.pre names, gemma4, bert WordPiece), or a
+ * folder holding (in this order of preference)
  * tokenizer.json, GPT-2's encoder.json and vocab.bpe, vocab.json and
  * merges.txt, tokenizer.model, or spiece.model. A tokenizer_config.json in
  * the same folder is read too. */
@@ -55,7 +58,9 @@ enum {
    * tokenizer_config.json's add_bos_token/add_eos_token ask for. */
   TFM_TOKENIZE_ADD_SPECIAL = 1,
   /* Special tokens written in the text are text, not tokens (Hugging Face's
-   * split_special_tokens); added tokens that are not special still match. */
+   * split_special_tokens); added tokens that are not special still match
+   * (in a GGUF file: user-defined tokens, as llama.cpp's parse_special =
+   * false). */
   TFM_TOKENIZE_SPECIAL_AS_TEXT = 2,
 };
 
@@ -85,6 +90,13 @@ int32_t tfm_tokenizer_eos_id(const tfm_tokenizer *t);
 /* "BPE", "WordPiece" or "Unigram" (a SentencePiece .model may also be
  * "WordLevel" or "Char"). */
 const char *tfm_tokenizer_model_type(const tfm_tokenizer *t);
+/* The chat template (Jinja source for tfm/chat_template.h) that came with
+ * the tokenizer: a GGUF file's tokenizer.chat_template, or with `name` its
+ * tokenizer.chat_template.NAME; tokenizer_config.json's chat_template (a
+ * string, or the entry named "default"; no names). NULL if there is none.
+ * Valid while the tokenizer lives. */
+const char *tfm_tokenizer_chat_template(const tfm_tokenizer *t,
+                                        const char *name);
 
 #ifdef __cplusplus
 }
