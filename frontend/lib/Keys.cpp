@@ -88,6 +88,11 @@ Schema::Schema() {
   arg(SectionId::Model, KeyId::Checkpoint, "huggingface", "type")              \
       .words.push_back(Name);
 #include "Hf/ModelTypes.def"
+  // The architectures of GGUF checkpoints, from their table.
+#define TFM_GGUF_ARCH(Id, Name, Rope, Flags)                                   \
+  arg(SectionId::Model, KeyId::Checkpoint, "gguf", "arch")                     \
+      .words.push_back(Name);
+#include "Gguf/GgufArchs.def"
   for (SectionSchema &s : sections) {
     for (const KeySchema &k : s.keys)
       s.keyNames.push_back(k.spelling);

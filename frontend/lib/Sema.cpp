@@ -962,8 +962,8 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
     }
   }
   ChoiceValue checkpoint;
-  if (getChoice(*top, KeyId::Checkpoint, checkpoint) == Got::Ok &&
-      checkpoint.name == "huggingface") {
+  Got gotCheckpoint = getChoice(*top, KeyId::Checkpoint, checkpoint);
+  if (gotCheckpoint == Got::Ok && checkpoint.name == "huggingface") {
     spec.hfType = checkpoint.words["type"].str();
     // FP8 with block scales: an R x C block per scale, both given or none.
     spec.hfFp8BlockRows = checkpoint.nums["fp8_block_rows"].i;
@@ -976,6 +976,10 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
       spec.hfFp8BlockRows = spec.hfFp8BlockCols = 0;
     }
   }
+  // llama.cpp's tensors of a GGUF file (ggufCheckpointProblems checks the
+  // model against the architecture below).
+  if (gotCheckpoint == Got::Ok && checkpoint.name == "gguf")
+    spec.ggufArch = checkpoint.words["arch"].str();
   Got gotVocab = getInt(*top, KeyId::Vocab, spec.vocab);
   Got gotContext = getInt(*top, KeyId::Context, spec.context);
   if (getInt(*top, KeyId::DModel, spec.dModel) == Got::Unset)
@@ -1142,7 +1146,7 @@ std::optional<ModelSpec> Sema::analyze(const ModelDecl &decl) {
   }
   // A Hugging Face layout must provide every parameter of the model; report
   // what it cannot at compile time rather than at load time.
-  if (!spec.hfType.empty()) {
+  if (!spec.hfType.empty() || !spec.ggufArch.empty()) {
     std::vector<std::string> problems = hfCheckpointProblems(spec);
     for (const std::string &p : problems)
       diags.error(top->valueLoc(KeyId::Checkpoint), p);

@@ -8,6 +8,8 @@
 
 #include "ImportCommand.h"
 
+#include "tfm/Frontend/GgufCheckpoint.h"
+#include "tfm/Frontend/GgufImport.h"
 #include "tfm/Frontend/HfImport.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -24,7 +26,8 @@ cl::SubCommand importCommand("import",
                              "Write the .tfm description of a Hugging Face "
                              "model (its config.json)");
 cl::opt<std::string> importPath(cl::Positional, cl::Required,
-                                cl::desc("<config.json or model folder>"),
+                                cl::desc("<config.json, model folder or "
+                                         "model.gguf>"),
                                 cl::sub(importCommand));
 cl::opt<std::string> importOutput("o",
                                   cl::desc("Output .tfm file (default: "
@@ -53,8 +56,16 @@ int runImportCommand(int argc, char **argv) {
       argc, argv,
       "tfmc import: the .tfm description of a Hugging Face model\n\n"
       "  tfmc import path/to/model-folder -o model.tfm\n"
-      "  tfmc import config.json          (writes to stdout)\n\n"
-      "Supported model_type values: " +
+      "  tfmc import config.json          (writes to stdout)\n"
+      "  tfmc import model.gguf -o model.tfm   (llama.cpp's GGUF: " +
+          [] {
+            std::string list;
+            for (llvm::StringRef a : ggufCheckpointArchs())
+              list += (list.empty() ? "" : ", ") + a.str();
+            return list;
+          }() +
+          ")\n\n"
+          "Supported model_type values: " +
           [] {
             std::string list;
             for (llvm::StringRef t : getHfImportModelTypes())
@@ -63,6 +74,29 @@ int runImportCommand(int argc, char **argv) {
           }() +
           "\n");
 
+  // A GGUF file: its metadata and tensor infos.
+  if (isGgufPath(importPath)) {
+    if (importOutput != "-" && llvm::sys::fs::exists(importOutput) &&
+        llvm::sys::fs::equivalent(importPath, importOutput)) {
+      report(HfSeverity::Error, "-o " + importOutput +
+                                    " is the file being read; write the .tfm "
+                                    "to another file");
+      return 1;
+    }
+    std::optional<std::string> tfm = importGguf(importPath, report);
+    if (!tfm)
+      return 1;
+    std::error_code ec;
+    llvm::ToolOutputFile output(importOutput, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      report(HfSeverity::Error,
+             "cannot write '" + importOutput + "': " + ec.message());
+      return 1;
+    }
+    output.os() << *tfm;
+    output.keep();
+    return 0;
+  }
   std::optional<std::string> config = findHfConfig(importPath, report);
   if (!config)
     return 1;

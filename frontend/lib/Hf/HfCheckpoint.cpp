@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Frontend/HfCheckpoint.h"
+#include "tfm/Frontend/GgufCheckpoint.h"
 
 #include "ModelTypes.h"
 
@@ -546,6 +547,8 @@ HfSource Mapper::map() {
 std::optional<HfSource>
 mlir::tfm::getHfSource(const ModelSpec &spec, const ParamSpec &p,
                        const HfCheckpointOptions &options) {
+  if (!spec.ggufArch.empty())
+    return getGgufSource(spec, p);
   if (spec.hfType.empty())
     return std::nullopt;
   const ModelTypeInfo *type = hf::lookupModelType(spec.hfType);
@@ -567,6 +570,8 @@ mlir::tfm::getHfSource(const ModelSpec &spec, const ParamSpec &p,
 
 std::vector<std::string>
 mlir::tfm::hfCheckpointProblems(const ModelSpec &spec) {
+  if (!spec.ggufArch.empty())
+    return ggufCheckpointProblems(spec);
   std::vector<std::string> problems;
   if (spec.hfType.empty())
     return problems;
@@ -648,6 +653,8 @@ mlir::tfm::hfSourceJSON(const ModelSpec &spec, const ParamSpec &p,
 }
 
 json::Value mlir::tfm::hfCheckpointJSON(const ModelSpec &spec) {
+  if (!spec.ggufArch.empty())
+    return ggufCheckpointJSON(spec);
   if (spec.hfType.empty())
     return json::Object{{"format", "canonical"}};
   // Tensors of published checkpoints that are not parameters of the model:

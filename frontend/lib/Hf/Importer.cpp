@@ -75,9 +75,8 @@ Section &Section::sub(StringRef sectionName) {
   return sections.back();
 }
 
-namespace {
-
-void printSection(const Section &s, unsigned indent, llvm::raw_ostream &os) {
+void mlir::tfm::hf::printSection(const Section &s, unsigned indent,
+                                 llvm::raw_ostream &os) {
   std::string pad(indent, ' ');
   if (s.sections.empty()) {
     std::string line = pad + s.name + " {";
@@ -97,10 +96,8 @@ void printSection(const Section &s, unsigned indent, llvm::raw_ostream &os) {
   os << pad << "}\n";
 }
 
-/// Writes `text` as comment lines of at most 90 columns, the first starting
-/// with `first` and the rest with `rest`.
-void printWrapped(StringRef text, StringRef first, StringRef rest,
-                  llvm::raw_ostream &os) {
+void mlir::tfm::hf::printWrapped(StringRef text, StringRef first,
+                                 StringRef rest, llvm::raw_ostream &os) {
   std::string line = first.str();
   bool empty = true;
   while (!text.empty()) {
@@ -116,6 +113,23 @@ void printWrapped(StringRef text, StringRef first, StringRef rest,
   }
   os << line << "\n";
 }
+
+void mlir::tfm::hf::printModel(const Section &model, llvm::raw_ostream &os) {
+  os << "model " << model.name << " {\n";
+  size_t width = 0;
+  for (const auto &kv : model.keys)
+    width = std::max(width, kv.first.size());
+  for (const auto &kv : model.keys)
+    os << "  " << kv.first << std::string(width - kv.first.size(), ' ') << " = "
+       << kv.second << "\n";
+  if (!model.sections.empty())
+    os << "\n";
+  for (const Section &s : model.sections)
+    printSection(s, 2, os);
+  os << "}\n";
+}
+
+namespace {
 
 /// Fields of every configuration (PretrainedConfig and generation settings)
 /// that do not change the forward pass of the description.
@@ -855,17 +869,6 @@ std::string Importer::finish(const Section &model) {
     for (const std::string &n : notes)
       printWrapped(n, "#   ", "#     ", os);
   }
-  os << "model " << model.name << " {\n";
-  size_t width = 0;
-  for (const auto &kv : model.keys)
-    width = std::max(width, kv.first.size());
-  for (const auto &kv : model.keys)
-    os << "  " << kv.first << std::string(width - kv.first.size(), ' ') << " = "
-       << kv.second << "\n";
-  if (!model.sections.empty())
-    os << "\n";
-  for (const Section &s : model.sections)
-    printSection(s, 2, os);
-  os << "}\n";
+  printModel(model, os);
   return text;
 }

@@ -84,6 +84,16 @@ private:
 
 using ModelBlock = Block<SectionId::Model>;
 
+/// Writes `s` at `indent` columns: on one line when it has no sections and
+/// fits in 90 columns, else a key a line.
+void printSection(const Section &s, unsigned indent, llvm::raw_ostream &os);
+/// Writes `model` as `model NAME { ... }`, its keys aligned.
+void printModel(const Section &model, llvm::raw_ostream &os);
+/// Writes `text` as comment lines of at most 90 columns, the first starting
+/// with `first` and the rest with `rest`.
+void printWrapped(llvm::StringRef text, llvm::StringRef first,
+                  llvm::StringRef rest, llvm::raw_ostream &os);
+
 /// A number as the .tfm lexer reads it back exactly: integers without a
 /// point, others in the shortest form that round-trips.
 std::string formatNumber(double v);

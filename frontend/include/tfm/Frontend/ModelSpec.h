@@ -384,6 +384,9 @@ struct ModelSpec {
   /// checkpoint's linear weights may be stored in FP8 with one scale per R x
   /// C block (quantization_config's weight_block_size); 0: not so.
   int64_t hfFp8BlockRows = 0, hfFp8BlockCols = 0;
+  /// v3 `checkpoint = gguf(arch = A)`: the weights are the tensors of a
+  /// GGUF file of llama.cpp's architecture A; empty: not GGUF.
+  std::string ggufArch;
   std::vector<StackSpec> stacks; ///< 1, or 2 (encoder, decoder)
   /// `tfmc --tensor-parallel N`: the model runs as N processes, each with
   /// 1/N of the heads, FFN units and vocabulary (1: one process).

@@ -1,0 +1,364 @@
+#!/usr/bin/python3
+"""Small GGUF files for the tests of `tfmc import model.gguf`: the metadata
+and tensor infos llama.cpp's converter writes for an architecture, with
+zero-filled data (the importer reads no tensor data). Standard library only.
+
+    make_gguf.py OUT.gguf ARCH [--set KEY=TYPE:VALUE] [--del KEY]
+                 [--drop TENSOR] [--add TENSOR=D0xD1...] [--tied] [--version 2]
+
+ARCH is a preset below (llama, mixtral, qwen2, qwen3, qwen3moe, gemma2,
+gemma3, phi3, gpt2, deepseek2). Keys without a dot prefix get the
+architecture's: `--set context_length=u32:64`. TYPE is one of u8 i8 u16 i16
+u32 i32 f32 bool str u64 i64 f64, or arr-TYPE with comma-separated values.
+Tensor shapes are given and stored in ggml's order (ne[0] first: [in, out]).
+
+The layout (GGUF v3, docs/gguf.md of ggml): magic "GGUF", version u32,
+tensor count u64, key/value count u64, the pairs (string key, u32 type,
+value), the tensor infos (name, u32 n_dims, u64 ne[n_dims], u32 ggml type,
+u64 offset), padding to general.alignment (32), then the data.
+"""
+import argparse
+import struct
+import sys
+
+TYPES = {"u8": (0, "<B"), "i8": (1, "<b"), "u16": (2, "<H"), "i16": (3, "<h"),
+         "u32": (4, "<I"), "i32": (5, "<i"), "f32": (6, "<f"), "bool": (7, "<?"),
+         "str": (8, None), "u64": (10, "<Q"), "i64": (11, "<q"), "f64": (12, "<d")}
+ARRAY = 9
+F32 = 0
+
+
+def string(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def scalar(t, v):
+    code, fmt = TYPES[t]
+    if t == "str":
+        return string(v)
+    return struct.pack(fmt, v)
+
+
+def value(t, v):
+    """The type code and encoding of a value of type t."""
+    if t.startswith("arr-"):
+        et = t[4:]
+        body = struct.pack("<IQ", TYPES[et][0], len(v))
+        for x in v:
+            body += scalar(et, x)
+        return ARRAY, body
+    return TYPES[t][0], scalar(t, v)
+
+
+def parse(t, text):
+    def one(et, x):
+        if et == "str":
+            return x
+        if et == "bool":
+            return x in ("1", "true")
+        if et.startswith("f"):
+            return float(x)
+        return int(x)
+    if t.startswith("arr-"):
+        return [one(t[4:], x) for x in text.split(",")] if text else []
+    return one(t, text)
+
+
+class Model:
+    def __init__(self, arch):
+        self.arch = arch
+        self.kv = [("general.architecture", "str", arch),
+                   ("general.name", "str", "test")]
+        self.tensors = []  # (name, ne)
+
+    def key(self, k, t, v):
+        k = k if "." in k and k.split(".")[0] in ("general", "tokenizer", "split", "quantize", "clip") \
+            or k.startswith(self.arch + ".") else self.arch + "." + k
+        self.kv = [x for x in self.kv if x[0] != k] + [(k, t, v)]
+
+    def t(self, name, *ne):
+        self.tensors.append((name, list(ne)))
+
+    def write(self, path, version=3):
+        align = 32
+        out = b"GGUF" + struct.pack("<IQQ", version, len(self.tensors), len(self.kv))
+        for k, t, v in self.kv:
+            code, body = value(t, v)
+            out += string(k) + struct.pack("<I", code) + body
+        offset = 0
+        infos = b""
+        sizes = []
+        for name, ne in self.tensors:
+            n = 1
+            for x in ne:
+                n *= x
+            infos += string(name) + struct.pack("<I", len(ne))
+            infos += b"".join(struct.pack("<Q", x) for x in ne)
+            infos += struct.pack("<IQ", F32, offset)
+            sizes.append(n * 4)
+            offset += (n * 4 + align - 1) // align * align
+        out += infos
+        out += b"\0" * ((align - len(out) % align) % align)
+        for size in sizes:
+            out += b"\0" * ((size + align - 1) // align * align)
+        with open(path, "wb") as f:
+            f.write(out)
+
+
+def common(m, d, layers, heads, ctx=256, kv=None, key_length=None, ffn=None):
+    m.key("context_length", "u32", ctx)
+    m.key("embedding_length", "u32", d)
+    m.key("block_count", "u32", layers)
+    if ffn:
+        m.key("feed_forward_length", "u32", ffn)
+    m.key("attention.head_count", "u32", heads)
+    if kv:
+        m.key("attention.head_count_kv", "u32", kv)
+    if key_length:
+        m.key("attention.key_length", "u32", key_length)
+        m.key("attention.value_length", "u32", key_length)
+
+
+def attn(m, i, d, q, kvn, bias=False, out_bias=False):
+    b = f"blk.{i}."
+    m.t(b + "attn_q.weight", d, q)
+    m.t(b + "attn_k.weight", d, kvn)
+    m.t(b + "attn_v.weight", d, kvn)
+    if bias:
+        m.t(b + "attn_q.bias", q)
+        m.t(b + "attn_k.bias", kvn)
+        m.t(b + "attn_v.bias", kvn)
+    m.t(b + "attn_output.weight", q, d)
+    if out_bias:
+        m.t(b + "attn_output.bias", d)
+
+
+def ffn(m, i, d, f, gate=True):
+    b = f"blk.{i}."
+    if gate:
+        m.t(b + "ffn_gate.weight", d, f)
+    m.t(b + "ffn_up.weight", d, f)
+    m.t(b + "ffn_down.weight", f, d)
+
+
+def experts(m, i, d, f, n):
+    b = f"blk.{i}."
+    m.t(b + "ffn_gate_inp.weight", d, n)
+    m.t(b + "ffn_gate_exps.weight", d, f, n)
+    m.t(b + "ffn_up_exps.weight", d, f, n)
+    m.t(b + "ffn_down_exps.weight", f, d, n)
+
+
+def ends(m, d, vocab, tied, bias=False):
+    m.t("token_embd.weight", d, vocab)
+    m.t("output_norm.weight", d)
+    if bias:
+        m.t("output_norm.bias", d)
+    if not tied:
+        m.t("output.weight", d, vocab)
+
+
+def llama(m, tied, moe=False):
+    d, L, H, KV, F, V = 32, 2, 4, 2, 48, 64
+    common(m, d, L, H, ctx=512, kv=KV, ffn=16 if moe else F)
+    m.key("attention.layer_norm_rms_epsilon", "f32", 1e-5)
+    m.key("rope.freq_base", "f32", 500000.0)
+    m.key("rope.dimension_count", "u32", 8)
+    m.key("vocab_size", "u32", V)
+    if moe:
+        m.key("expert_count", "u32", 4)
+        m.key("expert_used_count", "u32", 2)
+    m.key("tokenizer.ggml.model", "str", "llama")
+    m.key("tokenizer.ggml.tokens", "arr-str", [f"t{i}" for i in range(V)])
+    ends(m, d, V, tied)
+    for i in range(L):
+        m.t(f"blk.{i}.attn_norm.weight", d)
+        attn(m, i, d, H * 8, KV * 8)
+        m.t(f"blk.{i}.ffn_norm.weight", d)
+        if moe:
+            experts(m, i, d, 16, 4)
+        else:
+            ffn(m, i, d, F)
+
+
+def qwen(m, tied, version):
+    d, L, H, KV, V = 32, 2, 4, 2, 64
+    hd = 8 if version == 2 else 16  # qwen3: heads * head_dim != d_model
+    moe = version == "3moe"
+    common(m, d, L, H, ctx=1024, kv=KV, key_length=None if version == 2 else hd,
+           ffn=40)
+    m.key("attention.layer_norm_rms_epsilon", "f32", 1e-6)
+    m.key("rope.freq_base", "f32", 1000000.0)
+    if moe:
+        m.key("expert_count", "u32", 4)
+        m.key("expert_used_count", "u32", 2)
+        m.key("expert_feed_forward_length", "u32", 12)
+    ends(m, d, V, tied)
+    for i in range(L):
+        m.t(f"blk.{i}.attn_norm.weight", d)
+        attn(m, i, d, H * hd, KV * hd, bias=version == 2)
+        if version != 2:
+            m.t(f"blk.{i}.attn_q_norm.weight", hd)
+            m.t(f"blk.{i}.attn_k_norm.weight", hd)
+        m.t(f"blk.{i}.ffn_norm.weight", d)
+        if moe:
+            experts(m, i, d, 12, 4)
+        else:
+            ffn(m, i, d, 40)
+
+
+def gemma(m, tied, version):
+    d, L, H, KV, hd, F, V = 32, 6 if version == 3 else 2, 2, 1, 16, 64, 64
+    common(m, d, L, H, ctx=8192, kv=KV, key_length=hd, ffn=F)
+    m.key("attention.layer_norm_rms_epsilon", "f32", 1e-6)
+    m.key("rope.freq_base", "f32", 10000.0)
+    m.key("attention.sliding_window", "u32", 512)
+    if version == 2:
+        m.key("attn_logit_softcapping", "f32", 50.0)
+        m.key("final_logit_softcapping", "f32", 30.0)
+    else:
+        m.key("rope.freq_base_swa", "f32", 10000.0)
+    ends(m, d, V, tied)
+    for i in range(L):
+        m.t(f"blk.{i}.attn_norm.weight", d)
+        attn(m, i, d, H * hd, KV * hd)
+        if version == 3:
+            m.t(f"blk.{i}.attn_q_norm.weight", hd)
+            m.t(f"blk.{i}.attn_k_norm.weight", hd)
+        m.t(f"blk.{i}.post_attention_norm.weight", d)
+        m.t(f"blk.{i}.ffn_norm.weight", d)
+        ffn(m, i, d, F)
+        m.t(f"blk.{i}.post_ffw_norm.weight", d)
+
+
+def phi3(m, tied):
+    d, L, H, F, V = 32, 2, 4, 48, 64
+    common(m, d, L, H, ctx=4096, kv=H, ffn=F)
+    m.key("attention.layer_norm_rms_epsilon", "f32", 1e-5)
+    m.key("rope.freq_base", "f32", 10000.0)
+    m.key("rope.dimension_count", "u32", 8)
+    m.key("attention.sliding_window", "u32", 2047)
+    ends(m, d, V, tied)
+    for i in range(L):
+        b = f"blk.{i}."
+        m.t(b + "attn_norm.weight", d)
+        m.t(b + "attn_qkv.weight", d, 3 * d)
+        m.t(b + "attn_output.weight", d, d)
+        m.t(b + "ffn_norm.weight", d)
+        m.t(b + "ffn_up.weight", d, 2 * F)
+        m.t(b + "ffn_down.weight", F, d)
+
+
+def gpt2(m, tied):
+    d, L, H, F, V, C = 32, 2, 4, 128, 64, 96
+    common(m, d, L, H, ctx=C, ffn=F)
+    m.key("attention.layer_norm_epsilon", "f32", 1e-5)
+    ends(m, d, V, tied, bias=True)
+    m.t("position_embd.weight", d, C)
+    for i in range(L):
+        b = f"blk.{i}."
+        m.t(b + "attn_norm.weight", d)
+        m.t(b + "attn_norm.bias", d)
+        m.t(b + "attn_qkv.weight", d, 3 * d)
+        m.t(b + "attn_qkv.bias", 3 * d)
+        m.t(b + "attn_output.weight", d, d)
+        m.t(b + "attn_output.bias", d)
+        m.t(b + "ffn_norm.weight", d)
+        m.t(b + "ffn_norm.bias", d)
+        m.t(b + "ffn_up.weight", d, F)
+        m.t(b + "ffn_up.bias", F)
+        m.t(b + "ffn_down.weight", F, d)
+        m.t(b + "ffn_down.bias", d)
+
+
+def deepseek2(m, tied):
+    # V3-like: a query latent, sigmoid routing over groups with exp_probs_b,
+    # one dense layer first, shared experts; the unsplit attn_kv_b.
+    d, L, H, V = 32, 3, 2, 64
+    qr, kvr, nope, rope, vd = 24, 16, 8, 4, 8
+    E, K, FE, FD = 8, 2, 12, 40
+    common(m, d, L, H, ctx=2048, ffn=FD)
+    m.key("attention.key_length", "u32", nope + rope)
+    m.key("attention.value_length", "u32", vd)
+    m.key("attention.layer_norm_rms_epsilon", "f32", 1e-6)
+    m.key("rope.freq_base", "f32", 10000.0)
+    m.key("rope.dimension_count", "u32", rope)
+    m.key("attention.q_lora_rank", "u32", qr)
+    m.key("attention.kv_lora_rank", "u32", kvr)
+    m.key("leading_dense_block_count", "u32", 1)
+    m.key("expert_count", "u32", E)
+    m.key("expert_used_count", "u32", K)
+    m.key("expert_feed_forward_length", "u32", FE)
+    m.key("expert_shared_count", "u32", 1)
+    m.key("expert_weights_scale", "f32", 2.5)
+    m.key("expert_weights_norm", "bool", True)
+    m.key("expert_gating_func", "u32", 2)
+    m.key("expert_group_count", "u32", 4)
+    m.key("expert_group_used_count", "u32", 2)
+    ends(m, d, V, tied)
+    for i in range(L):
+        b = f"blk.{i}."
+        m.t(b + "attn_norm.weight", d)
+        m.t(b + "attn_q_a.weight", d, qr)
+        m.t(b + "attn_q_a_norm.weight", qr)
+        m.t(b + "attn_q_b.weight", qr, H * (nope + rope))
+        m.t(b + "attn_kv_a_mqa.weight", d, kvr + rope)
+        m.t(b + "attn_kv_a_norm.weight", kvr)
+        m.t(b + "attn_kv_b.weight", kvr, H * (nope + vd))
+        m.t(b + "attn_output.weight", H * vd, d)
+        m.t(b + "ffn_norm.weight", d)
+        if i == 0:
+            ffn(m, i, d, FD)
+        else:
+            experts(m, i, d, FE, E)
+            m.t(b + "exp_probs_b.bias", E)
+            m.t(b + "ffn_gate_shexp.weight", d, FE)
+            m.t(b + "ffn_up_shexp.weight", d, FE)
+            m.t(b + "ffn_down_shexp.weight", FE, d)
+
+
+PRESETS = {
+    "llama": ("llama", lambda m, t: llama(m, t)),
+    "mixtral": ("llama", lambda m, t: llama(m, t, moe=True)),
+    "qwen2": ("qwen2", lambda m, t: qwen(m, t, 2)),
+    "qwen3": ("qwen3", lambda m, t: qwen(m, t, 3)),
+    "qwen3moe": ("qwen3moe", lambda m, t: qwen(m, t, "3moe")),
+    "gemma2": ("gemma2", lambda m, t: gemma(m, True, 2)),
+    "gemma3": ("gemma3", lambda m, t: gemma(m, t, 3)),
+    "phi3": ("phi3", lambda m, t: phi3(m, t)),
+    "gpt2": ("gpt2", lambda m, t: gpt2(m, t)),
+    "deepseek2": ("deepseek2", lambda m, t: deepseek2(m, t)),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("preset", choices=sorted(PRESETS))
+    ap.add_argument("--set", action="append", default=[])
+    ap.add_argument("--del", dest="delete", action="append", default=[])
+    ap.add_argument("--drop", action="append", default=[])
+    ap.add_argument("--add", action="append", default=[])
+    ap.add_argument("--tied", action="store_true")
+    ap.add_argument("--version", type=int, default=3)
+    a = ap.parse_args()
+    arch, build = PRESETS[a.preset]
+    m = Model(arch)
+    build(m, a.tied)
+    for s in a.set:
+        k, tv = s.split("=", 1)
+        t, v = tv.split(":", 1)
+        m.key(k, t, parse(t, v))
+    for k in a.delete:
+        m.kv = [x for x in m.kv if x[0] not in (k, arch + "." + k)]
+    for name in a.drop:
+        m.tensors = [x for x in m.tensors if x[0] != name]
+    for spec in a.add:
+        name, dims = spec.split("=")
+        m.t(name, *[int(x) for x in dims.split("x")])
+    m.write(a.out, a.version)
+
+
+if __name__ == "__main__":
+    main()
