@@ -491,9 +491,10 @@ static void release(const tfm_tensor *t) {
 }
 
 /* The tensors `src[0..n)` that a parameter reads, with those of GGUF files
- * (ggml dtypes) in a form element() reads, in `out`: F32, F16 and BF16 as
- * views of their data (in `views`), the block types dequantized as ggml
- * does into a new f32 buffer each (in `buffers`, NULL for the others; the
+ * (ggml dtypes) in a form element() reads, in `out`: F32 as a view of its
+ * data (in `views`), the other types (F16 and BF16 too: one pass over the
+ * rows is faster than element() on each value) dequantized as ggml does
+ * into a new f32 buffer each (in `buffers`, NULL for the others; the
  * caller frees them). NULL entries stay NULL. Returns 0 when out of
  * memory. */
 static int plain_tensors(const tfm_tensor *const *src, size_t n,
@@ -508,10 +509,8 @@ static int plain_tensors(const tfm_tensor *const *src, size_t n,
     int32_t type = src[k]->dtype - TFM_GGML_DTYPE_BASE;
     views[k] = *src[k];
     out[k] = &views[k];
-    if (type == TFM_GGML_F32 || type == TFM_GGML_F16 || type == TFM_GGML_BF16) {
-      views[k].dtype = type == TFM_GGML_F32   ? TFM_F32
-                       : type == TFM_GGML_F16 ? TFM_F16
-                                              : TFM_BF16;
+    if (type == TFM_GGML_F32) {
+      views[k].dtype = TFM_F32;
       continue;
     }
     int64_t numel = tfm_tensor_numel(src[k]);
