@@ -6,11 +6,14 @@
  * `chat_template` (a string, or a list of {"name", "template"}: "default"
  * unless --name says otherwise) is rendered; its bos_token and eos_token
  * (strings or {"content": ...}) are added to the context unless the context
- * gives them. CONTEXT.json is a JSON object: {"messages": [...],
+ * gives them. TEMPLATE may also be a GGUF file: its tokenizer.chat_template
+ * (tokenizer.chat_template.NAME with --name), with the text of its BOS and
+ * EOS tokens likewise. CONTEXT.json is a JSON object: {"messages": [...],
  * "add_generation_prompt": true, "tools": [...], ...}. Prints the rendering
  * exactly (no newline added), or the error on stderr with exit status 1.
  *===----------------------------------------------------------------------===*/
 #include "tfm/chat_template.h"
+#include "tfm/tokenizer.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -56,6 +59,48 @@ static json_t *token_of(json_t *config, const char *key) {
   return json_is_string(t) ? t : NULL;
 }
 
+/* Whether the file starts with GGUF's magic. */
+static int is_gguf(const char *path) {
+  FILE *f = fopen(path, "rb");
+  char m[4] = {0};
+  if (!f)
+    return 0;
+  size_t r = fread(m, 1, 4, f);
+  fclose(f);
+  return r == 4 && !memcmp(m, "GGUF", 4);
+}
+
+/* A GGUF file's chat template as a tokenizer_config.json-like source:
+ * {"chat_template": ..., "bos_token": ..., "eos_token": ...}. */
+static char *gguf_config(const char *path, const char *name) {
+  tfm_tokenizer *t;
+  if (tfm_tokenizer_load(path, &t) != TFM_OK) {
+    fail("", tfm_last_error());
+    return NULL;
+  }
+  const char *tpl = tfm_tokenizer_chat_template(t, name);
+  if (!tpl) {
+    fail(path, name ? "no tokenizer.chat_template of that --name"
+                    : "no tokenizer.chat_template");
+    tfm_tokenizer_free(t);
+    return NULL;
+  }
+  json_t *c = json_object();
+  json_object_set_new(c, "chat_template", json_string(tpl));
+  const char *bos = tfm_tokenizer_id_to_token(t, tfm_tokenizer_bos_id(t));
+  const char *eos = tfm_tokenizer_id_to_token(t, tfm_tokenizer_eos_id(t));
+  if (bos)
+    json_object_set_new(c, "bos_token", json_string(bos));
+  if (eos)
+    json_object_set_new(c, "eos_token", json_string(eos));
+  char *out = json_dumps(c, 0);
+  json_decref(c);
+  tfm_tokenizer_free(t);
+  if (!out)
+    fail(path, "out of memory");
+  return out;
+}
+
 int main(int argc, char **argv) {
   const char *name = NULL, *paths[2] = {NULL, NULL};
   int np = 0;
@@ -75,9 +120,14 @@ int main(int argc, char **argv) {
   if (np != 2)
     return fail("", "usage: tfm-chat-template [--name NAME] TEMPLATE "
                     "CONTEXT.json");
-  char *source = read_file(paths[0]);
+  int gguf = is_gguf(paths[0]);
+  char *source = gguf ? gguf_config(paths[0], name) : read_file(paths[0]);
+  if (!source && gguf)
+    return 1;
   if (!source)
     return fail(paths[0], "cannot read the file");
+  if (gguf)
+    name = NULL; /* the named template is the config's only one */
   char *context = read_file(paths[1]);
   if (!context) {
     free(source);
