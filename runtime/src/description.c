@@ -7,6 +7,7 @@
  * parameter's "type" and "where", ...) are not looked at.
  *===----------------------------------------------------------------------===*/
 #include "internal.h"
+#include "tfm/ggml_blocks.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -530,6 +531,52 @@ static tfm_status parse_abi(json_t *j, size_t i, const tfm_description *d,
   a->panel = (int32_t)panel;
   a->bf16_pairs = json_is_true(pairs);
   a->int8_quads = json_is_true(quads);
+  /* "ggml": "rows" then "type", one after the other, of one matrix. */
+  json_t *ggml = json_object_get(j, "ggml");
+  if (ggml) {
+    const char *kind = json_is_string(ggml) ? json_string_value(ggml) : "";
+    a->ggml = !strcmp(kind, "rows")   ? TFM_ABI_GGML_ROWS
+              : !strcmp(kind, "type") ? TFM_ABI_GGML_TYPE
+                                      : TFM_ABI_GGML_NONE;
+    if (!a->ggml)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "%s: 'ggml' must be \"rows\" or \"type\"", what);
+    if (panel > 0 || d->params[index].rank != 2)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "%s passes '%s' in ggml blocks, but it is not "
+                             "a matrix passed as stored",
+                      what, name);
+    if (a->ggml == TFM_ABI_GGML_TYPE &&
+        (i == 0 || d->abi[i - 1].ggml != TFM_ABI_GGML_ROWS ||
+         d->abi[i - 1].index != (size_t)index))
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "%s: the type of '%s' in ggml blocks does not "
+                             "follow its rows",
+                      what, name);
+  }
+  if (i > 0 && d->abi[i - 1].ggml == TFM_ABI_GGML_ROWS &&
+      a->ggml != TFM_ABI_GGML_TYPE)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s: the rows of '%s' in ggml blocks are not "
+                           "followed by their type",
+                    what, d->params[d->abi[i - 1].index].name);
+  return TFM_OK;
+}
+
+/* "ggml_quantize": "q8_0" or "q4_0" (tfmc --quantize), absent: none. */
+static tfm_status parse_ggml_quantize(json_t *root, tfm_description *d) {
+  d->ggml_quantize = -1;
+  json_t *q = json_object_get(root, "ggml_quantize");
+  if (!q)
+    return TFM_OK;
+  const char *name = json_is_string(q) ? json_string_value(q) : "";
+  if (!strcmp(name, "q8_0"))
+    d->ggml_quantize = TFM_GGML_BLOCKS_Q8_0;
+  else if (!strcmp(name, "q4_0"))
+    d->ggml_quantize = TFM_GGML_BLOCKS_Q4_0;
+  else
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "'ggml_quantize' must be \"q8_0\" or \"q4_0\"");
   return TFM_OK;
 }
 
@@ -854,6 +901,7 @@ static tfm_status parse_root(json_t *root, tfm_description *d) {
       (s = get_array(root, what, "inputs", &ins)) != TFM_OK ||
       (s = get_array(root, what, "outputs", &outs)) != TFM_OK ||
       (s = parse_target(root, d)) != TFM_OK ||
+      (s = parse_ggml_quantize(root, d)) != TFM_OK ||
       (s = parse_generation(root, d)) != TFM_OK ||
       (s = parse_checkpoint(root, d)) != TFM_OK)
     return s;
@@ -880,6 +928,11 @@ static tfm_status parse_root(json_t *root, tfm_description *d) {
         (s = parse_abi(j, i, d, &d->abi[i])) != TFM_OK)
       return s;
   }
+  if (d->num_abi && d->abi[d->num_abi - 1].ggml == TFM_ABI_GGML_ROWS)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "the rows of '%s' in ggml blocks are not followed "
+                           "by their type",
+                    d->params[d->abi[d->num_abi - 1].index].name);
 
   if (json_array_size(ins) > TFM_MAX_INPUTS)
     return tfm_fail(TFM_ERR_FORMAT,

@@ -208,7 +208,12 @@ typedef struct tfm_abi_desc {
   /* Quantized to int8 in quads of K (TFM_PACKING_INT8_QUADS,
    * --quantize=int8; symmetric, scale max|W[n, :]| / 127). */
   int32_t int8_quads;
+  /* A weight in ggml's block-quantized rows (tfm/ggml_blocks.h) is two
+   * entries, one after the other: its rows, then their ggml type. */
+  int32_t ggml;
 } tfm_abi_desc;
+
+enum { TFM_ABI_GGML_NONE = 0, TFM_ABI_GGML_ROWS = 1, TFM_ABI_GGML_TYPE = 2 };
 
 /* An entry of "inputs" or "outputs". */
 typedef struct tfm_io_desc {
@@ -246,6 +251,10 @@ typedef struct tfm_description {
    * are ignored. */
   char *hf_type;
   char *gguf_arch;
+  /* "ggml_quantize" (tfmc --quantize=q8_0 / q4_0): the ggml type that the
+   * rows of weights in ggml blocks get where the checkpoint does not store
+   * them in a type the kernels compute; -1: F32 rows. */
+  int32_t ggml_quantize;
   char **prefixes;
   size_t num_prefixes;
   char **ignore;

@@ -13,6 +13,7 @@
 #include "checkpoint.h"
 #include "ggml_quants.h"
 #include "tfm/packed_layout.h"
+#include "weights_ggml.h"
 #include <math.h>
 
 #include <stdlib.h>
@@ -1176,15 +1177,33 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
     s = tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
     goto done;
   }
+  /* The ggml type of the last weight in ggml blocks, for its type entry
+   * (which follows its rows). */
+  int32_t ggml_type = 0;
   for (size_t i = 0; i < w->count; ++i) {
     size_t index = d->abi[i].index, parts = first[index + 1] - first[index];
+    const tfm_param_desc *p = &d->params[index];
+    void *ggml = NULL;
+    if (d->abi[i].ggml == TFM_ABI_GGML_TYPE)
+      ggml = tfm_ggml_type_buffer(ggml_type);
+    else if (d->abi[i].ggml == TFM_ABI_GGML_ROWS && parts == 1)
+      ggml = tfm_ggml_rows_as_stored(p, bound[first[index]], &ggml_type);
+    if (ggml) {
+      w->host[i] = ggml;
+      w->table[i] = ggml;
+      release(bound[first[index]]);
+      continue;
+    }
     int ok = plain_tensors(bound + first[index], parts, plain, plain_views,
                            plain_buffers);
-    w->host[i] = ok ? convert(plain, &d->params[index], d->abi[i].panel,
-                              d->tp_rank, d->tensor_parallel)
-                    : NULL;
+    w->host[i] =
+        ok ? convert(plain, p, d->abi[i].panel, d->tp_rank, d->tensor_parallel)
+           : NULL;
     if (d->abi[i].panel > 0)
-      w->host[i] = repack_param(w->host[i], &d->params[index], &d->abi[i]);
+      w->host[i] = repack_param(w->host[i], p, &d->abi[i]);
+    if (d->abi[i].ggml == TFM_ABI_GGML_ROWS)
+      w->host[i] = tfm_ggml_rows_of(w->host[i], p->shape[0], p->shape[1],
+                                    d->ggml_quantize, &ggml_type);
     for (size_t k = 0; k < parts; ++k)
       free(plain_buffers[k]);
     for (size_t k = first[index]; k < first[index + 1]; ++k)
@@ -1274,9 +1293,21 @@ static float *synthesize(const tfm_param_desc *p, uint64_t seed, int32_t rank,
 tfm_status tfm_weights_synthesize(tfm_weights *w, const tfm_description *d,
                                   uint64_t seed) {
   tfm_weights_clear(w);
+  int32_t ggml_type = 0;
   for (size_t i = 0; i < w->count; ++i) {
     const tfm_param_desc *p = &d->params[d->abi[i].index];
+    if (d->abi[i].ggml == TFM_ABI_GGML_TYPE) {
+      w->host[i] = w->table[i] = tfm_ggml_type_buffer(ggml_type);
+      if (!w->host[i]) {
+        tfm_weights_clear(w);
+        return tfm_fail(TFM_ERR_MEMORY, "out of memory for random weights");
+      }
+      continue;
+    }
     float *values = synthesize(p, seed, d->tp_rank, d->tensor_parallel);
+    if (d->abi[i].ggml == TFM_ABI_GGML_ROWS)
+      values = tfm_ggml_rows_of(values, p->shape[0], p->shape[1],
+                                d->ggml_quantize, &ggml_type);
     if (values && d->abi[i].panel) {
       /* Packed and plain copies of one parameter must hold the same
        * values: pack from the values generated in canonical order (this

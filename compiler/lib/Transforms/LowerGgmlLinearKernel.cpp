@@ -156,10 +156,6 @@ struct TypeLowering {
       s.base = add(nb, rowBase, mul(nb, sb, blockBytes));
       Value d = halfAt(nb, s.base);
       s.scale[0] = s.scale[1] = d;
-      if (type == TFM_GGML_BLOCKS_Q4_0) {
-        Value off = arith::MulFOp::create(nb, loc, d, cF32(nb, loc, -8.0));
-        s.offset[0] = s.offset[1] = off;
-      }
       return s;
     }
     // K-quants: super-blocks of 256, sub-block j of 8.
@@ -183,8 +179,6 @@ struct TypeLowering {
         Value sc = memref::LoadOp::create(nb, loc, w, addc(nb, scIdx, half));
         Value scF = arith::SIToFPOp::create(nb, loc, nb.getF32Type(), sc);
         s.scale[half] = arith::MulFOp::create(nb, loc, d, scF);
-        s.offset[half] =
-            arith::MulFOp::create(nb, loc, s.scale[half], cF32(nb, loc, -32.0));
       }
       return s;
     }
@@ -279,8 +273,11 @@ struct TypeLowering {
       q = bytesAt(nb, addc(nb, s.base, 2 + e0), /*isSigned=*/true);
       break;
     case TFM_GGML_BLOCKS_Q4_0:
+      // q - 8 in integers (as ggml does): exact, where a product with the
+      // scale less 8 scales would cancel.
       q = bits(nb, bytesAt(nb, addc(nb, s.base, 2 + e0 % 16)),
                splatI(nb, e0 < 16 ? 0 : 4), 15);
+      q = arith::SubIOp::create(nb, loc, q, splatI(nb, 8));
       break;
     case TFM_GGML_BLOCKS_Q4_K:
       q = bits(nb, bytesAt(nb, addc(nb, s.quants, e0)), s.shift, 15);
@@ -297,6 +294,7 @@ struct TypeLowering {
       Value hi = bits(nb, bytesAt(nb, addc(nb, s.highs, e0)), s.highShift, 3);
       q = arith::OrIOp::create(
           nb, loc, q, arith::ShLIOp::create(nb, loc, hi, splatI(nb, 4)));
+      q = arith::SubIOp::create(nb, loc, q, splatI(nb, 32));
       break;
     }
     default:

@@ -1,0 +1,23 @@
+/*===- weights_ggml.h - weights in ggml's block-quantized rows ---*- C -*-===*/
+#ifndef TFM_RUNTIME_WEIGHTS_GGML_H
+#define TFM_RUNTIME_WEIGHTS_GGML_H
+
+#include "internal.h"
+
+/* The rows of matrix parameter `p` as its bound tensor `view` stores them,
+ * when that is a GGUF tensor of a type the kernel computes and the source
+ * picks whole rows (as stored, or through a row map): a new buffer of the
+ * rows' bytes, `*type` its ggml type. NULL (nothing set) otherwise. */
+void *tfm_ggml_rows_as_stored(const tfm_param_desc *p, const tfm_tensor *view,
+                              int32_t *type);
+
+/* The rows of `values` (f32 [n, k], which this takes) in ggml type
+ * `quantize` (Q8_0 or Q4_0; -1, or a K that is not whole blocks: F32, the
+ * values themselves); `*type` says which. NULL if out of memory. */
+void *tfm_ggml_rows_of(float *values, int64_t n, int64_t k, int32_t quantize,
+                       int32_t *type);
+
+/* The buffer of a weight's type entry: the ggml type (an i32). */
+void *tfm_ggml_type_buffer(int32_t type);
+
+#endif /* TFM_RUNTIME_WEIGHTS_GGML_H */
