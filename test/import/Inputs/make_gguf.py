@@ -5,12 +5,20 @@ zero-filled data (the importer reads no tensor data). Standard library only.
 
     make_gguf.py OUT.gguf ARCH [--set KEY=TYPE:VALUE] [--del KEY]
                  [--drop TENSOR] [--add TENSOR=D0xD1...] [--tied] [--version 2]
+                 [--random SEED --vocab V]
 
 ARCH is a preset below (llama, mixtral, qwen2, qwen3, qwen3moe, gemma2,
 gemma3, phi3, gpt2, deepseek2). Keys without a dot prefix get the
 architecture's: `--set context_length=u32:64`. TYPE is one of u8 i8 u16 i16
 u32 i32 f32 bool str u64 i64 f64, or arr-TYPE with comma-separated values.
 Tensor shapes are given and stored in ggml's order (ne[0] first: [in, out]).
+
+With --random SEED the tensors hold random F32 values instead of zeros
+(matrices N(0, 1/in), norm weights 1 + 0.1 N, biases and the rest 0.1 N;
+Python's random.Random(SEED), so the same SEED writes the same bytes) and
+the file gets the SentencePiece tokenizer llama.cpp needs to load it (V >=
+259: <unk> <s> </s>, the 256 byte tokens, dummies): a model llama.cpp runs
+(test/import/gguf-llama.test).
 
 The layout (GGUF v3, docs/gguf.md of ggml): magic "GGUF", version u32,
 tensor count u64, key/value count u64, the pairs (string key, u32 type,
@@ -80,7 +88,16 @@ class Model:
     def t(self, name, *ne):
         self.tensors.append((name, list(ne)))
 
-    def write(self, path, version=3):
+    def values(self, name, n, ne, rng):
+        """Random values of tensor `name` (n elements, ggml shape ne)."""
+        if name.endswith("norm.weight"):
+            return [1.0 + 0.1 * rng.gauss(0, 1) for _ in range(n)]
+        if len(ne) >= 2 and name.endswith(".weight"):
+            sd = ne[0] ** -0.5
+            return [rng.gauss(0, sd) for _ in range(n)]
+        return [0.1 * rng.gauss(0, 1) for _ in range(n)]
+
+    def write(self, path, version=3, seed=None):
         align = 32
         out = b"GGUF" + struct.pack("<IQQ", version, len(self.tensors), len(self.kv))
         for k, t, v in self.kv:
@@ -100,8 +117,14 @@ class Model:
             offset += (n * 4 + align - 1) // align * align
         out += infos
         out += b"\0" * ((align - len(out) % align) % align)
-        for size in sizes:
-            out += b"\0" * ((size + align - 1) // align * align)
+        import random
+        rng = random.Random(seed)
+        for (name, ne), size in zip(self.tensors, sizes):
+            if seed is None:
+                data = b"\0" * size
+            else:
+                data = struct.pack(f"<{size // 4}f", *self.values(name, size // 4, ne, rng))
+            out += data + b"\0" * ((align - size % align) % align)
         with open(path, "wb") as f:
             f.write(out)
 
@@ -159,8 +182,28 @@ def ends(m, d, vocab, tied, bias=False):
         m.t("output.weight", d, vocab)
 
 
+VOCAB = 64
+
+
+def spm_tokenizer(m, V):
+    """llama.cpp's SentencePiece vocabulary of V >= 259 tokens."""
+    toks = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    types = [2, 3, 3] + [6] * 256
+    toks += [f"<t{i}>" for i in range(len(toks), V)]
+    types += [1] * (V - len(types))
+    m.key("tokenizer.ggml.model", "str", "llama")
+    m.key("tokenizer.ggml.tokens", "arr-str", toks)
+    m.key("tokenizer.ggml.scores", "arr-f32",
+          [0.0] * 259 + [-float(i) for i in range(259, V)])
+    m.key("tokenizer.ggml.token_type", "arr-i32", types)
+    m.key("tokenizer.ggml.bos_token_id", "u32", 1)
+    m.key("tokenizer.ggml.eos_token_id", "u32", 2)
+    m.key("tokenizer.ggml.unknown_token_id", "u32", 0)
+    m.key("tokenizer.ggml.add_bos_token", "bool", False)
+
+
 def llama(m, tied, moe=False):
-    d, L, H, KV, F, V = 32, 2, 4, 2, 48, 64
+    d, L, H, KV, F, V = 32, 2, 4, 2, 48, VOCAB
     common(m, d, L, H, ctx=512, kv=KV, ffn=16 if moe else F)
     m.key("attention.layer_norm_rms_epsilon", "f32", 1e-5)
     m.key("rope.freq_base", "f32", 500000.0)
@@ -169,8 +212,9 @@ def llama(m, tied, moe=False):
     if moe:
         m.key("expert_count", "u32", 4)
         m.key("expert_used_count", "u32", 2)
-    m.key("tokenizer.ggml.model", "str", "llama")
-    m.key("tokenizer.ggml.tokens", "arr-str", [f"t{i}" for i in range(V)])
+    if V < 259:
+        m.key("tokenizer.ggml.model", "str", "llama")
+        m.key("tokenizer.ggml.tokens", "arr-str", [f"t{i}" for i in range(V)])
     ends(m, d, V, tied)
     for i in range(L):
         m.t(f"blk.{i}.attn_norm.weight", d)
@@ -183,7 +227,7 @@ def llama(m, tied, moe=False):
 
 
 def qwen(m, tied, version):
-    d, L, H, KV, V = 32, 2, 4, 2, 64
+    d, L, H, KV, V = 32, 2, 4, 2, VOCAB
     hd = 8 if version == 2 else 16  # qwen3: heads * head_dim != d_model
     moe = version == "3moe"
     common(m, d, L, H, ctx=1024, kv=KV, key_length=None if version == 2 else hd,
@@ -209,7 +253,7 @@ def qwen(m, tied, version):
 
 
 def gemma(m, tied, version):
-    d, L, H, KV, hd, F, V = 32, 6 if version == 3 else 2, 2, 1, 16, 64, 64
+    d, L, H, KV, hd, F, V = 32, 6 if version == 3 else 2, 2, 1, 16, 64, VOCAB
     common(m, d, L, H, ctx=8192, kv=KV, key_length=hd, ffn=F)
     m.key("attention.layer_norm_rms_epsilon", "f32", 1e-6)
     m.key("rope.freq_base", "f32", 10000.0)
@@ -233,7 +277,7 @@ def gemma(m, tied, version):
 
 
 def phi3(m, tied):
-    d, L, H, F, V = 32, 2, 4, 48, 64
+    d, L, H, F, V = 32, 2, 4, 48, VOCAB
     common(m, d, L, H, ctx=4096, kv=H, ffn=F)
     m.key("attention.layer_norm_rms_epsilon", "f32", 1e-5)
     m.key("rope.freq_base", "f32", 10000.0)
@@ -251,7 +295,7 @@ def phi3(m, tied):
 
 
 def gpt2(m, tied):
-    d, L, H, F, V, C = 32, 2, 4, 128, 64, 96
+    d, L, H, F, V, C = 32, 2, 4, 128, VOCAB, 96
     common(m, d, L, H, ctx=C, ffn=F)
     m.key("attention.layer_norm_epsilon", "f32", 1e-5)
     ends(m, d, V, tied, bias=True)
@@ -275,7 +319,7 @@ def gpt2(m, tied):
 def deepseek2(m, tied):
     # V3-like: a query latent, sigmoid routing over groups with exp_probs_b,
     # one dense layer first, shared experts; the unsplit attn_kv_b.
-    d, L, H, V = 32, 3, 2, 64
+    d, L, H, V = 32, 3, 2, VOCAB
     qr, kvr, nope, rope, vd = 24, 16, 8, 4, 8
     E, K, FE, FD = 8, 2, 12, 40
     common(m, d, L, H, ctx=2048, ffn=FD)
@@ -342,10 +386,18 @@ def main():
     ap.add_argument("--add", action="append", default=[])
     ap.add_argument("--tied", action="store_true")
     ap.add_argument("--version", type=int, default=3)
+    ap.add_argument("--random", type=int, default=None)
+    ap.add_argument("--vocab", type=int, default=64)
     a = ap.parse_args()
+    global VOCAB
+    VOCAB = a.vocab
     arch, build = PRESETS[a.preset]
     m = Model(arch)
     build(m, a.tied)
+    if a.random is not None:
+        if a.vocab < 259:
+            sys.exit("--random needs --vocab >= 259 (llama.cpp's tokenizer)")
+        spm_tokenizer(m, a.vocab)
     for s in a.set:
         k, tv = s.split("=", 1)
         t, v = tv.split(":", 1)
@@ -357,7 +409,7 @@ def main():
     for spec in a.add:
         name, dims = spec.split("=")
         m.t(name, *[int(x) for x in dims.split("x")])
-    m.write(a.out, a.version)
+    m.write(a.out, a.version, a.random)
 
 
 if __name__ == "__main__":

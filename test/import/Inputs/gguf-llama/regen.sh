@@ -1,0 +1,21 @@
+#!/bin/sh
+# Regenerates the inputs of test/import/gguf-llama.test: for each
+# architecture a GGUF file of random F32 weights (make_gguf.py --random 1
+# --vocab 300) and llama.cpp's logits for it at every position of a
+# 16-token prompt and the first decoded token ([17, 300] float32), computed
+# by the peer ../shared/peers/llama (llama.cpp v0.5.0, its llama_bench:
+# --kv f32 --fa off, tokens (1 + 7919 i) % 300), and tokens.npy [1, 17].
+#   sh test/import/Inputs/gguf-llama/regen.sh [PEER_DIR]
+set -e
+here=$(cd "$(dirname "$0")" && pwd)
+peer=${1:-$here/../../../../../shared/peers/llama}
+for a in llama mixtral qwen2 qwen3 qwen3moe gemma2 gemma3 phi3 gpt2 deepseek2; do
+  /usr/bin/python3 "$here/../make_gguf.py" "$here/$a.gguf" $a --random 1 --vocab 300
+  "$peer/build/llama_bench" -m "$here/$a.gguf" -t 2 -p 16 -n 1 -r 1 --kv f32 \
+    --fa off --all-logits --dump-logits "$here/$a.logits.npy" > /dev/null
+  mv "$here/$a.logits.tokens.npy" "$here/tokens.npy"
+done
+/usr/bin/python3 -c "
+import numpy as np, sys
+t = np.load(sys.argv[1]); np.save(sys.argv[1], t.reshape(1, -1).astype(np.int32))
+" "$here/tokens.npy"
