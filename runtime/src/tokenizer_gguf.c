@@ -46,6 +46,21 @@
 
 #define OOM() tfm_fail(TFM_ERR_MEMORY, "tokenizer: out of memory")
 
+/* Doubles the array *v of *cap elements of `size` bytes (through
+ * tfm_malloc, which tests can make fail); false when out of memory. */
+static bool grow(void *v, size_t *cap, size_t size) {
+  size_t n = *cap ? 2 * *cap : 16;
+  void *p = tfm_malloc(n * size), **vp = v;
+  if (!p)
+    return false;
+  if (*cap)
+    memcpy(p, *vp, *cap * size);
+  free(*vp);
+  *vp = p;
+  *cap = n;
+  return true;
+}
+
 /*===- Token attributes (llama.cpp's llama_token_attr) --------------------===*/
 
 enum {
@@ -1256,14 +1271,8 @@ typedef struct offs {
 } offs;
 
 static bool offs_push(offs *o, size_t len) {
-  if (o->n == o->cap) {
-    size_t cap = o->cap ? 2 * o->cap : 16;
-    size_t *v = realloc(o->v, cap * sizeof *v);
-    if (!v)
-      return false;
-    o->v = v;
-    o->cap = cap;
-  }
+  if (o->n == o->cap && !grow(&o->v, &o->cap, sizeof *o->v))
+    return false;
   o->v[o->n++] = len;
   return true;
 }
@@ -1558,14 +1567,8 @@ typedef struct idv {
 } idv;
 
 static tfm_status push(idv *o, int32_t id) {
-  if (o->n == o->cap) {
-    size_t cap = o->cap ? 2 * o->cap : 64;
-    int32_t *v = realloc(o->v, cap * sizeof *v);
-    if (!v)
-      return OOM();
-    o->v = v;
-    o->cap = cap;
-  }
+  if (o->n == o->cap && !grow(&o->v, &o->cap, sizeof *o->v))
+    return OOM();
   o->v[o->n++] = id;
   return TFM_OK;
 }
@@ -1596,14 +1599,8 @@ static bool before(const heap *h, const bigram *a, const bigram *b) {
 }
 
 static bool heap_push(heap *h, bigram b) {
-  if (h->n == h->cap) {
-    size_t cap = h->cap ? 2 * h->cap : 64;
-    bigram *v = realloc(h->v, cap * sizeof *v);
-    if (!v)
-      return false;
-    h->v = v;
-    h->cap = cap;
-  }
+  if (h->n == h->cap && !grow(&h->v, &h->cap, sizeof *h->v))
+    return false;
   size_t i = h->n++;
   while (i > 0 && before(h, &b, &h->v[(i - 1) / 2])) {
     h->v[i] = h->v[(i - 1) / 2];
@@ -1639,14 +1636,8 @@ typedef struct syms {
 } syms;
 
 static bool sym_push(syms *s, sym x) {
-  if (s->n == s->cap) {
-    size_t cap = s->cap ? 2 * s->cap : 64;
-    sym *v = realloc(s->v, cap * sizeof *v);
-    if (!v)
-      return false;
-    s->v = v;
-    s->cap = cap;
-  }
+  if (s->n == s->cap && !grow(&s->v, &s->cap, sizeof *s->v))
+    return false;
   s->v[s->n++] = x;
   return true;
 }
@@ -1952,14 +1943,8 @@ typedef struct frags {
 } frags;
 
 static bool frag_push(frags *f, frag x) {
-  if (f->n == f->cap) {
-    size_t cap = f->cap ? 2 * f->cap : 16;
-    frag *v = realloc(f->v, cap * sizeof *v);
-    if (!v)
-      return false;
-    f->v = v;
-    f->cap = cap;
-  }
+  if (f->n == f->cap && !grow(&f->v, &f->cap, sizeof *f->v))
+    return false;
   f->v[f->n++] = x;
   return true;
 }

@@ -354,4 +354,173 @@ TEST(Tokenizer, TokensAndTextMayHoldNulBytes) {
   tfm_tokenizer_free(t);
 }
 
+// A GGUF file's tokenizer, written byte by byte: SentencePiece-style BPE
+// ("llama") by scores with <0xXX> byte tokens, a user-defined token, BOS
+// added, and two chat templates.
+struct Gguf {
+  std::string bytes;
+  uint64_t count = 0;
+  void u32(uint32_t v) { bytes.append(reinterpret_cast<char *>(&v), 4); }
+  void u64(uint64_t v) { bytes.append(reinterpret_cast<char *>(&v), 8); }
+  void str(const std::string &s) {
+    u64(s.size());
+    bytes += s;
+  }
+  void key(const std::string &k, uint32_t type) {
+    str(k);
+    u32(type);
+    ++count;
+  }
+  void string(const std::string &k, const std::string &v) {
+    key(k, 8);
+    str(v);
+  }
+  void uint(const std::string &k, uint32_t v) {
+    key(k, 4);
+    u32(v);
+  }
+  void boolean(const std::string &k, bool v) {
+    key(k, 7);
+    bytes += static_cast<char>(v);
+  }
+  void strings(const std::string &k, const std::vector<std::string> &v) {
+    key(k, 9);
+    u32(8);
+    u64(v.size());
+    for (const auto &s : v)
+      str(s);
+  }
+  template <typename T>
+  void array(const std::string &k, uint32_t type, const std::vector<T> &v) {
+    key(k, 9);
+    u32(type);
+    u64(v.size());
+    for (T x : v)
+      bytes.append(reinterpret_cast<char *>(&x), sizeof x);
+  }
+  std::string file() {
+    std::string h = "GGUF";
+    uint32_t version = 3;
+    uint64_t tensors = 0;
+    h.append(reinterpret_cast<char *>(&version), 4);
+    h.append(reinterpret_cast<char *>(&tensors), 8);
+    h.append(reinterpret_cast<char *>(&count), 8);
+    return h + bytes;
+  }
+};
+
+std::string spmGguf(int badType = -1) {
+  std::vector<std::string> tokens = {"<unk>",
+                                     "<s>",
+                                     "</s>",
+                                     "\xE2\x96\x81",
+                                     "a",
+                                     "b",
+                                     "\xE2\x96\x81"
+                                     "a",
+                                     "ab",
+                                     "\xE2\x96\x81"
+                                     "ab",
+                                     "<|user|>"};
+  std::vector<float> scores = {0, 0, 0, -1, -2, -3, -1.5f, -1.2f, -0.5f, 0};
+  std::vector<int32_t> types = {2, 3, 3, 1, 1, 1, 1, 1, 1, 4};
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    tokens.push_back(name);
+    scores.push_back(0);
+    types.push_back(6);
+  }
+  if (badType >= 0)
+    types[4] = badType;
+  Gguf g;
+  g.string("general.architecture", "llama");
+  g.string("tokenizer.ggml.model", "llama");
+  g.strings("tokenizer.ggml.tokens", tokens);
+  g.array("tokenizer.ggml.scores", 6, scores);
+  g.array("tokenizer.ggml.token_type", 5, types);
+  g.uint("tokenizer.ggml.bos_token_id", 1);
+  g.uint("tokenizer.ggml.eos_token_id", 2);
+  g.uint("tokenizer.ggml.unknown_token_id", 0);
+  g.boolean("tokenizer.ggml.add_bos_token", true);
+  g.string("tokenizer.chat_template", "{{ bos_token }}chat");
+  g.string("tokenizer.chat_template.tool_use", "tools");
+  return g.file();
+}
+
+TEST(Tokenizer, GgufSentencePiece) {
+  std::string path = writeTokenizer("spm.gguf", spmGguf());
+  tfm_tokenizer *t = nullptr;
+  ASSERT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_OK) << tfm_last_error();
+  EXPECT_STREQ(tfm_tokenizer_model_type(t), "BPE");
+  EXPECT_EQ(tfm_tokenizer_vocab_size(t), 266);
+  EXPECT_EQ(tfm_tokenizer_bos_id(t), 1);
+  EXPECT_EQ(tfm_tokenizer_eos_id(t), 2);
+  EXPECT_EQ(tfm_tokenizer_token_to_id(t, "\xE2\x96\x81"
+                                         "ab"),
+            8);
+  // " ab a" is "▁▁ab▁a": "ab" (-1.2) merges first, then "▁ab" (-0.5),
+  // then "▁a"; a space goes in front after BOS and after a special token.
+  EXPECT_EQ(encode(t, " ab a<|user|>b<s>", TFM_TOKENIZE_ADD_SPECIAL),
+            (std::vector<int32_t>{1, 3, 8, 6, 9, 3, 5, 1}));
+  // Raw: nothing added, control tokens are text (bytes: '<' 's' '>'), the
+  // user-defined one still splits.
+  EXPECT_EQ(
+      encode(t, " ab a<|user|>b<s>", TFM_TOKENIZE_SPECIAL_AS_TEXT),
+      (std::vector<int32_t>{3, 8, 6, 9, 3, 5, 10 + '<', 10 + 's', 10 + '>'}));
+  EXPECT_EQ(encode(t, "", TFM_TOKENIZE_ADD_SPECIAL), (std::vector<int32_t>{1}));
+  // Byte tokens decode to their bytes; the leading dummy space goes.
+  EXPECT_EQ(decode(t, {6, 10 + 0xC3, 10 + 0xA9, 9, 3, 5}),
+            "a\xC3\xA9<|user|> b");
+  EXPECT_EQ(decode(t, {8, 2}, 1), "ab");
+  EXPECT_STREQ(tfm_tokenizer_chat_template(t, nullptr), "{{ bos_token }}chat");
+  EXPECT_STREQ(tfm_tokenizer_chat_template(t, "tool_use"), "tools");
+  EXPECT_EQ(tfm_tokenizer_chat_template(t, "rag"), nullptr);
+  int32_t bad = 266;
+  char *text = nullptr;
+  EXPECT_EQ(tfm_tokenizer_decode(t, &bad, 1, 0, &text, nullptr),
+            TFM_ERR_ARGUMENT);
+  tfm_tokenizer_free(t);
+}
+
+TEST(Tokenizer, GgufErrorsNameTheFileAndKey) {
+  std::string path = writeTokenizer("bad.gguf", spmGguf(7));
+  tfm_tokenizer *t = nullptr;
+  EXPECT_EQ(tfm_tokenizer_load(path.c_str(), &t), TFM_ERR_FORMAT);
+  EXPECT_EQ(t, nullptr);
+  EXPECT_NE(std::string(tfm_last_error())
+                .find("bad.gguf: tokenizer.ggml.token_type[4]: bad token "
+                      "type 7"),
+            std::string::npos)
+      << tfm_last_error();
+}
+
+TEST(Tokenizer, GgufAllocationFailuresAreReported) {
+  std::string path = writeTokenizer("spm2.gguf", spmGguf());
+  long n = 0;
+  for (;; ++n) {
+    ASSERT_LT(n, 20000);
+    tfm_tokenizer *t = nullptr;
+    tfm_fail_allocation_after(n);
+    tfm_status s = tfm_tokenizer_load(path.c_str(), &t);
+    int32_t *ids = nullptr;
+    size_t count = 0;
+    char *text = nullptr;
+    if (s == TFM_OK)
+      s = tfm_tokenizer_encode(t, " ab a<|user|>b\xC3\xA9", 16,
+                               TFM_TOKENIZE_ADD_SPECIAL, &ids, &count);
+    if (s == TFM_OK)
+      s = tfm_tokenizer_decode(t, ids, count, 0, &text, nullptr);
+    tfm_fail_allocation_after(-1);
+    std::free(ids);
+    std::free(text);
+    tfm_tokenizer_free(t);
+    if (s == TFM_OK)
+      break;
+    EXPECT_EQ(s, TFM_ERR_MEMORY)
+        << "allocation " << n << ": " << tfm_last_error();
+  }
+  EXPECT_GT(n, 20);
+}
+
 } // namespace
