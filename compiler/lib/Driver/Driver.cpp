@@ -523,7 +523,17 @@ LogicalResult Compilation::lower(const ModelDescription *model, StringRef name,
     }
   }
   // --quantize=q8_0 / q4_0: the linears' weights in ggml's blocks, the
-  // runtime quantizing unquantized tensors to that type.
+  // runtime quantizing unquantized tensors to that type. A model that reads
+  // a GGUF file (checkpoint = gguf(...)) multiplies the file's blocks as
+  // they are, whatever their types, unless another --quantize says
+  // otherwise.
+  const llvm::json::Object *checkpoint =
+      model ? model->json.getObject("checkpoint") : nullptr;
+  std::optional<StringRef> format =
+      checkpoint ? checkpoint->getString("format") : std::nullopt;
+  if (format && *format == "gguf" && options.quantize == Quantize::None &&
+      !cuda && options.tensorParallel == 1 && !config.bf16Weights)
+    config.ggmlWeights = true;
   if ((options.quantize == Quantize::Q8_0 ||
        options.quantize == Quantize::Q4_0) &&
       model && !cuda) {
