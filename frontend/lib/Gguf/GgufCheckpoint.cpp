@@ -339,8 +339,15 @@ mlir::tfm::ggufCheckpointProblems(const ModelSpec &spec) {
 }
 
 json::Value mlir::tfm::ggufCheckpointJSON(const ModelSpec &spec) {
+  // LLaMA 3's RoPE scaling is in the description; the converter also stores
+  // its factors as rope_freqs.weight, which is then no parameter.
+  json::Array ignore;
+  for (const StackSpec &stack : spec.stacks)
+    if (stack.embedding.position == PositionEncoding::rope &&
+        stack.embedding.ropeScaling == RopeScaling::llama3)
+      ignore.push_back("rope_freqs.weight");
   return json::Object{{"format", "gguf"},
                       {"arch", spec.ggufArch},
                       {"prefixes", json::Array{}},
-                      {"ignore", json::Array{}}};
+                      {"ignore", std::move(ignore)}};
 }

@@ -30,9 +30,11 @@ extern "C" {
 #include "gguf.h"
 }
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -256,6 +258,12 @@ private:
   /// `position = rope(...)` from rope.freq_base, the architecture's pairs,
   /// rope.dimension_count and rope.scaling.*.
   std::string rope();
+  /// LLaMA 3's RoPE scaling from the factors convert_hf_to_gguf.py stores in
+  /// rope_freqs.weight (one per rotated pair, computed from factor,
+  /// low_freq_factor, high_freq_factor and the original context): the
+  /// `scaling = llama3, ...` arguments whose factors they are, or "" after
+  /// an error.
+  std::string llama3Scaling(const tfm_gguf_tensor &freqs, double theta);
   void attention(hf::Block<SectionId::Attention> a);
   void denseFfn(hf::Block<SectionId::Ffn> f, StringRef activation);
   void experts(hf::Block<SectionId::Ffn> f, bool sharedAllowed);
@@ -270,6 +278,8 @@ private:
   const ArchInfo &arch;
   Sizes s;
   bool tied = false;
+  /// rope_freqs.weight was read as LLaMA 3's scaling (not a parameter).
+  bool ropeFreqsRead = false;
 };
 
 bool Importer::readSizes() {
@@ -343,10 +353,17 @@ std::string Importer::rope() {
   if (!factor)
     factor = r.number("rope.scale_linear", false);
   r.ignore("rope.scaling.finetuned", "a note on training");
-  if (r.tensor("rope_freqs.weight"))
-    r.error("rope_freqs.weight",
-            "per-dimension RoPE frequency factors (LLaMA 3.1's scaling as "
-            "convert_hf_to_gguf.py stores it) are not supported yet");
+  if (const tfm_gguf_tensor *freqs = r.tensor("rope_freqs.weight")) {
+    std::string llama3 = llama3Scaling(*freqs, theta);
+    if (llama3.empty())
+      return out + ")";
+    if (type || factor)
+      r.error(r.key("rope.scaling.type"),
+              "rope.scaling.* beside rope_freqs.weight (LLaMA 3's scaling): "
+              "llama.cpp would apply both");
+    ropeFreqsRead = true;
+    return out + ", " + llama3 + ")";
+  }
   if (r.tensor("rope_factors_long.weight") ||
       r.tensor("rope_factors_short.weight"))
     r.error("rope_factors_long.weight",
@@ -368,6 +385,68 @@ std::string Importer::rope() {
               " (supported: none, linear" +
               (arch.id == ArchId::Deepseek2 ? ", yarn" : "") + ")");
   return out + ")";
+}
+
+std::string Importer::llama3Scaling(const tfm_gguf_tensor &freqs,
+                                    double theta) {
+  int64_t n = s.ropeDim / 2;
+  if (arch.id != ArchId::Llama) {
+    r.error("rope_freqs.weight", "per-dimension RoPE frequency factors are "
+                                 "read for llama only");
+    return "";
+  }
+  if (freqs.type != TFM_GGML_F32 || freqs.n_dims != 1 || freqs.ne[0] != n) {
+    r.error("rope_freqs.weight",
+            "expected F32 [" + Twine(n) + "] (one factor per rotated pair)");
+    return "";
+  }
+  std::vector<float> f(n);
+  std::memcpy(f.data(), freqs.data, n * sizeof(float));
+  // The factors of the converter's formula (conversion/llama.py,
+  // generate_extra_tensors) for each candidate; the first that gives every
+  // stored factor (to float32 rounding) is the scaling, and any other that
+  // would is the same on every rotated pair.
+  double maxFactor = *std::max_element(f.begin(), f.end());
+  const double contexts[] = {8192, 4096, 2048, 16384, 32768, 65536, 131072};
+  const double lows[] = {1, 2, 4, 8};
+  const double highs[] = {2, 4, 8, 16, 32, 64};
+  for (double ctx : contexts)
+    for (double low : lows)
+      for (double high : highs) {
+        if (high <= low)
+          continue;
+        bool match = true;
+        for (int64_t i = 0; i < n && match; ++i) {
+          double freq = 1.0 / std::pow(theta, 2.0 * i / s.ropeDim);
+          double wavelen = 2 * M_PI / freq, want;
+          if (wavelen < ctx / high)
+            want = 1;
+          else if (wavelen > ctx / low)
+            want = maxFactor;
+          else {
+            double smooth = (ctx / wavelen - low) / (high - low);
+            want = 1 / ((1 - smooth) / maxFactor + smooth);
+          }
+          match = std::fabs(want - f[i]) <= 1e-5 * std::fabs(want);
+        }
+        if (match) {
+          r.note("rope_freqs.weight read as LLaMA 3's scaling: the factors "
+                 "of factor " +
+                 formatFloat32(maxFactor) + ", low_freq_factor " +
+                 formatFloat32(low) + ", high_freq_factor " +
+                 formatFloat32(high) + ", original context " +
+                 Twine(int64_t(ctx)));
+          return "scaling = llama3, factor = " + formatFloat32(maxFactor) +
+                 ", low_freq_factor = " + formatFloat32(low) +
+                 ", high_freq_factor = " + formatFloat32(high) +
+                 ", original_context = " + std::to_string(int64_t(ctx));
+        }
+      }
+  r.error("rope_freqs.weight",
+          "per-dimension RoPE frequency factors that are not LLaMA 3's "
+          "scaling (no factor, low/high frequency factor and original "
+          "context give them) are not supported");
+  return "";
 }
 
 void Importer::attention(hf::Block<SectionId::Attention> a) {
@@ -756,6 +835,8 @@ void Importer::verify(StringRef text) {
                         show(src->shape) + " for '" + p.name + "'");
     }
   }
+  if (ropeFreqsRead)
+    used.insert("rope_freqs.weight");
   for (size_t i = 0; i < tfm_gguf_num_tensors(r.g); ++i) {
     StringRef name = tfm_gguf_tensor_at(r.g, i)->name;
     if (!used.contains(name))

@@ -79,6 +79,7 @@ class Model:
         self.kv = [("general.architecture", "str", arch),
                    ("general.name", "str", "test")]
         self.tensors = []  # (name, ne)
+        self.fixed = {}  # name -> values, written as they are
 
     def key(self, k, t, v):
         k = k if "." in k and k.split(".")[0] in ("general", "tokenizer", "split", "quantize", "clip") \
@@ -120,7 +121,9 @@ class Model:
         import random
         rng = random.Random(seed)
         for (name, ne), size in zip(self.tensors, sizes):
-            if seed is None:
+            if name in self.fixed:
+                data = struct.pack(f"<{size // 4}f", *self.fixed[name])
+            elif seed is None:
                 data = b"\0" * size
             else:
                 data = struct.pack(f"<{size // 4}f", *self.values(name, size // 4, ne, rng))
@@ -362,6 +365,28 @@ def deepseek2(m, tied):
             m.t(b + "ffn_down_shexp.weight", FE, d)
 
 
+def llama3_freqs(m, factor, low, high, ctx):
+    """rope_freqs.weight as conversion/llama.py's generate_extra_tensors
+    computes it from the file's rope.freq_base and rope.dimension_count."""
+    import math
+    kv = {k: v for k, _, v in m.kv}
+    base = kv[m.arch + ".rope.freq_base"]
+    dim = kv[m.arch + ".rope.dimension_count"]
+    out = []
+    for i in range(0, dim, 2):
+        freq = 1.0 / base ** (i / dim)
+        wavelen = 2 * math.pi / freq
+        if wavelen < ctx / high:
+            out.append(1.0)
+        elif wavelen > ctx / low:
+            out.append(factor)
+        else:
+            smooth = (ctx / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    m.t("rope_freqs.weight", dim // 2)
+    m.fixed["rope_freqs.weight"] = out
+
+
 PRESETS = {
     "llama": ("llama", lambda m, t: llama(m, t)),
     "mixtral": ("llama", lambda m, t: llama(m, t, moe=True)),
@@ -387,6 +412,9 @@ def main():
     ap.add_argument("--tied", action="store_true")
     ap.add_argument("--version", type=int, default=3)
     ap.add_argument("--random", type=int, default=None)
+    ap.add_argument("--llama3", default=None,
+                    help="FACTOR,LOW,HIGH,CONTEXT: LLaMA 3's RoPE scaling as "
+                         "the converter stores it (rope_freqs.weight)")
     ap.add_argument("--vocab", type=int, default=64)
     a = ap.parse_args()
     global VOCAB
@@ -398,6 +426,8 @@ def main():
         if a.vocab < 259:
             sys.exit("--random needs --vocab >= 259 (llama.cpp's tokenizer)")
         spm_tokenizer(m, a.vocab)
+    if a.llama3:
+        llama3_freqs(m, *[float(x) for x in a.llama3.split(",")])
     for s in a.set:
         k, tv = s.split("=", 1)
         t, v = tv.split(":", 1)

@@ -15,6 +15,12 @@ for a in llama mixtral qwen2 qwen3 qwen3moe gemma2 gemma3 phi3 gpt2 deepseek2; d
     --fa off --all-logits --dump-logits "$here/$a.logits.npy" > /dev/null
   mv "$here/$a.logits.tokens.npy" "$here/tokens.npy"
 done
+# LLaMA 3's RoPE scaling, stored as the converter does (rope_freqs.weight).
+/usr/bin/python3 "$here/../make_gguf.py" "$here/llama3.gguf" llama --random 1 \
+  --vocab 300 --llama3 8,1,4,8192
+"$peer/build/llama_bench" -m "$here/llama3.gguf" -t 2 -p 16 -n 1 -r 1 --kv f32 \
+  --fa off --all-logits --dump-logits "$here/llama3.logits.npy" > /dev/null
+rm "$here/llama3.logits.tokens.npy"
 /usr/bin/python3 -c "
 import numpy as np, sys
 t = np.load(sys.argv[1]); np.save(sys.argv[1], t.reshape(1, -1).astype(np.int32))
