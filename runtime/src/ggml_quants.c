@@ -187,46 +187,30 @@ static void q3_k(const uint8_t *x, float *y, int64_t nb) {
 }
 
 /* Q4_K (144 bytes): d, dmin, scales[12] (8 6-bit scales and mins),
- * qs[128] (4 bits; 32 bytes hold 64 values: low nibbles first). */
-static void q4_k(const uint8_t *x, float *y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i, x += 144) {
+ * qs[128] (4 bits; 32 bytes hold the 64 values of sub-blocks 2i and 2i + 1,
+ * low nibbles first): value = d sc q - dmin m. Q5_K (176 bytes, `fifth`)
+ * has qh[32] before qs: bit s of qh[l] adds 16 to value l of sub-block s. */
+static void q45_k(const uint8_t *x, float *y, int64_t nb, int fifth) {
+  for (int64_t i = 0; i < nb; ++i, x += fifth ? 176 : 144) {
     const float d = half(x), min = half(x + 2);
-    const uint8_t *scales = x + 4, *q = x + 16;
-    for (int j = 0, is = 0; j < QK_K; j += 64, q += 32, is += 2) {
-      uint8_t sc, m;
-      scale_min_k4(is, scales, &sc, &m);
-      const float d1 = d * sc, m1 = min * m;
-      scale_min_k4(is + 1, scales, &sc, &m);
-      const float d2 = d * sc, m2 = min * m;
-      for (int l = 0; l < 32; ++l)
-        *y++ = d1 * (q[l] & 0xF) - m1;
-      for (int l = 0; l < 32; ++l)
-        *y++ = d2 * (q[l] >> 4) - m2;
-    }
+    const uint8_t *scales = x + 4, *qh = x + 16, *q = x + (fifth ? 48 : 16);
+    for (int s = 0; s < 8; s += 2, q += 32)
+      for (int h = 0; h < 2; ++h) { /* sub-block s + h: nibble h */
+        uint8_t sc, m;
+        scale_min_k4(s + h, scales, &sc, &m);
+        const float dl = d * sc, ml = min * m;
+        for (int l = 0; l < 32; ++l) {
+          int v = h ? q[l] >> 4 : q[l] & 0xF;
+          if (fifth && (qh[l] >> (s + h) & 1))
+            v += 16;
+          *y++ = dl * v - ml;
+        }
+      }
   }
 }
 
-/* Q5_K (176 bytes): d, dmin, scales[12], qh[32] (the fifth bits), qs[128]. */
-static void q5_k(const uint8_t *x, float *y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i, x += 176) {
-    const float d = half(x), min = half(x + 2);
-    const uint8_t *scales = x + 4, *qh = x + 16, *ql = x + 48;
-    uint8_t u1 = 1, u2 = 2;
-    for (int j = 0, is = 0; j < QK_K; j += 64, ql += 32, is += 2) {
-      uint8_t sc, m;
-      scale_min_k4(is, scales, &sc, &m);
-      const float d1 = d * sc, m1 = min * m;
-      scale_min_k4(is + 1, scales, &sc, &m);
-      const float d2 = d * sc, m2 = min * m;
-      for (int l = 0; l < 32; ++l)
-        *y++ = d1 * ((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
-      for (int l = 0; l < 32; ++l)
-        *y++ = d2 * ((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
-      u1 = (uint8_t)(u1 << 2);
-      u2 = (uint8_t)(u2 << 2);
-    }
-  }
-}
+static void q4_k(const uint8_t *x, float *y, int64_t nb) { q45_k(x, y, nb, 0); }
+static void q5_k(const uint8_t *x, float *y, int64_t nb) { q45_k(x, y, nb, 1); }
 
 /* Q6_K (210 bytes): ql[128] (low 4 bits), qh[64] (high 2 bits), scales[16]
  * (int8), d. */
