@@ -308,6 +308,11 @@ bool Importer::readSizes() {
   // The vocabulary: the rows of token_embd (which llama.cpp checks against
   // its token list).
   const tfm_gguf_tensor *embd = r.tensor("token_embd.weight");
+  if (!embd && tfm_gguf_num_tensors(r.g) == 0) {
+    r.error("tensors", "none: a vocabulary-only file (its tokenizer.* "
+                       "describe a tokenizer, not a model)");
+    return false;
+  }
   if (!embd) {
     r.error("token_embd.weight", "missing: the file has no token embeddings");
     return false;
@@ -488,9 +493,14 @@ void Importer::experts(hf::Block<SectionId::Ffn> f, bool sharedAllowed) {
     r.error(r.key("expert_group_count"),
             "group-limited routing is read for deepseek2 only");
   (void)groupsUsed;
-  if (!sharedAllowed && r.has("expert_shared_count"))
+  if (!sharedAllowed &&
+      r.integer("expert_shared_count", false, 0).value_or(0) > 0)
     r.error(r.key("expert_shared_count"),
             "llama.cpp's " + arch.name + " has no shared experts");
+  if (arch.id != ArchId::Deepseek2)
+    r.ignore("expert_gating_func",
+             "not read: llama.cpp's " + arch.name.str() +
+                 " always weighs the experts by a softmax");
 }
 
 std::string Importer::slidingMask(int64_t defaultPattern,

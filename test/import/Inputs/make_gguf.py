@@ -410,6 +410,8 @@ def main():
     ap.add_argument("--drop", action="append", default=[])
     ap.add_argument("--add", action="append", default=[])
     ap.add_argument("--tied", action="store_true")
+    ap.add_argument("--no-tensors", action="store_true",
+                    help="metadata only, as llama.cpp's vocabulary files")
     ap.add_argument("--version", type=int, default=3)
     ap.add_argument("--random", type=int, default=None)
     ap.add_argument("--llama3", default=None,
@@ -434,6 +436,8 @@ def main():
         m.key(k, t, parse(t, v))
     for k in a.delete:
         m.kv = [x for x in m.kv if x[0] not in (k, arch + "." + k)]
+    if a.no_tensors:
+        m.tensors = []
     for name in a.drop:
         m.tensors = [x for x in m.tensors if x[0] != name]
     for spec in a.add:
