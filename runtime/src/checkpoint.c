@@ -76,6 +76,110 @@ static tfm_status open_gguf(tfm_checkpoint *c, size_t i, const char *path) {
   return TFM_OK;
 }
 
+static tfm_status add_file(tfm_checkpoint *c, const char *path,
+                           const char *named_by, size_t *index);
+
+/* GGUF metadata key `key` of file `i` as an integer in [min, max]; `dflt`
+ * when the file has no such key. */
+static tfm_status split_key(const tfm_checkpoint *c, size_t i, const char *key,
+                            int64_t min, int64_t max, int64_t dflt,
+                            int64_t *out) {
+  const tfm_gguf_value *v = tfm_gguf_find(c->gguf[i], key);
+  *out = dflt;
+  return v ? tfm_gguf_value_int(v, min, max, out) : TFM_OK;
+}
+
+/* A split GGUF file as llama.cpp's gguf-split writes it and its loader
+ * reads it (llama-model-loader.cpp): each shard holds split.no (from 0) and
+ * split.count, and shard k + 1 of N is named PREFIX-%05d-of-%05d.gguf. The
+ * first shard (file `i`, opened from `path`) opens the others by name and
+ * holds them to their numbers and, with split.tensors.count, to the number
+ * of tensors in all. Other shards wait for their first (tfm_checkpoint_open
+ * checks that it came). */
+static tfm_status add_split(tfm_checkpoint *c, size_t i, const char *path) {
+  int64_t no, count, total;
+  tfm_status s;
+  if ((s = split_key(c, i, "split.count", 0, UINT16_MAX, 0, &count)) !=
+          TFM_OK ||
+      count <= 1 ||
+      (s = split_key(c, i, "split.no", 0, count - 1, 0, &no)) != TFM_OK ||
+      no != 0)
+    return s;
+  c->gguf_claimed[i] = 1;
+  char suffix[64];
+  snprintf(suffix, sizeof suffix, "-%05d-of-%05d.gguf", 1, (int)count);
+  size_t n = strlen(path), k = strlen(suffix);
+  if (n < k || strcmp(path + n - k, suffix))
+    return tfm_fail(
+        TFM_ERR_FORMAT,
+        "%s: the first shard of a GGUF split in %lld (split.count), "
+        "but its name does not end in '%s', from which the other "
+        "shards are named",
+        path, (long long)count, suffix);
+  size_t tensors = tfm_gguf_num_tensors(c->gguf[i]);
+  for (int64_t shard = 1; shard < count; ++shard) {
+    char *other = tfm_malloc(n + 1);
+    if (!other)
+      return tfm_fail(TFM_ERR_MEMORY, "out of memory opening the weights");
+    snprintf(other, n + 1, "%.*s-%05d-of-%05d.gguf", (int)(n - k), path,
+             (int)shard + 1, (int)count);
+    size_t slot;
+    s = add_file(c, other, path, &slot);
+    int64_t other_no = -1, other_count = -1;
+    if (s == TFM_OK && !c->gguf[slot])
+      s = tfm_fail(TFM_ERR_FORMAT,
+                   "%s: not a GGUF file (shard %lld of %lld named by %s)",
+                   other, (long long)shard + 1, (long long)count, path);
+    if (s == TFM_OK && ((s = split_key(c, slot, "split.count", 0, UINT16_MAX,
+                                       -1, &other_count)) != TFM_OK ||
+                        (s = split_key(c, slot, "split.no", 0, UINT16_MAX, -1,
+                                       &other_no)) != TFM_OK))
+      tfm_error_append(" (shard %lld of %lld named by %s)",
+                       (long long)shard + 1, (long long)count, path);
+    if (s == TFM_OK && (other_no != shard || other_count != count))
+      s = tfm_fail(TFM_ERR_FORMAT,
+                   "%s: split.no %lld and split.count %lld, expected %lld "
+                   "and %lld (shard %lld of %lld named by %s)",
+                   other, (long long)other_no, (long long)other_count,
+                   (long long)shard, (long long)count, (long long)shard + 1,
+                   (long long)count, path);
+    free(other);
+    if (s != TFM_OK)
+      return s;
+    c->gguf_claimed[slot] = 1;
+    tensors += tfm_gguf_num_tensors(c->gguf[slot]);
+  }
+  if ((s = split_key(c, i, "split.tensors.count", 0, INT32_MAX, -1, &total)) !=
+      TFM_OK)
+    return s;
+  if (total >= 0 && (size_t)total != tensors)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    "%s: split.tensors.count is %lld, but its %lld shards "
+                    "hold %zu tensors",
+                    path, (long long)total, (long long)count, tensors);
+  return TFM_OK;
+}
+
+/* A shard of a split GGUF file given without its first shard. */
+static tfm_status check_splits(const tfm_checkpoint *c) {
+  for (size_t i = 0; i < c->num_files; ++i) {
+    int64_t no, count;
+    if (!c->gguf[i] || c->gguf_claimed[i])
+      continue;
+    if (split_key(c, i, "split.count", 0, UINT16_MAX, 0, &count) != TFM_OK ||
+        split_key(c, i, "split.no", 0, UINT16_MAX, 0, &no) != TFM_OK)
+      return TFM_ERR_FORMAT;
+    if (count > 1)
+      return tfm_fail(TFM_ERR_ARGUMENT,
+                      "%s: shard %lld of %lld of a split GGUF file: give the "
+                      "first shard (...-00001-of-%05d.gguf), which names the "
+                      "others",
+                      c->paths[i], (long long)no + 1, (long long)count,
+                      (int)count);
+  }
+  return TFM_OK;
+}
+
 /* Opens `path` unless the same file is open already; *index gets its slot. */
 static tfm_status add_file(tfm_checkpoint *c, const char *path,
                            const char *named_by, size_t *index) {
@@ -104,6 +208,8 @@ static tfm_status add_file(tfm_checkpoint *c, const char *path,
   if (s != TFM_OK && named_by)
     tfm_error_append(" (a shard named by %s)", named_by);
   *index = i;
+  if (s == TFM_OK && c->gguf[i])
+    s = add_split(c, i, path);
   return s;
 }
 
@@ -299,6 +405,8 @@ tfm_status tfm_checkpoint_open(const char *const *paths, size_t num_paths,
   tfm_status s = TFM_OK;
   for (size_t i = 0; i < num_paths && s == TFM_OK; ++i)
     s = add_path(c, paths[i]);
+  if (s == TFM_OK)
+    s = check_splits(c);
   if (s == TFM_OK)
     s = bind(c);
   if (s != TFM_OK)

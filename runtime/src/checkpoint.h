@@ -58,7 +58,10 @@ typedef struct tfm_checkpoint {
   tfm_safetensors *st[TFM_MAX_WEIGHT_FILES];    /* or NULL, */
   tfm_gguf *gguf[TFM_MAX_WEIGHT_FILES];         /* a GGUF file */
   tfm_tensor *gguf_views[TFM_MAX_WEIGHT_FILES]; /* its tensors' views */
-  tfm_bound *tensors;                           /* sorted by name */
+  /* A shard of a split GGUF file (split.count > 1): whether its first
+   * shard is open too (which opens every shard). */
+  char gguf_claimed[TFM_MAX_WEIGHT_FILES];
+  tfm_bound *tensors; /* sorted by name */
   size_t count;
   tfm_mapped *mapped; /* weight_map entries of the indexes */
   size_t num_mapped, cap_mapped;
@@ -66,7 +69,9 @@ typedef struct tfm_checkpoint {
 
 /* Opens every file the paths name (safetensors and GGUF files, folders,
  * index files) and binds their tensors by name; `c` is all zeros on
- * failure. A file is GGUF when it starts with the GGUF magic. */
+ * failure. A file is GGUF when it starts with the GGUF magic; the first
+ * shard of a split GGUF file (llama.cpp's gguf-split: split.no 0 of
+ * split.count, named PREFIX-00001-of-0000N.gguf) opens the others. */
 tfm_status tfm_checkpoint_open(const char *const *paths, size_t num_paths,
                                tfm_checkpoint *c);
 const tfm_bound *tfm_checkpoint_find(const tfm_checkpoint *c, const char *name);

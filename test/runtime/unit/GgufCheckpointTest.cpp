@@ -59,18 +59,30 @@ struct Writer {
   }
 };
 
-/// A GGUF v3 file (default alignment 32) with one metadata key and
-/// `tensors`, as ggml's docs/gguf.md lays it out.
-void writeGguf(const std::string &path,
-               const std::vector<GgufTensor> &tensors) {
+/// An integer metadata value: its key, GGUF value type and value.
+struct IntKey {
+  std::string key;
+  uint32_t type; // 2: uint16, 5: int32
+  int64_t value;
+};
+
+/// A GGUF v3 file (default alignment 32) with general.architecture, the
+/// integer keys `ints` and `tensors`, as ggml's docs/gguf.md lays it out.
+void writeGguf(const std::string &path, const std::vector<GgufTensor> &tensors,
+               const std::vector<IntKey> &ints = {}) {
   Writer w;
   w.b = "GGUF";
   w.le(3, 4);
   w.le(tensors.size(), 8);
-  w.le(1, 8);
+  w.le(1 + ints.size(), 8);
   w.str("general.architecture");
   w.le(8, 4); // string
   w.str("tfm-test");
+  for (const IntKey &k : ints) {
+    w.str(k.key);
+    w.le(k.type, 4);
+    w.le(uint64_t(k.value), k.type == 2 ? 2 : 4);
+  }
   uint64_t offset = 0;
   for (const GgufTensor &t : tensors) {
     w.str(t.name);
@@ -492,6 +504,83 @@ TEST(GgufCheckpoint, ModelApi) {
   EXPECT_NE(info.find("<- token_embd.weight [10, 32]"), std::string::npos)
       << info;
   tfm_model_destroy(m);
+}
+
+/// A GGUF file split as llama.cpp's gguf-split writes it: the first shard
+/// opens the others by name (PREFIX-0000k-of-0000N.gguf) and their tensors
+/// bind as one file's; a later shard alone, a missing or misnumbered shard,
+/// a first shard not named so and a wrong tensor count are errors naming
+/// the files.
+TEST(GgufCheckpoint, SplitFiles) {
+  std::string dir = tempPath("split");
+  std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  auto shard = [&](int no, int count) {
+    char name[64];
+    std::snprintf(name, sizeof name, "/m-%05d-of-%05d.gguf", no + 1, count);
+    return dir + name;
+  };
+  std::vector<float> a = values(32, 1), b = values(64, 2), c = values(4, 3);
+  auto keys = [](int no, int count, int total) {
+    std::vector<IntKey> k = {{"split.no", 2, no}, {"split.count", 2, count}};
+    if (total >= 0)
+      k.push_back({"split.tensors.count", 5, total});
+    return k;
+  };
+  writeGguf(shard(0, 3), {f32("a.weight", {1, 32}, a)}, keys(0, 3, 3));
+  writeGguf(shard(1, 3), {q8_0("b.weight", {2, 32}, b)}, keys(1, 3, 3));
+  writeGguf(shard(2, 3), {f32("c.weight", {4}, c)}, keys(2, 3, 3));
+  std::string json = describe({{"a.weight", {1, 32}, ""},
+                               {"b.weight", {2, 32}, ""},
+                               {"c.weight", {4}, ""}},
+                              "");
+  {
+    Loaded l;
+    ASSERT_EQ(load(json, {shard(0, 3)}, l), TFM_OK) << tfm_last_error();
+    EXPECT_EQ(host(l, 0), a);
+    EXPECT_EQ(host(l, 1), dequantized(q8_0("b", {2, 32}, b)));
+    EXPECT_EQ(host(l, 2), c);
+  }
+  {
+    // Every shard named, in any order: each is opened once.
+    Loaded l;
+    ASSERT_EQ(load(json, {shard(2, 3), shard(0, 3), shard(1, 3)}, l), TFM_OK)
+        << tfm_last_error();
+    EXPECT_EQ(host(l, 2), c);
+  }
+  auto fails = [&](const std::vector<std::string> &paths,
+                   const std::string &want) {
+    Loaded l;
+    EXPECT_NE(load(json, paths, l), TFM_OK);
+    EXPECT_NE(std::string(tfm_last_error()).find(want), std::string::npos)
+        << want << "\n"
+        << tfm_last_error();
+  };
+  fails({shard(1, 3)},
+        shard(1, 3) + ": shard 2 of 3 of a split GGUF file: give the first "
+                      "shard (...-00001-of-00003.gguf)");
+  // A misnumbered shard.
+  writeGguf(shard(2, 3), {f32("c.weight", {4}, c)}, keys(1, 3, 3));
+  fails({shard(0, 3)}, shard(2, 3) +
+                           ": split.no 1 and split.count 3, expected 2 and "
+                           "3 (shard 3 of 3 named by " +
+                           shard(0, 3) + ")");
+  // A missing shard.
+  std::remove(shard(2, 3).c_str());
+  fails({shard(0, 3)}, shard(2, 3) +
+                           ": cannot open the weights file (a "
+                           "shard named by " +
+                           shard(0, 3) + ")");
+  // The tensors in all.
+  writeGguf(shard(2, 3), {f32("c.weight", {4}, c)}, keys(2, 3, 3));
+  writeGguf(shard(0, 3), {f32("a.weight", {1, 32}, a)}, keys(0, 3, 4));
+  fails({shard(0, 3)}, shard(0, 3) + ": split.tensors.count is 4, but its 3 "
+                                     "shards hold 3 tensors");
+  // A first shard whose name does not give the others'.
+  std::string odd = dir + "/odd.gguf";
+  writeGguf(odd, {f32("a.weight", {1, 32}, a)}, keys(0, 3, 3));
+  fails({odd}, odd + ": the first shard of a GGUF split in 3 (split.count), "
+                     "but its name does not end in '-00001-of-00003.gguf'");
 }
 
 } // namespace
