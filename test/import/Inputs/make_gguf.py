@@ -186,6 +186,7 @@ def ends(m, d, vocab, tied, bias=False):
 
 
 VOCAB = 64
+LAYERS = 0  # --layers: the preset's own when 0 (gemma2 and gemma3 only)
 
 
 def spm_tokenizer(m, V):
@@ -256,7 +257,9 @@ def qwen(m, tied, version):
 
 
 def gemma(m, tied, version):
-    d, L, H, KV, hd, F, V = 32, 6 if version == 3 else 2, 2, 1, 16, 64, VOCAB
+    # heads * head_dim != d_model, as in Gemma 2 27B (32 * 128 > 4608).
+    d, L, H, KV, hd, F, V = 32, 6 if version == 3 else 2, 4, 2, 16, 64, VOCAB
+    L = LAYERS or L
     common(m, d, L, H, ctx=8192, kv=KV, key_length=hd, ffn=F)
     m.key("attention.layer_norm_rms_epsilon", "f32", 1e-6)
     m.key("rope.freq_base", "f32", 10000.0)
@@ -418,9 +421,11 @@ def main():
                     help="FACTOR,LOW,HIGH,CONTEXT: LLaMA 3's RoPE scaling as "
                          "the converter stores it (rope_freqs.weight)")
     ap.add_argument("--vocab", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=0)
     a = ap.parse_args()
-    global VOCAB
+    global VOCAB, LAYERS
     VOCAB = a.vocab
+    LAYERS = a.layers
     arch, build = PRESETS[a.preset]
     m = Model(arch)
     build(m, a.tied)
