@@ -5,12 +5,13 @@
 //
 //   MODE FLAGS PART ("\n\x1d\n" PART)*
 //
-// MODE % 4 picks the files the parts are, in order:
+// MODE % 5 picks the files the parts are, in order:
 //   0: tokenizer.json                     (loaded by the file's path)
 //   1: tokenizer.json, tokenizer_config.json    (loaded by the folder)
 //   2: vocab.json, merges.txt, tokenizer_config.json (by the folder; an
 //      empty third part: no tokenizer_config.json)
 //   3: a SentencePiece .model (through the bridge library)
+//   4: a GGUF file (its tokenizer.* keys, tokenizer_gguf.c)
 // and the part after the files is the text. FLAGS: bits 0-1 are the encode
 // flags, bit 2 skip_special for decode. The text is encoded, its ids decoded,
 // and the text's bytes, read as little-endian 16-bit numbers, decoded as ids
@@ -102,7 +103,7 @@ static void exercise(const tfm_tokenizer *t, std::string_view text, int flags) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 2)
     return 0;
-  int mode = data[0] % 4, flags = data[1];
+  int mode = data[0] % 5, flags = data[1];
   std::string_view rest(reinterpret_cast<const char *>(data) + 2, size - 2);
   std::vector<std::string_view> parts;
   for (;;) {
@@ -112,7 +113,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       break;
     rest.remove_prefix(at + kSeparator.size());
   }
-  static const size_t numFiles[] = {1, 2, 3, 1};
+  static const size_t numFiles[] = {1, 2, 3, 1, 1};
   size_t files = numFiles[mode];
   if (parts.size() < files)
     return 0;
@@ -129,6 +130,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ok = put("tokenizer.json", nullptr) &&
          put("tokenizer_config.json", nullptr) && put("fuzz.model", part(0));
     path = fuzzDir() + "/fuzz.model";
+  } else if (mode == 4) {
+    ok = put("fuzz.gguf", part(0));
+    path = fuzzDir() + "/fuzz.gguf";
   } else if (mode == 2) {
     ok = put("tokenizer.json", nullptr) && put("vocab.json", part(0)) &&
          put("merges.txt", part(1)) && put("tokenizer_config.json", part(2));

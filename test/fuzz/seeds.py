@@ -279,6 +279,48 @@ def tokenizer_seeds(root, out):
         pass
     finally:
         shutil.rmtree(tmp)
+    # GGUF tokenizers (mode 4): each model kind, and pre-tokenizers of each
+    # kind of splitting (llama.cpp's own code, collapsed and plain regexes).
+    bc = [chr(b) if 33 <= b <= 126 or 161 <= b <= 172 or 174 <= b <= 255
+          else None for b in range(256)]
+    k = 0
+    for b in range(256):
+        if bc[b] is None:
+            bc[b] = chr(256 + k)
+            k += 1
+    spm_tokens = ["<unk>", "<s>", "</s>", "\u2581", "a", "b", "\u2581a", "ab",
+                  "<|u|>"] + ["<0x%02X>" % b for b in range(256)]
+    spm = [("tokenizer.ggml.model", 8, "llama"),
+           ("tokenizer.ggml.tokens", 9, (8, spm_tokens)),
+           ("tokenizer.ggml.scores", 9, (6, [0.0, 0.0, 0.0, -1.0, -2.0, -3.0,
+                                             -1.5, -1.2, 0.0] + [0.0] * 256)),
+           ("tokenizer.ggml.token_type", 9, (5, [2, 3, 3, 1, 1, 1, 1, 1, 4] +
+                                             [6] * 256)),
+           ("tokenizer.ggml.add_bos_token", 7, 1),
+           ("tokenizer.chat_template", 8, "{{ bos_token }}")]
+    seeds.append(("gguf-llama", tokenizer_seed(4, 1, [gguf(spm, []), texts[0]])))
+    bpe_tokens = bc + ["\u0120a", "ab", "<|endoftext|>", "\u2581a", "\n\n"]
+    for pre in ("gpt-2", "llama-bpe", "qwen2", "qwen35", "deepseek-llm",
+                "deepseek-coder", "falcon", "starcoder", "default", "gpt-4o"):
+        kv = [("tokenizer.ggml.model", 8, "gpt2"),
+              ("tokenizer.ggml.pre", 8, pre),
+              ("tokenizer.ggml.tokens", 9, (8, bpe_tokens)),
+              ("tokenizer.ggml.token_type", 9, (5, [1] * 258 + [3, 1, 1])),
+              ("tokenizer.ggml.merges", 9, (8, ["\u0120 a", "a b"]))]
+        seeds.append(("gguf-" + pre, tokenizer_seed(
+            4, 5, [gguf(kv, []), texts[(len(seeds) * 7) % len(texts)]])))
+    gemma = [("tokenizer.ggml.model", 8, "gemma4"),
+             ("tokenizer.ggml.tokens", 9, (8, bpe_tokens)),
+             ("tokenizer.ggml.merges", 9, (8, ["\u2581 a", "a b"]))]
+    seeds.append(("gguf-gemma4", tokenizer_seed(4, 1, [gguf(gemma, []), texts[5]])))
+    bert = [("tokenizer.ggml.model", 8, "bert"),
+            ("tokenizer.ggml.tokens", 9, (8, ["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+                                              "\u2581a", "b", "\u2581ab", ","])),
+            ("tokenizer.ggml.token_type", 9, (5, [3, 3, 3, 3, 1, 1, 1, 1])),
+            ("tokenizer.ggml.unknown_token_id", 4, 1),
+            ("tokenizer.ggml.bos_token_id", 4, 2),
+            ("tokenizer.ggml.seperator_token_id", 4, 3)]
+    seeds.append(("gguf-bert", tokenizer_seed(4, 1, [gguf(bert, []), texts[9]])))
     for name, data in seeds:
         if data is not None:
             put(out, "fuzz-tokenizer", name, data)
