@@ -264,6 +264,9 @@ private:
   /// `scaling = llama3, ...` arguments whose factors they are, or "" after
   /// an error.
   std::string llama3Scaling(const tfm_gguf_tensor &freqs, double theta);
+  /// deepseek2's YaRN: the `scaling = yarn, ...` arguments, and the softmax
+  /// scale llama.cpp multiplies by mscale^2 (`yarnScale`).
+  std::string deepseekYarn(std::optional<double> factor);
   void attention(hf::Block<SectionId::Attention> a);
   void denseFfn(hf::Block<SectionId::Ffn> f, StringRef activation);
   void experts(hf::Block<SectionId::Ffn> f, bool sharedAllowed);
@@ -280,6 +283,8 @@ private:
   bool tied = false;
   /// rope_freqs.weight was read as LLaMA 3's scaling (not a parameter).
   bool ropeFreqsRead = false;
+  /// deepseek2 with YaRN: the attention scale llama.cpp computes.
+  std::optional<float> yarnScale;
 };
 
 bool Importer::readSizes() {
@@ -343,7 +348,7 @@ std::string Importer::rope() {
   double theta = r.number("rope.freq_base", false).value_or(10000.0);
   std::string out = "rope(theta = " + formatFloat32(theta) + ", style = " +
                     (arch.rope == gguf::Rope::Norm ? "interleaved" : "half");
-  if (s.ropeDim != s.headDim) {
+  if (s.ropeDim != s.headDim && arch.id != ArchId::Deepseek2) {
     if (arch.id == ArchId::Llama)
       r.error(r.key("rope.dimension_count"),
               Twine(s.ropeDim) + " differs from the head size " +
@@ -384,7 +389,7 @@ std::string Importer::rope() {
     return out + ", scaling = linear, factor = " + formatFloat32(*factor) + ")";
   }
   if (kind == "yarn" && arch.id == ArchId::Deepseek2)
-    return out; // deepseek() completes it
+    return out + ", " + deepseekYarn(factor) + ")";
   r.error(r.key("rope.scaling.type"),
           "'" + kind + "' is not supported for " + arch.name +
               " (supported: none, linear" +
@@ -452,6 +457,54 @@ std::string Importer::llama3Scaling(const tfm_gguf_tensor &freqs,
           "scaling (no factor, low/high frequency factor and original "
           "context give them) are not supported");
   return "";
+}
+
+std::string Importer::deepseekYarn(std::optional<double> factor) {
+  if (!factor || *factor <= 1.0) {
+    r.error(r.key("rope.scaling.factor"),
+            "YaRN needs a factor > 1 (llama.cpp's freq_scale = 1 / factor)");
+    return "";
+  }
+  int64_t context = r.integer("rope.scaling.original_context_length", false)
+                        .value_or(s.context);
+  // The converter writes 0.1 * mscale_all_dim; llama.cpp divides by 0.1
+  // (TAG_DEEPSEEK2_YARN_LOG_MUL_FIX), takes mscale = mscale_all_dim, so the
+  // rotation's cos and sin are not scaled (llama_context: yarn_attn_factor
+  // = get_mscale(f, m) / get_mscale(f, m) / (1 + 0.1 ln f), which ggml's
+  // rope multiplies back), and scales the scores by mscale^2 with mscale =
+  // 1 + 0.1 mscale_all_dim ln f (deepseek2.cpp).
+  std::optional<double> logMul =
+      r.number("rope.scaling.yarn_log_multiplier", false);
+  if (!logMul || *logMul == 0.0) {
+    r.error(r.key("rope.scaling.yarn_log_multiplier"),
+            "missing or 0: YaRN for deepseek2 is read with it (as "
+            "convert_hf_to_gguf.py writes DeepSeek's mscale_all_dim)");
+    return "";
+  }
+  if (std::optional<double> attn = r.number("rope.scaling.attn_factor", false);
+      attn && *attn != 1.0)
+    r.error(r.key("rope.scaling.attn_factor"),
+            formatFloat32(*attn) + ": a factor on YaRN's rotation is not "
+                                   "supported (only 1)");
+  // llama.cpp v0.5.0 does not read these: it uses ext_factor 1 and
+  // beta_fast 32, beta_slow 1.
+  for (StringRef k :
+       {"rope.scaling.yarn_ext_factor", "rope.scaling.yarn_attn_factor",
+        "rope.scaling.yarn_beta_fast", "rope.scaling.yarn_beta_slow"})
+    r.ignore(k, "not read by llama.cpp");
+  float m = static_cast<float>(*logMul) / 0.1f;
+  float ms = 1.0f + 0.1f * m * std::log(static_cast<float>(*factor));
+  int64_t headDim =
+      r.integer("attention.key_length_mla", false).value_or(s.headDim);
+  yarnScale = ms * ms / std::sqrt(static_cast<float>(headDim));
+  r.note("attention scale = mscale^2 / sqrt(head_dim) with mscale = 1 + 0.1 "
+         "* " +
+         formatFloat32(m) + " * ln(" + formatFloat32(*factor) +
+         ") (llama.cpp's deepseek2 with YaRN)");
+  return "scaling = yarn, factor = " + formatFloat32(*factor) +
+         ", original_context = " + std::to_string(context) +
+         ", beta_fast = 32, beta_slow = 1, mscale = " + formatFloat32(m) +
+         ", mscale_all_dim = " + formatFloat32(m);
 }
 
 void Importer::attention(hf::Block<SectionId::Attention> a) {
@@ -617,13 +670,9 @@ void Importer::deepseek(ModelBlock m, hf::Block<SectionId::Attention> a,
     f.set<KeyId::Router>("sigmoid(groups = " + std::to_string(groups) +
                          ", topk_groups = " + std::to_string(used) + ")");
   }
-  // The attention scale: head_dim^-0.5 without YaRN (YaRN is refused
-  // below until its mapping is checked against llama.cpp).
-  if (r.has("rope.scaling.type") &&
-      r.string(r.key("rope.scaling.type")).value_or("") == "yarn")
-    r.error(r.key("rope.scaling.type"),
-            "YaRN for deepseek2 (llama.cpp's mscale from "
-            "rope.scaling.yarn_log_multiplier) is not mapped yet");
+  // The attention scale: head_dim^-0.5, with YaRN times mscale^2.
+  if (yarnScale)
+    a.set<KeyId::Scale>(formatFloat32(*yarnScale));
 }
 
 std::optional<std::string> Importer::run() {
@@ -663,10 +712,7 @@ std::optional<std::string> Importer::run() {
     emb.set<KeyId::Position>(rope());
   } else {
     // Latent attention rotates its rope_dim values in adjacent pairs.
-    double theta = r.number("rope.freq_base", false).value_or(10000.0);
-    (void)rope();
-    emb.set<KeyId::Position>("rope(theta = " + formatFloat32(theta) +
-                             ", style = interleaved)");
+    emb.set<KeyId::Position>(rope());
   }
   emb.set<KeyId::TieOutput>(hf::str(tied));
 

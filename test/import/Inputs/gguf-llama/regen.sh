@@ -21,6 +21,15 @@ done
 "$peer/build/llama_bench" -m "$here/llama3.gguf" -t 2 -p 16 -n 1 -r 1 --kv f32 \
   --fa off --all-logits --dump-logits "$here/llama3.logits.npy" > /dev/null
 rm "$here/llama3.logits.tokens.npy"
+# deepseek2 with YaRN as convert_hf_to_gguf.py writes DeepSeek-V2's (factor,
+# original context, 0.1 * mscale_all_dim).
+/usr/bin/python3 "$here/../make_gguf.py" "$here/deepseek2-yarn.gguf" deepseek2 \
+  --random 1 --vocab 300 --set rope.scaling.type=str:yarn \
+  --set rope.scaling.factor=f32:40 --set rope.scaling.original_context_length=u32:64 \
+  --set rope.scaling.yarn_log_multiplier=f32:0.0707
+"$peer/build/llama_bench" -m "$here/deepseek2-yarn.gguf" -t 2 -p 16 -n 1 -r 1 \
+  --kv f32 --fa off --all-logits --dump-logits "$here/deepseek2-yarn.logits.npy" > /dev/null
+rm "$here/deepseek2-yarn.logits.tokens.npy"
 /usr/bin/python3 -c "
 import numpy as np, sys
 t = np.load(sys.argv[1]); np.save(sys.argv[1], t.reshape(1, -1).astype(np.int32))
