@@ -1753,7 +1753,7 @@ static tfm_status bpe_word(const tk_gguf *g, const char *t, size_t n,
   bool whole = false;
   if (g->ignore_merges && text_to_token(g, t, n) >= 0)
     whole = true;
-  else if (g->gemma4 && n && !memchr(t, 0, n)) {
+  else if (g->gemma4 && n) {
     size_t k = 0;
     while (k < n && t[k] == '\n')
       ++k;
