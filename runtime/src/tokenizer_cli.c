@@ -25,8 +25,8 @@ static tfm_status open_tokenizer(const char *path, const char *weights,
     return tfm_tokenizer_load(weights, out);
   if (!weights)
     return tfm_fail(TFM_ERR_ARGUMENT,
-                    "no tokenizer: give --tokenizer PATH (a tokenizer.json "
-                    "or a folder holding one)");
+                    "no tokenizer: give --tokenizer PATH (a tokenizer.json, "
+                    "a GGUF file or a folder holding one)");
   struct stat sb;
   char *dir;
   if (stat(weights, &sb) == 0 && S_ISDIR(sb.st_mode))
