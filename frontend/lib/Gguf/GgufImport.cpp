@@ -913,6 +913,22 @@ std::optional<std::string> mlir::tfm::importGguf(StringRef path,
   }
   Reader r(path, g, diag);
   std::optional<std::string> result;
+  // A shard of a file split by llama.cpp's gguf-split holds part of the
+  // tensors (the first: the metadata and its share).
+  if (const tfm_gguf_value *count = r.find("split.count")) {
+    int64_t n = 0;
+    if (tfm_gguf_value_int(count, 0, INT32_MAX, &n) == TFM_OK && n > 1)
+      r.error("split.count",
+              Twine(n) + ": a shard of a file split by gguf-split; tfmc "
+                         "import reads a whole file (merge the shards with "
+                         "gguf-split --merge)");
+    r.find("split.no");
+    r.find("split.tensors.count");
+  }
+  if (r.failed()) {
+    tfm_gguf_close(g);
+    return std::nullopt;
+  }
   std::optional<std::string> name = r.string("general.architecture");
   if (!name) {
     if (!r.failed())
