@@ -45,7 +45,7 @@ endif()
 # llama.cpp tree that the npm package node-llama-cpp ships as a git bundle
 # (llama/gitRelease.bundle, one commit): `npm pack` fetches the package
 # tarball (35.7 MB, checked against the SHA-512 below), git checks the
-# bundle's commit and writes out just those files (61 MB); a few seconds
+# bundle's commit and writes out just those files (68 MB); a few seconds
 # besides the download. The same release as ../shared/peers/llama.
 set(llama_package node-llama-cpp)
 set(llama_version 3.22.1)
@@ -53,9 +53,12 @@ set(llama_sha512 6e5b488a9b9699cd76dc7eed30880318a4ac4ab866865418795502e3c5d38d5
 set(llama_commit de3ff815ea7d559ee917f063901b8986f038abc6)
 set(llama_vocabs llama-spm llama-bpe qwen2 qwen35 gpt-2 phi-3 falcon mpt
   starcoder refact command-r deepseek-llm deepseek-coder bert-bge gemma-4)
+# Vocabularies without test files in the tree (test/tokenizer/Inputs has the
+# ids llama.cpp gives for them).
+set(llama_vocabs_bare nomic-bert-moe)
 set(vdir "${DST}/llama-vocab")
 set(vstamp "${vdir}/.tfm-stamp")
-set(vwant "${llama_package}@${llama_version} ${llama_sha512} ${llama_commit} ${llama_vocabs}")
+set(vwant "${llama_package}@${llama_version} ${llama_sha512} ${llama_commit} ${llama_vocabs} ${llama_vocabs_bare}")
 if(EXISTS "${vstamp}")
   file(READ "${vstamp}" vhave)
   if(vhave STREQUAL vwant)
@@ -96,6 +99,9 @@ set(paths)
 foreach(v IN LISTS llama_vocabs)
   list(APPEND paths models/ggml-vocab-${v}.gguf models/ggml-vocab-${v}.gguf.inp
     models/ggml-vocab-${v}.gguf.out)
+endforeach()
+foreach(v IN LISTS llama_vocabs_bare)
+  list(APPEND paths models/ggml-vocab-${v}.gguf)
 endforeach()
 execute_process(COMMAND "${GIT}" init -q --bare "${repo}" RESULT_VARIABLE rc1)
 execute_process(COMMAND "${GIT}" -C "${repo}" fetch -q "${bundle}"

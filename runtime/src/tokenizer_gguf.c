@@ -22,6 +22,8 @@
  *  - "bert": llama.cpp's WordPiece: words by whitespace, punctuation and CJK
  *    characters (lowercased, accents stripped), each prefixed with U+2581
  *    and matched greedily longest first, [UNK] for a word that fails.
+ *  - "t5": Unigram: SentencePiece's precompiled charsmap, U+2581 spaces,
+ *    the best-scoring segmentation by Viterbi.
  *
  * Before the model, the special tokens (control, user-defined and unknown
  * types, longest first) are cut out of the text; with parse_special false
@@ -79,7 +81,7 @@ static const uint16_t type_attr[7] = {
     0, A_NORMAL, A_UNKNOWN, A_CONTROL, A_USER_DEFINED, A_UNUSED, A_BYTE,
 };
 
-typedef enum tg_kind { TG_SPM, TG_BPE, TG_WPM } tg_kind;
+typedef enum tg_kind { TG_SPM, TG_BPE, TG_WPM, TG_UGM } tg_kind;
 
 /*===- Pre-tokenizers by name ---------------------------------------------===*/
 
@@ -424,6 +426,16 @@ struct tk_gguf {
   size_t nsplit;
   bool byte_encode, ignore_merges, escape_ws, gemma4, add_space_prefix;
   bool add_bos, add_eos, add_sep, lowercase, strip_accents, clean_spaces;
+  /* Unigram ("t5") */
+  bool remove_extra_ws;
+  unsigned char *charsmap; /* tokenizer.ggml.precompiled_charsmap */
+  const uint32_t *xcda;    /* its XOR-compressed double array */
+  size_t xcda_n;
+  const char *repl; /* its NUL-separated replacements */
+  size_t repl_n;
+  double unk_score; /* the lowest normal score less 10 */
+  uint64_t *umap;   /* prefixes of user-defined tokens: tag | len << 24 | id */
+  size_t ucap, max_user_len;
   int32_t bos, eos, unk, sep, pad;
   int32_t *special; /* control, user-defined, unknown: longest first */
   size_t nspecial;
@@ -500,6 +512,8 @@ void tk_gguf_close(tk_gguf *g) {
     tk_regex_free(g->split[i].re);
   free(g->split);
   free(g->special);
+  free(g->charsmap);
+  free(g->umap);
   for (size_t i = 0; i < g->ntpl; ++i) {
     free(g->tpl[i].name);
     free(g->tpl[i].text);
@@ -525,7 +539,9 @@ int32_t tk_gguf_special(const tk_gguf *g, char which) {
 }
 
 const char *tk_gguf_model_type(const tk_gguf *g) {
-  return g->kind == TG_WPM ? "WordPiece" : "BPE";
+  return g->kind == TG_WPM   ? "WordPiece"
+         : g->kind == TG_UGM ? "Unigram"
+                             : "BPE";
 }
 
 const char *tk_gguf_chat_template(const tk_gguf *g, const char *name) {
@@ -1039,6 +1055,88 @@ static tfm_status read_templates(tk_gguf *g) {
   return TFM_OK;
 }
 
+/* Looks up a prefix of a user-defined token (text of `len` bytes). */
+static bool user_prefix(const tk_gguf *g, const char *s, size_t len) {
+  uint64_t h = fnv(s, len), tag = h >> 56;
+  for (size_t i = h & (g->ucap - 1);; i = (i + 1) & (g->ucap - 1)) {
+    uint64_t e = g->umap[i];
+    if (!e)
+      return false;
+    size_t l = (size_t)(e >> 24 & 0xFFFFFFFFu);
+    int32_t id = (int32_t)(e & 0xFFFFFF);
+    if (e >> 56 == tag && l == len && !memcmp(g->tok[id].s, s, len))
+      return true;
+  }
+}
+
+/* The Unigram model's tables: the precompiled charsmap (checked as
+ * llama.cpp checks it), the unknown token's score, and every prefix of the
+ * user-defined tokens (llama.cpp's normalizer keeps the longest prefix of
+ * the text that starts a user-defined token as it is). */
+static tfm_status read_unigram(tk_gguf *g) {
+  static const char key[] = "tokenizer.ggml.precompiled_charsmap";
+  const tfm_gguf_value *v = tfm_gguf_find(g->f, key);
+  tfm_status s = TFM_OK;
+  if (v) {
+    uint64_t n;
+    if ((s = tfm_gguf_value_array(v, TFM_GGUF_TYPE_COUNT, &n)) != TFM_OK)
+      return s;
+    if (v->elem != TFM_GGUF_UINT8 && v->elem != TFM_GGUF_INT8)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      "%s: %s: an array of %s, not of bytes (uint8, int8)",
+                      g->file, key, tfm_gguf_type_name(v->elem));
+    if (n < 4)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      "%s: %s: %llu bytes, too few for its size header",
+                      g->file, key, (unsigned long long)n);
+    if (!(g->charsmap = tfm_malloc((size_t)n + 4)))
+      return OOM();
+    memcpy(g->charsmap, tfm_gguf_array_data(v), (size_t)n);
+    uint32_t blob;
+    memcpy(&blob, g->charsmap, 4);
+    if ((uint64_t)blob + 4 >= n)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      "%s: %s: its double array (%u bytes) does not fit in "
+                      "its %llu bytes",
+                      g->file, key, blob, (unsigned long long)n);
+    g->xcda = (const uint32_t *)(g->charsmap + 4);
+    g->xcda_n = blob / 4;
+    g->repl = (const char *)g->charsmap + 4 + blob;
+    g->repl_n = (size_t)n - 4 - blob;
+  }
+  float lo = 3.402823466e38f; /* FLT_MAX */
+  size_t prefixes = 0;
+  for (int32_t i = 0; i < g->n; ++i) {
+    if ((g->attr[i] & A_NORMAL) && g->score[i] < lo)
+      lo = g->score[i];
+    if (g->attr[i] & A_USER_DEFINED) {
+      prefixes += g->tok[i].n;
+      if (g->tok[i].n > g->max_user_len)
+        g->max_user_len = g->tok[i].n;
+    }
+  }
+  g->unk_score = (float)(lo - 10.0f); /* in float, as llama.cpp */
+  g->ucap = pow2_for(prefixes);
+  if (!(g->umap = tfm_calloc(g->ucap, sizeof *g->umap)))
+    return OOM();
+  for (int32_t i = 0; i < g->n; ++i) {
+    if (!(g->attr[i] & A_USER_DEFINED))
+      continue;
+    if (g->tok[i].n >= (1u << 31))
+      continue;
+    for (size_t len = 1; len <= g->tok[i].n; ++len) {
+      if (user_prefix(g, g->tok[i].s, len))
+        continue;
+      uint64_t h = fnv(g->tok[i].s, len);
+      size_t k = h & (g->ucap - 1);
+      while (g->umap[k])
+        k = (k + 1) & (g->ucap - 1);
+      g->umap[k] = (h >> 56) << 56 | (uint64_t)len << 24 | (uint64_t)i;
+    }
+  }
+  return TFM_OK;
+}
+
 tfm_status tk_gguf_open(const char *path, tk_gguf **out) {
   *out = NULL;
   tfm_status s = tk_libs_load();
@@ -1082,6 +1180,10 @@ tfm_status tk_gguf_open(const char *path, tk_gguf **out) {
     g->kind = TG_BPE;
     if (!is)
       g->bos = g->eos = 11;
+  } else if (MODEL_IS("t5")) {
+    g->kind = TG_UGM;
+    g->eos = 1, g->unk = 2, g->pad = 0;
+    g->add_eos = true;
   } else if (MODEL_IS("no_vocab") || MODEL_IS("none")) {
     s = tfm_fail(TFM_ERR_FORMAT,
                  "%s: tokenizer.ggml.model is '%.*s': the file holds no "
@@ -1091,7 +1193,7 @@ tfm_status tk_gguf_open(const char *path, tk_gguf **out) {
   } else {
     s = tfm_fail(TFM_ERR_FORMAT,
                  "%s: tokenizer.ggml.model: unknown tokenizer model '%.*s' "
-                 "(tfm reads llama, gpt2, gemma4 and bert)",
+                 "(tfm reads llama, gpt2, gemma4, bert and t5)",
                  g->file, (int)ml, model);
     goto fail;
   }
@@ -1156,6 +1258,11 @@ tfm_status tk_gguf_open(const char *path, tk_gguf **out) {
     goto fail;
   if (g->gemma4)
     g->add_bos = true; /* llama.cpp overrides it for Gemma 4 */
+  if (g->kind == TG_UGM &&
+      ((s = opt_bool(g, "tokenizer.ggml.remove_extra_whitespaces",
+                     &g->remove_extra_ws)) != TFM_OK ||
+       (s = read_unigram(g)) != TFM_OK))
+    goto fail;
   if ((s = opt_bool(g, "tokenizer.ggml.normalizer.lowercase", &g->lowercase)) !=
       TFM_OK)
     goto fail;
@@ -1930,6 +2037,200 @@ static tfm_status wpm_tokenize(const tk_gguf *g, const char *t, size_t n,
   return st;
 }
 
+/*===- Unigram ("t5") ----------------------------------------------------===*/
+
+/* The precompiled charsmap's longest match at s[0, n): the replacement and
+ * the bytes it stands for (0: none). Errors as llama.cpp's. */
+static tfm_status charsmap_match(const tk_gguf *g, const char *s, size_t n,
+                                 const char **repl, size_t *rlen,
+                                 size_t *consumed) {
+  *consumed = 0;
+  if (!g->xcda_n)
+    return TFM_OK;
+#define XNODE(i) ((i) < g->xcda_n ? g->xcda[i] : (bad = true, 0u))
+  bool bad = false;
+  uint32_t node = XNODE(0), off = 0;
+  size_t best = 0;
+  node = (node >> 10) << ((node & (1u << 9)) >> 6); /* BASE of the root */
+  for (size_t k = 0; k < n && !bad; ++k) {
+    unsigned char c = (unsigned char)s[k];
+    if (!c)
+      break;
+    node ^= c;
+    uint32_t e = XNODE(node);
+    if (bad || (e & ((1u << 31) | 0xFF)) != c)
+      break;
+    bool leaf = (e >> 8) & 1;
+    node ^= (e >> 10) << ((e & (1u << 9)) >> 6);
+    if (leaf) {
+      uint32_t v = XNODE(node);
+      best = k + 1;
+      off = v & ((1u << 31) - 1);
+    }
+  }
+#undef XNODE
+  if (bad)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    "%s: tokenizer.ggml.precompiled_charsmap: an index past "
+                    "its double array",
+                    g->file);
+  if (!best)
+    return TFM_OK;
+  if (off >= g->repl_n)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    "%s: tokenizer.ggml.precompiled_charsmap: a replacement "
+                    "past its end",
+                    g->file);
+  const char *r = g->repl + off;
+  const char *nul = memchr(r, 0, g->repl_n - off);
+  size_t len = nul ? (size_t)(nul - r) : g->repl_n - off;
+  if (len == g->repl_n - off)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    "%s: tokenizer.ggml.precompiled_charsmap: an unterminated "
+                    "replacement",
+                    g->file);
+  *repl = r;
+  *rlen = len;
+  *consumed = best;
+  return TFM_OK;
+}
+
+/* llama.cpp's Unigram normalizer: user-defined prefixes kept, the charsmap
+ * applied, spaces as U+2581 (one in front with add_space_prefix, runs
+ * merged with remove_extra_whitespaces). */
+static tfm_status ugm_normalize(const tk_gguf *g, const char *in, size_t n,
+                                tk_buf *out) {
+  static const char space[] = "\xe2\x96\x81";
+  bool prepended = false, non_ws = false;
+  tfm_status st = TFM_OK;
+  out->n = 0;
+  for (size_t off = 0; off < n && st == TFM_OK;) {
+    const char *r = in + off;
+    size_t rlen = 0, used = 0;
+    /* the longest prefix of the text that starts a user-defined token */
+    size_t lim = n - off < g->max_user_len ? n - off : g->max_user_len;
+    for (size_t l = lim; l > 0 && !used; --l)
+      if (user_prefix(g, in + off, l))
+        rlen = used = l;
+    if (!used &&
+        (st = charsmap_match(g, in + off, n - off, &r, &rlen, &used)) != TFM_OK)
+      break;
+    if (!used) {
+      size_t l = tk_utf8_len(in + off, n - off);
+      if (l)
+        rlen = used = l;
+      else {
+        r = "\xef\xbf\xbd";
+        rlen = 3;
+        used = 1;
+      }
+    }
+    for (size_t i = 0; i < rlen && st == TFM_OK; ++i) {
+      if (r[i] != ' ') {
+        if (!non_ws) {
+          non_ws = true;
+          if ((g->add_space_prefix && !prepended) || g->remove_extra_ws) {
+            st = tk_buf_add(out, space, 3);
+            prepended = true;
+          }
+        }
+        if (st == TFM_OK)
+          st = tk_buf_add(out, r + i, 1);
+      } else {
+        non_ws = false;
+        if (!g->remove_extra_ws)
+          st = tk_buf_add(out, space, 3);
+      }
+    }
+    off += used;
+  }
+  return st;
+}
+
+typedef struct best_tok {
+  int32_t id;
+  size_t from;
+  double score;
+} best_tok;
+
+/* Viterbi over the normalized text: the best-scoring tokenization by
+ * tokens of the normal, user-defined (score 0) and unused types, the
+ * unknown token for a character no token covers; runs of unknowns merge. */
+static tfm_status ugm_tokenize(const tk_gguf *g, const char *t, size_t n,
+                               idv *out) {
+  tk_buf norm = {0};
+  tfm_status st = ugm_normalize(g, t, n, &norm);
+  size_t len = norm.n;
+  if (st != TFM_OK || !len) {
+    free(norm.s);
+    return st;
+  }
+  best_tok *b = tfm_malloc((len + 1) * sizeof *b);
+  if (!b) {
+    free(norm.s);
+    return OOM();
+  }
+  for (size_t i = 0; i <= len; ++i)
+    b[i] = (best_tok){g->unk, 0, -1.7976931348623157e308};
+  b[0].score = 0;
+  static const size_t lookup[16] = {1, 1, 1, 1, 1, 1, 1, 1,
+                                    1, 1, 1, 1, 2, 2, 3, 4};
+  const char *s = norm.s;
+  for (size_t at = 0; at < len;) {
+    size_t cu = lookup[(unsigned char)s[at] >> 4];
+    if (cu > len - at)
+      cu = len - at;
+    bool single = false;
+    size_t lim = len - at < g->max_token_len ? len - at : g->max_token_len;
+    for (size_t l = 1; l <= lim; ++l) {
+      int32_t id = text_to_token(g, s + at, l);
+      if (id < 0 || !(g->attr[id] & (A_NORMAL | A_USER_DEFINED | A_UNUSED)))
+        continue;
+      if (l == cu)
+        single = true;
+      double score =
+          b[at].score + ((g->attr[id] & A_USER_DEFINED) ? 0.0 : g->score[id]);
+      if (score > b[at + l].score)
+        b[at + l] = (best_tok){id, at, score};
+    }
+    if (!single) {
+      double score = b[at].score + g->unk_score;
+      if (score > b[at + cu].score)
+        b[at + cu] = (best_tok){g->unk, at, score};
+    }
+    at += cu;
+  }
+  size_t start = out->n;
+  bool prev_unk = false;
+  for (size_t at = len;;) {
+    const best_tok *x = &b[at];
+    bool unk = x->id == g->unk;
+    if (!(prev_unk && unk)) {
+      if (x->id < 0) {
+        st = tfm_fail(TFM_ERR_ARGUMENT,
+                      "%s: a character has no token and the vocabulary has "
+                      "no unknown token",
+                      g->file);
+        break;
+      }
+      if ((st = push(out, x->id)) != TFM_OK)
+        break;
+    }
+    if (x->from == 0)
+      break;
+    prev_unk = unk;
+    at = x->from;
+  }
+  for (size_t i = start, j = out->n; st == TFM_OK && i + 1 < j; ++i, --j) {
+    int32_t tmp = out->v[i];
+    out->v[i] = out->v[j - 1];
+    out->v[j - 1] = tmp;
+  }
+  free(b);
+  free(norm.s);
+  return st;
+}
+
 /*===- Encoding -----------------------------------------------------------===*/
 
 typedef struct frag {
@@ -2085,7 +2386,9 @@ tfm_status tk_gguf_encode(const tk_gguf *g, const char *text, size_t n,
           st = bpe_tokenize(g, b.s, b.n, &out);
       } else
         st = bpe_tokenize(g, s, x->n, &out);
-    } else
+    } else if (g->kind == TG_UGM)
+      st = ugm_tokenize(g, s, x->n, &out);
+    else
       st = wpm_tokenize(g, s, x->n, &out);
     prev_special = false;
   }

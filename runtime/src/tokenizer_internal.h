@@ -261,7 +261,7 @@ tfm_status tk_spm_decode(const tk_spm *m, const int32_t *ids, size_t n,
 /* A tokenizer stored in a GGUF file's tokenizer.* keys, run as llama.cpp
  * runs it (src/llama-vocab.cpp): SentencePiece-style BPE by scores
  * ("llama"), byte-level BPE with llama.cpp's pre-tokenizers ("gpt2",
- * "gemma4"), WordPiece ("bert"). */
+ * "gemma4"), WordPiece ("bert"), Unigram ("t5"). */
 typedef struct tk_gguf tk_gguf;
 
 tfm_status tk_gguf_open(const char *path, tk_gguf **out);

@@ -321,6 +321,21 @@ def tokenizer_seeds(root, out):
             ("tokenizer.ggml.bos_token_id", 4, 2),
             ("tokenizer.ggml.seperator_token_id", 4, 3)]
     seeds.append(("gguf-bert", tokenizer_seed(4, 1, [gguf(bert, []), texts[9]])))
+    for name, charsmap in (("gguf-t5", None), ("gguf-t5-charsmap",
+                                               [8, 0, 0, 0] + [0] * 8 + [65, 0])):
+        t5 = [("tokenizer.ggml.model", 8, "t5"),
+              ("tokenizer.ggml.tokens", 9, (8, ["<pad>", "</s>", "<unk>",
+                                                "\u2581", "a", "b", "\u2581ab",
+                                                "<m>"])),
+              ("tokenizer.ggml.scores", 9, (6, [0.0, 0.0, 0.0, -1.0, -2.0,
+                                                -3.0, -1.5, 0.0])),
+              ("tokenizer.ggml.token_type", 9, (5, [3, 3, 2, 1, 1, 1, 1, 4])),
+              ("tokenizer.ggml.add_space_prefix", 7, 1),
+              ("tokenizer.ggml.remove_extra_whitespaces", 7, 1)]
+        if charsmap:
+            t5.append(("tokenizer.ggml.precompiled_charsmap", 9,
+                       (0, charsmap)))
+        seeds.append((name, tokenizer_seed(4, 5, [gguf(t5, []), texts[11]])))
     for name, data in seeds:
         if data is not None:
             put(out, "fuzz-tokenizer", name, data)

@@ -40,11 +40,11 @@ typedef struct tfm_tokenizer tfm_tokenizer;
 /* Loads a tokenizer from `path`: a tokenizer.json file, a SentencePiece
  * `.model` file, a GGUF file (its tokenizer.* keys, tokenized exactly as
  * llama.cpp does: llama/SentencePiece BPE, gpt2 byte-level BPE with the
- * pre-tokenizer tokenizer.ggml.pre names, gemma4, bert WordPiece), or a
- * folder holding (in this order of preference)
+ * pre-tokenizer tokenizer.ggml.pre names, gemma4, bert WordPiece, t5
+ * Unigram), or a folder holding (in this order of preference)
  * tokenizer.json, GPT-2's encoder.json and vocab.bpe, vocab.json and
  * merges.txt, tokenizer.model, or spiece.model. A tokenizer_config.json in
- * the same folder is read too. */
+ * the same folder is read too (not for a GGUF file). */
 tfm_status tfm_tokenizer_load(const char *path, tfm_tokenizer **out);
 /* Non-zero if the folder `dir` holds tokenizer files tfm_tokenizer_load
  * reads. */
