@@ -272,8 +272,7 @@ private:
   void experts(hf::Block<SectionId::Ffn> f, bool sharedAllowed);
   /// The sliding window of gemma2 / gemma3 as a mask.
   std::string slidingMask(int64_t defaultPattern, bool windowByDefault);
-  void deepseek(ModelBlock m, hf::Block<SectionId::Attention> a,
-                hf::Block<SectionId::Ffn> f);
+  void deepseek(hf::Block<SectionId::Attention> a, hf::Block<SectionId::Ffn> f);
   /// Checks the written model against the file's tensors.
   void verify(StringRef text);
 
@@ -539,21 +538,25 @@ void Importer::experts(hf::Block<SectionId::Ffn> f, bool sharedAllowed) {
     width = r.integer("expert_feed_forward_length", arch.id != ArchId::Qwen3Moe)
                 .value_or(s.ffn / k);
   f.set<KeyId::ExpertHidden>(hf::str(width));
-  int64_t groups = r.integer("expert_group_count", false, 0).value_or(0);
-  int64_t groupsUsed =
-      r.integer("expert_group_used_count", false, 0).value_or(0);
-  if (groups > 1 && arch.id != ArchId::Deepseek2)
-    r.error(r.key("expert_group_count"),
-            "group-limited routing is read for deepseek2 only");
-  (void)groupsUsed;
+  // llama.cpp limits the experts to groups for every architecture whose
+  // file has expert_group_count > 1; tfm maps that for deepseek2 only.
+  if (arch.id != ArchId::Deepseek2) {
+    if (r.integer("expert_group_count", false, 0).value_or(0) > 1)
+      r.error(r.key("expert_group_count"),
+              "group-limited routing is supported for deepseek2 only");
+    r.integer("expert_group_used_count", false, 0);
+  }
   if (!sharedAllowed &&
       r.integer("expert_shared_count", false, 0).value_or(0) > 0)
     r.error(r.key("expert_shared_count"),
             "llama.cpp's " + arch.name + " has no shared experts");
-  if (arch.id != ArchId::Deepseek2)
-    r.ignore("expert_gating_func",
-             "not read: llama.cpp's " + arch.name.str() +
-                 " always weighs the experts by a softmax");
+  if (arch.id != ArchId::Deepseek2) {
+    std::string why = "not read by llama.cpp's " + arch.name.str() +
+                      ": a softmax over all experts, the chosen renormalized";
+    for (StringRef k :
+         {"expert_gating_func", "expert_weights_norm", "expert_weights_scale"})
+      r.ignore(k, why);
+  }
 }
 
 std::string Importer::slidingMask(int64_t defaultPattern,
@@ -605,9 +608,8 @@ std::string Importer::slidingMask(int64_t defaultPattern,
   return mask + ")";
 }
 
-void Importer::deepseek(ModelBlock m, hf::Block<SectionId::Attention> a,
+void Importer::deepseek(hf::Block<SectionId::Attention> a,
                         hf::Block<SectionId::Ffn> f) {
-  (void)m;
   int64_t kvRank = r.integer("attention.kv_lora_rank", true).value_or(0);
   int64_t qRank = r.integer("attention.q_lora_rank", false, 0).value_or(0);
   // The head sizes after decompression: key_length_mla / value_length_mla
@@ -703,6 +705,11 @@ std::optional<std::string> Importer::run() {
   std::optional<double> eps =
       rms ? r.number("attention.layer_norm_rms_epsilon", true)
           : r.number("attention.layer_norm_epsilon", true);
+  // The converter writes both epsilons when a config names both; llama.cpp
+  // reads the one of its norms.
+  r.ignore(rms ? "attention.layer_norm_epsilon"
+               : "attention.layer_norm_rms_epsilon",
+           "not read by llama.cpp's " + arch.name.str());
 
   if (arch.id == ArchId::Gpt2) {
     emb.set<KeyId::Position>("learned");
@@ -813,7 +820,7 @@ std::optional<std::string> Importer::run() {
     norm.set<KeyId::Placement>("pre");
     break;
   case ArchId::Deepseek2: {
-    deepseek(m, att, ffn);
+    deepseek(att, ffn);
     norm.set<KeyId::Kind>("rmsnorm");
     norm.set<KeyId::Placement>("pre");
     break;
