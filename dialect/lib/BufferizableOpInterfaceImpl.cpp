@@ -61,6 +61,12 @@ Operation *createGgmlLinear(RewriterBase &rewriter, GgmlLinearKernelOp k,
                                     bufs.back(), k.getActivationAttr());
 }
 
+Operation *createGgmlEmbed(RewriterBase &rewriter, GgmlEmbedKernelOp k,
+                           ArrayRef<Value> bufs) {
+  return GgmlEmbedKernelOp::create(rewriter, k.getLoc(), TypeRange{}, bufs[0],
+                                   bufs[1], bufs[2], bufs[3], k.getScaleAttr());
+}
+
 Operation *createNorm(RewriterBase &rewriter, NormKernelOp k,
                       ArrayRef<Value> bufs) {
   return NormKernelOp::create(rewriter, k.getLoc(), TypeRange{}, bufs[0],
@@ -144,6 +150,8 @@ void mlir::tfm::registerBufferizableOpInterfaceExternalModels(
         *ctx);
     GgmlLinearKernelOp::attachInterface<
         KernelModel<GgmlLinearKernelOp, createGgmlLinear>>(*ctx);
+    GgmlEmbedKernelOp::attachInterface<
+        KernelModel<GgmlEmbedKernelOp, createGgmlEmbed>>(*ctx);
     NormKernelOp::attachInterface<KernelModel<NormKernelOp, createNorm>>(*ctx);
     AttentionKernelOp::attachInterface<
         KernelModel<AttentionKernelOp, createAttention>>(*ctx);

@@ -181,6 +181,37 @@ void GgmlLinearKernelOp::getEffects(
   kernelEffects(*this, effects);
 }
 
+void GgmlEmbedKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  kernelEffects(*this, effects);
+}
+
+LogicalResult GgmlEmbedKernelOp::verify() {
+  auto tokens = cast<ShapedType>(getTokens().getType());
+  auto out = cast<ShapedType>(getOutput().getType());
+  if (!tokens.hasRank() || tokens.getRank() != 2 ||
+      !tokens.getElementType().isSignlessInteger(32))
+    return emitOpError() << "tokens must be 2-D i32";
+  if (!out.hasRank() || out.getRank() != 3 || !out.getElementType().isF32() ||
+      out.isDynamicDim(2))
+    return emitOpError() << "output must be 3-D f32 with static rows";
+  if (!dimsCompatible(out.getDimSize(0), tokens.getDimSize(0)) ||
+      !dimsCompatible(out.getDimSize(1), tokens.getDimSize(1)))
+    return emitOpError() << "output must have a row per token";
+  auto rows = cast<ShapedType>(getRows().getType());
+  int64_t k = out.getDimSize(2);
+  int64_t bytes = rows.hasStaticShape() && rows.getRank() == 1
+                      ? rows.getDimSize(0)
+                      : ShapedType::kDynamic;
+  if (ShapedType::isDynamic(bytes) || k <= 0 || bytes % (4 * k) != 0)
+    return emitOpError() << "the rows of a table of rows of " << k
+                         << " values in ggml blocks are a multiple of " << 4 * k
+                         << " bytes, not " << rows;
+  return checkGgmlRows(*this, rows, getGgmlType().getType(), bytes / (4 * k),
+                       k);
+}
+
 LogicalResult GgmlLinearKernelOp::verify() {
   auto isF32 = [](Value v) {
     return cast<ShapedType>(v.getType()).getElementType().isF32();

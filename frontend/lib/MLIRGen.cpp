@@ -370,6 +370,16 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
   // Positions inside attention (self-attention only): RoPE, ALiBi, the T5
   // relative bias of the stack.
   DenseF64ArrayAttr slopes;
+  // v3 local_theta: a sliding layer rotates with its own base, unscaled.
+  EmbeddingSpec local;
+  if (pos && pos->position == PositionEncoding::rope &&
+      pos->ropeLocalTheta > 0.0 && a.mask == MaskKind::sliding) {
+    local = *pos;
+    local.ropeTheta = pos->ropeLocalTheta;
+    local.ropeScaling = RopeScaling::none;
+    local.ropeAttentionFactor = 1.0;
+    pos = &local;
+  }
   auto [invFreq, style, ropeScale] = ropeAttrs(pos, a.headDim);
   Value relative;
   IntegerAttr maxDistance;

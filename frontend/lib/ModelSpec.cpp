@@ -699,6 +699,8 @@ json::Value ModelSpec::toJSON() const {
     const EmbeddingSpec &es = s.embedding;
     if (es.position == PositionEncoding::rope) {
       e["rope_theta"] = es.ropeTheta;
+      if (es.ropeLocalTheta > 0.0)
+        e["rope_local_theta"] = es.ropeLocalTheta;
       e["rope_style"] = stringifyRopeStyle(es.ropeStyle).str();
       e["rope_dim"] = es.ropeDim;
       e["rope_scaling"] = stringifyRopeScaling(es.ropeScaling).str();

@@ -505,6 +505,7 @@ void Sema::resolveEmbedding(Scope &s, EmbeddingSpec &out) {
       out.ropeBetaFast = pos.nums["beta_fast"].asDouble();
       out.ropeBetaSlow = pos.nums["beta_slow"].asDouble();
       out.ropeTruncate = pos.words["truncate"] != "false";
+      out.ropeLocalTheta = pos.nums["local_theta"].asDouble();
       if (out.ropeScaling == RopeScaling::yarn) {
         // Hugging Face's _compute_yarn_parameters: the given factor, or
         // get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)
@@ -782,6 +783,10 @@ void Sema::resolveRules(const ModelSpec &spec, StackSpec &stack, Scope &emb,
                               .str());
     e.ropeDim = a.ropeDim;
   }
+  if (e.position == PositionEncoding::rope && e.ropeLocalTheta > 0.0 &&
+      a.mask != MaskKind::sliding)
+    diags.error(posLoc, "'local_theta' of 'rope' is the base of the sliding "
+                        "layers, but the attention has no 'mask = sliding'");
   if (a.latent() && (e.position == PositionEncoding::alibi ||
                      e.position == PositionEncoding::relative))
     diags.error(posLoc, "latent attention (kv_rank) has no form for alibi "

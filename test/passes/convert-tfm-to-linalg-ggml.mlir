@@ -22,3 +22,16 @@ func.func @other(%r: tensor<4096xi8>, %t: tensor<1xi32>) -> tensor<16x64xf32> {
   %w = tfm.ggml_weight %r, %t : tensor<4096xi8>, tensor<1xi32> -> tensor<16x64xf32>
   return %w : tensor<16x64xf32>
 }
+
+// -----
+
+// An embedding whose table is in ggml blocks: tfm.ggml_embed_kernel, with
+// the scale (sqrt(64) = 8) as an attribute.
+// CHECK-LABEL: func.func @embed(
+// CHECK-SAME: %[[IDS:.*]]: tensor<?x?xi32>, %[[R:.*]]: tensor<4096xi8>, %[[T:.*]]: tensor<1xi32>)
+// CHECK: tfm.ggml_embed_kernel ins(%[[IDS]], %[[R]], %[[T]] : tensor<?x?xi32>, tensor<4096xi8>, tensor<1xi32>) outs(%{{.*}} : tensor<?x?x64xf32>) {scale = 8.000000e+00 : f64} -> tensor<?x?x64xf32>
+func.func @embed(%ids: tensor<?x?xi32>, %r: tensor<4096xi8>, %t: tensor<1xi32>) -> tensor<?x?x64xf32> {
+  %w = tfm.ggml_weight %r, %t : tensor<4096xi8>, tensor<1xi32> -> tensor<16x64xf32>
+  %x = tfm.embed %ids, %w {scale} : (tensor<?x?xi32>, tensor<16x64xf32>) -> tensor<?x?x64xf32>
+  return %x : tensor<?x?x64xf32>
+}

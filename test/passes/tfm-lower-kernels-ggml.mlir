@@ -26,6 +26,20 @@
 // CHECK: call @tfm_ggml_gemm
 // CHECK-NOT: scf.parallel
 
+// An embedding of a table in ggml blocks: tfm_ggml_row per token (tokens in
+// parallel) into the token's row of the output, then the scale.
+// CHECK-LABEL: func.func @e(
+// CHECK-SAME: %[[IDS:.*]]: memref<?x?xi32>, %[[ER:.*]]: memref<8192xi8>, %[[ET:.*]]: memref<1xi32>, %[[EX:.*]]: memref<?x?x64xf32>)
+// CHECK: %[[ETY:.*]] = memref.load %[[ET]]
+// CHECK: scf.parallel (%[[B:.*]], %[[P:.*]]) =
+// CHECK: %[[ID:.*]] = memref.load %[[IDS]][%[[B]], %[[P]]]
+// CHECK: %[[IDX:.*]] = arith.index_cast %[[ID]] : i32 to index
+// CHECK: %[[ROW:.*]] = memref.subview %[[EX]][%[[B]], %[[P]], 0] [1, 1, 64] [1, 1, 1]
+// CHECK: %[[ROWC:.*]] = memref.cast %[[ROW]]
+// CHECK: call @tfm_ggml_row(%{{.*}}, %[[ETY]], %[[IDX]], %[[ROWC]])
+// CHECK: arith.mulf
+// CHECK: } {tfm.keep_parallel}
+
 // The function switches on the type once: F32, F16, Q4_0, Q8_0, Q4_K, Q5_K,
 // Q6_K, BF16 (ggml's numbers), each a loop nest over tasks of 16 rows of W
 // x 64 of A, 4 x 2 tiles then 1 x 2 ones.
@@ -75,5 +89,17 @@ func.func @g(%x: memref<?x64xf32>, %r: memref<8192xi8>, %t: memref<1xi32>, %b: m
 func.func @h(%x: memref<?x64xf32>, %r: memref<8192xi8>, %t: memref<1xi32>, %y: memref<?x32xf32>, %z: memref<?x32xf32>) {
   tfm.ggml_linear_kernel ins(%x, %r, %t : memref<?x64xf32>, memref<8192xi8>, memref<1xi32>) outs(%y : memref<?x32xf32>)
   tfm.ggml_linear_kernel ins(%x, %r, %t : memref<?x64xf32>, memref<8192xi8>, memref<1xi32>) outs(%z : memref<?x32xf32>)
+  return
+}
+
+// The row function switches on the type too.
+// CHECK-LABEL: func.func private @tfm_ggml_row(
+// CHECK-SAME: memref<?xi8>, %{{.*}}: i32, %{{.*}}: index, %{{.*}}: memref<?xf32, strided<[1], offset: ?>>)
+// CHECK: scf.index_switch
+// CHECK: case 8 {
+// CHECK: arith.extsi %{{.*}} : vector<8xi8> to vector<8xi32>
+// CHECK: vector.store
+func.func @e(%ids: memref<?x?xi32>, %r: memref<8192xi8>, %t: memref<1xi32>, %x: memref<?x?x64xf32>) {
+  tfm.ggml_embed_kernel ins(%ids, %r, %t : memref<?x?xi32>, memref<8192xi8>, memref<1xi32>) outs(%x : memref<?x?x64xf32>) {scale = 8.0 : f64}
   return
 }

@@ -92,11 +92,15 @@ void storePackedRow(OpBuilder &b, Location loc, RowChunk chunk, int64_t k,
 /// tfm.linear_kernel (LowerLinearKernel.cpp).
 void populateLowerLinearKernelPattern(RewritePatternSet &patterns,
                                       int64_t vectorWidth);
-/// tfm.ggml_linear_kernel (LowerGgmlLinearKernel.cpp): calls of
-/// tfm_ggml_gemm, which defineGgmlGemm adds to the module first.
+/// tfm.ggml_linear_kernel and tfm.ggml_embed_kernel
+/// (LowerGgmlLinearKernel.cpp): calls of tfm_ggml_gemm, which
+/// defineGgmlGemm adds to the module first.
 void populateLowerGgmlLinearKernelPattern(RewritePatternSet &patterns,
                                           int64_t vectorWidth);
 void defineGgmlGemm(ModuleOp module, int64_t vectorWidth);
+/// tfm.ggml_embed_kernel (LowerGgmlLinearKernel.cpp): calls of
+/// tfm_ggml_row, which defineGgmlRow adds to the module first.
+void defineGgmlRow(ModuleOp module, int64_t vectorWidth);
 /// tfm.attention_kernel (LowerAttentionKernel.cpp).
 void populateLowerAttentionKernelPattern(RewritePatternSet &patterns,
                                          int64_t vectorWidth);

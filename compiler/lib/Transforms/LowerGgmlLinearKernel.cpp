@@ -38,6 +38,7 @@ using namespace mlir::tfm::cpu;
 namespace {
 
 constexpr StringLiteral kGgmlGemmFn = "tfm_ggml_gemm";
+constexpr StringLiteral kGgmlRowFn = "tfm_ggml_row";
 
 /// Rows of W (N) and of A (M) a task covers.
 constexpr int64_t kTaskRowsW = 16;
@@ -54,6 +55,47 @@ MemRefType matrixType(MLIRContext *ctx) {
 
 MemRefType rowsType(MLIRContext *ctx) {
   return MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8));
+}
+
+/// A row of K values [K] as tfm_ggml_row takes it.
+MemRefType vectorType(MLIRContext *ctx) {
+  return MemRefType::get(
+      {ShapedType::kDynamic}, Float32Type::get(ctx),
+      StridedLayoutAttr::get(ctx, ShapedType::kDynamic, {1}));
+}
+
+/// Adds `name`(args) to `module` with a body that switches on the ggml
+/// type (argument `typeArg`) and runs `body` for each type the kernels
+/// compute.
+void defineTypeSwitch(
+    ModuleOp module, StringRef name, ArrayRef<Type> args, unsigned typeArg,
+    function_ref<void(OpBuilder &, Location, int32_t, Block *)> body) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = module.getLoc();
+  auto fn = func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
+  fn.setPrivate();
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value which = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                           entry->getArgument(typeArg));
+  SmallVector<int64_t> cases(std::begin(tfm_ggml_blocks_types),
+                             std::end(tfm_ggml_blocks_types));
+  auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{}, which, cases,
+                                       cases.size());
+  for (auto [i, t] : llvm::enumerate(cases)) {
+    Block &caseBody = sw.getCaseRegions()[i].emplaceBlock();
+    OpBuilder cb = OpBuilder::atBlockBegin(&caseBody);
+    body(cb, loc, int32_t(t), entry);
+    scf::YieldOp::create(cb, loc);
+  }
+  // The runtime passes only the types above.
+  Block &other = sw.getDefaultRegion().emplaceBlock();
+  OpBuilder db = OpBuilder::atBlockBegin(&other);
+  scf::YieldOp::create(db, loc);
+  b.setInsertionPointToEnd(entry);
+  func::ReturnOp::create(b, loc);
 }
 
 /// The loop nest of one ggml type, in the shared function.
@@ -381,6 +423,25 @@ struct TypeLowering {
     });
   }
 
+  /// Row `row` of the weight, dequantized into `dst` [K] (the embedding's
+  /// gather).
+  void emitRow(Value row, Value dst) const {
+    int64_t blockValues = tfm_ggml_blocks_values(type);
+    Value rowBytes =
+        mul(b, arith::DivUIOp::create(b, loc, k, idx(b, blockValues)),
+            tfm_ggml_blocks_bytes(type));
+    Value rowBase = arith::MulIOp::create(b, loc, row, rowBytes);
+    Value subBlocks = arith::DivUIOp::create(b, loc, k, idx(b, 32));
+    forRange(b, loc, idx(b, 0), subBlocks, idx(b, 1),
+             [&](OpBuilder &fb, Location, Value sb) {
+               SubBlock s = prepare(fb, rowBase, sb);
+               Value col0 = mul(fb, sb, 32);
+               for (int64_t v = 0; v < vectors(); ++v)
+                 vector::StoreOp::create(fb, loc, vectorOf(fb, s, v), dst,
+                                         addc(fb, col0, v * vl));
+             });
+  }
+
   /// The whole product: tasks of kTaskRowsW rows of W x kTaskRowsA rows of
   /// A over the threads.
   void emit(Value mRows, Value nRows) const {
@@ -428,35 +489,36 @@ void cpu::defineGgmlGemm(ModuleOp module, int64_t vl) {
   if (module.lookupSymbol<func::FuncOp>(kGgmlGemmFn))
     return;
   MLIRContext *ctx = module.getContext();
-  OpBuilder b(ctx);
-  b.setInsertionPointToEnd(module.getBody());
-  Location loc = module.getLoc();
-  auto fnType = b.getFunctionType(
-      {matrixType(ctx), rowsType(ctx), b.getI32Type(), matrixType(ctx)}, {});
-  auto fn = func::FuncOp::create(b, loc, kGgmlGemmFn, fnType);
-  fn.setPrivate();
-  Block *entry = fn.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  Value a = entry->getArgument(0), w = entry->getArgument(1),
-        type = entry->getArgument(2), out = entry->getArgument(3);
-  Value m = dim(b, loc, a, 0), k = dim(b, loc, a, 1), n = dim(b, loc, out, 1);
-  Value which = arith::IndexCastOp::create(b, loc, b.getIndexType(), type);
-  SmallVector<int64_t> cases(std::begin(tfm_ggml_blocks_types),
-                             std::end(tfm_ggml_blocks_types));
-  auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{}, which, cases,
-                                       cases.size());
-  for (auto [i, t] : llvm::enumerate(cases)) {
-    Block &body = sw.getCaseRegions()[i].emplaceBlock();
-    OpBuilder cb = OpBuilder::atBlockBegin(&body);
-    TypeLowering(cb, loc, int32_t(t), vl, a, w, out, k).emit(m, n);
-    scf::YieldOp::create(cb, loc);
-  }
-  // The runtime passes only the types above.
-  Block &other = sw.getDefaultRegion().emplaceBlock();
-  OpBuilder db = OpBuilder::atBlockBegin(&other);
-  scf::YieldOp::create(db, loc);
-  b.setInsertionPointToEnd(entry);
-  func::ReturnOp::create(b, loc);
+  Type i32 = IntegerType::get(ctx, 32);
+  defineTypeSwitch(module, kGgmlGemmFn,
+                   {matrixType(ctx), rowsType(ctx), i32, matrixType(ctx)}, 2,
+                   [&](OpBuilder &b, Location loc, int32_t type, Block *entry) {
+                     Value a = entry->getArgument(0), w = entry->getArgument(1),
+                           out = entry->getArgument(3);
+                     Value m = dim(b, loc, a, 0), k = dim(b, loc, a, 1),
+                           n = dim(b, loc, out, 1);
+                     TypeLowering(b, loc, type, vl, a, w, out, k).emit(m, n);
+                   });
+}
+
+/// Defines tfm_ggml_row(rows, type, row, out) in `module` (once): row `row`
+/// of the weight in the rows of ggml type `type`, dequantized into out [K].
+void cpu::defineGgmlRow(ModuleOp module, int64_t vl) {
+  if (module.lookupSymbol<func::FuncOp>(kGgmlRowFn))
+    return;
+  MLIRContext *ctx = module.getContext();
+  defineTypeSwitch(module, kGgmlRowFn,
+                   {rowsType(ctx), IntegerType::get(ctx, 32),
+                    IndexType::get(ctx), vectorType(ctx)},
+                   1,
+                   [&](OpBuilder &b, Location loc, int32_t type, Block *entry) {
+                     Value w = entry->getArgument(0),
+                           row = entry->getArgument(2),
+                           out = entry->getArgument(3);
+                     Value k = dim(b, loc, out, 0);
+                     TypeLowering(b, loc, type, vl, Value(), w, Value(), k)
+                         .emitRow(row, out);
+                   });
 }
 
 namespace {
@@ -571,9 +633,74 @@ struct LowerGgmlLinearKernel : OpRewritePattern<GgmlLinearKernelOp> {
   }
 };
 
+/// tfm.ggml_embed_kernel: a call of tfm_ggml_row per token (tokens in
+/// parallel), then the scale.
+struct LowerGgmlEmbedKernel : OpRewritePattern<GgmlEmbedKernelOp> {
+  LowerGgmlEmbedKernel(MLIRContext *ctx, int64_t vl)
+      : OpRewritePattern(ctx), vl(vl) {}
+  int64_t vl;
+
+  LogicalResult matchAndRewrite(GgmlEmbedKernelOp op,
+                                PatternRewriter &b) const override {
+    if (!op.hasPureBufferSemantics())
+      return b.notifyMatchFailure(op, "not bufferized yet");
+    auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        op, StringAttr::get(op.getContext(), kGgmlRowFn));
+    if (!fn)
+      return b.notifyMatchFailure(op, "tfm_ggml_row is not defined");
+    Location loc = op.getLoc();
+    Value out = op.getOutput(), tokens = op.getTokens();
+    int64_t k = cast<MemRefType>(out.getType()).getDimSize(2);
+    Value rows =
+        memref::CastOp::create(b, loc, rowsType(b.getContext()), op.getRows());
+    Value type = memref::LoadOp::create(b, loc, op.getGgmlType(),
+                                        ValueRange{cIdx(b, loc, 0)});
+    auto vt = VectorType::get({vl}, b.getF32Type());
+    std::optional<double> scale;
+    if (auto s = op.getScaleAttr())
+      scale = s.getValueAsDouble();
+    auto par = scf::ParallelOp::create(
+        b, loc, ValueRange{cIdx(b, loc, 0), cIdx(b, loc, 0)},
+        ValueRange{dim(b, loc, tokens, 0), dim(b, loc, tokens, 1)},
+        ValueRange{cIdx(b, loc, 1), cIdx(b, loc, 1)},
+        [&](OpBuilder &pb, Location, ValueRange ivs) {
+          Value id = memref::LoadOp::create(pb, loc, tokens, ivs);
+          id = arith::IndexCastOp::create(pb, loc, pb.getIndexType(), id);
+          SmallVector<OpFoldResult> offsets{ivs[0], ivs[1], pb.getIndexAttr(0)};
+          SmallVector<OpFoldResult> sizes{
+              pb.getIndexAttr(1), pb.getIndexAttr(1), pb.getIndexAttr(k)};
+          SmallVector<OpFoldResult> strides(3, pb.getIndexAttr(1));
+          auto rowType = memref::SubViewOp::inferRankReducedResultType(
+              {k}, cast<MemRefType>(out.getType()), offsets, sizes, strides);
+          Value dst = memref::SubViewOp::create(
+              pb, loc, cast<MemRefType>(rowType), out, offsets, sizes, strides);
+          Value row =
+              memref::CastOp::create(pb, loc, vectorType(pb.getContext()), dst);
+          func::CallOp::create(pb, loc, fn, ValueRange{rows, type, id, row});
+          if (scale) {
+            Value f = arith::ConstantOp::create(
+                pb, loc, vt,
+                DenseElementsAttr::get(vt, pb.getF32FloatAttr(*scale)));
+            forRange(pb, loc, cIdx(pb, loc, 0), cIdx(pb, loc, k),
+                     cIdx(pb, loc, vl), [&](OpBuilder &fb, Location, Value c) {
+                       Value v = vector::LoadOp::create(fb, loc, vt, row, c);
+                       vector::StoreOp::create(
+                           fb, loc, arith::MulFOp::create(fb, loc, v, f), row,
+                           c);
+                     });
+          }
+          scf::ReduceOp::create(pb, loc);
+        });
+    markKeepParallel(par);
+    b.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void cpu::populateLowerGgmlLinearKernelPattern(RewritePatternSet &patterns,
                                                int64_t vectorWidth) {
-  patterns.add<LowerGgmlLinearKernel>(patterns.getContext(), vectorWidth);
+  patterns.add<LowerGgmlLinearKernel, LowerGgmlEmbedKernel>(
+      patterns.getContext(), vectorWidth);
 }

@@ -132,14 +132,18 @@ struct TfmLowerKernelsPass
             .walk([](GgmlLinearKernelOp) { return WalkResult::interrupt(); })
             .wasInterrupted())
       defineGgmlGemm(getOperation(), vectorWidth);
+    if (getOperation()
+            .walk([](GgmlEmbedKernelOp) { return WalkResult::interrupt(); })
+            .wasInterrupted())
+      defineGgmlRow(getOperation(), vectorWidth);
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, func::FuncDialect,
                            math::MathDialect, memref::MemRefDialect,
                            scf::SCFDialect, vector::VectorDialect,
                            x86vector::X86VectorDialect, LLVM::LLVMDialect>();
-    target.addIllegalOp<LinearKernelOp, GgmlLinearKernelOp, NormKernelOp,
-                        AttentionKernelOp, AllReduceKernelOp, AllGatherKernelOp,
-                        MoeKernelOp, TpRankOp>();
+    target.addIllegalOp<LinearKernelOp, GgmlLinearKernelOp, GgmlEmbedKernelOp,
+                        NormKernelOp, AttentionKernelOp, AllReduceKernelOp,
+                        AllGatherKernelOp, MoeKernelOp, TpRankOp>();
     target.addDynamicallyLegalOp<memref::CopyOp>(isContiguousCopy);
     RewritePatternSet patterns(ctx);
     populateLowerKernelPatterns(patterns, vectorWidth);

@@ -211,9 +211,16 @@ LogicalResult rewriteFunction(func::FuncOp func, int64_t panel, bool bf16Pairs,
                           pt.getElementType().isF32()
                       ? Packing::Quads
                       : Packing::Panels;
-      if (ggmlBlocks && isa<LinearOp>(use.getOwner()) &&
-          packing == Packing::Panels && pt.getElementType().isF32() &&
-          pt.hasStaticShape() && pt.getDimSize(1) % 32 == 0)
+      // A linear's weight, or an embedding's table (one rank's whole
+      // vocabulary), in ggml blocks: a tied table is stored once.
+      auto embed = dyn_cast<EmbedOp>(use.getOwner());
+      bool ggmlUse =
+          (isa<LinearOp>(use.getOwner()) && packing == Packing::Panels) ||
+          (embed && use.getOperandNumber() == 1 &&
+           embed.getVocabShards().value_or(1) == 1);
+      if (ggmlBlocks && ggmlUse && pt.getRank() == 2 &&
+          pt.getElementType().isF32() && pt.hasStaticShape() &&
+          pt.getDimSize(1) % 32 == 0)
         packing = Packing::Ggml;
       use.set(getArg(packing));
     }

@@ -284,6 +284,8 @@ private:
   bool ropeFreqsRead = false;
   /// deepseek2 with YaRN: the attention scale llama.cpp computes.
   std::optional<float> yarnScale;
+  /// The `position = rope(...)` written.
+  std::string ropeText;
 };
 
 bool Importer::readSizes() {
@@ -716,7 +718,8 @@ std::optional<std::string> Importer::run() {
     if (r.has("rope.freq_base") || r.has("rope.dimension_count"))
       r.error(r.key("rope.freq_base"), "gpt2 has no rotary positions");
   } else if (arch.id != ArchId::Deepseek2) {
-    emb.set<KeyId::Position>(rope());
+    ropeText = rope();
+    emb.set<KeyId::Position>(ropeText);
   } else {
     // Latent attention rotates its rope_dim values in adjacent pairs.
     emb.set<KeyId::Position>(rope());
@@ -798,11 +801,20 @@ std::optional<std::string> Importer::run() {
     std::optional<double> swaBase = r.number("rope.freq_base_swa", false);
     // gemma2: the sliding layers' base defaults to rope.freq_base, gemma3:
     // to 10000 (llama_hparams::rope_freq_base_train_swa).
+    // The sliding layers rotate with it; gemma3's unscaled (their
+    // rope_freq_scale_train_swa stays 1), gemma2's as the others.
     double local = swaBase.value_or(g2 ? theta : 10000.0);
-    if (local != theta && StringRef(mask).starts_with("sliding"))
-      r.error(r.key("rope.freq_base_swa"),
-              formatFloat32(local) + " differs from rope.freq_base " +
-                  formatFloat32(theta) + ": tfm has one rope for all layers");
+    if (local != theta && StringRef(mask).starts_with("sliding")) {
+      if (g2 && StringRef(ropeText).contains("scaling"))
+        r.error(r.key("rope.freq_base_swa"),
+                formatFloat32(local) + " differs from rope.freq_base " +
+                    formatFloat32(theta) +
+                    " with RoPE scaling: llama.cpp's gemma2 scales its "
+                    "sliding layers too, tfm's local_theta does not");
+      ropeText.pop_back();
+      emb.set<KeyId::Position>(ropeText +
+                               ", local_theta = " + formatFloat32(local) + ")");
+    }
     s.ffn = r.integer("feed_forward_length", true).value_or(0);
     denseFfn(ffn, "geglu_tanh");
     norm.set<KeyId::Kind>("rmsnorm");

@@ -9,9 +9,12 @@ ggml's block layouts (ggml-common.h, dequantize_row_* of ggml-quants.c):
                                  q8_0, q4_0, q4_k, q5_k, q6_k), vectors F32
   mix.gguf / mix.safetensors     the matrices in turn of every type (a
                                  Q4_K_M file mixes Q4_K and Q6_K)
-  f32-q8_0.safetensors,          f32.safetensors with its linears' weights
-  f32-q4_0.safetensors           as ggml's reference quantizers make them
+  f32-q8_0.safetensors,          f32.safetensors with its matrices as
+  f32-q4_0.safetensors           ggml's reference quantizers make them
                                  (what --quantize=q8_0 / q4_0 compute with)
+
+The embedding's table is a matrix like the others: its kernel gathers and
+dequantizes rows of blocks.
 
 Usage: write_blocks.py SPEC.json OUT_DIR
 """
@@ -133,8 +136,6 @@ def main():
             g[n], ref[n] = (a.shape, 0, a.tobytes()), a
         for i, (n, shape) in enumerate(matrices):
             t = kind if kind != "mix" else list(TYPES)[i % len(TYPES)]
-            if n.startswith("embed"):
-                t = "f32"  # read by the embedding: converted, not a kernel's
             raw, v = blocks(rng, t, shape[0], shape[1])
             g[n], ref[n] = (shape, TYPES[t], raw), v
         write_gguf(os.path.join(out, kind + ".gguf"), g)
@@ -143,8 +144,7 @@ def main():
             for name, fn in (("q8_0", q8_0), ("q4_0", q4_0)):
                 write_safetensors(
                     os.path.join(out, "f32-%s.safetensors" % name),
-                    {n: (a if a.ndim == 1 or n.startswith("embed") else fn(a)[1])
-                     for n, a in ref.items()})
+                    {n: (a if a.ndim == 1 else fn(a)[1]) for n, a in ref.items()})
 
 
 if __name__ == "__main__":

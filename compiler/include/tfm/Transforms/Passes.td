@@ -98,8 +98,8 @@ def TfmModelAbi : Pass<"tfm-model-abi", "ModuleOp"> {
     parameters: the rows (i8, sized for the widest type) and their ggml
     type ([1] i32), which the runtime sets when it loads the weights;
     `tfm.ggml_weight` views them as the weight. Their `tfm.params` entries
-    say `ggml = "rows"` and `ggml = "type"`. Other uses of such a weight
-    (a tied embedding) read a plain copy.
+    say `ggml = "rows"` and `ggml = "type"`. An embedding's table (its
+    whole vocabulary) comes so too: a tied table is stored once.
   }];
   let options = [
     Option<"panelWidth", "panel-width", "int64_t", /*default=*/"32",

@@ -30,6 +30,16 @@ struct LowerEmbed : OpConversionPattern<EmbedOp> {
     Value init =
         emptyTensor(b, loc, rt, {{tokens, 0}, {tokens, 1}, {table, 1}});
     double scale = op.getScale() ? std::sqrt(double(rt.getDimSize(2))) : 1.0;
+    // A table in ggml blocks: its kernel dequantizes the rows it gathers.
+    if (auto ggml = op.getTable().getDefiningOp<GgmlWeightOp>()) {
+      b.replaceOp(op,
+                  GgmlEmbedKernelOp::create(
+                      b, loc, TypeRange{rt}, tokens, ggml.getRows(),
+                      ggml.getGgmlType(), init,
+                      op.getScale() ? b.getF64FloatAttr(scale) : FloatAttr())
+                      .getResult()[0]);
+      return success();
+    }
     MLIRContext *ctx = b.getContext();
     AffineMap tokMap = AffineMap::get(
         3, 0, {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx)}, ctx);

@@ -35,9 +35,9 @@ void mlir::tfm::populateTfmToLinalgConversionTarget(ConversionTarget &target) {
                          math::MathDialect, tensor::TensorDialect,
                          scf::SCFDialect>();
   target.addIllegalDialect<TfmDialect>();
-  target.addLegalOp<LinearKernelOp, GgmlLinearKernelOp, NormKernelOp,
-                    AttentionKernelOp, AllReduceKernelOp, AllGatherKernelOp,
-                    MoeKernelOp, TpRankOp>();
+  target.addLegalOp<LinearKernelOp, GgmlLinearKernelOp, GgmlEmbedKernelOp,
+                    NormKernelOp, AttentionKernelOp, AllReduceKernelOp,
+                    AllGatherKernelOp, MoeKernelOp, TpRankOp>();
   target.addDynamicallyLegalOp<UnpackWeightOp>([](UnpackWeightOp op) {
     return linalg_lowering::isFoldedIntoKernel(op);
   });
@@ -45,7 +45,8 @@ void mlir::tfm::populateTfmToLinalgConversionTarget(ConversionTarget &target) {
   // blocks (nothing lowers it otherwise).
   target.addDynamicallyLegalOp<GgmlWeightOp>([](GgmlWeightOp op) {
     return llvm::all_of(op->getUses(), [](OpOperand &use) {
-      return isa<LinearOp>(use.getOwner()) && use.getOperandNumber() == 1;
+      return isa<LinearOp, EmbedOp>(use.getOwner()) &&
+             use.getOperandNumber() == 1;
     });
   });
 }

@@ -121,6 +121,40 @@ def Tfm_GgmlLinearKernelOp : Tfm_KernelOp<"ggml_linear_kernel",
   let hasVerifier = 1;
 }
 
+def Tfm_GgmlEmbedKernelOp : Tfm_KernelOp<"ggml_embed_kernel"> {
+  let summary = "tfm.embed of a table in ggml's block-quantized rows";
+  let description = [{
+    The rows of the table [V, K] that `rows` holds in ggml blocks of the
+    type `ggml_type` ([1] i32) names (the operands of `tfm.ggml_weight`)
+    for the token ids `tokens` [B, T], dequantized into `output` [B, T, K]
+    (f32), times `scale` when given (tfm.embed's sqrt(d_model)). A table
+    that the LM head also reads (tied embeddings) is thus stored once, in
+    its blocks. tfm-lower-kernels lowers the buffer form to a call of
+    `tfm_ggml_row` per token, one function per module that switches on the
+    type and dequantizes a row a sub-block at a time, as
+    `tfm.ggml_linear_kernel` reads it.
+
+    ```mlir
+    tfm.ggml_embed_kernel ins(%ids, %rows, %type : memref<?x?xi32>, memref<8192xi8>, memref<1xi32>) outs(%x : memref<?x?x64xf32>) {scale = 8.0 : f64}
+    ```
+  }];
+  let arguments = (ins AnyShaped:$tokens, AnyShaped:$rows,
+                   AnyShaped:$ggml_type, AnyShaped:$output,
+                   OptionalAttr<F64Attr>:$scale);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $tokens `,` $rows `,` $ggml_type `:` type($tokens) `,`
+    type($rows) `,` type($ggml_type) `)`
+    `outs` `(` $output `:` type($output) `)` attr-dict (`->` type($result)^)?
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputMutable();
+    }
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_MoeKernelOp : Tfm_KernelOp<"moe_kernel",
     [AttrSizedOperandSegments]> {
   let summary = "a mixture of experts' routed experts, destination style";

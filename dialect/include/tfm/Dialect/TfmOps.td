@@ -979,8 +979,9 @@ def Tfm_GgmlWeightOp : Tfm_Op<"ggml_weight", [Pure]> {
     for the widest type (N K f32 values); the bytes of the type in use come
     first. convert-tfm-to-linalg hands both straight to the
     `tfm.ggml_linear_kernel` of the tfm.linear that reads the weight,
-    which multiplies the blocks without expanding them in memory; no other
-    op may read it. K is a multiple of 32.
+    which multiplies the blocks without expanding them in memory, or to the
+    `tfm.ggml_embed_kernel` of a tfm.embed that reads it as its table; no
+    other op may read it. K is a multiple of 32.
 
     ```mlir
     %w = tfm.ggml_weight %rows, %type : tensor<8192xi8>, tensor<1xi32> -> tensor<32x64xf32>

@@ -97,6 +97,9 @@ struct EmbeddingSpec {
   double ropeBetaSlow = 1.0;
   bool ropeTruncate = true;
   double ropeAttentionFactor = 1.0;
+  /// v3 `local_theta`: the sliding layers (`mask = sliding`) rotate with
+  /// this base and no scaling, as Gemma 3's local layers (0: as the others).
+  double ropeLocalTheta = 0.0;
   /// v2 `relative(buckets, max_distance)`: T5 relative position buckets.
   int64_t relativeBuckets = 32;
   int64_t relativeMaxDistance = 128;
