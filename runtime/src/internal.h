@@ -302,7 +302,12 @@ typedef struct tfm_weights {
   size_t count;
   float **host; /* f32 host copies, packed where the entry has a panel */
   void **dev;   /* CUDA artifacts: device copies in the compute dtype */
-  void **table; /* the forward pass's pointer table: host[i] or dev[i] */
+  void **table; /* the forward pass's pointer table: host[i] or dev[i], or
+                 * the rows of a weight in ggml blocks where the checkpoint
+                 * holds them (a GGUF file's mapping) */
+  /* The checkpoint whose mappings `table` points into (a struct
+   * tfm_checkpoint), kept open while the weights are; NULL: none. */
+  void *mapped;
 } tfm_weights;
 
 /* Allocates the (empty) table of `count` entries. */

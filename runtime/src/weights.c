@@ -42,6 +42,11 @@ void tfm_weights_clear(tfm_weights *w) {
     w->dev[i] = NULL;
     w->table[i] = NULL;
   }
+  if (w->mapped) {
+    tfm_checkpoint_close(w->mapped);
+    free(w->mapped);
+    w->mapped = NULL;
+  }
 }
 
 void tfm_weights_destroy(tfm_weights *w) {
@@ -1178,12 +1183,24 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
     goto done;
   }
   /* The ggml type of the last weight in ggml blocks, for its type entry
-   * (which follows its rows). */
+   * (which follows its rows); whether one is read in place. */
   int32_t ggml_type = 0;
+  int keep_mapped = 0;
   for (size_t i = 0; i < w->count; ++i) {
     size_t index = d->abi[i].index, parts = first[index + 1] - first[index];
     const tfm_param_desc *p = &d->params[index];
     void *ggml = NULL;
+    /* A GGUF tensor's blocks as they lie in the file's mapping: read in
+     * place, the checkpoint kept open. */
+    if (d->abi[i].ggml == TFM_ABI_GGML_ROWS && parts == 1 && !d->cuda) {
+      const void *in_place =
+          tfm_ggml_rows_in_place(p, bound[first[index]], &ggml_type);
+      if (in_place) {
+        w->table[i] = (void *)in_place;
+        keep_mapped = 1;
+        continue;
+      }
+    }
     if (d->abi[i].ggml == TFM_ABI_GGML_TYPE)
       ggml = tfm_ggml_type_buffer(ggml_type);
     else if (d->abi[i].ggml == TFM_ABI_GGML_ROWS && parts == 1)
@@ -1220,8 +1237,12 @@ done:
     free(*warnings);
     *warnings = NULL;
   }
-  tfm_checkpoint_close(c);
-  free(c);
+  if (s == TFM_OK && keep_mapped) {
+    w->mapped = c;
+  } else {
+    tfm_checkpoint_close(c);
+    free(c);
+  }
   free(bound);
   free(mxfp4);
   free(fp8);

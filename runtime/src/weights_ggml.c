@@ -56,6 +56,22 @@ void *tfm_ggml_rows_as_stored(const tfm_param_desc *p, const tfm_tensor *view,
   return rows;
 }
 
+const void *tfm_ggml_rows_in_place(const tfm_param_desc *p,
+                                   const tfm_tensor *view, int32_t *type) {
+  const tfm_source *s = &p->source;
+  if (!view || !tfm_is_ggml_dtype(view->dtype) || p->rank != 2 ||
+      view->rank != 2 || s->experts > 0 ||
+      (s->transform != TFM_SOURCE_CANONICAL &&
+       s->transform != TFM_SOURCE_COPY) ||
+      view->shape[0] != p->shape[0] || view->shape[1] != p->shape[1])
+    return NULL;
+  int32_t t = view->dtype - TFM_GGML_DTYPE_BASE;
+  if (tfm_ggml_blocks_row_bytes(t, p->shape[1]) == 0)
+    return NULL;
+  *type = t;
+  return view->data;
+}
+
 void *tfm_ggml_rows_of(float *values, int64_t n, int64_t k, int32_t quantize,
                        int32_t *type) {
   if (!values)

@@ -11,6 +11,13 @@
 void *tfm_ggml_rows_as_stored(const tfm_param_desc *p, const tfm_tensor *view,
                               int32_t *type);
 
+/* The rows of matrix parameter `p` where its bound tensor `view` lies,
+ * when that is a GGUF tensor of a type the kernel computes, read as it is
+ * stored (`*type` its ggml type): valid while the checkpoint is open. NULL
+ * (nothing set) otherwise. */
+const void *tfm_ggml_rows_in_place(const tfm_param_desc *p,
+                                   const tfm_tensor *view, int32_t *type);
+
 /* The rows of `values` (f32 [n, k], which this takes) in ggml type
  * `quantize` (Q8_0 or Q4_0; -1, or a K that is not whole blocks: F32, the
  * values themselves); `*type` says which. NULL if out of memory. */
