@@ -30,6 +30,14 @@ rm "$here/llama3.logits.tokens.npy"
 "$peer/build/llama_bench" -m "$here/deepseek2-yarn.gguf" -t 2 -p 16 -n 1 -r 1 \
   --kv f32 --fa off --all-logits --dump-logits "$here/deepseek2-yarn.logits.npy" > /dev/null
 rm "$here/deepseek2-yarn.logits.tokens.npy"
+# gemma3 with Gemma 3's RoPE: global layers base 1e6 scaled by 8, sliding
+# layers base 10000 (rope.freq_base_swa's default) unscaled.
+/usr/bin/python3 "$here/../make_gguf.py" "$here/gemma3-local.gguf" gemma3 \
+  --random 1 --vocab 300 --set rope.freq_base=f32:1000000 \
+  --set rope.scaling.type=str:linear --set rope.scaling.factor=f32:8
+"$peer/build/llama_bench" -m "$here/gemma3-local.gguf" -t 2 -p 16 -n 1 -r 1 \
+  --kv f32 --fa off --all-logits --dump-logits "$here/gemma3-local.logits.npy" > /dev/null
+rm "$here/gemma3-local.logits.tokens.npy"
 /usr/bin/python3 -c "
 import numpy as np, sys
 t = np.load(sys.argv[1]); np.save(sys.argv[1], t.reshape(1, -1).astype(np.int32))
