@@ -796,7 +796,7 @@ std::optional<std::string> Importer::run() {
         r.number("final_logit_softcapping", false).value_or(g2 ? 30.0 : 0.0);
     if (final != 0.0)
       m.set<KeyId::Output>("lm_head(softcap = " + formatFloat32(final) + ")");
-    // One rope for all layers: sliding layers must rotate as the others.
+    // The sliding layers' base: rope(local_theta) when it differs.
     double theta = r.number("rope.freq_base", false).value_or(10000.0);
     std::optional<double> swaBase = r.number("rope.freq_base_swa", false);
     // gemma2: the sliding layers' base defaults to rope.freq_base, gemma3:
