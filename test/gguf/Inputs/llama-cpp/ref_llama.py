@@ -6,10 +6,12 @@ of ggml-common.h, values in f32 as ggml's dequantize_row_* compute them),
 then all arithmetic in float64 with no activation quantization (but
 --act8's).
 
-    ref_llama.py MODEL.gguf TOKENS.npy OUT.npy [--act8 TYPES]
+    ref_llama.py MODEL.gguf TOKENS.npy OUT.npy [--act8 TYPES] [--steps IDS.npy]
         logits [1, T, vocab]; with --act8 (e.g. Q8_0,Q4_0) the input of
         every matrix of those types rounded to Q8_0 blocks first, as
-        llama.cpp (and tfm's integer kernels) round activations
+        llama.cpp (and tfm's integer kernels) round activations; with
+        --steps, the logits [1, N, vocab] of the N steps that generated
+        IDS [1, N] after TOKENS (tfm --generate N --logits)
     ref_llama.py --dequant Q.gguf DEQ.gguf         every tensor of Q.gguf
         dequantized here equals DEQ.gguf's (llama.cpp's own dequantization,
         llama_quant --requant Q.gguf DEQ.gguf F32) bit for bit
@@ -231,8 +233,14 @@ def main():
     meta, tensors = read_gguf(sys.argv[1])
     w = {n: (dequant(*t).astype(np.float64), NAMES[t[0]]) for n, t in tensors.items()}
     tokens = np.load(sys.argv[2]).reshape(-1)
-    act8 = sys.argv[5].split(",") if len(sys.argv) > 5 and sys.argv[4] == "--act8" else ()
-    np.save(sys.argv[3], forward(meta, w, tokens, act8)[None])
+    opts = dict(zip(sys.argv[4::2], sys.argv[5::2]))
+    act8 = opts["--act8"].split(",") if "--act8" in opts else ()
+    if "--steps" in opts:
+        ids = np.load(opts["--steps"]).reshape(-1)
+        logits = forward(meta, w, np.concatenate([tokens, ids[:-1]]), act8)[len(tokens) - 1:]
+    else:
+        logits = forward(meta, w, tokens, act8)
+    np.save(sys.argv[3], logits[None])
 
 
 if __name__ == "__main__":
