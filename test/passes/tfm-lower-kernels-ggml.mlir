@@ -58,15 +58,25 @@
 // Q4_0: 18 bytes a block, nibbles less 8, times d.
 // CHECK: arith.muli %{{.*}}, %c18 : index
 // CHECK: case 8 {
-// Q8_0: 34 bytes a block, d (f16) then 32 signed bytes.
-// CHECK: arith.muli %{{.*}}, %c34 : index
+// Q8_0: A quantized to bytes per block of 32 first (max |x| / 127, rounded
+// to nearest even), then 34-byte blocks, d (f16) and 32 signed bytes,
+// multiplied by vpsignb / vpmaddubsw / vpmaddwd, scaled by d times A's d.
+// CHECK: memref.alloc(%{{.*}}, %{{.*}}) {alignment = 64 : i64} : memref<?x?xi8>
+// CHECK: vector.reduction <maximumf>
+// CHECK: math.roundeven
+// CHECK: arith.trunci %{{.*}} : vector<8xi32> to vector<8xi8>
 // CHECK: scf.parallel
 // CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.load %{{.*}} : memref<?x?xi8>, vector<32xi8>
+// CHECK: arith.muli %{{.*}}, %c34 : index
 // CHECK: vector.bitcast %{{.*}} : vector<2xi8> to vector<1xf16>
-// CHECK: arith.extsi %{{.*}} : vector<8xi8> to vector<8xi32>
+// CHECK: llvm.call_intrinsic "llvm.x86.avx2.psign.b"
+// CHECK: llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
+// CHECK: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
 // CHECK: arith.sitofp %{{.*}} : vector<8xi32> to vector<8xf32>
 // CHECK: vector.fma
 // CHECK: vector.reduction <add>
+// CHECK: memref.dealloc
 // CHECK: case 12 {
 // Q4_K: 144 bytes a super-block of 8 sub-blocks, the 6-bit scale and min
 // of sub-block j chosen by j < 4.

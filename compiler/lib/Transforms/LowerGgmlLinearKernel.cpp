@@ -28,6 +28,8 @@
 #include "tfm/ggml_blocks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -39,6 +41,12 @@ namespace {
 
 constexpr StringLiteral kGgmlGemmFn = "tfm_ggml_gemm";
 constexpr StringLiteral kGgmlRowFn = "tfm_ggml_row";
+
+/// AVX2's byte dot products: vpsignb, vpmaddubsw (unsigned x signed bytes,
+/// pairs summed to i16), vpmaddwd (i16 pairs summed to i32).
+constexpr StringLiteral kPsignB = "llvm.x86.avx2.psign.b";
+constexpr StringLiteral kPmaddUbSw = "llvm.x86.avx2.pmadd.ub.sw";
+constexpr StringLiteral kPmaddWd = "llvm.x86.avx2.pmadd.wd";
 
 /// Rows of W (N) and of A (M) a task covers.
 constexpr int64_t kTaskRowsW = 16;
@@ -407,18 +415,22 @@ struct TypeLowering {
   /// Rows [m, m + mr) of A times rows [n0, n1) of W: tiles of 2 rows of W,
   /// then one of 1.
   void rowsOfW(OpBuilder &nb, Value m, int64_t mr, Value n0, Value n1,
-               bool split, Value rowBytes) const {
+               bool split, Value rowBytes, Value qa, Value da) const {
+    auto anyTile = [&](OpBuilder &tb, Value n, int64_t nr) {
+      if (qa)
+        tileInt8(tb, qa, da, m, mr, n, nr, rowBytes);
+      else
+        tile(tb, m, mr, n, nr, split, rowBytes);
+    };
     Value span = arith::SubIOp::create(nb, loc, n1, n0);
     Value pairsEnd = add(
         nb, n0, mul(nb, arith::DivUIOp::create(nb, loc, span, idx(nb, 2)), 2));
     forRange(nb, loc, n0, pairsEnd, idx(nb, 2),
-             [&](OpBuilder &fb, Location, Value n) {
-               tile(fb, m, mr, n, 2, split, rowBytes);
-             });
+             [&](OpBuilder &fb, Location, Value n) { anyTile(fb, n, 2); });
     Value odd =
         arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, pairsEnd, n1);
     scf::IfOp::create(nb, loc, odd, [&](OpBuilder &ib, Location) {
-      tile(ib, m, mr, pairsEnd, 1, split, rowBytes);
+      anyTile(ib, pairsEnd, 1);
       scf::YieldOp::create(ib, loc);
     });
   }
@@ -444,11 +456,172 @@ struct TypeLowering {
 
   /// The whole product: tasks of kTaskRowsW rows of W x kTaskRowsA rows of
   /// A over the threads.
+  /// Q8_0 and Q4_0 multiply in integers: A quantized to bytes per block of
+  /// 32 (scale max |x| / 127, rounded to nearest even: what llama.cpp does
+  /// to the activations of these types), each block's byte products summed
+  /// by vpmaddubsw / vpmaddwd, the sum scaled by the two blocks' scales.
+  bool int8Path() const {
+    return type == TFM_GGML_BLOCKS_Q8_0 || type == TFM_GGML_BLOCKS_Q4_0;
+  }
+
+  /// A quantized: qa [M, K] bytes and da [M, K / 32] scales, rows in
+  /// parallel.
+  void quantizeA(Value mRows, Value qa, Value da) const {
+    auto v8 = VectorType::get({8}, b.getF32Type());
+    auto par = scf::ParallelOp::create(
+        b, loc, ValueRange{idx(b, 0)}, ValueRange{mRows}, ValueRange{idx(b, 1)},
+        [&](OpBuilder &pb, Location, ValueRange ivs) {
+          Value m = ivs[0];
+          Value subBlocks = arith::DivUIOp::create(pb, loc, k, idx(pb, 32));
+          forRange(
+              pb, loc, idx(pb, 0), subBlocks, idx(pb, 1),
+              [&](OpBuilder &fb, Location, Value sb) {
+                Value col0 = mul(fb, sb, 32);
+                SmallVector<Value> x;
+                Value amax;
+                for (int64_t v = 0; v < 4; ++v) {
+                  x.push_back(vector::LoadOp::create(
+                      fb, loc, v8, a, ValueRange{m, addc(fb, col0, 8 * v)}));
+                  Value ab = math::AbsFOp::create(fb, loc, x.back());
+                  amax =
+                      amax ? arith::MaximumFOp::create(fb, loc, amax, ab) : ab;
+                }
+                Value mx = vector::ReductionOp::create(
+                    fb, loc, vector::CombiningKind::MAXIMUMF, amax);
+                Value d =
+                    arith::DivFOp::create(fb, loc, mx, cF32(fb, loc, 127));
+                Value pos = arith::CmpFOp::create(
+                    fb, loc, arith::CmpFPredicate::OGT, mx, cF32(fb, loc, 0));
+                Value id = arith::SelectOp::create(
+                    fb, loc, pos,
+                    arith::DivFOp::create(fb, loc, cF32(fb, loc, 127), mx),
+                    cF32(fb, loc, 0));
+                Value idv = vector::BroadcastOp::create(fb, loc, v8, id);
+                for (int64_t v = 0; v < 4; ++v) {
+                  Value q = math::RoundEvenOp::create(
+                      fb, loc, arith::MulFOp::create(fb, loc, x[v], idv));
+                  Value qi = arith::FPToSIOp::create(
+                      fb, loc, VectorType::get({8}, fb.getI32Type()), q);
+                  Value qb = arith::TruncIOp::create(
+                      fb, loc, VectorType::get({8}, fb.getI8Type()), qi);
+                  vector::StoreOp::create(fb, loc, qb, qa,
+                                          ValueRange{m, addc(fb, col0, 8 * v)});
+                }
+                memref::StoreOp::create(fb, loc, d, da, ValueRange{m, sb});
+              });
+          scf::ReduceOp::create(pb, loc);
+        });
+    markKeepParallel(par);
+  }
+
+  /// The 32 signed weight bytes of sub-block `sb` of the row at `rowBase`
+  /// and their scale.
+  std::pair<Value, Value> weightBytes(OpBuilder &nb, Value rowBase,
+                                      Value sb) const {
+    auto b32 = VectorType::get({32}, nb.getI8Type());
+    Value base = add(nb, rowBase, mul(nb, sb, tfm_ggml_blocks_bytes(type)));
+    Value d = halfAt(nb, base);
+    if (type == TFM_GGML_BLOCKS_Q8_0)
+      return {vector::LoadOp::create(nb, loc, b32, w, addc(nb, base, 2)), d};
+    // Q4_0: the low nibbles are values 0..15, the high ones 16..31, less 8.
+    auto b16 = VectorType::get({16}, nb.getI8Type());
+    Value qs = vector::LoadOp::create(nb, loc, b16, w, addc(nb, base, 2));
+    auto splat8 = [&](int64_t c) {
+      return arith::ConstantOp::create(
+          nb, loc, b16, DenseElementsAttr::get(b16, nb.getI8IntegerAttr(c)));
+    };
+    Value lo = arith::AndIOp::create(nb, loc, qs, splat8(15));
+    Value hi = arith::ShRUIOp::create(nb, loc, qs, splat8(4));
+    SmallVector<int64_t> order;
+    for (int64_t i = 0; i < 32; ++i)
+      order.push_back(i);
+    Value q = vector::ShuffleOp::create(nb, loc, lo, hi, order);
+    Value eight = arith::ConstantOp::create(
+        nb, loc, b32, DenseElementsAttr::get(b32, nb.getI8IntegerAttr(8)));
+    return {arith::SubIOp::create(nb, loc, q, eight), d};
+  }
+
+  /// The integer register tile: rows [m, m + mr) of qa times rows [n, n +
+  /// nr) of W, one f32 accumulator vector each.
+  void tileInt8(OpBuilder &nb, Value qa, Value da, Value m, int64_t mr, Value n,
+                int64_t nr, Value rowBytes) const {
+    auto b32 = VectorType::get({32}, nb.getI8Type());
+    auto i16x16 = VectorType::get({16}, nb.getI16Type());
+    auto i32x8 = VectorType::get({8}, nb.getI32Type());
+    auto f32x8 = VectorType::get({8}, nb.getF32Type());
+    Value zero = arith::ConstantOp::create(
+        nb, loc, f32x8, DenseElementsAttr::get(f32x8, nb.getF32FloatAttr(0)));
+    Value ones = arith::ConstantOp::create(
+        nb, loc, i16x16,
+        DenseElementsAttr::get(i16x16, nb.getI16IntegerAttr(1)));
+    SmallVector<Value> init(mr * nr, zero), rowBase, rowA;
+    for (int64_t j = 0; j < nr; ++j)
+      rowBase.push_back(
+          arith::MulIOp::create(nb, loc, addc(nb, n, j), rowBytes));
+    for (int64_t i = 0; i < mr; ++i)
+      rowA.push_back(addc(nb, m, i));
+    Value subBlocks = arith::DivUIOp::create(nb, loc, k, idx(nb, 32));
+    auto call = [&](OpBuilder &cb, Type t, StringRef fn, ValueRange args) {
+      return LLVM::CallIntrinsicOp::create(cb, loc, t, cb.getStringAttr(fn),
+                                           args)
+          .getResult(0);
+    };
+    auto loop = scf::ForOp::create(
+        nb, loc, idx(nb, 0), subBlocks, idx(nb, 1), init,
+        [&](OpBuilder &fb, Location, Value sb, ValueRange acc) {
+          SmallVector<Value> next(acc.begin(), acc.end());
+          Value col0 = mul(fb, sb, 32);
+          SmallVector<Value> av, ad;
+          for (int64_t i = 0; i < mr; ++i) {
+            av.push_back(vector::LoadOp::create(fb, loc, b32, qa,
+                                                ValueRange{rowA[i], col0}));
+            ad.push_back(
+                memref::LoadOp::create(fb, loc, da, ValueRange{rowA[i], sb}));
+          }
+          for (int64_t j = 0; j < nr; ++j) {
+            auto [wv, dw] = weightBytes(fb, rowBase[j], sb);
+            Value wabs = call(fb, b32, kPsignB, {wv, wv});
+            for (int64_t i = 0; i < mr; ++i) {
+              Value ax = call(fb, b32, kPsignB, {av[i], wv});
+              Value p16 = call(fb, i16x16, kPmaddUbSw, {wabs, ax});
+              Value p32 = call(fb, i32x8, kPmaddWd, {p16, ones});
+              Value f = arith::SIToFPOp::create(fb, loc, f32x8, p32);
+              Value sc = vector::BroadcastOp::create(
+                  fb, loc, f32x8, arith::MulFOp::create(fb, loc, dw, ad[i]));
+              next[i * nr + j] =
+                  vector::FMAOp::create(fb, loc, f, sc, next[i * nr + j]);
+            }
+          }
+          scf::YieldOp::create(fb, loc, next);
+        });
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t j = 0; j < nr; ++j) {
+        Value r = vector::ReductionOp::create(
+            nb, loc, vector::CombiningKind::ADD, loop.getResult(i * nr + j));
+        memref::StoreOp::create(nb, loc, r, out,
+                                ValueRange{rowA[i], addc(nb, n, j)});
+      }
+  }
+
   void emit(Value mRows, Value nRows) const {
     int64_t blockValues = tfm_ggml_blocks_values(type);
     Value rowBytes =
         mul(b, arith::DivUIOp::create(b, loc, k, idx(b, blockValues)),
             tfm_ggml_blocks_bytes(type));
+    Value qa, da;
+    if (int8Path()) {
+      qa = memref::AllocOp::create(
+          b, loc,
+          MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                          b.getI8Type()),
+          ValueRange{mRows, k}, b.getI64IntegerAttr(64));
+      da = memref::AllocOp::create(
+          b, loc,
+          MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                          b.getF32Type()),
+          ValueRange{mRows, arith::DivUIOp::create(b, loc, k, idx(b, 32))});
+      quantizeA(mRows, qa, da);
+    }
     Value tasksW =
         arith::CeilDivUIOp::create(b, loc, nRows, idx(b, kTaskRowsW));
     Value tasksA =
@@ -469,15 +642,21 @@ struct TypeLowering {
               mul(pb, arith::DivUIOp::create(pb, loc, span, idx(pb, 4)), 4));
           forRange(pb, loc, m0, fullEnd, idx(pb, 4),
                    [&](OpBuilder &fb, Location, Value m) {
-                     rowsOfW(fb, m, 4, n0, n1, /*split=*/false, rowBytes);
+                     rowsOfW(fb, m, 4, n0, n1, /*split=*/false, rowBytes, qa,
+                             da);
                    });
           forRange(pb, loc, fullEnd, m1, idx(pb, 1),
                    [&](OpBuilder &fb, Location, Value m) {
-                     rowsOfW(fb, m, 1, n0, n1, /*split=*/true, rowBytes);
+                     rowsOfW(fb, m, 1, n0, n1, /*split=*/true, rowBytes, qa,
+                             da);
                    });
           scf::ReduceOp::create(pb, loc);
         });
     markKeepParallel(par);
+    if (qa) {
+      memref::DeallocOp::create(b, loc, qa);
+      memref::DeallocOp::create(b, loc, da);
+    }
   }
 };
 
