@@ -305,9 +305,14 @@ LogicalResult AttentionKernelOp::verify() {
   for (Value v : {getQuery(), getKey(), getValue(), getOutput()})
     if (!cast<ShapedType>(v.getType()).hasRank() || bufShape(v).size() != 4 ||
         !isKernelFloat(elt) ||
-        cast<ShapedType>(v.getType()).getElementType() != elt)
+        (cast<ShapedType>(v.getType()).getElementType() != elt &&
+         // KV caches (positions) of f16 or bf16, read as f32.
+         !(getPositions() && elt.isF32() &&
+           (v == getKey() || v == getValue()) &&
+           isKernelFloat(cast<ShapedType>(v.getType()).getElementType()))))
       return emitOpError() << "query, key, value and output must be 4-D, of "
-                              "one element type: f32, f16 or bf16";
+                              "one element type: f32, f16 or bf16 (f32 "
+                              "over f16 or bf16 KV caches)";
   if (getLengths() && bufShape(getLengths()).size() != 1)
     return emitOpError() << "lengths must be 1-D";
   if (getSinks() &&

@@ -225,6 +225,40 @@ LogicalResult checkSameElementType(Operation *op) {
   return success();
 }
 
+/// checkSameElementType for the operands and results of `op` other than
+/// the KV caches `caches` (operands and results), whose element type is the
+/// others' or a narrower one they are rounded to: f16 or bf16.
+LogicalResult checkSameElementTypeExceptCaches(Operation *op,
+                                               ValueRange caches) {
+  Type elt;
+  auto visit = [&](Value v) -> LogicalResult {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || !isa<FloatType>(t.getElementType()) ||
+        llvm::is_contained(caches, v))
+      return success();
+    if (!elt)
+      elt = t.getElementType();
+    else if (elt != t.getElementType())
+      return op->emitOpError()
+             << "mixes element types " << elt << " and " << t.getElementType();
+    return success();
+  };
+  for (Value v : op->getOperands())
+    if (failed(visit(v)))
+      return failure();
+  for (Value v : op->getResults())
+    if (failed(visit(v)))
+      return failure();
+  for (Value c : caches) {
+    Type ct = cast<ShapedType>(c.getType()).getElementType();
+    if (elt && ct != elt && !ct.isF16() && !ct.isBF16())
+      return op->emitOpError()
+             << "a KV cache holds the element type of the computation (" << elt
+             << "), or f16 or bf16, not " << ct;
+  }
+  return success();
+}
+
 /// Checks that `actual` has the shape `expected` (with `?` compatible).
 LogicalResult checkShape(Operation *op, Value v, ArrayRef<int64_t> expected,
                          StringRef what) {
@@ -616,7 +650,9 @@ LogicalResult MultiHeadAttentionOp::verify() {
   for (auto [in, out] : llvm::zip(cache, getCacheOut()))
     if (in.getType() != out.getType())
       return emitOpError() << "an updated cache has its cache's type";
-  return checkSameElementType(op);
+  SmallVector<Value> caches(cache);
+  llvm::append_range(caches, getCacheOut());
+  return checkSameElementTypeExceptCaches(op, caches);
 }
 
 LogicalResult LatentAttentionOp::verify() {
@@ -689,7 +725,9 @@ LogicalResult LatentAttentionOp::verify() {
   for (auto [in, out] : llvm::zip(cache, getCacheOut()))
     if (in.getType() != out.getType())
       return emitOpError() << "an updated cache has its cache's type";
-  return checkSameElementType(op);
+  SmallVector<Value> caches(cache);
+  llvm::append_range(caches, getCacheOut());
+  return checkSameElementTypeExceptCaches(op, caches);
 }
 
 bool mlir::tfm::isGatedActivation(Activation a) {
@@ -1222,7 +1260,7 @@ LogicalResult CacheWriteOp::verify() {
       c[2] < u[2])
     return emitOpError() << "the cache holds " << c[2]
                          << " positions, fewer than the update's " << u[2];
-  return checkSameElementType(*this);
+  return checkSameElementTypeExceptCaches(*this, {getCache(), getResult()});
 }
 
 //===----------------------------------------------------------------------===//
@@ -1279,6 +1317,9 @@ LogicalResult AttentionOp::verify() {
                            optInt(getRelativeMaxDistanceAttr()),
                            getRelativeBidirectional(), q[1])))
     return failure();
+  // Over a KV cache (positions), the keys and values are the caches.
+  if (getPositions())
+    return checkSameElementTypeExceptCaches(op, {getKey(), getValue()});
   return checkSameElementType(op);
 }
 

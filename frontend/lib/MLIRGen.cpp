@@ -45,6 +45,19 @@ public:
       elt = b.getBF16Type();
       break;
     }
+    cacheElt = elt;
+    if (options.cacheType)
+      switch (*options.cacheType) {
+      case DType::f32:
+        cacheElt = b.getF32Type();
+        break;
+      case DType::f16:
+        cacheElt = b.getF16Type();
+        break;
+      case DType::bf16:
+        cacheElt = b.getBF16Type();
+        break;
+      }
   }
 
   OwningOpRef<ModuleOp> build();
@@ -69,22 +82,23 @@ private:
   Value cachedCrossAttention(Value h, const AttentionSpec &a);
   /// The key (transposed) and value cache types of self- or
   /// cross-attention `a`: this rank's KV heads (tensor parallelism).
-  RankedTensorType keyCacheType(const AttentionSpec &a) {
+  /// Cross-attention's hold the compute type, self-attention's `cacheElt`.
+  RankedTensorType keyCacheType(const AttentionSpec &a, Type type = {}) {
     return RankedTensorType::get({kDyn, spec.localKvHeads(a), a.headDim, kDyn},
-                                 elt);
+                                 type ? type : elt);
   }
-  RankedTensorType valueCacheType(const AttentionSpec &a) {
+  RankedTensorType valueCacheType(const AttentionSpec &a, Type type = {}) {
     return RankedTensorType::get({kDyn, spec.localKvHeads(a), kDyn, a.headDim},
-                                 elt);
+                                 type ? type : elt);
   }
   /// The caches of one layer of self-attention `a`: the key and value
   /// caches, or latent attention's one cache of latents (transposed,
   /// [B', 1, kv_rank + rope_dim, S]; every rank keeps all of it).
   SmallVector<RankedTensorType, 2> selfCacheTypes(const AttentionSpec &a) {
     if (a.latent())
-      return {
-          RankedTensorType::get({kDyn, 1, a.kvRank + a.ropeDim, kDyn}, elt)};
-    return {keyCacheType(a), valueCacheType(a)};
+      return {RankedTensorType::get({kDyn, 1, a.kvRank + a.ropeDim, kDyn},
+                                    cacheElt)};
+    return {keyCacheType(a, cacheElt), valueCacheType(a, cacheElt)};
   }
   /// The RoPE attributes of attention over heads whose first `dim` values
   /// (the table's) rotate, when the stack's positions `pos` are RoPE: the
@@ -189,6 +203,8 @@ private:
   Location modelLoc;
   ModuleOptions options;
   Type elt;
+  /// The element type of the self-attention caches (ModuleOptions).
+  Type cacheElt;
   /// Where param() looks in the table.
   int32_t stackIndex = -1;
   int64_t layer = -1;

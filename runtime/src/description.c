@@ -811,6 +811,21 @@ static tfm_status parse_generation(json_t *root, tfm_description *d) {
   if (!latent && s != TFM_OK)
     return s;
   d->gen_latent = latent && json_is_true(latent);
+  json_t *cdt = field(g, what, "cache_dtype", is_string, "a string", 1, &s);
+  if (!cdt && s != TFM_OK)
+    return s;
+  const char *cd = cdt ? json_string_value(cdt) : "float32";
+  if (!strcmp(cd, "float32"))
+    d->gen_cache_dtype = TFM_F32;
+  else if (!strcmp(cd, "float16"))
+    d->gen_cache_dtype = TFM_F16;
+  else if (!strcmp(cd, "bfloat16"))
+    d->gen_cache_dtype = TFM_BF16;
+  else
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s: cache_dtype '%s'; expected float32, float16 "
+                           "or bfloat16",
+                    what, cd);
   if (d->gen_latent && d->gen_kv_heads != 1)
     return tfm_fail(TFM_ERR_FORMAT,
                     PREFIX "%s: a latent cache has kv_heads = 1, not %lld",

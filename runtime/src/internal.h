@@ -267,6 +267,9 @@ typedef struct tfm_description {
   /* Latent attention: one cache per layer (the latents, laid out as a key
    * cache [B', 1, head_dim, S]) instead of a key and a value cache. */
   int gen_latent;
+  /* "cache_dtype": the self-attention caches' elements, TFM_F32 (absent),
+   * TFM_F16 or TFM_BF16 (tfmc --kv-cache). */
+  int32_t gen_cache_dtype;
   int64_t *gen_windows; /* per layer: sliding window (ring buffer) or 0 */
   /* "generation"."encoder" (encoder-decoders): the cross-attention caches'
    * sizes, d_model, and whether the encoder entry takes source lengths. */

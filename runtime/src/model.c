@@ -160,14 +160,19 @@ void tfm_model_print_info(const tfm_model *m, FILE *out) {
      * most their window's). */
     int64_t per = d->gen_kv_heads * d->gen_head_dim;
     int caches = d->gen_latent ? 1 : 2;
-    fprintf(out,
-            "KV cache: %lld bytes per token (%lld layers x %d x %lld x %lld "
-            "f32%s)\n",
-            (long long)(d->gen_layers * caches * per * 4),
-            (long long)d->gen_layers, caches, (long long)d->gen_kv_heads,
-            (long long)d->gen_head_dim,
-            d->gen_latent ? ": the latents of latent attention"
-                          : ": keys and values");
+    int32_t dt = d->gen_cache_dtype;
+    fprintf(
+        out,
+        "KV cache: %lld bytes per token (%lld layers x %d x %lld x %lld "
+        "%s%s)\n",
+        (long long)(d->gen_layers * caches * per * (int64_t)tfm_dtype_size(dt)),
+        (long long)d->gen_layers, caches, (long long)d->gen_kv_heads,
+        (long long)d->gen_head_dim,
+        dt == TFM_F16    ? "f16"
+        : dt == TFM_BF16 ? "bf16"
+                         : "f32",
+        d->gen_latent ? ": the latents of latent attention"
+                      : ": keys and values");
   }
   if (d->tensor_parallel > 1)
     fprintf(out,

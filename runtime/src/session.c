@@ -9,7 +9,8 @@
  * keeps a ring buffer of S = min(max_len, 2W - 1) slots instead (position
  * p in slot p mod S), so its memory is bounded by the window; prefill then
  * runs in chunks of at most W tokens, so that a chunk never overwrites a
- * key that one of its queries still sees.
+ * key that one of its queries still sees. The caches hold the description's
+ * `cache_dtype`: f32, or f16 / bf16 (tfmc --kv-cache), 2 bytes an element.
  *
  * An encoder-decoder's step also takes the source lengths [B] after the
  * positions and, after the caches, each decoder layer's cross-attention
@@ -26,8 +27,10 @@ struct tfm_session {
   tfm_model *model;
   int64_t max_batch, max_len;
   int64_t *lengths;
-  float **cache;  /* 2 per layer: keys (transposed), values; latent
+  void **cache;   /* 2 per layer: keys (transposed), values; latent
                    * attention: the latents, then NULL */
+  int32_t dtype;  /* the caches' elements: f32, or f16 / bf16 (--kv-cache) */
+  size_t elt;     /* their size in bytes */
   int64_t *slots; /* per layer: positions (max_len) or ring slots */
   size_t layers;
   int64_t kv, hd;
@@ -106,8 +109,9 @@ tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
   const tfm_description *d = &m->desc;
   /* Bytes per cache, checked for overflow. */
   int64_t per = d->gen_kv_heads * d->gen_head_dim;
+  size_t elt = tfm_dtype_size(d->gen_cache_dtype);
   if (per > INT64_MAX / max_len || per * max_len > INT64_MAX / max_batch ||
-      per * max_len * max_batch > (int64_t)(SIZE_MAX / sizeof(float) / 2))
+      per * max_len * max_batch > (int64_t)(SIZE_MAX / elt / 2))
     return tfm_fail(TFM_ERR_MEMORY,
                     "a KV cache of %lld sequences x %lld positions does not "
                     "fit in memory",
@@ -122,6 +126,8 @@ tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
   s->kv = d->gen_kv_heads;
   s->hd = d->gen_head_dim;
   s->chunk = max_len;
+  s->dtype = d->gen_cache_dtype;
+  s->elt = elt;
   s->lengths = tfm_calloc((size_t)max_batch, sizeof *s->lengths);
   s->cache = tfm_calloc(2 * s->layers, sizeof *s->cache);
   s->slots = tfm_calloc(s->layers, sizeof *s->slots);
@@ -147,15 +153,15 @@ tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
     s->slots[l] = w > 0 && 2 * w - 1 < max_len ? 2 * w - 1 : max_len;
     if (w > 0 && w < s->chunk)
       s->chunk = w;
-    size_t floats = (size_t)(per * s->slots[l] * max_batch);
-    total += (d->gen_latent ? 1 : 2) * floats * sizeof(float);
-    ok = (s->cache[2 * l] = tfm_calloc(floats, sizeof(float))) != NULL &&
+    size_t elems = (size_t)(per * s->slots[l] * max_batch);
+    total += (d->gen_latent ? 1 : 2) * elems * elt;
+    ok = (s->cache[2 * l] = tfm_calloc(elems, elt)) != NULL &&
          (d->gen_latent ||
-          (s->cache[2 * l + 1] = tfm_calloc(floats, sizeof(float))) != NULL);
+          (s->cache[2 * l + 1] = tfm_calloc(elems, elt)) != NULL);
     /* Untouched yet (calloc maps zero pages lazily): huge pages where the
      * caches are large. */
     for (int k = 0; ok && k < 2; ++k)
-      tfm_advise_huge_pages(s->cache[2 * l + k], floats * sizeof(float));
+      tfm_advise_huge_pages(s->cache[2 * l + k], elems * elt);
   }
   if (!ok) {
     tfm_session_free(s);
@@ -238,14 +244,15 @@ static tfm_status run_step(tfm_session *s, int64_t first, int64_t n, int64_t t,
     *next++ = (tfm_tensor){s->source + first, TFM_I32, 1, {n}};
   for (size_t l = 0; l < s->layers; ++l) {
     int64_t slots = s->slots[l];
-    size_t seq = (size_t)(s->kv * s->hd * slots);
-    *next++ = (tfm_tensor){s->cache[2 * l] + (size_t)first * seq,
-                           TFM_F32,
+    /* Bytes per sequence. */
+    size_t seq = (size_t)(s->kv * s->hd * slots) * s->elt;
+    *next++ = (tfm_tensor){(char *)s->cache[2 * l] + (size_t)first * seq,
+                           s->dtype,
                            4,
                            {n, s->kv, s->hd, slots}};
     if (s->cache[2 * l + 1]) /* not with latent attention */
-      *next++ = (tfm_tensor){s->cache[2 * l + 1] + (size_t)first * seq,
-                             TFM_F32,
+      *next++ = (tfm_tensor){(char *)s->cache[2 * l + 1] + (size_t)first * seq,
+                             s->dtype,
                              4,
                              {n, s->kv, slots, s->hd}};
   }

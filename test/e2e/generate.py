@@ -57,11 +57,19 @@ def main(argv=None):
                     help="also generate text from --prompt-text: the text "
                     "streamed must be the ids' text (encoder-decoders)")
     ap.add_argument("--prompt-text", default="Hello world, how are you?")
+    ap.add_argument("--kv-cache", default=None, choices=["f16", "bf16"],
+                    help="compile with tfmc --kv-cache: PyTorch rounds the "
+                    "self-attention keys and values to it (decoders)")
+    ap.add_argument("--unrounded-reference", action="store_true",
+                    help="with --kv-cache, PyTorch does not round (the "
+                    "check that the rounding is what the tolerance sees)")
     args = ap.parse_args(argv)
 
     os.makedirs(args.work, exist_ok=True)
     sel = ["--model", args.model] if args.model else []
     spec = json.loads(run([args.tfmc, args.tfm, "--emit=json"] + sel).stdout)
+    reference.KV_ROUND = None if args.unrounded_reference else {
+        None: None, "f16": torch.float16, "bf16": torch.bfloat16}[args.kv_cache]
     torch.manual_seed(args.seed)
     model = reference.Model(spec)
     reference.randomize(model, args.seed)
@@ -76,9 +84,15 @@ def main(argv=None):
     np.save(prompt_path, prompts)
 
     encdec = spec["arch"] == "encoder_decoder"
+    if encdec and args.kv_cache:
+        # reference.Attention cannot tell the encoder's self-attention
+        # (no cache) from the decoder's.
+        print("FAIL --kv-cache is for decoders here")
+        return 1
     start = args.decoder_start if args.decoder_start is not None else 0
     exe = os.path.join(args.work, "model")
-    run([args.tfmc, args.tfm, "-o", exe] + sel)
+    kv = ["--kv-cache=" + args.kv_cache] if args.kv_cache else []
+    run([args.tfmc, args.tfm, "-o", exe] + sel + kv)
     base = [exe, "--weights", weights, "--threads", str(args.threads),
             "--input", ("src=" if encdec else "tokens=") + prompt_path,
             "--generate", str(n)]

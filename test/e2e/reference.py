@@ -161,6 +161,12 @@ class HeadNorm(nn.Module):
         return (x - mu) / torch.sqrt(var + self.eps) * w
 
 
+# The dtype that self-attention's keys and values are rounded to, as a KV
+# cache of f16 or bf16 holds them (tfmc --kv-cache; generate.py sets it), or
+# None.
+KV_ROUND = None
+
+
 class Attention(nn.Module):
     """`position`: for self-attention, ("rope", inv_freq, style),
     ("alibi",) or ("relative", table module, bidirectional, buckets,
@@ -169,6 +175,7 @@ class Attention(nn.Module):
     def __init__(self, a, d, causal_mask, position, norm=None):
         super().__init__()
         self.a = a
+        self.self_attention = causal_mask
         self.h, self.kv, self.hd = a["heads"], a["kv_heads"], a["head_dim"]
         self.q = nn.Linear(d, self.h * self.hd, bias=a["bias"])
         self.k = nn.Linear(d, self.kv * self.hd, bias=a["bias"])
@@ -212,6 +219,8 @@ class Attention(nn.Module):
         if pos is not None and pos[0] == "rope":
             q = rope(q, pos[1], pos[2], pos[3])
             k = rope(k, pos[1], pos[2], pos[3])
+        if KV_ROUND is not None and self.self_attention:
+            k, v = k.to(KV_ROUND).float(), v.to(KV_ROUND).float()
         rep = self.h // self.kv
         k = k.repeat_interleave(rep, 1)
         v = v.repeat_interleave(rep, 1)

@@ -134,6 +134,14 @@ driver::readInterface(ModuleOp module, const ModelDescription *model,
     // Latent attention: one cache per layer (the latents, as a key cache).
     if (c.latent)
       generation["latent"] = true;
+    // The caches' element type when it is not f32 (--kv-cache): the step
+    // function's first cache input, after the tokens, the positions and an
+    // encoder-decoder's source lengths.
+    int64_t firstCache = iface.encodeAbi ? 3 : 2;
+    for (const AbiArg &a : *iface.stepAbi)
+      if (a.kind == AbiArg::Input && a.index == firstCache &&
+          a.dtype != "float32")
+        generation["cache_dtype"] = a.dtype;
     // An encoder-decoder: the entry point that encodes the source and the
     // cross-attention caches' sizes (one pair per decoder layer).
     if (iface.encodeAbi)

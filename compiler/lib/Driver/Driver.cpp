@@ -22,6 +22,7 @@
 #include "tfm/Frontend/Parser.h"
 #include "tfm/Frontend/Sema.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/InitAllDialects.h"
@@ -122,6 +123,9 @@ LogicalResult mlir::tfm::verifyOptions(MLIRContext &ctx,
   if (options.tensorParallel > 1 && options.target == TargetKind::CUDA)
     return emitError(loc, "--tensor-parallel is CPU-only for now (the "
                           "collectives are not lowered for --target=cuda)");
+  if (options.kvCache != ComputeType::f32 && options.target == TargetKind::CUDA)
+    return emitError(loc, "--kv-cache is CPU-only for now (CUDA artifacts "
+                          "have no KV-cache entry point)");
   return success();
 }
 
@@ -292,6 +296,10 @@ LogicalResult Compilation::compileMLIR(llvm::SourceMgr &sourceMgr) {
     return error() << "--tensor-parallel splits a model described in a .tfm "
                       "file; an .mlir input is compiled as written (a "
                       "model's module says how it is split)";
+  if (options.kvCache != ComputeType::f32)
+    return error() << "--kv-cache sets the caches of a model described in a "
+                      ".tfm file; an .mlir input is compiled as written (its "
+                      "step function's arguments are the caches' types)";
   // MLIR's parser has no nesting limit: deep enough IR overflows its stack.
   const llvm::MemoryBuffer *buf =
       sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
@@ -337,6 +345,34 @@ LogicalResult Compilation::compileMLIR(llvm::SourceMgr &sourceMgr) {
   return lower(nullptr, name, *module);
 }
 
+/// Whether `v`, an operand or result of `op`, is a KV cache (or a fresh
+/// one, or one the step function returns), which may hold f16 or bf16
+/// (--kv-cache) where everything else computes in f32.
+static bool isKvCache(Operation *op, Value v) {
+  if (auto mha = dyn_cast<MultiHeadAttentionOp>(op))
+    return llvm::is_contained(mha.getCache(), v) ||
+           llvm::is_contained(mha.getCacheOut(), v);
+  if (auto mla = dyn_cast<LatentAttentionOp>(op))
+    return llvm::is_contained(mla.getCache(), v) ||
+           llvm::is_contained(mla.getCacheOut(), v);
+  if (auto write = dyn_cast<CacheWriteOp>(op))
+    return v == write.getCache() || v == write.getResult();
+  if (auto att = dyn_cast<AttentionOp>(op))
+    return att.getPositions() && (v == att.getKey() || v == att.getValue());
+  if (isa<bufferization::AllocTensorOp>(op))
+    return llvm::all_of(v.getUses(), [](OpOperand &use) {
+      return isKvCache(use.getOwner(), use.get());
+    });
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    auto func = dyn_cast<func::FuncOp>(ret->getParentOp());
+    for (OpOperand &operand : ret->getOpOperands())
+      if (operand.get() == v && func &&
+          func.getResultAttr(operand.getOperandNumber(), "tfm.cache_of"))
+        return true;
+  }
+  return false;
+}
+
 LogicalResult Compilation::checkIR(ModuleOp module, bool hasModel) {
   // An artifact passes its weights by the description's parameter table,
   // which hand-written IR does not have: its tensors are its arguments.
@@ -363,9 +399,8 @@ LogicalResult Compilation::checkIR(ModuleOp module, bool hasModel) {
       auto f = dyn_cast<FloatType>(shaped ? shaped.getElementType() : t);
       return f && !f.isF32() ? f : FloatType();
     };
-    for (Type t :
-         llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
-      if (FloatType f = notF32(t)) {
+    for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
+      if (FloatType f = notF32(v.getType()); f && !isKvCache(op, v)) {
         op->emitOpError() << "computes in " << f
                           << ", which the CPU target does not support (it "
                              "computes in f32); compile f16 and bf16 with "
@@ -445,6 +480,16 @@ LogicalResult Compilation::compileTfm(llvm::SourceMgr &sourceMgr) {
     built.computeType = toDType(*options.gpuDType);
   built.cacheEntryPoints = options.target != TargetKind::CUDA;
   built.forwardThroughCaches = options.fuseAttention;
+  if (options.kvCache != ComputeType::f32) {
+    if (spec->mainStack().attention.latent())
+      return emitError(diags.loc(decl->loc))
+             << "--kv-cache="
+             << (options.kvCache == ComputeType::f16 ? "f16" : "bf16")
+             << ": model '" << spec->name
+             << "' has latent attention (kv_rank), whose cache is "
+                "f32 only for now";
+    built.cacheType = toDType(options.kvCache);
+  }
   OwningOpRef<ModuleOp> module =
       buildModule(ctx, *spec, diags.loc(decl->loc), built);
   if (!module)

@@ -89,6 +89,13 @@ struct AttentionLowering {
   /// position each slot holds (-1: none).
   Value keyPositions(OpBuilder &kb, Location kl, Value j0, Value written) const;
 
+  /// A vector of `type` (f32) read from the keys or values `mem` at `at`,
+  /// masked by `mask` when given (`pass`, f32, elsewhere; its lanes run
+  /// along the last index of `mem`): an f16 or bf16 KV cache's elements are
+  /// loaded as stored and extended in registers.
+  Value loadF32(OpBuilder &b, Location loc, VectorType type, Value mem,
+                ValueRange at, Value mask = {}, Value pass = {}) const;
+
   /// The dot products of `rows` query rows with the keys [j0, j0 + bk) of
   /// KV head `kvh` of sequence `bi` (lanes outside `kMask` 0): one
   /// contiguous vector of K^T per head dimension, broadcast-FMA'd into every

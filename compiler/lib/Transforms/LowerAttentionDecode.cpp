@@ -257,10 +257,9 @@ struct DecodeKernel : AttentionLowering {
                         ValueRange{arith::SubIOp::create(fb, fl, tk, j)});
                     SmallVector<Value> vrow;
                     for (int64_t i = 0; i < dims; ++i)
-                      vrow.push_back(vector::MaskedLoadOp::create(
+                      vrow.push_back(loadF32(
                           fb, fl, lane, v,
-                          ValueRange{task.bi, task.kvh, es[i], j}, mask, zero,
-                          IntegerAttr()));
+                          ValueRange{task.bi, task.kvh, es[i], j}, mask, zero));
                     SmallVector<Value> next;
                     for (int64_t r = 0; r < n; ++r) {
                       Value p = vector::LoadOp::create(
@@ -483,8 +482,7 @@ struct DecodeKernel : AttentionLowering {
                                    ValueRange{bi, kvh, si, rowAt[r], col}),
             corrV[r]));
       for (int64_t jj = 0; jj < bk; ++jj) {
-        Value vrow = vector::LoadOp::create(cb, cl, vvT, v,
-                                            ValueRange{bi, kvh, js[jj], col});
+        Value vrow = loadF32(cb, cl, vvT, v, ValueRange{bi, kvh, js[jj], col});
         for (int64_t r = 0; r < n; ++r) {
           Value pj = memref::LoadOp::create(
               cb, cl, probs,

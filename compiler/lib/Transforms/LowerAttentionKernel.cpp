@@ -99,9 +99,8 @@ Value AttentionLowering::transposedValueCopy(OpBuilder &b, Location loc) const {
   if (ShapedType::isDynamic(sStatic))
     sizes.push_back(tk);
   Value copy = memref::AllocOp::create(
-      b, loc,
-      MemRefType::get({dyn, kvStatic, sStatic, dv}, vt.getElementType()), sizes,
-      b.getI64IntegerAttr(64));
+      b, loc, MemRefType::get({dyn, kvStatic, sStatic, dv}, b.getF32Type()),
+      sizes, b.getI64IntegerAttr(64));
   // Rows of V^T read contiguously, written as columns of V.
   auto par = scf::ParallelOp::create(
       b, loc, ValueRange{c0, c0, c0},
@@ -110,6 +109,9 @@ Value AttentionLowering::transposedValueCopy(OpBuilder &b, Location loc) const {
         forRange(nb, l, c0, tk, c1, [&](OpBuilder &jb, Location jl, Value j) {
           Value x = memref::LoadOp::create(
               jb, jl, v, ValueRange{ivs[0], ivs[1], ivs[2], j});
+          // An f16 or bf16 cache's values, copied as f32.
+          if (!x.getType().isF32())
+            x = arith::ExtFOp::create(jb, jl, jb.getF32Type(), x);
           memref::StoreOp::create(jb, jl, x, copy,
                                   ValueRange{ivs[0], ivs[1], j, ivs[2]});
         });
@@ -195,6 +197,56 @@ Value AttentionLowering::keyPositions(OpBuilder &kb, Location kl, Value j0,
                                  held);
 }
 
+Value AttentionLowering::loadF32(OpBuilder &b, Location loc, VectorType type,
+                                 Value mem, ValueRange at, Value mask,
+                                 Value pass) const {
+  Type elt = cast<MemRefType>(mem.getType()).getElementType();
+  if (elt == type.getElementType())
+    return mask ? vector::MaskedLoadOp::create(b, loc, type, mem, at, mask,
+                                               pass, IntegerAttr())
+                      .getResult()
+                : vector::LoadOp::create(b, loc, type, mem, at).getResult();
+  auto narrow = VectorType::get(type.getShape(), elt);
+  auto wide = [&](OpBuilder &nb, Location l) -> Value {
+    return arith::ExtFOp::create(
+        nb, l, type,
+        vector::LoadOp::create(nb, l, narrow, mem, at).getResult());
+  };
+  if (!mask)
+    return wide(b, loc);
+  // x86 has no masked load of 16-bit elements before AVX-512, and LLVM
+  // scalarizes one through f32 (bf16's through a call of __truncsfbf2,
+  // which GCC 12's libgcc lacks): a whole block is one plain load, and the
+  // block at the end of the keys (the mask covers lanes along the last
+  // index) reads each lane as a scalar, its index clamped to the last one.
+  Value full = vector::ReductionOp::create(b, loc, vector::CombiningKind::AND,
+                                           mask, Value());
+  auto ifOp = scf::IfOp::create(
+      b, loc, full,
+      [&](OpBuilder &tb, Location tl) {
+        scf::YieldOp::create(tb, tl, wide(tb, tl));
+      },
+      [&](OpBuilder &eb, Location el) {
+        SmallVector<Value> idx(at);
+        int64_t last = cast<MemRefType>(mem.getType()).getRank() - 1;
+        Value end = arith::SubIOp::create(
+            eb, el, memref::DimOp::create(eb, el, mem, last), cIdx(eb, el, 1));
+        SmallVector<Value> lanes;
+        for (int64_t i = 0; i < type.getNumElements(); ++i) {
+          idx.back() = arith::MinSIOp::create(
+              eb, el, arith::AddIOp::create(eb, el, at.back(), cIdx(eb, el, i)),
+              end);
+          lanes.push_back(arith::ExtFOp::create(
+              eb, el, type.getElementType(),
+              memref::LoadOp::create(eb, el, mem, idx).getResult()));
+        }
+        Value v = vector::FromElementsOp::create(eb, el, type, lanes);
+        scf::YieldOp::create(
+            eb, el, arith::SelectOp::create(eb, el, mask, v, pass).getResult());
+      });
+  return ifOp.getResult(0);
+}
+
 SmallVector<Value> AttentionLowering::dotBlock(
     OpBuilder &kb, Location kl, Value bi, Value kvh, Value j0, Value kMask,
     int64_t rows,
@@ -203,9 +255,8 @@ SmallVector<Value> AttentionLowering::dotBlock(
   auto loop = scf::ForOp::create(
       kb, kl, c0, cIdx(kb, kl, d), c1, init,
       [&](OpBuilder &db, Location dl, Value dd, ValueRange acc) {
-        Value kv = vector::MaskedLoadOp::create(db, dl, vk, kt,
-                                                ValueRange{bi, kvh, dd, j0},
-                                                kMask, zeroK, IntegerAttr());
+        Value kv =
+            loadF32(db, dl, vk, kt, ValueRange{bi, kvh, dd, j0}, kMask, zeroK);
         SmallVector<Value> next;
         for (int64_t r = 0; r < rows; ++r) {
           auto [head, pos] = queryAt(r);

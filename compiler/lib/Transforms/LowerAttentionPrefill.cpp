@@ -496,9 +496,9 @@ struct PrefillKernel : AttentionLowering {
             for (int64_t jj = 0; jj < bk; ++jj) {
               SmallVector<Value> vrow;
               for (int64_t c = 0; c < pvChunks; ++c)
-                vrow.push_back(vector::LoadOp::create(
-                    cb, cl, vvT, v,
-                    ValueRange{task.bi, task.kvh, js[jj], cols[c]}));
+                vrow.push_back(
+                    loadF32(cb, cl, vvT, v,
+                            ValueRange{task.bi, task.kvh, js[jj], cols[c]}));
               for (int64_t i = 0; i < pvRows; ++i) {
                 Value pb = vector::BroadcastOp::create(
                     cb, cl, vvT,

@@ -116,6 +116,12 @@ struct TfmLowerKernelsPass
           }
           continue;
         }
+        // KV caches of f16 or bf16 (--kv-cache), read as f32.
+        auto att = dyn_cast<AttentionKernelOp>(op);
+        if (att && att.getPositions() &&
+            (v == att.getKey() || v == att.getValue()) &&
+            (elt.isF16() || elt.isBF16()))
+          continue;
         if (isa<FloatType>(elt) && !elt.isF32()) {
           op->emitOpError() << "computes in " << elt
                             << ", which the CPU kernels do not support (they "

@@ -130,6 +130,17 @@ cl::opt<Quantize, false, EnumParser<Quantize>> quantize(
                           "ggml's Q4_0 blocks (an f16 scale per 32 4-bit "
                           "values), likewise")),
     cl::cat(compileCategory));
+cl::opt<ComputeType, false, EnumParser<ComputeType>> kvCache(
+    "kv-cache",
+    cl::desc("The element type of the KV caches (CPU): keys and values are "
+             "rounded to it as they are written, read back as f32"),
+    cl::init(ComputeType::f32),
+    cl::values(clEnumValN(ComputeType::f32, "f32", "32-bit float"),
+               clEnumValN(ComputeType::f16, "f16",
+                          "16-bit float (half "
+                          "the cache's bytes)"),
+               clEnumValN(ComputeType::bf16, "bf16", "bfloat16")),
+    cl::cat(compileCategory));
 cl::opt<bool> noAttentionFusion(
     "no-attention-fusion",
     cl::desc("Do not fuse attention: run it as primitive matmul, mask and "
@@ -197,7 +208,8 @@ FailureOr<CompileOptions> readOptions(MLIRContext &ctx) {
       failed(checkEnum<CpuModel>(ctx, cpu, true)) ||
       failed(checkEnum<GpuArch>(ctx, gpuArch, false)) ||
       failed(checkEnum<ComputeType>(ctx, dtype, false)) ||
-      failed(checkEnum<Quantize>(ctx, quantize, false)))
+      failed(checkEnum<Quantize>(ctx, quantize, false)) ||
+      failed(checkEnum<ComputeType>(ctx, kvCache, false)))
     return failure();
   Location loc = UnknownLoc::get(&ctx);
   if ((compileOnly || sharedLib) && emitStage != Stage::Exe)
@@ -221,6 +233,7 @@ FailureOr<CompileOptions> readOptions(MLIRContext &ctx) {
   options.fuseEpilogues = !noEpilogueFusion;
   options.fuseNorms = !noNormFusion;
   options.quantize = quantize;
+  options.kvCache = kvCache;
   options.modelName = modelName;
   options.tensorParallel = tensorParallel;
   options.codegenThreads = codegenThreads;

@@ -242,6 +242,40 @@ TEST(Description, ReadsItsOwnMajorVersionOnly) {
               "'description_version' of the model must be a string");
 }
 
+TEST(Description, ReadsTheCacheDtype) {
+  // kSeq2Seq's decoder with a KV-cache entry point (an encoder entry is
+  // optional to the reader).
+  auto generation = [&](const std::string &extra) {
+    return edit(kSeq2Seq, R"("outputs":)",
+                R"("generation":{"entry":"s2s_step","layers":2,)"
+                R"("kv_heads":1,"head_dim":4,"windows":[0,0])" +
+                    extra + R"(},"outputs":)");
+  };
+  struct Case {
+    std::string extra;
+    int32_t dtype;
+  };
+  for (const Case &c :
+       {Case{"", TFM_F32}, Case{R"(,"cache_dtype":"float32")", TFM_F32},
+        Case{R"(,"cache_dtype":"float16")", TFM_F16},
+        Case{R"(,"cache_dtype":"bfloat16")", TFM_BF16}}) {
+    tfm_description d;
+    std::string json = generation(c.extra);
+    ASSERT_EQ(tfm_description_parse(json.c_str(), &d), TFM_OK)
+        << tfm_last_error() << "\n"
+        << json;
+    EXPECT_EQ(d.gen_layers, 2);
+    EXPECT_EQ(d.gen_cache_dtype, c.dtype) << c.extra;
+    tfm_description_free(&d);
+  }
+  expectError(generation(R"(,"cache_dtype":"int8")"), TFM_ERR_FORMAT,
+              "the model's generation entry: cache_dtype 'int8'; expected "
+              "float32, float16 or bfloat16");
+  expectError(generation(R"(,"cache_dtype":16)"), TFM_ERR_FORMAT,
+              "'cache_dtype' of the model's generation entry must be a "
+              "string");
+}
+
 TEST(Description, TheLibraryReportsItsApiVersion) {
   EXPECT_EQ(tfm_runtime_api_version(), TFM_RUNTIME_API_VERSION);
   EXPECT_EQ(TFM_RUNTIME_API_VERSION, TFM_RUNTIME_API_VERSION_MAJOR * 10000 +

@@ -74,6 +74,9 @@ struct CompileOptions {
   /// int8 linear weights with per-column scales (CPU with AVX512_VNNI;
   /// elsewhere a warning, and the weights stay f32).
   Quantize quantize = Quantize::None;
+  /// `--kv-cache`: the element type of the KV caches (CPU): keys and values
+  /// are rounded to it as they are written and read back as f32.
+  ComputeType kvCache = ComputeType::f32;
   /// Which model of a file with several.
   std::string modelName;
   /// `--tensor-parallel N`: the model split over N processes (1: none).

@@ -152,6 +152,31 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
   }
 };
 
+/// `x` (f32) rounded to the nearest bf16, ties to even, NaN kept: in
+/// integer ops, since LLVM lowers an f32 -> bf16 truncation on x86 without
+/// AVX512_BF16 to a call of __truncsfbf2, which GCC 12's libgcc lacks (and
+/// so does any select of bf16 values: hence no select here).
+static Value roundToBF16(OpBuilder &b, Location loc, Value x) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, v, 32);
+  };
+  Value bits = arith::BitcastOp::create(b, loc, i32, x);
+  // A NaN gets its quiet bit, so that rounding cannot make it infinite.
+  Value nan = arith::ExtUIOp::create(
+      b, loc, i32,
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x));
+  bits = arith::OrIOp::create(b, loc, bits,
+                              arith::ShLIOp::create(b, loc, nan, c(22)));
+  Value lsb = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, bits, c(16)), c(1));
+  Value rounded = arith::AddIOp::create(
+      b, loc, bits, arith::AddIOp::create(b, loc, c(0x7FFF), lsb));
+  Value high = arith::TruncIOp::create(
+      b, loc, b.getI16Type(), arith::ShRUIOp::create(b, loc, rounded, c(16)));
+  return arith::BitcastOp::create(b, loc, b.getBF16Type(), high);
+}
+
 /// tfm.cache_write: for each sequence b, the cache's window at positions[b]
 /// is extracted, overwritten by a linalg.generic copying the update's
 /// [KV, T, D] block (transposing it for a key cache: the transpose is the
@@ -168,7 +193,9 @@ struct LowerCacheWrite : OpConversionPattern<CacheWriteOp> {
           positions = adaptor.getPositions();
     bool transposed = op.getTransposed(), ring = op.getRing();
     auto ut = tensorType(update);
-    Type elt = ut.getElementType();
+    // A cache of f16 or bf16 holds the update rounded (--kv-cache).
+    Type elt = tensorType(cache).getElementType();
+    bool round = elt != ut.getElementType();
     int64_t posDim = transposed ? 3 : 2;
     Value c0 = constIdx(b, loc, 0), c1 = constIdx(b, loc, 1);
     auto dim = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
@@ -205,7 +232,13 @@ struct LowerCacheWrite : OpConversionPattern<CacheWriteOp> {
           ones);
       Value written =
           generic(nb, l, ValueRange{block}, {in}, window,
-                  [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+                  [&](OpBuilder &gb, Location gl, ValueRange a) -> Value {
+                    if (!round)
+                      return a[0];
+                    if (elt.isBF16() && a[0].getType().isF32())
+                      return roundToBF16(gb, gl, a[0]);
+                    return arith::TruncFOp::create(gb, gl, elt, a[0]);
+                  });
       return tensor::InsertSliceOp::create(nb, l, written, into, dstOff,
                                            dstSizes, ones);
     };

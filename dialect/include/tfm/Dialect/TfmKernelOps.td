@@ -331,7 +331,10 @@ def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel",
     the keys as a ring buffer, as `tfm.attention` does; optional `sinks`
     [H] (f32) join each row's softmax denominator as exp(sinks[h]). With
     `value_transposed`, `value` is [B, KV, Dv, S] (the CPU decode kernel
-    reads it in place; the others read a transposed copy).
+    reads it in place; the others read a transposed copy). Over KV caches
+    (`positions`), an f32 attention may read `key` and `value` of f16 or
+    bf16 (`tfmc --kv-cache`): the CPU kernels load them as they are stored
+    and extend them to f32 in registers.
 
     ```mlir
     %o = tfm.attention_kernel ins(%q, %kt, %v : tensor<?x4x?x8xf32>, tensor<?x2x8x?xf32>, tensor<?x2x?x8xf32>) outs(%init : tensor<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64} -> tensor<?x4x?x8xf32>

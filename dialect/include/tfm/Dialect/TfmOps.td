@@ -923,7 +923,9 @@ def Tfm_CacheWriteOp : Tfm_Op<"cache_write", [Pure,
     cache[b, h, :, positions[b] + t]. The cache may hold more sequences than
     the update (B' >= B); the others are unchanged. With `ring`, position
     p goes to slot p mod S (a sliding window's ring buffer). The result is
-    the updated cache (bufferized in place).
+    the updated cache (bufferized in place). The cache may hold f16 or bf16
+    where the update is wider (`tfmc --kv-cache`): the values are rounded to
+    the nearest, ties to even, as they are written.
 
     ```mlir
     %c2 = tfm.cache_write %k into %c at %pos {transposed} : tensor<?x2x1x8xf32> into tensor<?x2x8x?xf32> at tensor<?xi32>

@@ -25,6 +25,11 @@ struct ModuleOptions {
   /// The element type the IR computes in (default: the model's dtype). The
   /// description keeps the model's dtype, which its checkpoint holds.
   std::optional<DType> computeType;
+  /// The element type of the self-attention KV caches (the step function's
+  /// and the forward function's fresh ones; default: the compute type):
+  /// keys and values are rounded to it as they are written.
+  /// Cross-attention caches keep the compute type.
+  std::optional<DType> cacheType;
 };
 
 /// Builds the model-level tfm IR of `spec`: a module that describes itself
