@@ -888,7 +888,8 @@ static tfm_status check_version(json_t *root) {
                            "as \"%d.%d\"), not \"%s\"",
                     TFM_DESCRIPTION_VERSION_MAJOR,
                     TFM_DESCRIPTION_VERSION_MINOR, text);
-  if (major != TFM_DESCRIPTION_VERSION_MAJOR)
+  if (major < TFM_DESCRIPTION_VERSION_OLDEST_MAJOR ||
+      major > TFM_DESCRIPTION_VERSION_MAJOR)
     return tfm_fail(
         TFM_ERR_FORMAT,
         PREFIX "version %u.%u, which this runtime (description version "

@@ -37,8 +37,13 @@
  * changes or removes one, and a runtime of another major version refuses
  * the artifact with an error that names both versions. A description
  * without the field is 1.0 (tfmc before 2026-11-25, and hand-written ones). */
-#define TFM_DESCRIPTION_VERSION_MAJOR 1
+#define TFM_DESCRIPTION_VERSION_MAJOR 2
 #define TFM_DESCRIPTION_VERSION_MINOR 0
+/* The oldest major version this runtime still reads: 2.0 added fields
+ * whose absence is 1.0's behaviour (weights in ggml blocks, "ggml" in
+ * abi_params and "ggml_quantize"; a 16-bit KV cache, generation's
+ * "cache_dtype"), so 1.x descriptions read as they always did. */
+#define TFM_DESCRIPTION_VERSION_OLDEST_MAJOR 1
 
 /* What a forward pass (MODEL_forward) returns besides 0: an allocation of
  * its activations failed. */

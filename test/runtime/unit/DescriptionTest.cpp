@@ -204,9 +204,9 @@ TEST(Description, WrongTypesAreNamed) {
   expectError("{\"name\":", TFM_ERR_FORMAT, "model description: ");
 }
 
-/// "description_version": the runtime's major version with any minor one
-/// (or none: 1.0) is read; another major version, or a malformed one, is an
-/// error naming both versions.
+/// "description_version": the runtime's major versions (1 and 2) with any
+/// minor one (or none: 1.0) are read; another major version, or a malformed
+/// one, is an error naming both versions.
 TEST(Description, ReadsItsOwnMajorVersionOnly) {
   auto versioned = [&](const std::string &v) {
     return edit(kSeq2Seq, R"("name":"s2s",)",
@@ -217,8 +217,10 @@ TEST(Description, ReadsItsOwnMajorVersionOnly) {
                         "\"";
   std::string newerMinor =
       "\"" + std::to_string(TFM_DESCRIPTION_VERSION_MAJOR) + ".999\"";
-  for (const std::string &json :
-       {kSeq2Seq, versioned(current), versioned(newerMinor)}) {
+  // 1.x descriptions too (the oldest major this runtime reads).
+  for (const std::string &json : {kSeq2Seq, versioned(current),
+                                   versioned(newerMinor), versioned("\"1.0\""),
+                                   versioned("\"1.7\"")}) {
     tfm_description d;
     EXPECT_EQ(tfm_description_parse(json.c_str(), &d), TFM_OK)
         << tfm_last_error() << "\n"
