@@ -218,9 +218,9 @@ TEST(Description, ReadsItsOwnMajorVersionOnly) {
   std::string newerMinor =
       "\"" + std::to_string(TFM_DESCRIPTION_VERSION_MAJOR) + ".999\"";
   // 1.x descriptions too (the oldest major this runtime reads).
-  for (const std::string &json : {kSeq2Seq, versioned(current),
-                                   versioned(newerMinor), versioned("\"1.0\""),
-                                   versioned("\"1.7\"")}) {
+  for (const std::string &json :
+       {kSeq2Seq, versioned(current), versioned(newerMinor),
+        versioned("\"1.0\""), versioned("\"1.7\"")}) {
     tfm_description d;
     EXPECT_EQ(tfm_description_parse(json.c_str(), &d), TFM_OK)
         << tfm_last_error() << "\n"
