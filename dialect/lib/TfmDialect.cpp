@@ -51,16 +51,17 @@ static LogicalResult verifyParamEntry(Operation *op, Attribute entry,
   auto badLayout = [&](Attribute layout) {
     return layout && (!isa<UnitAttr>(layout) || panel.getInt() == 0);
   };
-  auto ggmlPart = dyn_cast_or_null<StringAttr>(ggml);
-  bool badGgml =
-      ggml &&
-      (!ggmlPart || panel.getInt() != 0 ||
-       (ggmlPart.getValue() != "rows" && ggmlPart.getValue() != "type"));
+  // Called only once `panel` is known to be an i64 (below).
+  auto badGgml = [&]() {
+    auto part = dyn_cast_or_null<StringAttr>(ggml);
+    return ggml && (!part || panel.getInt() != 0 ||
+                    (part.getValue() != "rows" && part.getValue() != "type"));
+  };
   if (!dict ||
       dict.size() != 2 + (pairs ? 1 : 0) + (quads ? 1 : 0) + (ggml ? 1 : 0) ||
       !name || name.getValue().empty() || !panel ||
       !panel.getType().isSignlessInteger(64) || panel.getInt() < 0 ||
-      (pairs && quads) || badLayout(pairs) || badLayout(quads) || badGgml)
+      (pairs && quads) || badLayout(pairs) || badLayout(quads) || badGgml())
     return op->emitOpError()
            << "'" << TfmDialect::ParamsAttrHelper::getNameStr() << "' entry "
            << index

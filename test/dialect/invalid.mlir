@@ -1336,6 +1336,13 @@ func.func @ggml_entry_kind() attributes {tfm.params = [{ggml = "scales", name = 
 // -----
 
 // expected-error @below {{'tfm.params' entry 0 must be}}
+func.func @ggml_entry_no_panel() attributes {tfm.params = [{ggml = "rows", name = "w", pknel = 0 : i28}]} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'tfm.params' entry 0 must be}}
 func.func @ggml_entry_panel() attributes {tfm.params = [{ggml = "rows", name = "w", panel = 16 : i64}]} {
   return
 }
