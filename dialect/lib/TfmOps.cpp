@@ -202,32 +202,9 @@ LogicalResult checkDim(Operation *op, int64_t actual, int64_t expected,
   return success();
 }
 
-/// Checks that every float operand and result share one element type.
-LogicalResult checkSameElementType(Operation *op) {
-  Type elt;
-  auto visit = [&](Value v) -> LogicalResult {
-    auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!t || !isa<FloatType>(t.getElementType()))
-      return success();
-    if (!elt)
-      elt = t.getElementType();
-    else if (elt != t.getElementType())
-      return op->emitOpError()
-             << "mixes element types " << elt << " and " << t.getElementType();
-    return success();
-  };
-  for (Value v : op->getOperands())
-    if (failed(visit(v)))
-      return failure();
-  for (Value v : op->getResults())
-    if (failed(visit(v)))
-      return failure();
-  return success();
-}
-
-/// checkSameElementType for the operands and results of `op` other than
-/// the KV caches `caches` (operands and results), whose element type is the
-/// others' or a narrower one they are rounded to: f16 or bf16.
+/// That every float operand and result of `op` shares one element type,
+/// the KV caches `caches` aside (operands and results), whose element type is
+/// the others' or a narrower one they are rounded to: f16 or bf16.
 LogicalResult checkSameElementTypeExceptCaches(Operation *op,
                                                ValueRange caches) {
   Type elt;
@@ -257,6 +234,11 @@ LogicalResult checkSameElementTypeExceptCaches(Operation *op,
              << "), or f16 or bf16, not " << ct;
   }
   return success();
+}
+
+/// Checks that every float operand and result share one element type.
+LogicalResult checkSameElementType(Operation *op) {
+  return checkSameElementTypeExceptCaches(op, ValueRange{});
 }
 
 /// Checks that `actual` has the shape `expected` (with `?` compatible).

@@ -182,7 +182,7 @@ static float element(const tfm_tensor *t, int64_t i) {
 }
 
 /* Row r of the parameter is this row of a fused or offset source. */
-static int64_t source_row(const tfm_source *s, int64_t r) {
+int64_t tfm_source_row(const tfm_source *s, int64_t r) {
   return s->offset + r / s->block * s->stride + r % s->block;
 }
 
@@ -205,9 +205,9 @@ static int64_t expert_index(const tfm_source *s, const tfm_tensor *t, int64_t e,
   case TFM_SOURCE_TRANSPOSE: /* stored [k, n] */
     return base + col * n + row;
   case TFM_SOURCE_ROWS: /* rows of k elements */
-    return base + source_row(s, row) * k + col;
+    return base + tfm_source_row(s, row) * k + col;
   case TFM_SOURCE_TRANSPOSE_ROWS: /* stored [k, fused rows] */
-    return base + col * s->shape[s->rank - 1] + source_row(s, row);
+    return base + col * s->shape[s->rank - 1] + tfm_source_row(s, row);
   default:
     return base + c;
   }
@@ -405,7 +405,7 @@ static float *convert(const tfm_tensor *const *src, const tfm_param_desc *p,
     int64_t sr = fr;
     if (s->experts == 0 && (s->transform == TFM_SOURCE_ROWS ||
                             s->transform == TFM_SOURCE_TRANSPOSE_ROWS))
-      sr = source_row(s, fr);
+      sr = tfm_source_row(s, fr);
     for (int64_t c = 0; c < cols; ++c) {
       int64_t fc = v.col_map ? v.col_map[c] : c;
       if (fc < 0)

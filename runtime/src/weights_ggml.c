@@ -13,60 +13,56 @@
 #include "checkpoint.h"
 #include "ggml_quants.h"
 #include "tfm/ggml_blocks.h"
+#include "weights_ggml.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Row r of the parameter in its stored tensor (the source's row map). */
-static int64_t stored_row(const tfm_source *s, int64_t r) {
-  if (s->transform != TFM_SOURCE_ROWS)
-    return r;
-  int64_t block = s->block > 0 ? s->block : 1;
-  return s->offset + r / block * s->stride + r % block;
+/* The ggml type of `view` when it is a GGUF tensor of a type the kernels
+ * compute, holding matrix `p`'s rows of K values whole (as stored or
+ * through a row map: `row_map`); -1 otherwise. */
+static int32_t computed_type(const tfm_param_desc *p, const tfm_tensor *view,
+                             int row_map) {
+  const tfm_source *s = &p->source;
+  int rows = row_map && s->transform == TFM_SOURCE_ROWS;
+  if (!view || !tfm_is_ggml_dtype(view->dtype) || p->rank != 2 ||
+      view->rank != 2 || s->experts > 0 ||
+      (s->transform != TFM_SOURCE_CANONICAL &&
+       s->transform != TFM_SOURCE_COPY && !rows) ||
+      view->shape[1] != p->shape[1] || (!rows && view->shape[0] != p->shape[0]))
+    return -1;
+  int32_t t = view->dtype - TFM_GGML_DTYPE_BASE;
+  return tfm_ggml_blocks_row_bytes(t, p->shape[1]) ? t : -1;
 }
 
 void *tfm_ggml_rows_as_stored(const tfm_param_desc *p, const tfm_tensor *view,
                               int32_t *type) {
+  int32_t t = computed_type(p, view, 1);
+  if (t < 0)
+    return NULL;
   const tfm_source *s = &p->source;
-  if (!view || !tfm_is_ggml_dtype(view->dtype) || p->rank != 2 ||
-      view->rank != 2 || s->experts > 0 ||
-      (s->transform != TFM_SOURCE_CANONICAL &&
-       s->transform != TFM_SOURCE_COPY && s->transform != TFM_SOURCE_ROWS))
-    return NULL;
-  int32_t t = view->dtype - TFM_GGML_DTYPE_BASE;
-  int64_t n = p->shape[0], k = p->shape[1];
-  int64_t row_bytes = tfm_ggml_blocks_row_bytes(t, k);
-  if (row_bytes == 0 || view->shape[1] != k)
-    return NULL;
-  if (s->transform != TFM_SOURCE_ROWS && view->shape[0] != n)
-    return NULL;
-  for (int64_t r = 0; r < n; ++r) {
-    int64_t from = stored_row(s, r);
-    if (from < 0 || from >= view->shape[0])
-      return NULL;
-  }
+  int64_t n = p->shape[0];
+  int64_t row_bytes = tfm_ggml_blocks_row_bytes(t, p->shape[1]);
   uint8_t *rows = tfm_aligned_alloc((size_t)(n * row_bytes));
   if (!rows)
     return NULL;
   const uint8_t *data = view->data;
-  for (int64_t r = 0; r < n; ++r)
-    memcpy(rows + r * row_bytes, data + stored_row(s, r) * row_bytes,
-           (size_t)row_bytes);
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t from = s->transform == TFM_SOURCE_ROWS ? tfm_source_row(s, r) : r;
+    if (from < 0 || from >= view->shape[0]) {
+      free(rows);
+      return NULL;
+    }
+    memcpy(rows + r * row_bytes, data + from * row_bytes, (size_t)row_bytes);
+  }
   *type = t;
   return rows;
 }
 
 const void *tfm_ggml_rows_in_place(const tfm_param_desc *p,
                                    const tfm_tensor *view, int32_t *type) {
-  const tfm_source *s = &p->source;
-  if (!view || !tfm_is_ggml_dtype(view->dtype) || p->rank != 2 ||
-      view->rank != 2 || s->experts > 0 ||
-      (s->transform != TFM_SOURCE_CANONICAL &&
-       s->transform != TFM_SOURCE_COPY) ||
-      view->shape[0] != p->shape[0] || view->shape[1] != p->shape[1])
-    return NULL;
-  int32_t t = view->dtype - TFM_GGML_DTYPE_BASE;
-  if (tfm_ggml_blocks_row_bytes(t, p->shape[1]) == 0)
+  int32_t t = computed_type(p, view, 0);
+  if (t < 0)
     return NULL;
   *type = t;
   return view->data;

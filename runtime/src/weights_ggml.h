@@ -4,6 +4,10 @@
 
 #include "internal.h"
 
+/* Row r of a TFM_SOURCE_ROWS source's stored tensor: its row map
+ * (weights.c). */
+int64_t tfm_source_row(const tfm_source *s, int64_t r);
+
 /* The rows of matrix parameter `p` as its bound tensor `view` stores them,
  * when that is a GGUF tensor of a type the kernel computes and the source
  * picks whole rows (as stored, or through a row map): a new buffer of the

@@ -19,7 +19,7 @@
  *                            w[j + 16] = d ((qs[j] >> 4) - 8), j < 16.
  *   Q4_K  B = 256, 144 bytes d, dmin (f16), scales[12], qs[128]: 8
  *                            sub-blocks of 32 with 6-bit scales sc and mins
- *                            m (tfm_ggml_blocks_scale_min_k4); sub-block s
+ *                            m (ggml's get_scale_min_k4); sub-block s
  * reads the low (s even) or high (s odd) nibbles of qs[32 (s / 2) ..]: w = d sc
  * q - dmin m. Q5_K  B = 256, 176 bytes d, dmin, scales[12], qh[32], qs[128]: as
  * Q4_K with q += 16 bit s of qh[l] for value l of sub-block s. Q6_K  B = 256,
@@ -112,19 +112,6 @@ static inline int64_t tfm_ggml_blocks_row_bytes(int32_t type, int64_t k) {
  * widest type (F32), whatever type the runtime then stores there. */
 static inline int64_t tfm_ggml_blocks_capacity(int64_t n, int64_t k) {
   return n * k * 4;
-}
-
-/* Sub-block j (0..7) of a K-quant's 12 scale bytes: its 6-bit scale and
- * min (ggml's get_scale_min_k4). */
-static inline void tfm_ggml_blocks_scale_min_k4(int j, const uint8_t *q,
-                                                uint8_t *sc, uint8_t *m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
 }
 
 #endif /* TFM_GGML_BLOCKS_H */
