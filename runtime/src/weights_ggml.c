@@ -10,10 +10,10 @@
  * (ggml's own Q8_0 / Q4_0 reference quantizers, llama.cpp's bytes), or as
  * F32 rows.
  *===----------------------------------------------------------------------===*/
+#include "weights_ggml.h"
 #include "checkpoint.h"
 #include "ggml_quants.h"
 #include "tfm/ggml_blocks.h"
-#include "weights_ggml.h"
 
 #include <stdlib.h>
 #include <string.h>
