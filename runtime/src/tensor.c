@@ -254,19 +254,20 @@ void tfm_tensor_free(tfm_tensor *t) {
   t->data = NULL;
 }
 
+/* Bit operations only (no ldexpf): a CUDA f16 model converts its whole
+ * output through here, 6.4M values for GPT-2's logits at T = 128. */
 float tfm_f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h >> 15) << 31;
-  int32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
+  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f,
+           mant = h & 0x3ff, bits;
   float f;
-  if (exp == 0)
-    f = ldexpf((float)mant, -24);
-  else if (exp == 31)
-    f = mant ? NAN : INFINITY;
-  else
-    f = ldexpf((float)(mant | 0x400), exp - 25);
-  uint32_t bits;
-  memcpy(&bits, &f, 4);
+  if (exp == 0) {
+    f = (float)mant * 0x1p-24f; /* zero or subnormal: exact */
+    memcpy(&bits, &f, 4);
+  } else if (exp == 31) {
+    bits = 0x7f800000u | mant << 13; /* infinity, or NaN with its payload */
+  } else {
+    bits = (exp + 112) << 23 | mant << 13; /* rebiased from 15 to 127 */
+  }
   bits |= sign;
   memcpy(&f, &bits, 4);
   return f;

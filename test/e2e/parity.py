@@ -16,6 +16,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases  # noqa: E402
+import staged  # noqa: E402
 import reference  # noqa: E402
 
 
@@ -36,6 +37,10 @@ def main(argv=None):
     ap.add_argument("--tfmc-arg", action="append", default=[])
     ap.add_argument("--no-types", action="store_true",
                     help="leave the optional 'types' input out")
+    ap.add_argument("--stage", action="store_true",
+                    help="compile and write the inputs, the PyTorch output "
+                    "and case.json in --work, but do not run the model: "
+                    "staged.py runs it later, on another machine")
     args = ap.parse_args(argv)
 
     os.makedirs(args.work, exist_ok=True)
@@ -93,28 +98,21 @@ def main(argv=None):
     if r.returncode != 0:
         print("FAIL tfmc exited %d\n%s" % (r.returncode, r.stderr[-3000:]))
         return 1
-    cmd = [exe, "--weights", weights, "--threads", str(args.threads),
-           "--output", os.path.join(args.work, "out.npy")]
+    # Paths in the command are relative to the work directory, so that a
+    # staged case runs wherever the directory is copied.
+    cmd = ["./model", "--weights", "weights.safetensors",
+           "--threads", str(args.threads), "--output", "out.npy"]
     for name, arr in inputs.items():
-        path = os.path.join(args.work, name + ".npy")
-        np.save(path, arr)
-        cmd += ["--input", "%s=%s" % (name, path)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        print("FAIL model exited %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
-        return 1
-    ours = np.load(os.path.join(args.work, "out.npy"))
-    if ours.shape != expected.shape:
-        print("FAIL shape %s, expected %s" % (ours.shape, expected.shape))
-        return 1
-    err = float(np.max(np.abs(ours.astype(np.float64) - expected)))
-    scale = float(np.max(np.abs(expected)))
-    ok = np.isfinite(ours).all() and err <= args.tol * scale
-    print("%s %s: shape %s, max |ours - torch| = %.3g, max |torch| = %.3g, "
-          "relative %.3g (tolerance %g)" % (
-              "PASS" if ok else "FAIL", spec["name"], list(ours.shape), err,
-              scale, err / scale if scale else err, args.tol))
-    return 0 if ok else 1
+        np.save(os.path.join(args.work, name + ".npy"), arr)
+        cmd += ["--input", "%s=%s.npy" % (name, name)]
+    case = {"name": spec["name"], "cmd": cmd, "tol": args.tol}
+    if args.stage:
+        np.save(os.path.join(args.work, "expected.npy"), expected)
+        with open(os.path.join(args.work, "case.json"), "w") as f:
+            json.dump(case, f)
+        print("STAGED %s in %s" % (spec["name"], args.work))
+        return 0
+    return staged.check(args.work, case, expected)
 
 
 if __name__ == "__main__":

@@ -720,6 +720,26 @@ TEST(Convert, HalfRoundTripsEveryValue) {
   }
 }
 
+// Every f16 value against its definition: (-1)^s 2^(e-15) (1 + m/1024),
+// subnormals 2^-14 (m/1024).
+TEST(Convert, HalfToFloatEveryValue) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    float got = tfm_f16_to_f32(uint16_t(h));
+    if (e == 31) {
+      EXPECT_TRUE(m ? std::isnan(got) : std::isinf(got)) << h;
+      EXPECT_EQ(std::signbit(got), bool(h & 0x8000)) << h;
+      continue;
+    }
+    double want = e ? std::ldexp(1.0 + m / 1024.0, int(e) - 15)
+                    : std::ldexp(m / 1024.0, -14);
+    if (h & 0x8000)
+      want = -want;
+    EXPECT_EQ(double(got), want) << h;
+    EXPECT_EQ(std::signbit(got), bool(h & 0x8000)) << h;
+  }
+}
+
 TEST(Convert, HalfRoundsToNearestEven) {
   // Halfway between 1 and the next f16 (2^-10 apart) goes to the even one.
   EXPECT_EQ(tfm_f32_to_f16(1.0f + 0x1p-11f), 0x3c00);
