@@ -37,6 +37,10 @@ def main(argv=None):
     ap.add_argument("--tfmc-arg", action="append", default=[])
     ap.add_argument("--no-types", action="store_true",
                     help="leave the optional 'types' input out")
+    ap.add_argument("--router-margin", type=float, default=0.0,
+                    help="fail unless every routing choice of the reference "
+                    "wins by this much (relative): a case computed in f16 or "
+                    "bf16 is well posed only where rounding cannot flip one")
     ap.add_argument("--stage", action="store_true",
                     help="compile and write the inputs, the PyTorch output "
                     "and case.json in --work, but do not run the model: "
@@ -89,8 +93,14 @@ def main(argv=None):
             else:
                 vals = list(rng.integers(1, limit + 1, b))
             inputs[name] = np.array(vals[:b], dtype=np.int32)
+    reference.ROUTER_GAPS.clear()
     with torch.no_grad():
         expected = model({k: torch.from_numpy(v) for k, v in inputs.items()}).numpy()
+    if reference.ROUTER_GAPS and min(reference.ROUTER_GAPS) < args.router_margin:
+        print("FAIL ill-posed case: a routing choice wins by %.3g (relative), "
+              "less than --router-margin %g: take another --seed" % (
+                  min(reference.ROUTER_GAPS), args.router_margin))
+        return 1
 
     exe = os.path.join(args.work, "model")
     r = subprocess.run([args.tfmc, args.tfm, "-o", exe] + sel + args.tfmc_arg,

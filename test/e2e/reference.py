@@ -351,6 +351,23 @@ class Stacked(nn.Module):
         return y if self.bias is None else y + self.bias[e]
 
 
+# The smallest gap, relative to the largest |score| of its row, between the
+# last chosen and the first left-out score of every routing choice since
+# the list was cleared: an implementation computing in f16 or bf16 chooses
+# the same experts only where this exceeds its rounding (parity.py
+# --router-margin).
+ROUTER_GAPS = []
+
+
+def select_topk(x, k):
+    """torch.topk over the last dimension, recording the choice's margin."""
+    if x.shape[-1] > k:
+        s = torch.sort(x, -1, descending=True).values
+        gap = (s[..., k - 1] - s[..., k]).abs() / s.abs().amax(-1).clamp_min(1e-30)
+        ROUTER_GAPS.append(float(gap.min()))
+    return torch.topk(x, k, -1)
+
+
 GATED = ("swiglu", "geglu", "geglu_tanh", "swiglu_clamp")
 
 
@@ -415,7 +432,7 @@ class MoE(nn.Module):
 
         def group_mask(group_score):
             # The experts of the topk_groups best groups.
-            gidx = torch.topk(group_score, topk_groups, -1).indices
+            gidx = select_topk(group_score, topk_groups).indices
             mask = torch.zeros_like(group_score).scatter_(-1, gidx, 1.0)
             return mask.repeat_interleave(m["count"] // groups, -1).bool()
 
@@ -427,7 +444,7 @@ class MoE(nn.Module):
                 split = choice.view(*choice.shape[:-1], groups, -1)
                 group_score = torch.topk(split, 2, -1).values.sum(-1)
                 choice = choice.masked_fill(~group_mask(group_score), 0.0)
-            idx = torch.topk(choice, k, -1).indices
+            idx = select_topk(choice, k).indices
             w = scores.gather(-1, idx)
             if m["normalize"]:
                 w = w / (w.sum(-1, keepdim=True) + 1e-20)
@@ -437,11 +454,11 @@ class MoE(nn.Module):
                 # DeepSeek-V2's group_limited_greedy: a group's best probability.
                 group_score = p.view(*p.shape[:-1], groups, -1).max(-1).values
                 p = p.masked_fill(~group_mask(group_score), 0.0)
-            w, idx = torch.topk(p, k, -1)
+            w, idx = select_topk(p, k)
             if m["normalize"]:
                 w = w / w.sum(-1, keepdim=True)
         else:  # topk_softmax
-            w, idx = torch.topk(logits, k, -1)
+            w, idx = select_topk(logits, k)
             w = torch.softmax(w, -1)
         w = w * m["routed_scale"]
         y = torch.zeros_like(x)
