@@ -4,13 +4,15 @@
 // epilogue, with W [N, K] in ggml's block-quantized rows of a type chosen
 // at load (runtime/include/tfm/ggml_blocks.h: F32, F16, BF16, Q8_0, Q4_0,
 // Q4_K, Q5_K, Q6_K). The weight is never expanded in memory: a register
-// tile of MR rows of A and NR rows of W walks K by sub-blocks of 32 values;
-// each row's sub-block is dequantized in vector registers (its integers
-// converted, its scale and min applied: for K-quants the 6-bit scales of
-// the sub-block, for Q6_K one per 16 values) and multiplied into vector
-// accumulators, which are reduced to the output's elements at the end of K.
-// A (f32) stays unquantized, so the product is the weight's dequantized
-// values times A to f32 rounding.
+// tile of MR rows of A and NR rows of W walks K by sub-blocks of 32 values.
+// F32, F16 and BF16 sub-blocks are widened in vector registers and
+// multiplied into f32 accumulators with A unquantized (the product is the
+// weight's values times A to f32 rounding). The quantized types multiply
+// in integers as llama.cpp does: A is first quantized to bytes per block
+// of 32, and each sub-block's byte products (vpmaddubsw / vpmaddwd) are
+// scaled by A's and the weight's scales (for K-quants the 6-bit scale of
+// the sub-block, for Q6_K one per 16 values; Q4_K's and Q5_K's mins times
+// the sum of A's bytes).
 //
 // Every kernel of a module calls one function, tfm_ggml_gemm(A, rows,
 // type, out), which switches on the type once and runs that type's loop
@@ -193,6 +195,12 @@ struct TypeLowering {
     Value quants, highs; // offsets of the sub-block's nibbles / high bits
     Value shift, highShift;
     Value scale[2], offset[2]; // per 16 values (Q6_K) or the sub-block
+  };
+
+  /// A quantized: bytes [M, K], scales [M, K / 32] and (hasMins) the
+  /// blocks' sums of values, scale x the sum of the bytes, [M, K / 32].
+  struct QuantizedA {
+    Value bytes, scales, sums;
   };
 
   /// Sub-block `sb` (of 32 values) of the row that starts at byte
@@ -433,10 +441,10 @@ struct TypeLowering {
   /// Rows [m, m + mr) of A times rows [n0, n1) of W: tiles of 2 rows of W,
   /// then one of 1.
   void rowsOfW(OpBuilder &nb, Value m, int64_t mr, Value n0, Value n1,
-               bool split, Value rowBytes, Value qa, Value da) const {
+               bool split, Value rowBytes, const QuantizedA &qa) const {
     auto anyTile = [&](OpBuilder &tb, Value n, int64_t nr) {
-      if (qa)
-        tileInt8(tb, qa, da, m, mr, n, nr, rowBytes);
+      if (qa.bytes)
+        tileInt8(tb, qa, m, mr, n, nr, rowBytes);
       else
         tile(tb, m, mr, n, nr, split, rowBytes);
     };
@@ -479,19 +487,25 @@ struct TypeLowering {
              });
   }
 
-  /// The whole product: tasks of kTaskRowsW rows of W x kTaskRowsA rows of
-  /// A over the threads.
-  /// Q8_0 and Q4_0 multiply in integers: A quantized to bytes per block of
-  /// 32 (scale max |x| / 127, rounded to nearest even: what llama.cpp does
-  /// to the activations of these types), each block's byte products summed
-  /// by vpmaddubsw / vpmaddwd, the sum scaled by the two blocks' scales.
+  /// Q8_0, Q4_0 and the K-quants multiply in integers: A quantized to
+  /// bytes per block of 32 (scale max |x| / 127, rounded to nearest even:
+  /// what llama.cpp does to the activations of Q8_0 and Q4_0; for K-quants
+  /// it takes blocks of 256, so these bytes are closer to A), each block's
+  /// byte products summed by vpmaddubsw / vpmaddwd, the sum scaled by the
+  /// two blocks' scales. F32, F16 and BF16 multiply A unquantized.
   bool int8Path() const {
-    return type == TFM_GGML_BLOCKS_Q8_0 || type == TFM_GGML_BLOCKS_Q4_0;
+    return type == TFM_GGML_BLOCKS_Q8_0 || type == TFM_GGML_BLOCKS_Q4_0 ||
+           type == TFM_GGML_BLOCKS_Q4_K || type == TFM_GGML_BLOCKS_Q5_K ||
+           type == TFM_GGML_BLOCKS_Q6_K;
+  }
+  /// Q4_K and Q5_K: w = q scale - min with q unsigned, so a sub-block's
+  /// product also needs the sum of A's bytes (llama.cpp's bsums).
+  bool hasMins() const {
+    return type == TFM_GGML_BLOCKS_Q4_K || type == TFM_GGML_BLOCKS_Q5_K;
   }
 
-  /// A quantized: qa [M, K] bytes and da [M, K / 32] scales, rows in
-  /// parallel.
-  void quantizeA(Value mRows, Value qa, Value da) const {
+  /// Quantizes A into `qa`, rows in parallel.
+  void quantizeA(Value mRows, const QuantizedA &qa) const {
     auto v8 = VectorType::get({8}, b.getF32Type());
     auto par = scf::ParallelOp::create(
         b, loc, ValueRange{idx(b, 0)}, ValueRange{mRows}, ValueRange{idx(b, 1)},
@@ -522,64 +536,126 @@ struct TypeLowering {
                     arith::DivFOp::create(fb, loc, cF32(fb, loc, 127), mx),
                     cF32(fb, loc, 0));
                 Value idv = vector::BroadcastOp::create(fb, loc, v8, id);
+                Value qsum;
                 for (int64_t v = 0; v < 4; ++v) {
                   Value q = math::RoundEvenOp::create(
                       fb, loc, arith::MulFOp::create(fb, loc, x[v], idv));
+                  // Integers below 2^24: the sum is exact in f32.
+                  qsum = qsum ? arith::AddFOp::create(fb, loc, qsum, q) : q;
                   Value qi = arith::FPToSIOp::create(
                       fb, loc, VectorType::get({8}, fb.getI32Type()), q);
                   Value qb = arith::TruncIOp::create(
                       fb, loc, VectorType::get({8}, fb.getI8Type()), qi);
-                  vector::StoreOp::create(fb, loc, qb, qa,
+                  vector::StoreOp::create(fb, loc, qb, qa.bytes,
                                           ValueRange{m, addc(fb, col0, 8 * v)});
                 }
-                memref::StoreOp::create(fb, loc, d, da, ValueRange{m, sb});
+                memref::StoreOp::create(fb, loc, d, qa.scales,
+                                        ValueRange{m, sb});
+                if (qa.sums) {
+                  Value sum = vector::ReductionOp::create(
+                      fb, loc, vector::CombiningKind::ADD, qsum);
+                  memref::StoreOp::create(
+                      fb, loc, arith::MulFOp::create(fb, loc, d, sum), qa.sums,
+                      ValueRange{m, sb});
+                }
               });
           scf::ReduceOp::create(pb, loc);
         });
     markKeepParallel(par);
   }
 
-  /// The 32 signed weight bytes of sub-block `sb` of the row at `rowBase`
-  /// and their scale.
-  std::pair<Value, Value> weightBytes(OpBuilder &nb, Value rowBase,
-                                      Value sb) const {
+  /// A weight sub-block of 32 values as the integer tile multiplies it:
+  /// w = q scale + min, q in bytes.
+  struct WeightBytes {
+    Value bytes;  // vector<32xi8>: signed (Q8_0, Q4_0, Q6_K) or not
+    Value scales; // vector<8xf32>: the scale of each i32 lane of vpmaddwd's
+                  // sums (lanes 0-3 are values 0-15, 4-7 values 16-31)
+    Value min;    // f32 (Q4_K, Q5_K): the offset of every value
+  };
+
+  /// The bytes and scales of sub-block `sb` of the row at `rowBase`.
+  WeightBytes weightBytes(OpBuilder &nb, Value rowBase, Value sb) const {
     auto b32 = VectorType::get({32}, nb.getI8Type());
-    Value base = add(nb, rowBase, mul(nb, sb, tfm_ggml_blocks_bytes(type)));
-    Value d = halfAt(nb, base);
-    if (type == TFM_GGML_BLOCKS_Q8_0)
-      return {vector::LoadOp::create(nb, loc, b32, w, addc(nb, base, 2)), d};
-    // Q4_0: the low nibbles are values 0..15, the high ones 16..31, less 8.
-    auto b16 = VectorType::get({16}, nb.getI8Type());
-    Value qs = vector::LoadOp::create(nb, loc, b16, w, addc(nb, base, 2));
-    auto splat8 = [&](int64_t c) {
+    auto f32x8 = VectorType::get({8}, nb.getF32Type());
+    auto splat8 = [&](int64_t c) -> Value {
       return arith::ConstantOp::create(
-          nb, loc, b16, DenseElementsAttr::get(b16, nb.getI8IntegerAttr(c)));
+          nb, loc, b32, DenseElementsAttr::get(b32, nb.getI8IntegerAttr(c)));
     };
-    Value lo = arith::AndIOp::create(nb, loc, qs, splat8(15));
-    Value hi = arith::ShRUIOp::create(nb, loc, qs, splat8(4));
-    SmallVector<int64_t> order;
-    for (int64_t i = 0; i < 32; ++i)
-      order.push_back(i);
-    Value q = vector::ShuffleOp::create(nb, loc, lo, hi, order);
-    Value eight = arith::ConstantOp::create(
-        nb, loc, b32, DenseElementsAttr::get(b32, nb.getI8IntegerAttr(8)));
-    return {arith::SubIOp::create(nb, loc, q, eight), d};
+    // (x >> shift) & mask on bytes, shift an i32 scalar.
+    auto field = [&](Value x, Value shift, int64_t mask) -> Value {
+      Value s8 = arith::TruncIOp::create(nb, loc, nb.getI8Type(), shift);
+      Value sv = vector::BroadcastOp::create(nb, loc, b32, s8);
+      return arith::AndIOp::create(
+          nb, loc, arith::ShRUIOp::create(nb, loc, x, sv), splat8(mask));
+    };
+    auto load32 = [&](Value off) -> Value {
+      return vector::LoadOp::create(nb, loc, b32, w, off);
+    };
+    if (type == TFM_GGML_BLOCKS_Q8_0 || type == TFM_GGML_BLOCKS_Q4_0) {
+      Value base = add(nb, rowBase, mul(nb, sb, tfm_ggml_blocks_bytes(type)));
+      Value d = vector::BroadcastOp::create(nb, loc, f32x8, halfAt(nb, base));
+      if (type == TFM_GGML_BLOCKS_Q8_0)
+        return {load32(addc(nb, base, 2)), d, Value()};
+      // Q4_0: the low nibbles are values 0..15, the high ones 16..31, less 8.
+      auto b16 = VectorType::get({16}, nb.getI8Type());
+      Value qs = vector::LoadOp::create(nb, loc, b16, w, addc(nb, base, 2));
+      Value c15 = arith::ConstantOp::create(
+          nb, loc, b16, DenseElementsAttr::get(b16, nb.getI8IntegerAttr(15)));
+      Value c4 = arith::ConstantOp::create(
+          nb, loc, b16, DenseElementsAttr::get(b16, nb.getI8IntegerAttr(4)));
+      Value lo = arith::AndIOp::create(nb, loc, qs, c15);
+      Value hi = arith::ShRUIOp::create(nb, loc, qs, c4);
+      SmallVector<int64_t> order;
+      for (int64_t i = 0; i < 32; ++i)
+        order.push_back(i);
+      Value q = vector::ShuffleOp::create(nb, loc, lo, hi, order);
+      return {arith::SubIOp::create(nb, loc, q, splat8(8)), d, Value()};
+    }
+    // K-quants: the sub-block's fields as the f32 path finds them.
+    SubBlock s = prepare(nb, rowBase, sb);
+    Value q = field(load32(s.quants), s.shift, 15);
+    if (type == TFM_GGML_BLOCKS_Q4_K || type == TFM_GGML_BLOCKS_Q5_K) {
+      if (type == TFM_GGML_BLOCKS_Q5_K) {
+        Value hi = field(load32(s.highs), s.highShift, 1);
+        q = arith::OrIOp::create(nb, loc, q,
+                                 arith::ShLIOp::create(nb, loc, hi, splat8(4)));
+      }
+      return {q, vector::BroadcastOp::create(nb, loc, f32x8, s.scale[0]),
+              s.offset[0]};
+    }
+    // Q6_K: (low nibble | two high bits << 4) - 32, a scale per 16 values.
+    Value hi = field(load32(s.highs), s.highShift, 3);
+    q = arith::OrIOp::create(nb, loc, q,
+                             arith::ShLIOp::create(nb, loc, hi, splat8(4)));
+    q = arith::SubIOp::create(nb, loc, q, splat8(32));
+    Value sc0 = vector::BroadcastOp::create(
+        nb, loc, VectorType::get({4}, nb.getF32Type()), s.scale[0]);
+    Value sc1 = vector::BroadcastOp::create(
+        nb, loc, VectorType::get({4}, nb.getF32Type()), s.scale[1]);
+    Value scales = vector::ShuffleOp::create(
+        nb, loc, sc0, sc1, ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+    return {q, scales, Value()};
   }
 
   /// The integer register tile: rows [m, m + mr) of qa times rows [n, n +
-  /// nr) of W, one f32 accumulator vector each.
-  void tileInt8(OpBuilder &nb, Value qa, Value da, Value m, int64_t mr, Value n,
-                int64_t nr, Value rowBytes) const {
+  /// nr) of W, one f32 accumulator vector each (and, with mins, one f32
+  /// for the mins' part).
+  void tileInt8(OpBuilder &nb, const QuantizedA &qa, Value m, int64_t mr,
+                Value n, int64_t nr, Value rowBytes) const {
     auto b32 = VectorType::get({32}, nb.getI8Type());
     auto i16x16 = VectorType::get({16}, nb.getI16Type());
     auto i32x8 = VectorType::get({8}, nb.getI32Type());
     auto f32x8 = VectorType::get({8}, nb.getF32Type());
+    bool mins = hasMins();
+    int64_t tiles = mr * nr;
     Value zero = arith::ConstantOp::create(
         nb, loc, f32x8, DenseElementsAttr::get(f32x8, nb.getF32FloatAttr(0)));
     Value ones = arith::ConstantOp::create(
         nb, loc, i16x16,
         DenseElementsAttr::get(i16x16, nb.getI16IntegerAttr(1)));
-    SmallVector<Value> init(mr * nr, zero), rowBase, rowA;
+    SmallVector<Value> init(tiles, zero), rowBase, rowA;
+    if (mins)
+      init.append(tiles, cF32(nb, loc, 0));
     for (int64_t j = 0; j < nr; ++j)
       rowBase.push_back(
           arith::MulIOp::create(nb, loc, addc(nb, n, j), rowBytes));
@@ -598,25 +674,39 @@ struct TypeLowering {
           Value col0 = mul(fb, sb, 32);
           for (int64_t j = 0; j < nr; ++j)
             prefetchAhead(fb, rowBase[j], sb);
-          SmallVector<Value> av, ad;
+          SmallVector<Value> av, ad, as;
           for (int64_t i = 0; i < mr; ++i) {
-            av.push_back(vector::LoadOp::create(fb, loc, b32, qa,
+            av.push_back(vector::LoadOp::create(fb, loc, b32, qa.bytes,
                                                 ValueRange{rowA[i], col0}));
-            ad.push_back(
-                memref::LoadOp::create(fb, loc, da, ValueRange{rowA[i], sb}));
+            ad.push_back(memref::LoadOp::create(fb, loc, qa.scales,
+                                                ValueRange{rowA[i], sb}));
+            if (mins)
+              as.push_back(memref::LoadOp::create(fb, loc, qa.sums,
+                                                  ValueRange{rowA[i], sb}));
           }
           for (int64_t j = 0; j < nr; ++j) {
-            auto [wv, dw] = weightBytes(fb, rowBase[j], sb);
-            Value wabs = call(fb, b32, kPsignB, {wv, wv});
+            WeightBytes wb = weightBytes(fb, rowBase[j], sb);
+            // vpmaddubsw takes its first operand unsigned: signed weights
+            // give it |w| and move w's sign onto A.
+            Value wabs;
+            if (!mins)
+              wabs = call(fb, b32, kPsignB, {wb.bytes, wb.bytes});
             for (int64_t i = 0; i < mr; ++i) {
-              Value ax = call(fb, b32, kPsignB, {av[i], wv});
-              Value p16 = call(fb, i16x16, kPmaddUbSw, {wabs, ax});
+              Value p16 =
+                  mins
+                      ? call(fb, i16x16, kPmaddUbSw, {wb.bytes, av[i]})
+                      : call(fb, i16x16, kPmaddUbSw,
+                             {wabs, call(fb, b32, kPsignB, {av[i], wb.bytes})});
               Value p32 = call(fb, i32x8, kPmaddWd, {p16, ones});
               Value f = arith::SIToFPOp::create(fb, loc, f32x8, p32);
-              Value sc = vector::BroadcastOp::create(
-                  fb, loc, f32x8, arith::MulFOp::create(fb, loc, dw, ad[i]));
-              next[i * nr + j] =
-                  vector::FMAOp::create(fb, loc, f, sc, next[i * nr + j]);
+              Value sc = arith::MulFOp::create(
+                  fb, loc, wb.scales,
+                  vector::BroadcastOp::create(fb, loc, f32x8, ad[i]));
+              int64_t at = i * nr + j;
+              next[at] = vector::FMAOp::create(fb, loc, f, sc, next[at]);
+              if (mins)
+                next[tiles + at] = math::FmaOp::create(fb, loc, wb.min, as[i],
+                                                       next[tiles + at]);
             }
           }
           scf::YieldOp::create(fb, loc, next);
@@ -625,6 +715,9 @@ struct TypeLowering {
       for (int64_t j = 0; j < nr; ++j) {
         Value r = vector::ReductionOp::create(
             nb, loc, vector::CombiningKind::ADD, loop.getResult(i * nr + j));
+        if (mins)
+          r = arith::AddFOp::create(nb, loc, r,
+                                    loop.getResult(tiles + i * nr + j));
         memref::StoreOp::create(nb, loc, r, out,
                                 ValueRange{rowA[i], addc(nb, n, j)});
       }
@@ -635,19 +728,21 @@ struct TypeLowering {
     Value rowBytes =
         mul(b, arith::DivUIOp::create(b, loc, k, idx(b, blockValues)),
             tfm_ggml_blocks_bytes(type));
-    Value qa, da;
+    QuantizedA qa;
     if (int8Path()) {
-      qa = memref::AllocOp::create(
-          b, loc,
-          MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                          b.getI8Type()),
-          ValueRange{mRows, k}, b.getI64IntegerAttr(64));
-      da = memref::AllocOp::create(
-          b, loc,
-          MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                          b.getF32Type()),
-          ValueRange{mRows, arith::DivUIOp::create(b, loc, k, idx(b, 32))});
-      quantizeA(mRows, qa, da);
+      auto dyn2 = [&](Type t) {
+        return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t);
+      };
+      Value subBlocks = arith::DivUIOp::create(b, loc, k, idx(b, 32));
+      qa.bytes = memref::AllocOp::create(b, loc, dyn2(b.getI8Type()),
+                                         ValueRange{mRows, k},
+                                         b.getI64IntegerAttr(64));
+      qa.scales = memref::AllocOp::create(b, loc, dyn2(b.getF32Type()),
+                                          ValueRange{mRows, subBlocks});
+      if (hasMins())
+        qa.sums = memref::AllocOp::create(b, loc, dyn2(b.getF32Type()),
+                                          ValueRange{mRows, subBlocks});
+      quantizeA(mRows, qa);
     }
     Value tasksW =
         arith::CeilDivUIOp::create(b, loc, nRows, idx(b, kTaskRowsW));
@@ -669,21 +764,18 @@ struct TypeLowering {
               mul(pb, arith::DivUIOp::create(pb, loc, span, idx(pb, 4)), 4));
           forRange(pb, loc, m0, fullEnd, idx(pb, 4),
                    [&](OpBuilder &fb, Location, Value m) {
-                     rowsOfW(fb, m, 4, n0, n1, /*split=*/false, rowBytes, qa,
-                             da);
+                     rowsOfW(fb, m, 4, n0, n1, /*split=*/false, rowBytes, qa);
                    });
           forRange(pb, loc, fullEnd, m1, idx(pb, 1),
                    [&](OpBuilder &fb, Location, Value m) {
-                     rowsOfW(fb, m, 1, n0, n1, /*split=*/true, rowBytes, qa,
-                             da);
+                     rowsOfW(fb, m, 1, n0, n1, /*split=*/true, rowBytes, qa);
                    });
           scf::ReduceOp::create(pb, loc);
         });
     markKeepParallel(par);
-    if (qa) {
-      memref::DeallocOp::create(b, loc, qa);
-      memref::DeallocOp::create(b, loc, da);
-    }
+    for (Value buffer : {qa.bytes, qa.scales, qa.sums})
+      if (buffer)
+        memref::DeallocOp::create(b, loc, buffer);
   }
 };
 

@@ -11,15 +11,15 @@ Passes when
   - the top token is the same at every position where llama.cpp's first
     two logits are more than TOL max |llama.cpp| apart;
   - tfm keeps the activations f32: max |tfm - REF| <= REF_TOL max |REF|;
-    or, for a file whose Q8_0 / Q4_0 matrices tfm may multiply in integers
+    or, for a file whose quantized matrices tfm may multiply in integers
     with activations rounded to 8 bits as llama.cpp does (REF8.npy given:
-    ref_llama.py --act8 Q8_0,Q4_0), tfm is within REF_TOL of REF8 at most
+    ref_llama.py --act8 Q8_0,Q4_0,Q4_K,Q5_K,Q6_K), tfm is within REF_TOL of REF8 at most
     positions (the median position's largest difference): at the others an
     activation that lies on a rounding boundary rounds the other way in
     float64, a jump of 1/254 of its block's largest value (up to ~1e-2 of
     the largest logit here). With REF8_TOL instead: within REF8_TOL of REF8
-    at every position (a few generated steps, where one such jump may
-    already fall on most of them).
+    at every position (a long prompt or generated steps, where one such
+    jump early on reaches every later position through attention).
 Prints the figures and PASS or FAIL (exit status 1).
 """
 import sys
