@@ -14,6 +14,11 @@
 // the sub-block, for Q6_K one per 16 values; Q4_K's and Q5_K's mins times
 // the sum of A's bytes).
 //
+// From 32 rows of A (a prompt) every type goes another way: each task
+// dequantizes its rows of W, a chunk of K at a time, into an f32 panel and
+// multiplies A by it unquantized (emitPanels), which costs little more than
+// f32 weights once the conversion is shared by many rows of A.
+//
 // Every kernel of a module calls one function, tfm_ggml_gemm(A, rows,
 // type, out), which switches on the type once and runs that type's loop
 // nest: tasks of 16 rows of W x 64 rows of A over the threads, tiles of
@@ -56,6 +61,10 @@ constexpr StringLiteral kPmaddWd = "llvm.x86.avx2.pmadd.wd";
 /// Rows of W (N) and of A (M) a task covers.
 constexpr int64_t kTaskRowsW = 16;
 constexpr int64_t kTaskRowsA = 64;
+/// Rows of A from which the product goes through f32 panels of the weight,
+/// and the panels' depth (values of K).
+constexpr int64_t kPanelMinRows = 32;
+constexpr int64_t kPanelDepth = 512;
 
 /// A [M, K] and out [M, N] as the shared function takes them: rows of
 /// contiguous values at any row stride and offset.
@@ -723,7 +732,164 @@ struct TypeLowering {
       }
   }
 
+  /// The product: a prompt's many rows of A (at least kPanelMinRows) by
+  /// panels of f32, a decode's few by the register tiles on the blocks.
   void emit(Value mRows, Value nRows) const {
+    Value many = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, mRows,
+                                       idx(b, kPanelMinRows));
+    auto ifOp = scf::IfOp::create(b, loc, many, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    emitPanels(mRows, nRows);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    emitTiles(mRows, nRows);
+  }
+
+  /// Many rows of A: tasks of kTaskRowsW rows of W x kTaskRowsA rows of A
+  /// over the threads. A task walks K by chunks of kPanelDepth values: it
+  /// dequantizes its rows of W there into an f32 panel [kTaskRowsW,
+  /// kPanelDepth] on its stack (32 KB: the chunk's weights are converted
+  /// once for all its rows of A), then multiplies its rows of A by the
+  /// panel in register tiles of mr rows of A x 4 rows of the panel, one
+  /// vector accumulator each along K, reduced at the end of the chunk and
+  /// added to the output. A stays f32: the product is the weight's values
+  /// times A to f32 rounding, at about the speed of f32 weights.
+  void emitPanels(Value mRows, Value nRows) const {
+    const int64_t nr = 4, mr = vl >= 16 ? 4 : 3;
+    int64_t blockValues = tfm_ggml_blocks_values(type);
+    Value rowBytes =
+        mul(b, arith::DivUIOp::create(b, loc, k, idx(b, blockValues)),
+            tfm_ggml_blocks_bytes(type));
+    Value tasksW =
+        arith::CeilDivUIOp::create(b, loc, nRows, idx(b, kTaskRowsW));
+    Value tasksA =
+        arith::CeilDivUIOp::create(b, loc, mRows, idx(b, kTaskRowsA));
+    Value zeroV = arith::ConstantOp::create(
+        b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(0)));
+    auto par = scf::ParallelOp::create(
+        b, loc, ValueRange{idx(b, 0), idx(b, 0)}, ValueRange{tasksW, tasksA},
+        ValueRange{idx(b, 1), idx(b, 1)},
+        [&](OpBuilder &pb, Location, ValueRange ivs) {
+          Value n0 = mul(pb, ivs[0], kTaskRowsW);
+          Value nEnd =
+              arith::MinUIOp::create(pb, loc, addc(pb, n0, kTaskRowsW), nRows);
+          Value m0 = mul(pb, ivs[1], kTaskRowsA);
+          Value m1 =
+              arith::MinUIOp::create(pb, loc, addc(pb, m0, kTaskRowsA), mRows);
+          Value span = arith::SubIOp::create(pb, loc, m1, m0);
+          Value fullEnd = add(
+              pb, m0,
+              mul(pb, arith::DivUIOp::create(pb, loc, span, idx(pb, mr)), mr));
+          Value panel = memref::AllocaOp::create(
+              pb, loc,
+              MemRefType::get({kTaskRowsW, kPanelDepth}, pb.getF32Type()));
+          forRange(
+              pb, loc, idx(pb, 0), k, idx(pb, kPanelDepth),
+              [&](OpBuilder &cb, Location, Value kc) {
+                Value kEnd = arith::MinUIOp::create(
+                    cb, loc, addc(cb, kc, kPanelDepth), k);
+                Value depth = arith::SubIOp::create(cb, loc, kEnd, kc);
+                Value first = arith::CmpIOp::create(
+                    cb, loc, arith::CmpIPredicate::eq, kc, idx(cb, 0));
+                // The panel: rows of W past the last are zeros.
+                forRange(
+                    cb, loc, idx(cb, 0), idx(cb, kTaskRowsW), idx(cb, 1),
+                    [&](OpBuilder &jb, Location, Value j) {
+                      Value n = add(jb, n0, j);
+                      Value inside = arith::CmpIOp::create(
+                          jb, loc, arith::CmpIPredicate::ult, n, nRows);
+                      Value rowBase = arith::MulIOp::create(
+                          jb, loc,
+                          arith::SelectOp::create(jb, loc, inside, n,
+                                                  idx(jb, 0)),
+                          rowBytes);
+                      Value sb0 =
+                          arith::DivUIOp::create(jb, loc, kc, idx(jb, 32));
+                      Value sb1 =
+                          arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 32));
+                      forRange(jb, loc, sb0, sb1, idx(jb, 1),
+                               [&](OpBuilder &fb, Location, Value sb) {
+                                 SubBlock sub = prepare(fb, rowBase, sb);
+                                 Value at = arith::SubIOp::create(
+                                     fb, loc, mul(fb, sb, 32), kc);
+                                 for (int64_t v = 0; v < vectors(); ++v) {
+                                   Value x = arith::SelectOp::create(
+                                       fb, loc, inside, vectorOf(fb, sub, v),
+                                       zeroV);
+                                   vector::StoreOp::create(
+                                       fb, loc, x, panel,
+                                       ValueRange{j, addc(fb, at, v * vl)});
+                                 }
+                               });
+                    });
+                // The rows of A: tiles of mr, then single rows.
+                for (int64_t cg = 0; cg < kTaskRowsW / nr; ++cg) {
+                  forRange(cb, loc, m0, fullEnd, idx(cb, mr),
+                           [&](OpBuilder &tb, Location, Value m) {
+                             panelTile(tb, panel, m, mr, n0, cg * nr, nr, nEnd,
+                                       kc, depth, first);
+                           });
+                  forRange(cb, loc, fullEnd, m1, idx(cb, 1),
+                           [&](OpBuilder &tb, Location, Value m) {
+                             panelTile(tb, panel, m, 1, n0, cg * nr, nr, nEnd,
+                                       kc, depth, first);
+                           });
+                }
+              });
+          scf::ReduceOp::create(pb, loc);
+        });
+    markKeepParallel(par);
+  }
+
+  /// Rows [m, m + mr) of A times panel rows [c0, c0 + nr) (W's rows n0 +
+  /// c0 ..) over the chunk [kc, kc + depth) of K; each sum stored into
+  /// out (`first` chunk) or added to it, where W's row is below nEnd.
+  void panelTile(OpBuilder &nb, Value panel, Value m, int64_t mr, Value n0,
+                 int64_t c0, int64_t nr, Value nEnd, Value kc, Value depth,
+                 Value first) const {
+    Value zero = arith::ConstantOp::create(
+        nb, loc, vt, DenseElementsAttr::get(vt, nb.getF32FloatAttr(0)));
+    SmallVector<Value> init(mr * nr, zero);
+    auto loop = scf::ForOp::create(
+        nb, loc, idx(nb, 0), depth, idx(nb, vl), init,
+        [&](OpBuilder &fb, Location, Value kk, ValueRange acc) {
+          SmallVector<Value> next(acc.begin(), acc.end()), av, wv;
+          Value col = add(fb, kc, kk);
+          for (int64_t i = 0; i < mr; ++i)
+            av.push_back(vector::LoadOp::create(
+                fb, loc, vt, a, ValueRange{addc(fb, m, i), col}));
+          for (int64_t j = 0; j < nr; ++j)
+            wv.push_back(vector::LoadOp::create(
+                fb, loc, vt, panel, ValueRange{idx(fb, c0 + j), kk}));
+          for (int64_t i = 0; i < mr; ++i)
+            for (int64_t j = 0; j < nr; ++j)
+              next[i * nr + j] = vector::FMAOp::create(fb, loc, av[i], wv[j],
+                                                       next[i * nr + j]);
+          scf::YieldOp::create(fb, loc, next);
+        });
+    for (int64_t j = 0; j < nr; ++j) {
+      Value n = addc(nb, n0, c0 + j);
+      Value inside =
+          arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, n, nEnd);
+      scf::IfOp::create(nb, loc, inside, [&](OpBuilder &ib, Location) {
+        for (int64_t i = 0; i < mr; ++i) {
+          Value r = vector::ReductionOp::create(
+              ib, loc, vector::CombiningKind::ADD, loop.getResult(i * nr + j));
+          SmallVector<Value, 2> at{addc(ib, m, i), n};
+          Value old = memref::LoadOp::create(ib, loc, out, at);
+          Value sum = arith::AddFOp::create(ib, loc, old, r);
+          memref::StoreOp::create(
+              ib, loc, arith::SelectOp::create(ib, loc, first, r, sum), out,
+              at);
+        }
+        scf::YieldOp::create(ib, loc);
+      });
+    }
+  }
+
+  /// Few rows of A: tasks of kTaskRowsW rows of W x kTaskRowsA rows of A
+  /// over the threads, register tiles on the blocks.
+  void emitTiles(Value mRows, Value nRows) const {
     int64_t blockValues = tfm_ggml_blocks_values(type);
     Value rowBytes =
         mul(b, arith::DivUIOp::create(b, loc, k, idx(b, blockValues)),
