@@ -62,9 +62,11 @@ constexpr StringLiteral kPmaddWd = "llvm.x86.avx2.pmadd.wd";
 constexpr int64_t kTaskRowsW = 16;
 constexpr int64_t kTaskRowsA = 64;
 /// Rows of A from which the product goes through f32 panels of the weight,
-/// and the panels' depth (values of K).
+/// the panels' depth (values of K: whole K-quant super-blocks) and the rows
+/// of A a panel task covers.
 constexpr int64_t kPanelMinRows = 32;
-constexpr int64_t kPanelDepth = 512;
+constexpr int64_t kPanelDepth = 256;
+constexpr int64_t kPanelRowsA = 256;
 
 /// A [M, K] and out [M, N] as the shared function takes them: rows of
 /// contiguous values at any row stride and offset.
@@ -302,6 +304,78 @@ struct TypeLowering {
       s.highShift = toI32(nb, j);
     }
     return s;
+  }
+
+  /// Sub-block `j` (known here: offsets and the scales' bits are constants)
+  /// of super-block `block` of a K-quant row that starts at byte `rowBase`.
+  SubBlock prepareK(OpBuilder &nb, Value rowBase, Value block,
+                    int64_t j) const {
+    SubBlock s;
+    s.base = add(nb, rowBase, mul(nb, block, tfm_ggml_blocks_bytes(type)));
+    auto c32 = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(v));
+    };
+    if (type == TFM_GGML_BLOCKS_Q6_K) {
+      // ql[128], qh[64], scales[16], d: half h = j / 4, quarter t = j % 4.
+      int64_t h = j / 4, t = j % 4;
+      s.quants = addc(nb, s.base, h * 64 + (t % 2) * 32);
+      s.shift = c32((t / 2) * 4);
+      s.highs = addc(nb, s.base, 128 + h * 32);
+      s.highShift = c32(t * 2);
+      Value d = halfAt(nb, addc(nb, s.base, 208));
+      for (int64_t half = 0; half < 2; ++half) {
+        Value sc = memref::LoadOp::create(
+            nb, loc, w, addc(nb, s.base, 192 + h * 8 + t * 2 + half));
+        Value scF = arith::SIToFPOp::create(nb, loc, nb.getF32Type(), sc);
+        s.scale[half] = arith::MulFOp::create(nb, loc, d, scF);
+      }
+      return s;
+    }
+    // Q4_K and Q5_K: ggml's get_scale_min_k4(j) on the 12 scale bytes.
+    Value d = halfAt(nb, s.base), dmin = halfAt(nb, addc(nb, s.base, 2));
+    auto scaleByte = [&](int64_t i) {
+      return byteAt(nb, addc(nb, s.base, 4 + i));
+    };
+    auto andc = [&](Value x, int64_t m) -> Value {
+      return arith::AndIOp::create(nb, loc, x, c32(m));
+    };
+    auto shr = [&](Value x, int64_t n) -> Value {
+      return arith::ShRUIOp::create(nb, loc, x, c32(n));
+    };
+    auto shl = [&](Value x, int64_t n) -> Value {
+      return arith::ShLIOp::create(nb, loc, x, c32(n));
+    };
+    Value sc, m;
+    if (j < 4) {
+      sc = andc(scaleByte(j), 63);
+      m = andc(scaleByte(j + 4), 63);
+    } else {
+      Value b4 = scaleByte(j + 4);
+      sc = arith::OrIOp::create(nb, loc, andc(b4, 15),
+                                shl(shr(scaleByte(j - 4), 6), 4));
+      m = arith::OrIOp::create(nb, loc, shr(b4, 4),
+                               shl(shr(scaleByte(j), 6), 4));
+    }
+    Type f32 = nb.getF32Type();
+    s.scale[0] = s.scale[1] = arith::MulFOp::create(
+        nb, loc, d, arith::UIToFPOp::create(nb, loc, f32, sc));
+    Value minv = arith::MulFOp::create(
+        nb, loc, dmin, arith::UIToFPOp::create(nb, loc, f32, m));
+    s.offset[0] = s.offset[1] =
+        arith::NegFOp::create(nb, loc, minv).getResult();
+    int64_t qs = type == TFM_GGML_BLOCKS_Q5_K ? 48 : 16;
+    s.quants = addc(nb, s.base, qs + (j / 2) * 32);
+    s.shift = c32((j % 2) * 4);
+    if (type == TFM_GGML_BLOCKS_Q5_K) {
+      s.highs = addc(nb, s.base, 16);
+      s.highShift = c32(j);
+    }
+    return s;
+  }
+
+  bool isKQuant() const {
+    return type == TFM_GGML_BLOCKS_Q4_K || type == TFM_GGML_BLOCKS_Q5_K ||
+           type == TFM_GGML_BLOCKS_Q6_K;
   }
 
   /// Prefetches the weight's bytes kPrefetchBytes ahead of sub-block `sb`
@@ -582,8 +656,10 @@ struct TypeLowering {
     Value min;    // f32 (Q4_K, Q5_K): the offset of every value
   };
 
-  /// The bytes and scales of sub-block `sb` of the row at `rowBase`.
-  WeightBytes weightBytes(OpBuilder &nb, Value rowBase, Value sb) const {
+  /// The bytes and scales of sub-block `sb` of the row at `rowBase` (for a
+  /// K-quant: sub-block `j` of super-block `block`, sb = 8 block + j).
+  WeightBytes weightBytes(OpBuilder &nb, Value rowBase, Value sb, Value block,
+                          int64_t j) const {
     auto b32 = VectorType::get({32}, nb.getI8Type());
     auto f32x8 = VectorType::get({8}, nb.getF32Type());
     auto splat8 = [&](int64_t c) -> Value {
@@ -620,8 +696,8 @@ struct TypeLowering {
       Value q = vector::ShuffleOp::create(nb, loc, lo, hi, order);
       return {arith::SubIOp::create(nb, loc, q, splat8(8)), d, Value()};
     }
-    // K-quants: the sub-block's fields as the f32 path finds them.
-    SubBlock s = prepare(nb, rowBase, sb);
+    // K-quants: the sub-block's fields, its offsets known.
+    SubBlock s = prepareK(nb, rowBase, block, j);
     Value q = field(load32(s.quants), s.shift, 15);
     if (type == TFM_GGML_BLOCKS_Q4_K || type == TFM_GGML_BLOCKS_Q5_K) {
       if (type == TFM_GGML_BLOCKS_Q5_K) {
@@ -670,52 +746,58 @@ struct TypeLowering {
           arith::MulIOp::create(nb, loc, addc(nb, n, j), rowBytes));
     for (int64_t i = 0; i < mr; ++i)
       rowA.push_back(addc(nb, m, i));
-    Value subBlocks = arith::DivUIOp::create(nb, loc, k, idx(nb, 32));
+    // K-quants step by super-blocks, their 8 sub-blocks unrolled (the
+    // scales' bits at known places); the others by sub-blocks.
+    int64_t perStep = isKQuant() ? 8 : 1;
+    Value steps = arith::DivUIOp::create(nb, loc, k, idx(nb, 32 * perStep));
     auto call = [&](OpBuilder &cb, Type t, StringRef fn, ValueRange args) {
       return LLVM::CallIntrinsicOp::create(cb, loc, t, cb.getStringAttr(fn),
                                            args)
           .getResult(0);
     };
     auto loop = scf::ForOp::create(
-        nb, loc, idx(nb, 0), subBlocks, idx(nb, 1), init,
-        [&](OpBuilder &fb, Location, Value sb, ValueRange acc) {
+        nb, loc, idx(nb, 0), steps, idx(nb, 1), init,
+        [&](OpBuilder &fb, Location, Value step, ValueRange acc) {
           SmallVector<Value> next(acc.begin(), acc.end());
-          Value col0 = mul(fb, sb, 32);
-          for (int64_t j = 0; j < nr; ++j)
-            prefetchAhead(fb, rowBase[j], sb);
-          SmallVector<Value> av, ad, as;
-          for (int64_t i = 0; i < mr; ++i) {
-            av.push_back(vector::LoadOp::create(fb, loc, b32, qa.bytes,
-                                                ValueRange{rowA[i], col0}));
-            ad.push_back(memref::LoadOp::create(fb, loc, qa.scales,
-                                                ValueRange{rowA[i], sb}));
-            if (mins)
-              as.push_back(memref::LoadOp::create(fb, loc, qa.sums,
-                                                  ValueRange{rowA[i], sb}));
-          }
-          for (int64_t j = 0; j < nr; ++j) {
-            WeightBytes wb = weightBytes(fb, rowBase[j], sb);
-            // vpmaddubsw takes its first operand unsigned: signed weights
-            // give it |w| and move w's sign onto A.
-            Value wabs;
-            if (!mins)
-              wabs = call(fb, b32, kPsignB, {wb.bytes, wb.bytes});
+          for (int64_t sj = 0; sj < perStep; ++sj) {
+            Value sb = addc(fb, mul(fb, step, perStep), sj);
+            Value col0 = mul(fb, sb, 32);
+            for (int64_t j = 0; j < nr; ++j)
+              prefetchAhead(fb, rowBase[j], sb);
+            SmallVector<Value> av, ad, as;
             for (int64_t i = 0; i < mr; ++i) {
-              Value p16 =
-                  mins
-                      ? call(fb, i16x16, kPmaddUbSw, {wb.bytes, av[i]})
-                      : call(fb, i16x16, kPmaddUbSw,
-                             {wabs, call(fb, b32, kPsignB, {av[i], wb.bytes})});
-              Value p32 = call(fb, i32x8, kPmaddWd, {p16, ones});
-              Value f = arith::SIToFPOp::create(fb, loc, f32x8, p32);
-              Value sc = arith::MulFOp::create(
-                  fb, loc, wb.scales,
-                  vector::BroadcastOp::create(fb, loc, f32x8, ad[i]));
-              int64_t at = i * nr + j;
-              next[at] = vector::FMAOp::create(fb, loc, f, sc, next[at]);
+              av.push_back(vector::LoadOp::create(fb, loc, b32, qa.bytes,
+                                                  ValueRange{rowA[i], col0}));
+              ad.push_back(memref::LoadOp::create(fb, loc, qa.scales,
+                                                  ValueRange{rowA[i], sb}));
               if (mins)
-                next[tiles + at] = math::FmaOp::create(fb, loc, wb.min, as[i],
-                                                       next[tiles + at]);
+                as.push_back(memref::LoadOp::create(fb, loc, qa.sums,
+                                                    ValueRange{rowA[i], sb}));
+            }
+            for (int64_t j = 0; j < nr; ++j) {
+              WeightBytes wb = weightBytes(fb, rowBase[j], sb, step, sj);
+              // vpmaddubsw takes its first operand unsigned: signed weights
+              // give it |w| and move w's sign onto A.
+              Value wabs;
+              if (!mins)
+                wabs = call(fb, b32, kPsignB, {wb.bytes, wb.bytes});
+              for (int64_t i = 0; i < mr; ++i) {
+                Value p16 =
+                    mins ? call(fb, i16x16, kPmaddUbSw, {wb.bytes, av[i]})
+                         : call(fb, i16x16, kPmaddUbSw,
+                                {wabs,
+                                 call(fb, b32, kPsignB, {av[i], wb.bytes})});
+                Value p32 = call(fb, i32x8, kPmaddWd, {p16, ones});
+                Value f = arith::SIToFPOp::create(fb, loc, f32x8, p32);
+                Value sc = arith::MulFOp::create(
+                    fb, loc, wb.scales,
+                    vector::BroadcastOp::create(fb, loc, f32x8, ad[i]));
+                int64_t at = i * nr + j;
+                next[at] = vector::FMAOp::create(fb, loc, f, sc, next[at]);
+                if (mins)
+                  next[tiles + at] = math::FmaOp::create(fb, loc, wb.min, as[i],
+                                                         next[tiles + at]);
+              }
             }
           }
           scf::YieldOp::create(fb, loc, next);
@@ -745,17 +827,18 @@ struct TypeLowering {
     emitTiles(mRows, nRows);
   }
 
-  /// Many rows of A: tasks of kTaskRowsW rows of W x kTaskRowsA rows of A
-  /// over the threads. A task walks K by chunks of kPanelDepth values: it
-  /// dequantizes its rows of W there into an f32 panel [kTaskRowsW,
-  /// kPanelDepth] on its stack (32 KB: the chunk's weights are converted
-  /// once for all its rows of A), then multiplies its rows of A by the
-  /// panel in register tiles of mr rows of A x 4 rows of the panel, one
-  /// vector accumulator each along K, reduced at the end of the chunk and
-  /// added to the output. A stays f32: the product is the weight's values
-  /// times A to f32 rounding, at about the speed of f32 weights.
+  /// Many rows of A: tasks of kTaskRowsW rows of W x kPanelRowsA rows of
+  /// A over the threads. A task walks K by chunks of kPanelDepth values: it
+  /// dequantizes its rows of W there into an f32 panel [kPanelDepth,
+  /// kTaskRowsW] on its stack (16 KB, each value converted once for all its
+  /// rows of A: a sub-block's vectors along K go to the panel's columns),
+  /// then multiplies its rows of A by the panel in register tiles of mr
+  /// rows of A x the panel's 16 columns (AVX2: 6 x 2 vectors): per value of
+  /// K, mr broadcasts of A and 16 / vl loads of the panel for mr x 16 / vl
+  /// FMAs, the tile added to the output at the end of the chunk. A stays
+  /// f32: the product is the weight's values times A to f32 rounding.
   void emitPanels(Value mRows, Value nRows) const {
-    const int64_t nr = 4, mr = vl >= 16 ? 4 : 3;
+    const int64_t nv = kTaskRowsW / vl, mr = vl >= 16 ? 12 : 6;
     int64_t blockValues = tfm_ggml_blocks_values(type);
     Value rowBytes =
         mul(b, arith::DivUIOp::create(b, loc, k, idx(b, blockValues)),
@@ -763,127 +846,164 @@ struct TypeLowering {
     Value tasksW =
         arith::CeilDivUIOp::create(b, loc, nRows, idx(b, kTaskRowsW));
     Value tasksA =
-        arith::CeilDivUIOp::create(b, loc, mRows, idx(b, kTaskRowsA));
-    Value zeroV = arith::ConstantOp::create(
-        b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(0)));
+        arith::CeilDivUIOp::create(b, loc, mRows, idx(b, kPanelRowsA));
     auto par = scf::ParallelOp::create(
         b, loc, ValueRange{idx(b, 0), idx(b, 0)}, ValueRange{tasksW, tasksA},
         ValueRange{idx(b, 1), idx(b, 1)},
         [&](OpBuilder &pb, Location, ValueRange ivs) {
           Value n0 = mul(pb, ivs[0], kTaskRowsW);
-          Value nEnd =
-              arith::MinUIOp::create(pb, loc, addc(pb, n0, kTaskRowsW), nRows);
-          Value m0 = mul(pb, ivs[1], kTaskRowsA);
+          Value m0 = mul(pb, ivs[1], kPanelRowsA);
           Value m1 =
-              arith::MinUIOp::create(pb, loc, addc(pb, m0, kTaskRowsA), mRows);
+              arith::MinUIOp::create(pb, loc, addc(pb, m0, kPanelRowsA), mRows);
           Value span = arith::SubIOp::create(pb, loc, m1, m0);
           Value fullEnd = add(
               pb, m0,
               mul(pb, arith::DivUIOp::create(pb, loc, span, idx(pb, mr)), mr));
           Value panel = memref::AllocaOp::create(
               pb, loc,
-              MemRefType::get({kTaskRowsW, kPanelDepth}, pb.getF32Type()));
-          forRange(
-              pb, loc, idx(pb, 0), k, idx(pb, kPanelDepth),
-              [&](OpBuilder &cb, Location, Value kc) {
-                Value kEnd = arith::MinUIOp::create(
-                    cb, loc, addc(cb, kc, kPanelDepth), k);
-                Value depth = arith::SubIOp::create(cb, loc, kEnd, kc);
-                Value first = arith::CmpIOp::create(
-                    cb, loc, arith::CmpIPredicate::eq, kc, idx(cb, 0));
-                // The panel: rows of W past the last are zeros.
-                forRange(
-                    cb, loc, idx(cb, 0), idx(cb, kTaskRowsW), idx(cb, 1),
-                    [&](OpBuilder &jb, Location, Value j) {
-                      Value n = add(jb, n0, j);
-                      Value inside = arith::CmpIOp::create(
-                          jb, loc, arith::CmpIPredicate::ult, n, nRows);
-                      Value rowBase = arith::MulIOp::create(
-                          jb, loc,
-                          arith::SelectOp::create(jb, loc, inside, n,
-                                                  idx(jb, 0)),
-                          rowBytes);
-                      Value sb0 =
-                          arith::DivUIOp::create(jb, loc, kc, idx(jb, 32));
-                      Value sb1 =
-                          arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 32));
-                      forRange(jb, loc, sb0, sb1, idx(jb, 1),
-                               [&](OpBuilder &fb, Location, Value sb) {
-                                 SubBlock sub = prepare(fb, rowBase, sb);
-                                 Value at = arith::SubIOp::create(
-                                     fb, loc, mul(fb, sb, 32), kc);
-                                 for (int64_t v = 0; v < vectors(); ++v) {
-                                   Value x = arith::SelectOp::create(
-                                       fb, loc, inside, vectorOf(fb, sub, v),
-                                       zeroV);
-                                   vector::StoreOp::create(
-                                       fb, loc, x, panel,
-                                       ValueRange{j, addc(fb, at, v * vl)});
-                                 }
-                               });
-                    });
-                // The rows of A: tiles of mr, then single rows.
-                for (int64_t cg = 0; cg < kTaskRowsW / nr; ++cg) {
-                  forRange(cb, loc, m0, fullEnd, idx(cb, mr),
-                           [&](OpBuilder &tb, Location, Value m) {
-                             panelTile(tb, panel, m, mr, n0, cg * nr, nr, nEnd,
-                                       kc, depth, first);
-                           });
-                  forRange(cb, loc, fullEnd, m1, idx(cb, 1),
-                           [&](OpBuilder &tb, Location, Value m) {
-                             panelTile(tb, panel, m, 1, n0, cg * nr, nr, nEnd,
-                                       kc, depth, first);
-                           });
-                }
-              });
+              MemRefType::get({kPanelDepth, kTaskRowsW}, pb.getF32Type()),
+              ValueRange{}, pb.getI64IntegerAttr(64));
+          forRange(pb, loc, idx(pb, 0), k, idx(pb, kPanelDepth),
+                   [&](OpBuilder &cb, Location, Value kc) {
+                     Value kEnd = arith::MinUIOp::create(
+                         cb, loc, addc(cb, kc, kPanelDepth), k);
+                     Value depth = arith::SubIOp::create(cb, loc, kEnd, kc);
+                     Value first = arith::CmpIOp::create(
+                         cb, loc, arith::CmpIPredicate::eq, kc, idx(cb, 0));
+                     fillPanel(cb, panel, n0, nRows, rowBytes, kc, kEnd);
+                     forRange(cb, loc, m0, fullEnd, idx(cb, mr),
+                              [&](OpBuilder &tb, Location, Value m) {
+                                panelTile(tb, panel, m, mr, nv, n0, nRows, kc,
+                                          depth, first);
+                              });
+                     forRange(cb, loc, fullEnd, m1, idx(cb, 1),
+                              [&](OpBuilder &tb, Location, Value m) {
+                                panelTile(tb, panel, m, 1, nv, n0, nRows, kc,
+                                          depth, first);
+                              });
+                   });
           scf::ReduceOp::create(pb, loc);
         });
     markKeepParallel(par);
   }
 
-  /// Rows [m, m + mr) of A times panel rows [c0, c0 + nr) (W's rows n0 +
-  /// c0 ..) over the chunk [kc, kc + depth) of K; each sum stored into
-  /// out (`first` chunk) or added to it, where W's row is below nEnd.
-  void panelTile(OpBuilder &nb, Value panel, Value m, int64_t mr, Value n0,
-                 int64_t c0, int64_t nr, Value nEnd, Value kc, Value depth,
+  /// The panel of W's rows [n0, n0 + kTaskRowsW) over K's [kc, kEnd):
+  /// panel[k - kc][j] = W[n0 + j][k], 0 for rows past nRows.
+  void fillPanel(OpBuilder &cb, Value panel, Value n0, Value nRows,
+                 Value rowBytes, Value kc, Value kEnd) const {
+    Value zeroV = arith::ConstantOp::create(
+        cb, loc, vt, DenseElementsAttr::get(vt, cb.getF32FloatAttr(0)));
+    forRange(
+        cb, loc, idx(cb, 0), idx(cb, kTaskRowsW), idx(cb, 1),
+        [&](OpBuilder &jb, Location, Value j) {
+          Value n = add(jb, n0, j);
+          Value inside = arith::CmpIOp::create(
+              jb, loc, arith::CmpIPredicate::ult, n, nRows);
+          Value rowBase = arith::MulIOp::create(
+              jb, loc, arith::SelectOp::create(jb, loc, inside, n, idx(jb, 0)),
+              rowBytes);
+          // The sub-block's vectors, each stored down column j.
+          auto store = [&](OpBuilder &fb, const SubBlock &sub, Value sb) {
+            Value at = arith::SubIOp::create(fb, loc, mul(fb, sb, 32), kc);
+            for (int64_t v = 0; v < vectors(); ++v) {
+              Value x = arith::SelectOp::create(fb, loc, inside,
+                                                vectorOf(fb, sub, v), zeroV);
+              for (int64_t e = 0; e < vl; ++e) {
+                Value xe =
+                    vector::ExtractOp::create(fb, loc, x, ArrayRef<int64_t>{e});
+                memref::StoreOp::create(
+                    fb, loc, xe, panel,
+                    ValueRange{addc(fb, at, v * vl + e), j});
+              }
+            }
+          };
+          if (isKQuant()) {
+            // Chunks are whole super-blocks (kPanelDepth % 256 = 0).
+            Value blk0 = arith::DivUIOp::create(jb, loc, kc, idx(jb, 256));
+            Value blk1 = arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 256));
+            forRange(jb, loc, blk0, blk1, idx(jb, 1),
+                     [&](OpBuilder &fb, Location, Value block) {
+                       for (int64_t sj = 0; sj < 8; ++sj)
+                         store(fb, prepareK(fb, rowBase, block, sj),
+                               addc(fb, mul(fb, block, 8), sj));
+                     });
+            return;
+          }
+          Value sb0 = arith::DivUIOp::create(jb, loc, kc, idx(jb, 32));
+          Value sb1 = arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 32));
+          forRange(jb, loc, sb0, sb1, idx(jb, 1),
+                   [&](OpBuilder &fb, Location, Value sb) {
+                     store(fb, prepare(fb, rowBase, sb), sb);
+                   });
+        });
+  }
+
+  /// Rows [m, m + mr) of A times the panel (W's rows n0 .. n0 + 15) over
+  /// the chunk [kc, kc + depth) of K: mr x nv vector accumulators, stored
+  /// into out (`first` chunk) or added to it; columns past nRows are left.
+  void panelTile(OpBuilder &nb, Value panel, Value m, int64_t mr, int64_t nv,
+                 Value n0, Value nRows, Value kc, Value depth,
                  Value first) const {
     Value zero = arith::ConstantOp::create(
         nb, loc, vt, DenseElementsAttr::get(vt, nb.getF32FloatAttr(0)));
-    SmallVector<Value> init(mr * nr, zero);
+    SmallVector<Value> init(mr * nv, zero), rows;
+    for (int64_t i = 0; i < mr; ++i)
+      rows.push_back(addc(nb, m, i));
     auto loop = scf::ForOp::create(
-        nb, loc, idx(nb, 0), depth, idx(nb, vl), init,
+        nb, loc, idx(nb, 0), depth, idx(nb, 1), init,
         [&](OpBuilder &fb, Location, Value kk, ValueRange acc) {
-          SmallVector<Value> next(acc.begin(), acc.end()), av, wv;
+          SmallVector<Value> next(acc.begin(), acc.end()), wv;
           Value col = add(fb, kc, kk);
-          for (int64_t i = 0; i < mr; ++i)
-            av.push_back(vector::LoadOp::create(
-                fb, loc, vt, a, ValueRange{addc(fb, m, i), col}));
-          for (int64_t j = 0; j < nr; ++j)
+          for (int64_t v = 0; v < nv; ++v)
             wv.push_back(vector::LoadOp::create(
-                fb, loc, vt, panel, ValueRange{idx(fb, c0 + j), kk}));
-          for (int64_t i = 0; i < mr; ++i)
-            for (int64_t j = 0; j < nr; ++j)
-              next[i * nr + j] = vector::FMAOp::create(fb, loc, av[i], wv[j],
-                                                       next[i * nr + j]);
+                fb, loc, vt, panel, ValueRange{kk, idx(fb, v * vl)}));
+          for (int64_t i = 0; i < mr; ++i) {
+            Value ai = splatF(fb, memref::LoadOp::create(
+                                      fb, loc, a, ValueRange{rows[i], col}));
+            for (int64_t v = 0; v < nv; ++v)
+              next[i * nv + v] =
+                  vector::FMAOp::create(fb, loc, ai, wv[v], next[i * nv + v]);
+          }
           scf::YieldOp::create(fb, loc, next);
         });
-    for (int64_t j = 0; j < nr; ++j) {
-      Value n = addc(nb, n0, c0 + j);
-      Value inside =
-          arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, n, nEnd);
-      scf::IfOp::create(nb, loc, inside, [&](OpBuilder &ib, Location) {
-        for (int64_t i = 0; i < mr; ++i) {
-          Value r = vector::ReductionOp::create(
-              ib, loc, vector::CombiningKind::ADD, loop.getResult(i * nr + j));
-          SmallVector<Value, 2> at{addc(ib, m, i), n};
-          Value old = memref::LoadOp::create(ib, loc, out, at);
-          Value sum = arith::AddFOp::create(ib, loc, old, r);
-          memref::StoreOp::create(
-              ib, loc, arith::SelectOp::create(ib, loc, first, r, sum), out,
+    Value whole = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ule,
+                                        addc(nb, n0, kTaskRowsW), nRows);
+    auto ifOp = scf::IfOp::create(nb, loc, whole, /*withElseRegion=*/true);
+    {
+      // All 16 columns inside: vectors.
+      OpBuilder tb = OpBuilder::atBlockBegin(ifOp.thenBlock());
+      for (int64_t i = 0; i < mr; ++i)
+        for (int64_t v = 0; v < nv; ++v) {
+          SmallVector<Value, 2> at{rows[i], addc(tb, n0, v * vl)};
+          Value r = loop.getResult(i * nv + v);
+          Value old = vector::LoadOp::create(tb, loc, vt, out, at);
+          Value sum = arith::AddFOp::create(tb, loc, old, r);
+          vector::StoreOp::create(
+              tb, loc, arith::SelectOp::create(tb, loc, first, r, sum), out,
               at);
         }
-        scf::YieldOp::create(ib, loc);
-      });
+    }
+    {
+      // The last panel of W's rows: element by element up to nRows.
+      OpBuilder eb = OpBuilder::atBlockBegin(ifOp.elseBlock());
+      for (int64_t i = 0; i < mr; ++i)
+        for (int64_t v = 0; v < nv; ++v)
+          for (int64_t e = 0; e < vl; ++e) {
+            Value n = addc(eb, n0, v * vl + e);
+            Value inside = arith::CmpIOp::create(
+                eb, loc, arith::CmpIPredicate::ult, n, nRows);
+            scf::IfOp::create(eb, loc, inside, [&](OpBuilder &ib, Location) {
+              SmallVector<Value, 2> at{rows[i], n};
+              Value r = vector::ExtractOp::create(
+                  ib, loc, loop.getResult(i * nv + v), ArrayRef<int64_t>{e});
+              Value old = memref::LoadOp::create(ib, loc, out, at);
+              Value sum = arith::AddFOp::create(ib, loc, old, r);
+              memref::StoreOp::create(
+                  ib, loc, arith::SelectOp::create(ib, loc, first, r, sum), out,
+                  at);
+              scf::YieldOp::create(ib, loc);
+            });
+          }
     }
   }
 
