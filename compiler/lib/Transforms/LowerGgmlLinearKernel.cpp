@@ -208,8 +208,9 @@ struct TypeLowering {
     Value scale[2], offset[2]; // per 16 values (Q6_K) or the sub-block
   };
 
-  /// A quantized: bytes [M, K], scales [M, K / 32] and (hasMins) the
-  /// blocks' sums of values, scale x the sum of the bytes, [M, K / 32].
+  /// A quantized: bytes [M, K] and scales [M, K / 32] (quantizeA, Q8_0's
+  /// rounding); for K-quants (quantizeAK, llama.cpp's Q8_K) scales [M, K /
+  /// 256] and (hasMins) the sums of the bytes of each 32, [M, K / 32].
   struct QuantizedA {
     Value bytes, scales, sums;
   };
@@ -310,18 +311,13 @@ struct TypeLowering {
   /// of super-block `block` of a K-quant row that starts at byte `rowBase`.
   SubBlock prepareK(OpBuilder &nb, Value rowBase, Value block,
                     int64_t j) const {
-    SubBlock s;
-    s.base = add(nb, rowBase, mul(nb, block, tfm_ggml_blocks_bytes(type)));
+    SubBlock s = kOffsets(
+        nb, add(nb, rowBase, mul(nb, block, tfm_ggml_blocks_bytes(type))), j);
     auto c32 = [&](int64_t v) -> Value {
       return arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(v));
     };
     if (type == TFM_GGML_BLOCKS_Q6_K) {
-      // ql[128], qh[64], scales[16], d: half h = j / 4, quarter t = j % 4.
       int64_t h = j / 4, t = j % 4;
-      s.quants = addc(nb, s.base, h * 64 + (t % 2) * 32);
-      s.shift = c32((t / 2) * 4);
-      s.highs = addc(nb, s.base, 128 + h * 32);
-      s.highShift = c32(t * 2);
       Value d = halfAt(nb, addc(nb, s.base, 208));
       for (int64_t half = 0; half < 2; ++half) {
         Value sc = memref::LoadOp::create(
@@ -363,14 +359,85 @@ struct TypeLowering {
         nb, loc, dmin, arith::UIToFPOp::create(nb, loc, f32, m));
     s.offset[0] = s.offset[1] =
         arith::NegFOp::create(nb, loc, minv).getResult();
+    return s;
+  }
+
+  /// Where sub-block `j` of the K-quant super-block at byte `base` keeps
+  /// its values: the base, quants / highs offsets and shifts of a SubBlock.
+  SubBlock kOffsets(OpBuilder &nb, Value base, int64_t j) const {
+    SubBlock s;
+    s.base = base;
+    auto c32 = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(v));
+    };
+    if (type == TFM_GGML_BLOCKS_Q6_K) {
+      // ql[128], qh[64], scales[16], d: half h = j / 4, quarter t = j % 4.
+      int64_t h = j / 4, t = j % 4;
+      s.quants = addc(nb, base, h * 64 + (t % 2) * 32);
+      s.shift = c32((t / 2) * 4);
+      s.highs = addc(nb, base, 128 + h * 32);
+      s.highShift = c32(t * 2);
+      return s;
+    }
+    // Q4_K and Q5_K: d, dmin, scales[12], then (Q5_K) qh[32] and qs[128].
     int64_t qs = type == TFM_GGML_BLOCKS_Q5_K ? 48 : 16;
-    s.quants = addc(nb, s.base, qs + (j / 2) * 32);
+    s.quants = addc(nb, base, qs + (j / 2) * 32);
     s.shift = c32((j % 2) * 4);
     if (type == TFM_GGML_BLOCKS_Q5_K) {
-      s.highs = addc(nb, s.base, 16);
+      s.highs = addc(nb, base, 16);
       s.highShift = c32(j);
     }
     return s;
+  }
+
+  /// A K-quant super-block's integer scales as i16 lanes, from its bytes
+  /// at once: Q4_K's and Q5_K's 8 scales then 8 mins (ggml's
+  /// get_scale_min_k4 on the three words of the 12 packed bytes, as its
+  /// dot products unpack them), Q6_K's 16 signed scales.
+  Value kScales(OpBuilder &nb, Value base) const {
+    auto i16x16 = VectorType::get({16}, nb.getI16Type());
+    if (type == TFM_GGML_BLOCKS_Q6_K) {
+      Value raw =
+          vector::LoadOp::create(nb, loc, VectorType::get({16}, nb.getI8Type()),
+                                 w, addc(nb, base, 192));
+      return arith::ExtSIOp::create(nb, loc, i16x16, raw);
+    }
+    Value raw = vector::LoadOp::create(
+        nb, loc, VectorType::get({12}, nb.getI8Type()), w, addc(nb, base, 4));
+    Value words = vector::BitCastOp::create(
+        nb, loc, VectorType::get({3}, nb.getI32Type()), raw);
+    auto word = [&](int64_t i) -> Value {
+      return vector::ExtractOp::create(nb, loc, words, ArrayRef<int64_t>{i});
+    };
+    auto c32 = [&](uint32_t v) -> Value {
+      return arith::ConstantOp::create(
+          nb, loc, nb.getI32IntegerAttr(static_cast<int32_t>(v)));
+    };
+    auto andc = [&](Value x, uint32_t m) -> Value {
+      return arith::AndIOp::create(nb, loc, x, c32(m));
+    };
+    auto shr = [&](Value x, int64_t n) -> Value {
+      return arith::ShRUIOp::create(nb, loc, x, c32(n));
+    };
+    auto shl = [&](Value x, int64_t n) -> Value {
+      return arith::ShLIOp::create(nb, loc, x, c32(n));
+    };
+    auto orr = [&](Value x, Value y) -> Value {
+      return arith::OrIOp::create(nb, loc, x, y);
+    };
+    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+    Value u0 = word(0), u1 = word(1), u2 = word(2);
+    // Scales of sub-blocks 0-3, 4-7, then mins of 0-3, 4-7.
+    Value sc03 = andc(u0, low6);
+    Value sc47 = orr(andc(u2, low4), shl(andc(shr(u0, 6), low2), 4));
+    Value m03 = andc(u1, low6);
+    Value m47 = orr(andc(shr(u2, 4), low4), shl(andc(shr(u1, 6), low2), 4));
+    Value all = vector::FromElementsOp::create(
+        nb, loc, VectorType::get({4}, nb.getI32Type()),
+        ValueRange{sc03, sc47, m03, m47});
+    Value bytes = vector::BitCastOp::create(
+        nb, loc, VectorType::get({16}, nb.getI8Type()), all);
+    return arith::ExtUIOp::create(nb, loc, i16x16, bytes);
   }
 
   bool isKQuant() const {
@@ -526,7 +593,9 @@ struct TypeLowering {
   void rowsOfW(OpBuilder &nb, Value m, int64_t mr, Value n0, Value n1,
                bool split, Value rowBytes, const QuantizedA &qa) const {
     auto anyTile = [&](OpBuilder &tb, Value n, int64_t nr) {
-      if (qa.bytes)
+      if (qa.bytes && isKQuant())
+        tileKQuant(tb, qa, m, mr, n, nr, rowBytes);
+      else if (qa.bytes)
         tileInt8(tb, qa, m, mr, n, nr, rowBytes);
       else
         tile(tb, m, mr, n, nr, split, rowBytes);
@@ -570,12 +639,12 @@ struct TypeLowering {
              });
   }
 
-  /// Q8_0, Q4_0 and the K-quants multiply in integers: A quantized to
-  /// bytes per block of 32 (scale max |x| / 127, rounded to nearest even:
-  /// what llama.cpp does to the activations of Q8_0 and Q4_0; for K-quants
-  /// it takes blocks of 256, so these bytes are closer to A), each block's
-  /// byte products summed by vpmaddubsw / vpmaddwd, the sum scaled by the
-  /// two blocks' scales. F32, F16 and BF16 multiply A unquantized.
+  /// Few rows of A (decode): Q8_0, Q4_0 and the K-quants multiply in
+  /// integers as llama.cpp does, A quantized to bytes (Q8_0 and Q4_0: per
+  /// block of 32, scale max |x| / 127, rounded to nearest even, llama.cpp's
+  /// Q8_0; K-quants: per block of 256, llama.cpp's Q8_K), each block's byte
+  /// products summed by vpmaddubsw / vpmaddwd and scaled by the two blocks'
+  /// scales. F32, F16 and BF16 multiply A unquantized.
   bool int8Path() const {
     return type == TFM_GGML_BLOCKS_Q8_0 || type == TFM_GGML_BLOCKS_Q4_0 ||
            type == TFM_GGML_BLOCKS_Q4_K || type == TFM_GGML_BLOCKS_Q5_K ||
@@ -585,6 +654,213 @@ struct TypeLowering {
   /// product also needs the sum of A's bytes (llama.cpp's bsums).
   bool hasMins() const {
     return type == TFM_GGML_BLOCKS_Q4_K || type == TFM_GGML_BLOCKS_Q5_K;
+  }
+
+  /// Quantizes A into `qa` as llama.cpp's Q8_K (quantize_row_q8_K) for the
+  /// K-quants' dot products: per block of 256, the value x of largest |x|,
+  /// iscale = -127 / x, bytes min(round(iscale v), 127) (to nearest even),
+  /// scale 1 / iscale (0 for a zero block); the sums of the bytes per 32.
+  /// Rows in parallel.
+  void quantizeAK(Value mRows, const QuantizedA &qa) const {
+    auto v8 = VectorType::get({8}, b.getF32Type());
+    auto par = scf::ParallelOp::create(
+        b, loc, ValueRange{idx(b, 0)}, ValueRange{mRows}, ValueRange{idx(b, 1)},
+        [&](OpBuilder &pb, Location, ValueRange ivs) {
+          Value m = ivs[0];
+          Value blocks = arith::DivUIOp::create(pb, loc, k, idx(pb, 256));
+          forRange(
+              pb, loc, idx(pb, 0), blocks, idx(pb, 1),
+              [&](OpBuilder &fb, Location, Value blk) {
+                Value col0 = mul(fb, blk, 256);
+                SmallVector<Value> x;
+                Value vmax, vmin;
+                for (int64_t v = 0; v < 32; ++v) {
+                  x.push_back(vector::LoadOp::create(
+                      fb, loc, v8, a, ValueRange{m, addc(fb, col0, 8 * v)}));
+                  vmax = vmax ? arith::MaximumFOp::create(fb, loc, vmax, x[v])
+                              : x[v];
+                  vmin = vmin ? arith::MinimumFOp::create(fb, loc, vmin, x[v])
+                              : x[v];
+                }
+                Value hi = vector::ReductionOp::create(
+                    fb, loc, vector::CombiningKind::MAXIMUMF, vmax);
+                Value lo = vector::ReductionOp::create(
+                    fb, loc, vector::CombiningKind::MINIMUMF, vmin);
+                Value negLo = arith::NegFOp::create(fb, loc, lo);
+                Value hiWins = arith::CmpFOp::create(
+                    fb, loc, arith::CmpFPredicate::OGE, hi, negLo);
+                Value xmax = arith::SelectOp::create(fb, loc, hiWins, hi, lo);
+                Value amax =
+                    arith::SelectOp::create(fb, loc, hiWins, hi, negLo);
+                Value nonzero = arith::CmpFOp::create(
+                    fb, loc, arith::CmpFPredicate::OGT, amax, cF32(fb, loc, 0));
+                Value safeMax = arith::SelectOp::create(fb, loc, nonzero, xmax,
+                                                        cF32(fb, loc, 1));
+                Value iscale = arith::SelectOp::create(
+                    fb, loc, nonzero,
+                    arith::DivFOp::create(fb, loc, cF32(fb, loc, -127),
+                                          safeMax),
+                    cF32(fb, loc, 0));
+                Value d = arith::SelectOp::create(
+                    fb, loc, nonzero,
+                    arith::DivFOp::create(fb, loc, cF32(fb, loc, 1), iscale),
+                    cF32(fb, loc, 0));
+                Value isv = vector::BroadcastOp::create(fb, loc, v8, iscale);
+                Value top = vector::BroadcastOp::create(fb, loc, v8,
+                                                        cF32(fb, loc, 127));
+                Value sum;
+                for (int64_t v = 0; v < 32; ++v) {
+                  Value q = math::RoundEvenOp::create(
+                      fb, loc, arith::MulFOp::create(fb, loc, x[v], isv));
+                  q = arith::MinimumFOp::create(fb, loc, q, top);
+                  sum = v % 4 ? arith::AddFOp::create(fb, loc, sum, q) : q;
+                  Value qi = arith::FPToSIOp::create(
+                      fb, loc, VectorType::get({8}, fb.getI32Type()), q);
+                  Value qb = arith::TruncIOp::create(
+                      fb, loc, VectorType::get({8}, fb.getI8Type()), qi);
+                  vector::StoreOp::create(fb, loc, qb, qa.bytes,
+                                          ValueRange{m, addc(fb, col0, 8 * v)});
+                  if (v % 4 == 3 && qa.sums) {
+                    Value total = vector::ReductionOp::create(
+                        fb, loc, vector::CombiningKind::ADD, sum);
+                    memref::StoreOp::create(
+                        fb, loc, total, qa.sums,
+                        ValueRange{m, addc(fb, mul(fb, blk, 8), v / 4)});
+                  }
+                }
+                memref::StoreOp::create(fb, loc, d, qa.scales,
+                                        ValueRange{m, blk});
+              });
+          scf::ReduceOp::create(pb, loc);
+        });
+    markKeepParallel(par);
+  }
+
+  /// The K-quants' integer register tile, as llama.cpp's
+  /// ggml_vec_dot_q{4,5,6}_K_q8_K: per super-block, each sub-block's byte
+  /// products (vpmaddubsw) times its integer scale (vpmaddwd: one per 32,
+  /// Q6_K's per 16 on the lanes of its halves) summed in i32, then scaled
+  /// by the weight's d and A's block scale into f32 accumulators; Q4_K's
+  /// and Q5_K's mins times the sums of A's bytes, by dmin.
+  void tileKQuant(OpBuilder &nb, const QuantizedA &qa, Value m, int64_t mr,
+                  Value n, int64_t nr, Value rowBytes) const {
+    auto b32 = VectorType::get({32}, nb.getI8Type());
+    auto i16x16 = VectorType::get({16}, nb.getI16Type());
+    auto i32x8 = VectorType::get({8}, nb.getI32Type());
+    auto f32x8 = VectorType::get({8}, nb.getF32Type());
+    bool mins = hasMins();
+    int64_t tiles = mr * nr;
+    Value zeroF = arith::ConstantOp::create(
+        nb, loc, f32x8, DenseElementsAttr::get(f32x8, nb.getF32FloatAttr(0)));
+    Value zeroI = arith::ConstantOp::create(
+        nb, loc, i32x8, DenseElementsAttr::get(i32x8, nb.getI32IntegerAttr(0)));
+    // f32 accumulators, then (mins) those of the mins' part.
+    SmallVector<Value> init(mins ? 2 * tiles : tiles, zeroF), rowBase, rowA;
+    for (int64_t j = 0; j < nr; ++j)
+      rowBase.push_back(
+          arith::MulIOp::create(nb, loc, addc(nb, n, j), rowBytes));
+    for (int64_t i = 0; i < mr; ++i)
+      rowA.push_back(addc(nb, m, i));
+    auto call = [&](OpBuilder &cb, Type t, StringRef fn, ValueRange args) {
+      return LLVM::CallIntrinsicOp::create(cb, loc, t, cb.getStringAttr(fn),
+                                           args)
+          .getResult(0);
+    };
+    Value blocks = arith::DivUIOp::create(nb, loc, k, idx(nb, 256));
+    auto loop = scf::ForOp::create(
+        nb, loc, idx(nb, 0), blocks, idx(nb, 1), init,
+        [&](OpBuilder &fb, Location, Value blk, ValueRange acc) {
+          SmallVector<Value> next(acc.begin(), acc.end());
+          SmallVector<Value> isum(tiles, zeroI), da, base, dw, dmw, scales;
+          for (int64_t i = 0; i < mr; ++i)
+            da.push_back(memref::LoadOp::create(fb, loc, qa.scales,
+                                                ValueRange{rowA[i], blk}));
+          // Each row of W's super-block: its d (and dmin) and scales.
+          for (int64_t j = 0; j < nr; ++j) {
+            base.push_back(
+                add(fb, rowBase[j], mul(fb, blk, tfm_ggml_blocks_bytes(type))));
+            dw.push_back(halfAt(fb, type == TFM_GGML_BLOCKS_Q6_K
+                                        ? addc(fb, base[j], 208)
+                                        : base[j]));
+            if (mins)
+              dmw.push_back(halfAt(fb, addc(fb, base[j], 2)));
+            scales.push_back(kScales(fb, base[j]));
+          }
+          for (int64_t sj = 0; sj < 8; ++sj) {
+            Value sb = addc(fb, mul(fb, blk, 8), sj);
+            Value col0 = mul(fb, sb, 32);
+            for (int64_t j = 0; j < nr; ++j)
+              prefetchAhead(fb, rowBase[j], sb);
+            SmallVector<Value> av;
+            for (int64_t i = 0; i < mr; ++i)
+              av.push_back(vector::LoadOp::create(fb, loc, b32, qa.bytes,
+                                                  ValueRange{rowA[i], col0}));
+            // The sub-block's scale in every i16 lane (Q6_K: one per 16
+            // values, the lanes of each half of vpmaddubsw's sums).
+            SmallVector<int64_t> lanes;
+            for (int64_t e = 0; e < 16; ++e)
+              lanes.push_back(type == TFM_GGML_BLOCKS_Q6_K ? 2 * sj + e / 8
+                                                           : sj);
+            for (int64_t j = 0; j < nr; ++j) {
+              Value q = kQuantBytes(fb, kOffsets(fb, base[j], sj));
+              Value sc = vector::ShuffleOp::create(fb, loc, scales[j],
+                                                   scales[j], lanes);
+              Value wabs;
+              if (!mins)
+                wabs = call(fb, b32, kPsignB, {q, q});
+              for (int64_t i = 0; i < mr; ++i) {
+                Value p16 =
+                    mins ? call(fb, i16x16, kPmaddUbSw, {q, av[i]})
+                         : call(fb, i16x16, kPmaddUbSw,
+                                {wabs, call(fb, b32, kPsignB, {av[i], q})});
+                Value p32 = call(fb, i32x8, kPmaddWd, {p16, sc});
+                isum[i * nr + j] =
+                    arith::AddIOp::create(fb, loc, isum[i * nr + j], p32);
+              }
+            }
+          }
+          for (int64_t i = 0; i < mr; ++i) {
+            // A's sums of bytes per 32 of this super-block, for the mins.
+            Value sums;
+            if (mins)
+              sums =
+                  vector::LoadOp::create(fb, loc, f32x8, qa.sums,
+                                         ValueRange{rowA[i], mul(fb, blk, 8)});
+            for (int64_t j = 0; j < nr; ++j) {
+              int64_t at = i * nr + j;
+              Value f = arith::SIToFPOp::create(fb, loc, f32x8, isum[at]);
+              Value s = vector::BroadcastOp::create(
+                  fb, loc, f32x8, arith::MulFOp::create(fb, loc, dw[j], da[i]));
+              next[at] = vector::FMAOp::create(fb, loc, f, s, next[at]);
+              if (!mins)
+                continue;
+              // The 8 mins (the upper half of the scales' lanes) times the
+              // sums, by dmin and A's scale.
+              SmallVector<int64_t> upper{8, 9, 10, 11, 12, 13, 14, 15};
+              Value m8 = vector::ShuffleOp::create(fb, loc, scales[j],
+                                                   scales[j], upper);
+              Value mf = arith::UIToFPOp::create(fb, loc, f32x8, m8);
+              Value ms = vector::BroadcastOp::create(
+                  fb, loc, f32x8,
+                  arith::MulFOp::create(fb, loc, dmw[j], da[i]));
+              next[tiles + at] = vector::FMAOp::create(
+                  fb, loc, arith::MulFOp::create(fb, loc, mf, sums), ms,
+                  next[tiles + at]);
+            }
+          }
+          scf::YieldOp::create(fb, loc, next);
+        });
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t j = 0; j < nr; ++j) {
+        int64_t at = i * nr + j;
+        Value sum = loop.getResult(at);
+        if (mins)
+          sum = arith::SubFOp::create(nb, loc, sum, loop.getResult(tiles + at));
+        Value r = vector::ReductionOp::create(nb, loc,
+                                              vector::CombiningKind::ADD, sum);
+        memref::StoreOp::create(nb, loc, r, out,
+                                ValueRange{rowA[i], addc(nb, n, j)});
+      }
   }
 
   /// Quantizes A into `qa`, rows in parallel.
@@ -619,12 +895,9 @@ struct TypeLowering {
                     arith::DivFOp::create(fb, loc, cF32(fb, loc, 127), mx),
                     cF32(fb, loc, 0));
                 Value idv = vector::BroadcastOp::create(fb, loc, v8, id);
-                Value qsum;
                 for (int64_t v = 0; v < 4; ++v) {
                   Value q = math::RoundEvenOp::create(
                       fb, loc, arith::MulFOp::create(fb, loc, x[v], idv));
-                  // Integers below 2^24: the sum is exact in f32.
-                  qsum = qsum ? arith::AddFOp::create(fb, loc, qsum, q) : q;
                   Value qi = arith::FPToSIOp::create(
                       fb, loc, VectorType::get({8}, fb.getI32Type()), q);
                   Value qb = arith::TruncIOp::create(
@@ -634,170 +907,120 @@ struct TypeLowering {
                 }
                 memref::StoreOp::create(fb, loc, d, qa.scales,
                                         ValueRange{m, sb});
-                if (qa.sums) {
-                  Value sum = vector::ReductionOp::create(
-                      fb, loc, vector::CombiningKind::ADD, qsum);
-                  memref::StoreOp::create(
-                      fb, loc, arith::MulFOp::create(fb, loc, d, sum), qa.sums,
-                      ValueRange{m, sb});
-                }
               });
           scf::ReduceOp::create(pb, loc);
         });
     markKeepParallel(par);
   }
 
-  /// A weight sub-block of 32 values as the integer tile multiplies it:
-  /// w = q scale + min, q in bytes.
-  struct WeightBytes {
-    Value bytes;  // vector<32xi8>: signed (Q8_0, Q4_0, Q6_K) or not
-    Value scales; // vector<8xf32>: the scale of each i32 lane of vpmaddwd's
-                  // sums (lanes 0-3 are values 0-15, 4-7 values 16-31)
-    Value min;    // f32 (Q4_K, Q5_K): the offset of every value
-  };
-
-  /// The bytes and scales of sub-block `sb` of the row at `rowBase` (for a
-  /// K-quant: sub-block `j` of super-block `block`, sb = 8 block + j).
-  WeightBytes weightBytes(OpBuilder &nb, Value rowBase, Value sb, Value block,
-                          int64_t j) const {
+  /// A prepared K-quant sub-block's 32 values as bytes: Q4_K's 4 bits and
+  /// Q5_K's 5 (unsigned), Q6_K's 6 less 32 (signed).
+  Value kQuantBytes(OpBuilder &nb, const SubBlock &s) const {
     auto b32 = VectorType::get({32}, nb.getI8Type());
-    auto f32x8 = VectorType::get({8}, nb.getF32Type());
     auto splat8 = [&](int64_t c) -> Value {
       return arith::ConstantOp::create(
           nb, loc, b32, DenseElementsAttr::get(b32, nb.getI8IntegerAttr(c)));
     };
-    // (x >> shift) & mask on bytes, shift an i32 scalar.
-    auto field = [&](Value x, Value shift, int64_t mask) -> Value {
+    // (bytes at off >> shift) & mask, shift an i32 scalar.
+    auto field = [&](Value off, Value shift, int64_t mask) -> Value {
+      Value x = vector::LoadOp::create(nb, loc, b32, w, off);
       Value s8 = arith::TruncIOp::create(nb, loc, nb.getI8Type(), shift);
       Value sv = vector::BroadcastOp::create(nb, loc, b32, s8);
       return arith::AndIOp::create(
           nb, loc, arith::ShRUIOp::create(nb, loc, x, sv), splat8(mask));
     };
-    auto load32 = [&](Value off) -> Value {
-      return vector::LoadOp::create(nb, loc, b32, w, off);
-    };
-    if (type == TFM_GGML_BLOCKS_Q8_0 || type == TFM_GGML_BLOCKS_Q4_0) {
-      Value base = add(nb, rowBase, mul(nb, sb, tfm_ggml_blocks_bytes(type)));
-      Value d = vector::BroadcastOp::create(nb, loc, f32x8, halfAt(nb, base));
-      if (type == TFM_GGML_BLOCKS_Q8_0)
-        return {load32(addc(nb, base, 2)), d, Value()};
-      // Q4_0: the low nibbles are values 0..15, the high ones 16..31, less 8.
-      auto b16 = VectorType::get({16}, nb.getI8Type());
-      Value qs = vector::LoadOp::create(nb, loc, b16, w, addc(nb, base, 2));
-      Value c15 = arith::ConstantOp::create(
-          nb, loc, b16, DenseElementsAttr::get(b16, nb.getI8IntegerAttr(15)));
-      Value c4 = arith::ConstantOp::create(
-          nb, loc, b16, DenseElementsAttr::get(b16, nb.getI8IntegerAttr(4)));
-      Value lo = arith::AndIOp::create(nb, loc, qs, c15);
-      Value hi = arith::ShRUIOp::create(nb, loc, qs, c4);
-      SmallVector<int64_t> order;
-      for (int64_t i = 0; i < 32; ++i)
-        order.push_back(i);
-      Value q = vector::ShuffleOp::create(nb, loc, lo, hi, order);
-      return {arith::SubIOp::create(nb, loc, q, splat8(8)), d, Value()};
-    }
-    // K-quants: the sub-block's fields, its offsets known.
-    SubBlock s = prepareK(nb, rowBase, block, j);
-    Value q = field(load32(s.quants), s.shift, 15);
-    if (type == TFM_GGML_BLOCKS_Q4_K || type == TFM_GGML_BLOCKS_Q5_K) {
-      if (type == TFM_GGML_BLOCKS_Q5_K) {
-        Value hi = field(load32(s.highs), s.highShift, 1);
-        q = arith::OrIOp::create(nb, loc, q,
-                                 arith::ShLIOp::create(nb, loc, hi, splat8(4)));
-      }
-      return {q, vector::BroadcastOp::create(nb, loc, f32x8, s.scale[0]),
-              s.offset[0]};
-    }
-    // Q6_K: (low nibble | two high bits << 4) - 32, a scale per 16 values.
-    Value hi = field(load32(s.highs), s.highShift, 3);
+    Value q = field(s.quants, s.shift, 15);
+    if (type == TFM_GGML_BLOCKS_Q4_K)
+      return q;
+    int64_t highBits = type == TFM_GGML_BLOCKS_Q5_K ? 1 : 3;
+    Value hi = field(s.highs, s.highShift, highBits);
     q = arith::OrIOp::create(nb, loc, q,
                              arith::ShLIOp::create(nb, loc, hi, splat8(4)));
-    q = arith::SubIOp::create(nb, loc, q, splat8(32));
-    Value sc0 = vector::BroadcastOp::create(
-        nb, loc, VectorType::get({4}, nb.getF32Type()), s.scale[0]);
-    Value sc1 = vector::BroadcastOp::create(
-        nb, loc, VectorType::get({4}, nb.getF32Type()), s.scale[1]);
-    Value scales = vector::ShuffleOp::create(
-        nb, loc, sc0, sc1, ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
-    return {q, scales, Value()};
+    if (type == TFM_GGML_BLOCKS_Q6_K)
+      q = arith::SubIOp::create(nb, loc, q, splat8(32));
+    return q;
   }
 
-  /// The integer register tile: rows [m, m + mr) of qa times rows [n, n +
-  /// nr) of W, one f32 accumulator vector each (and, with mins, one f32
-  /// for the mins' part).
+  /// The 32 signed weight bytes of Q8_0 / Q4_0 sub-block `sb` of the row
+  /// at `rowBase`, and their scale.
+  std::pair<Value, Value> weightBytes(OpBuilder &nb, Value rowBase,
+                                      Value sb) const {
+    auto b32 = VectorType::get({32}, nb.getI8Type());
+    Value base = add(nb, rowBase, mul(nb, sb, tfm_ggml_blocks_bytes(type)));
+    Value d = halfAt(nb, base);
+    if (type == TFM_GGML_BLOCKS_Q8_0)
+      return {vector::LoadOp::create(nb, loc, b32, w, addc(nb, base, 2)), d};
+    // Q4_0: the low nibbles are values 0..15, the high ones 16..31, less 8.
+    auto b16 = VectorType::get({16}, nb.getI8Type());
+    Value qs = vector::LoadOp::create(nb, loc, b16, w, addc(nb, base, 2));
+    auto splat16 = [&](int64_t c) -> Value {
+      return arith::ConstantOp::create(
+          nb, loc, b16, DenseElementsAttr::get(b16, nb.getI8IntegerAttr(c)));
+    };
+    Value lo = arith::AndIOp::create(nb, loc, qs, splat16(15));
+    Value hi = arith::ShRUIOp::create(nb, loc, qs, splat16(4));
+    SmallVector<int64_t> order;
+    for (int64_t i = 0; i < 32; ++i)
+      order.push_back(i);
+    Value q = vector::ShuffleOp::create(nb, loc, lo, hi, order);
+    Value eight = arith::ConstantOp::create(
+        nb, loc, b32, DenseElementsAttr::get(b32, nb.getI8IntegerAttr(8)));
+    return {arith::SubIOp::create(nb, loc, q, eight), d};
+  }
+
+  /// The integer register tile of Q8_0 / Q4_0: rows [m, m + mr) of qa
+  /// times rows [n, n + nr) of W, one f32 accumulator vector each.
   void tileInt8(OpBuilder &nb, const QuantizedA &qa, Value m, int64_t mr,
                 Value n, int64_t nr, Value rowBytes) const {
     auto b32 = VectorType::get({32}, nb.getI8Type());
     auto i16x16 = VectorType::get({16}, nb.getI16Type());
     auto i32x8 = VectorType::get({8}, nb.getI32Type());
     auto f32x8 = VectorType::get({8}, nb.getF32Type());
-    bool mins = hasMins();
-    int64_t tiles = mr * nr;
     Value zero = arith::ConstantOp::create(
         nb, loc, f32x8, DenseElementsAttr::get(f32x8, nb.getF32FloatAttr(0)));
     Value ones = arith::ConstantOp::create(
         nb, loc, i16x16,
         DenseElementsAttr::get(i16x16, nb.getI16IntegerAttr(1)));
-    SmallVector<Value> init(tiles, zero), rowBase, rowA;
-    if (mins)
-      init.append(tiles, cF32(nb, loc, 0));
+    SmallVector<Value> init(mr * nr, zero), rowBase, rowA;
     for (int64_t j = 0; j < nr; ++j)
       rowBase.push_back(
           arith::MulIOp::create(nb, loc, addc(nb, n, j), rowBytes));
     for (int64_t i = 0; i < mr; ++i)
       rowA.push_back(addc(nb, m, i));
-    // K-quants step by super-blocks, their 8 sub-blocks unrolled (the
-    // scales' bits at known places); the others by sub-blocks.
-    int64_t perStep = isKQuant() ? 8 : 1;
-    Value steps = arith::DivUIOp::create(nb, loc, k, idx(nb, 32 * perStep));
+    Value subBlocks = arith::DivUIOp::create(nb, loc, k, idx(nb, 32));
     auto call = [&](OpBuilder &cb, Type t, StringRef fn, ValueRange args) {
       return LLVM::CallIntrinsicOp::create(cb, loc, t, cb.getStringAttr(fn),
                                            args)
           .getResult(0);
     };
     auto loop = scf::ForOp::create(
-        nb, loc, idx(nb, 0), steps, idx(nb, 1), init,
-        [&](OpBuilder &fb, Location, Value step, ValueRange acc) {
+        nb, loc, idx(nb, 0), subBlocks, idx(nb, 1), init,
+        [&](OpBuilder &fb, Location, Value sb, ValueRange acc) {
           SmallVector<Value> next(acc.begin(), acc.end());
-          for (int64_t sj = 0; sj < perStep; ++sj) {
-            Value sb = addc(fb, mul(fb, step, perStep), sj);
-            Value col0 = mul(fb, sb, 32);
-            for (int64_t j = 0; j < nr; ++j)
-              prefetchAhead(fb, rowBase[j], sb);
-            SmallVector<Value> av, ad, as;
+          Value col0 = mul(fb, sb, 32);
+          for (int64_t j = 0; j < nr; ++j)
+            prefetchAhead(fb, rowBase[j], sb);
+          SmallVector<Value> av, ad;
+          for (int64_t i = 0; i < mr; ++i) {
+            av.push_back(vector::LoadOp::create(fb, loc, b32, qa.bytes,
+                                                ValueRange{rowA[i], col0}));
+            ad.push_back(memref::LoadOp::create(fb, loc, qa.scales,
+                                                ValueRange{rowA[i], sb}));
+          }
+          for (int64_t j = 0; j < nr; ++j) {
+            auto [wv, dw] = weightBytes(fb, rowBase[j], sb);
+            // vpmaddubsw takes its first operand unsigned: |w|, w's sign
+            // moved onto A.
+            Value wabs = call(fb, b32, kPsignB, {wv, wv});
             for (int64_t i = 0; i < mr; ++i) {
-              av.push_back(vector::LoadOp::create(fb, loc, b32, qa.bytes,
-                                                  ValueRange{rowA[i], col0}));
-              ad.push_back(memref::LoadOp::create(fb, loc, qa.scales,
-                                                  ValueRange{rowA[i], sb}));
-              if (mins)
-                as.push_back(memref::LoadOp::create(fb, loc, qa.sums,
-                                                    ValueRange{rowA[i], sb}));
-            }
-            for (int64_t j = 0; j < nr; ++j) {
-              WeightBytes wb = weightBytes(fb, rowBase[j], sb, step, sj);
-              // vpmaddubsw takes its first operand unsigned: signed weights
-              // give it |w| and move w's sign onto A.
-              Value wabs;
-              if (!mins)
-                wabs = call(fb, b32, kPsignB, {wb.bytes, wb.bytes});
-              for (int64_t i = 0; i < mr; ++i) {
-                Value p16 =
-                    mins ? call(fb, i16x16, kPmaddUbSw, {wb.bytes, av[i]})
-                         : call(fb, i16x16, kPmaddUbSw,
-                                {wabs,
-                                 call(fb, b32, kPsignB, {av[i], wb.bytes})});
-                Value p32 = call(fb, i32x8, kPmaddWd, {p16, ones});
-                Value f = arith::SIToFPOp::create(fb, loc, f32x8, p32);
-                Value sc = arith::MulFOp::create(
-                    fb, loc, wb.scales,
-                    vector::BroadcastOp::create(fb, loc, f32x8, ad[i]));
-                int64_t at = i * nr + j;
-                next[at] = vector::FMAOp::create(fb, loc, f, sc, next[at]);
-                if (mins)
-                  next[tiles + at] = math::FmaOp::create(fb, loc, wb.min, as[i],
-                                                         next[tiles + at]);
-              }
+              Value ax = call(fb, b32, kPsignB, {av[i], wv});
+              Value p16 = call(fb, i16x16, kPmaddUbSw, {wabs, ax});
+              Value p32 = call(fb, i32x8, kPmaddWd, {p16, ones});
+              Value f = arith::SIToFPOp::create(fb, loc, f32x8, p32);
+              Value sc = vector::BroadcastOp::create(
+                  fb, loc, f32x8, arith::MulFOp::create(fb, loc, dw, ad[i]));
+              next[i * nr + j] =
+                  vector::FMAOp::create(fb, loc, f, sc, next[i * nr + j]);
             }
           }
           scf::YieldOp::create(fb, loc, next);
@@ -806,9 +1029,6 @@ struct TypeLowering {
       for (int64_t j = 0; j < nr; ++j) {
         Value r = vector::ReductionOp::create(
             nb, loc, vector::CombiningKind::ADD, loop.getResult(i * nr + j));
-        if (mins)
-          r = arith::AddFOp::create(nb, loc, r,
-                                    loop.getResult(tiles + i * nr + j));
         memref::StoreOp::create(nb, loc, r, out,
                                 ValueRange{rowA[i], addc(nb, n, j)});
       }
@@ -1020,15 +1240,20 @@ struct TypeLowering {
         return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t);
       };
       Value subBlocks = arith::DivUIOp::create(b, loc, k, idx(b, 32));
+      Value scaleBlocks =
+          arith::DivUIOp::create(b, loc, k, idx(b, isKQuant() ? 256 : 32));
       qa.bytes = memref::AllocOp::create(b, loc, dyn2(b.getI8Type()),
                                          ValueRange{mRows, k},
                                          b.getI64IntegerAttr(64));
       qa.scales = memref::AllocOp::create(b, loc, dyn2(b.getF32Type()),
-                                          ValueRange{mRows, subBlocks});
+                                          ValueRange{mRows, scaleBlocks});
       if (hasMins())
         qa.sums = memref::AllocOp::create(b, loc, dyn2(b.getF32Type()),
                                           ValueRange{mRows, subBlocks});
-      quantizeA(mRows, qa);
+      if (isKQuant())
+        quantizeAK(mRows, qa);
+      else
+        quantizeA(mRows, qa);
     }
     Value tasksW =
         arith::CeilDivUIOp::create(b, loc, nRows, idx(b, kTaskRowsW));

@@ -7,9 +7,10 @@ then all arithmetic in float64 with no activation quantization (but
 --act8's).
 
     ref_llama.py MODEL.gguf TOKENS.npy OUT.npy [--act8 TYPES] [--steps IDS.npy]
-        logits [1, T, vocab]; with --act8 (e.g. Q8_0,Q4_0) the input of
-        every matrix of those types rounded to Q8_0 blocks first, as
-        llama.cpp (and tfm's integer kernels) round activations; with
+        logits [1, T, vocab]; with --act8 (e.g. Q8_0,Q4_0,Q6_K) the input
+        of every matrix of those types rounded first as llama.cpp (and
+        tfm's integer kernels) round activations: to Q8_0 blocks of 32, for
+        K-quants to Q8_K blocks of 256; with
         --steps, the logits [1, N, vocab] of the N steps that generated
         IDS [1, N] after TOKENS (tfm --generate N --logits)
     ref_llama.py --dequant Q.gguf DEQ.gguf         every tensor of Q.gguf
@@ -165,6 +166,25 @@ def quantize_q8_0(x):
     return (q * d).reshape(x.shape)
 
 
+def quantize_q8_K(x):
+    """x [T, K] with every block of 256 rounded as ggml's quantize_row_q8_K
+    does for the K-quants' dot products, in f32: the value of largest |x|
+    (the first), iscale = -127 / it, bytes min(round(iscale x), 127) to
+    nearest even, scale 1 / iscale; and back."""
+    b = x.astype(np.float32).reshape(x.shape[0], -1, 256)
+    at = np.abs(b).argmax(-1)[..., None]
+    top = np.take_along_axis(b, at, -1)
+    nonzero = top != 0
+    iscale = np.where(nonzero, np.float32(-127) / np.where(nonzero, top, 1),
+                      np.float32(0)).astype(np.float32)
+    q = np.minimum(np.round(b * iscale), 127)
+    d = np.where(nonzero, np.float32(1) / np.where(nonzero, iscale, 1), 0)
+    return (q.astype(np.float64) * d.astype(np.float32)).reshape(x.shape)
+
+
+K_QUANTS = ("Q4_K", "Q5_K", "Q6_K")
+
+
 def forward(meta, w, tokens, act8=()):
     H = meta["llama.attention.head_count"]
     KV = meta["llama.attention.head_count_kv"]
@@ -186,7 +206,7 @@ def forward(meta, w, tokens, act8=()):
 
     def linear(x, name):
         if w[name][1] in act8:
-            x = quantize_q8_0(x)
+            x = quantize_q8_K(x) if w[name][1] in K_QUANTS else quantize_q8_0(x)
         return x @ w[name][0].T
 
     mask = np.triu(np.full((T, T), -np.inf), 1)
