@@ -1,13 +1,14 @@
 /*===- ggml_quants.c - ggml's block types to f32 and back -----------------===*
  *
  * Written from ggml's definitions (ggml/src/ggml-quants.c dequantize_row_*
- * and quantize_row_{q8_0,q4_0}_ref, the block structs of ggml-common.h) of
- * llama.cpp v0.5.0. Blocks are read at their byte offsets (the structs have
- * no padding; GGUF is little-endian, as is every host the runtime runs on),
- * so a block needs no alignment. Every product is the one ggml computes, in
- * its order and in f32, so that the values are bit for bit ggml's: the unit
- * test compares them with llama.cpp's own dequantization of files its
- * quantizer wrote (test/runtime/Inputs/gguf).
+ * and quantize_row_{q8_0,q4_0,q4_K,q5_K,q6_K}_ref with their helpers
+ * nearest_int, make_qkx2_quants and make_qx_quants, the block structs of
+ * ggml-common.h) of llama.cpp v0.5.0. Blocks are read at their byte offsets
+ * (the structs have no padding; GGUF is little-endian, as is every host the
+ * runtime runs on), so a block needs no alignment. Every product is the one
+ * ggml computes, in its order and in f32, so that the values are bit for bit
+ * ggml's: the unit test compares them with llama.cpp's own dequantization of
+ * files its quantizer wrote (test/runtime/Inputs/gguf).
  *===----------------------------------------------------------------------===*/
 #include "ggml_quants.h"
 #include "gguf.h"
@@ -388,5 +389,266 @@ void tfm_ggml_quantize_row_q4_0(const float *x, void *dst, int64_t n) {
               u1 = (uint8_t)(q1 < 15 ? q1 : 15);
       y[2 + j] = (uint8_t)(u0 | u1 << 4);
     }
+  }
+}
+
+/* ggml's nearest_int: round to nearest, ties to even, by adding 1.5 * 2^23
+ * and reading the mantissa (|x| < 2^22). */
+static int nearest_int(float x) {
+  float v = x + 12582912.f;
+  int32_t i;
+  memcpy(&i, &v, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+/* ggml's make_qkx2_quants (squared error): the levels L[32] in [0, nmax],
+ * scale and min (returned as `-min`, so >= 0) of a sub-block of 32 values
+ * minimizing the weighted squared error: the levels of the range, then
+ * nstep + 1 scales around nmax / range fitted by weighted least squares,
+ * the best kept. The sums are ggml's, in its order. */
+static float make_qkx2(int nmax, const float *x, const float *w, uint8_t *L,
+                       float *the_min, float rmin, float rdelta, int nstep) {
+  float min = x[0], max = x[0], sum_w = w[0], sum_x = sum_w * x[0];
+  for (int i = 1; i < 32; ++i) {
+    if (x[i] < min)
+      min = x[i];
+    if (x[i] > max)
+      max = x[i];
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  if (min > 0)
+    min = 0;
+  if (max == min) {
+    memset(L, 0, 32);
+    *the_min = -min;
+    return 0.f;
+  }
+  float iscale = nmax / (max - min), scale = 1 / iscale, best_error = 0;
+  for (int i = 0; i < 32; ++i) {
+    int l = nearest_int(iscale * (x[i] - min));
+    L[i] = (uint8_t)(l < 0 ? 0 : l > nmax ? nmax : l);
+    float diff = scale * L[i] + min - x[i];
+    best_error += w[i] * (diff * diff);
+  }
+  uint8_t aux[32];
+  for (int is = 0; is <= nstep; ++is) {
+    iscale = (rmin + rdelta * is + nmax) / (max - min);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < 32; ++i) {
+      int l = nearest_int(iscale * (x[i] - min));
+      l = l < 0 ? 0 : l > nmax ? nmax : l;
+      aux[i] = (uint8_t)l;
+      sum_l += w[i] * l;
+      sum_l2 += w[i] * l * l;
+      sum_xl += w[i] * l * x[i];
+    }
+    float D = sum_w * sum_l2 - sum_l * sum_l;
+    if (D > 0) {
+      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+      if (this_min > 0) {
+        this_min = 0;
+        this_scale = sum_xl / sum_l2;
+      }
+      float error = 0;
+      for (int i = 0; i < 32; ++i) {
+        float diff = this_scale * aux[i] + this_min - x[i];
+        error += w[i] * (diff * diff);
+      }
+      if (error < best_error) {
+        memcpy(L, aux, 32);
+        best_error = error;
+        scale = this_scale;
+        min = this_min;
+      }
+    }
+  }
+  *the_min = -min;
+  return scale;
+}
+
+/* quantize_row_q4_K_ref / q5_K_ref (nmax 15 / 31): per super-block, each
+ * sub-block of 32 fitted by make_qkx2 with weights rms + |x|, its scale and
+ * min then quantized to 6 bits against the largest (d, dmin = largest /
+ * 63, as f16) and the values requantized with those. */
+static void quantize_q45_k(const float *x, uint8_t *y, int64_t n, int fifth) {
+  const int nmax = fifth ? 31 : 15;
+  const int64_t bytes = fifth ? 176 : 144;
+  for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K, y += bytes) {
+    uint8_t L[QK_K], *scales = y + 4;
+    float mins[8], sub[8], w[32], max_scale = 0, max_min = 0;
+    for (int j = 0; j < 8; ++j) {
+      const float *xj = x + 32 * j;
+      float sum_x2 = 0;
+      for (int l = 0; l < 32; ++l)
+        sum_x2 += xj[l] * xj[l];
+      float av_x = sqrtf(sum_x2 / 32);
+      for (int l = 0; l < 32; ++l)
+        w[l] = av_x + fabsf(xj[l]);
+      sub[j] = make_qkx2(nmax, xj, w, L + 32 * j, &mins[j],
+                         fifth ? -0.5f : -1.f, 0.1f, fifth ? 15 : 20);
+      if (sub[j] > max_scale)
+        max_scale = sub[j];
+      if (mins[j] > max_min)
+        max_min = mins[j];
+    }
+    float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+    float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+    memset(scales, 0, 12);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t ls = (uint8_t)nearest_int(inv_scale * sub[j]);
+      uint8_t lm = (uint8_t)nearest_int(inv_min * mins[j]);
+      ls = ls < 63 ? ls : 63;
+      lm = lm < 63 ? lm : 63;
+      if (j < 4) {
+        scales[j] = ls;
+        scales[j + 4] = lm;
+      } else {
+        scales[j + 4] = (uint8_t)((ls & 0xF) | (lm & 0xF) << 4);
+        scales[j - 4] |= (uint8_t)((ls >> 4) << 6);
+        scales[j] |= (uint8_t)((lm >> 4) << 6);
+      }
+    }
+    put_half(y, max_scale / 63.f);
+    put_half(y + 2, max_min / 63.f);
+    /* The values again, with the scales and mins as stored; a sub-block
+     * whose scale is 0 keeps make_qkx2's levels. */
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, m;
+      scale_min_k4(j, scales, &sc, &m);
+      const float d = half(y) * sc;
+      if (!d)
+        continue;
+      const float dm = half(y + 2) * m;
+      for (int l = 0; l < 32; ++l) {
+        int q = nearest_int((x[32 * j + l] + dm) / d);
+        L[32 * j + l] = (uint8_t)(q < 0 ? 0 : q > nmax ? nmax : q);
+      }
+    }
+    /* Values j and j + 32 of each 64 share a byte of qs (low, high
+     * nibble); Q5_K's fifth bits go to qh, bit 2 (j / 64) and the next. */
+    uint8_t *qh = y + 16, *qs = y + (fifth ? 48 : 16);
+    if (fifth)
+      memset(qh, 0, 32);
+    for (int j = 0; j < QK_K; j += 64, qs += 32)
+      for (int l = 0; l < 32; ++l) {
+        int lo = L[j + l], hi = L[j + l + 32];
+        if (fifth) {
+          qh[l] |= (uint8_t)((lo >> 4) << (j / 32) | (hi >> 4) << (j / 32 + 1));
+          lo &= 15;
+          hi &= 15;
+        }
+        qs[l] = (uint8_t)(lo | hi << 4);
+      }
+  }
+}
+
+void tfm_ggml_quantize_row_q4_K(const float *x, void *dst, int64_t n) {
+  quantize_q45_k(x, dst, n, 0);
+}
+
+void tfm_ggml_quantize_row_q5_K(const float *x, void *dst, int64_t n) {
+  quantize_q45_k(x, dst, n, 1);
+}
+
+/* ggml's make_qx_quants with rmse_type 1 and no importance (weights x^2),
+ * for Q6_K's sub-blocks of 16 with nmax 32: the levels L[16] in [0, 64)
+ * and the scale; 19 scales around -nmax / max (max: the value of largest
+ * magnitude) tried, the best weighted least-squares fit kept. */
+static float make_qx(const float *x, int8_t *L) {
+  const int nmax = 32;
+  float max = 0, amax = 0;
+  for (int i = 0; i < 16; ++i)
+    if (fabsf(x[i]) > amax) {
+      amax = fabsf(x[i]);
+      max = x[i];
+    }
+  if (amax < 1e-15f) { /* GROUP_MAX_EPS: all zero */
+    memset(L, 0, 16);
+    return 0.f;
+  }
+  float iscale = -nmax / max, sumlx = 0, suml2 = 0;
+  for (int i = 0; i < 16; ++i) {
+    int l = nearest_int(iscale * x[i]);
+    l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+    L[i] = (int8_t)(l + nmax);
+    float w = x[i] * x[i];
+    sumlx += w * x[i] * l;
+    suml2 += w * l * l;
+  }
+  float scale = suml2 ? sumlx / suml2 : 0.0f, best = scale * sumlx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0)
+      continue;
+    iscale = -(nmax + 0.1f * is) / max;
+    sumlx = suml2 = 0;
+    for (int i = 0; i < 16; ++i) {
+      int l = nearest_int(iscale * x[i]);
+      l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+      float w = x[i] * x[i];
+      sumlx += w * x[i] * l;
+      suml2 += w * l * l;
+    }
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < 16; ++i) {
+        int l = nearest_int(iscale * x[i]);
+        l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+        L[i] = (int8_t)(l + nmax);
+      }
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+void tfm_ggml_quantize_row_q6_K(const float *x, void *dst, int64_t n) {
+  uint8_t *y = dst;
+  for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K, y += 210) {
+    int8_t L[QK_K], *scales = (int8_t *)(y + 192);
+    float sub[16], max_scale = 0, max_abs_scale = 0;
+    for (int b = 0; b < 16; ++b) {
+      sub[b] = make_qx(x + 16 * b, L + 16 * b);
+      if (fabsf(sub[b]) > max_abs_scale) {
+        max_abs_scale = fabsf(sub[b]);
+        max_scale = sub[b];
+      }
+    }
+    if (max_abs_scale < 1e-15f) { /* GROUP_MAX_EPS: a zero block */
+      memset(y, 0, 210);
+      continue;
+    }
+    float iscale = -128.f / max_scale;
+    put_half(y + 208, 1 / iscale);
+    for (int b = 0; b < 16; ++b) {
+      int s = nearest_int(iscale * sub[b]);
+      scales[b] = (int8_t)(s < 127 ? s : 127);
+    }
+    /* The values again with the 8-bit scales as stored; a sub-block whose
+     * scale is 0 keeps make_qx's levels. */
+    for (int b = 0; b < 16; ++b) {
+      const float d = half(y + 208) * scales[b];
+      if (!d)
+        continue;
+      for (int l = 0; l < 16; ++l) {
+        int q = nearest_int(x[16 * b + l] / d);
+        q = q < -32 ? -32 : q > 31 ? 31 : q;
+        L[16 * b + l] = (int8_t)(q + 32);
+      }
+    }
+    /* Per half of 128: values l, l + 32, l + 64, l + 96 give the low
+     * nibbles of ql[l] (l, l + 64) and ql[l + 32] (l + 32, l + 96), and
+     * their top two bits the four pairs of qh[l]. */
+    uint8_t *ql = y, *qh = y + 128;
+    for (int j = 0; j < QK_K; j += 128, ql += 64, qh += 32)
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t q1 = (uint8_t)L[j + l], q2 = (uint8_t)L[j + l + 32],
+                      q3 = (uint8_t)L[j + l + 64], q4 = (uint8_t)L[j + l + 96];
+        ql[l] = (uint8_t)((q1 & 0xF) | (q3 & 0xF) << 4);
+        ql[l + 32] = (uint8_t)((q2 & 0xF) | (q4 & 0xF) << 4);
+        qh[l] = (uint8_t)(q1 >> 4 | (q2 >> 4) << 2 | (q3 >> 4) << 4 |
+                          (q4 >> 4) << 6);
+      }
   }
 }

@@ -4,7 +4,8 @@
 // llama.cpp's own quantizer and dequantizer: test/runtime/Inputs/gguf holds,
 // per type, rows llama.cpp v0.5.0 quantized and its dequantization of them
 // (make_inputs.py says how they were made), which must come out bit for
-// bit; the Q8_0 and Q4_0 reference quantizers must write llama.cpp's bytes.
+// bit; the Q8_0, Q4_0, Q4_K, Q5_K and Q6_K reference quantizers must write
+// llama.cpp's bytes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -402,19 +403,23 @@ INSTANTIATE_TEST_SUITE_P(Types, LlamaCpp,
 
 // The reference quantizers write llama.cpp's bytes for the same rows.
 TEST(GgmlQuants, QuantizesAsLlamaCpp) {
-  for (const char *type : {"q8_0", "q4_0"}) {
+  for (const char *type : {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k"}) {
     LlamaFile f(type);
     ASSERT_TRUE(f.ok());
     int64_t k = f.source->ne[0], rows = f.source->ne[1];
     std::vector<uint8_t> got(f.quantized->bytes);
     size_t row = tfm_ggml_row_bytes(f.quantized->type, k);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *x = (const float *)f.source->data + r * k;
-      if (f.quantized->type == TFM_GGML_Q8_0)
-        tfm_ggml_quantize_row_q8_0(x, got.data() + r * row, k);
-      else
-        tfm_ggml_quantize_row_q4_0(x, got.data() + r * row, k);
-    }
+    ASSERT_EQ(row * rows, f.quantized->bytes) << type;
+    void (*quantize)(const float *, void *, int64_t) =
+        f.quantized->type == TFM_GGML_Q8_0   ? tfm_ggml_quantize_row_q8_0
+        : f.quantized->type == TFM_GGML_Q4_0 ? tfm_ggml_quantize_row_q4_0
+        : f.quantized->type == TFM_GGML_Q4_K ? tfm_ggml_quantize_row_q4_K
+        : f.quantized->type == TFM_GGML_Q5_K ? tfm_ggml_quantize_row_q5_K
+        : f.quantized->type == TFM_GGML_Q6_K ? tfm_ggml_quantize_row_q6_K
+                                             : nullptr;
+    ASSERT_NE(quantize, nullptr) << type;
+    for (int64_t r = 0; r < rows; ++r)
+      quantize((const float *)f.source->data + r * k, got.data() + r * row, k);
     size_t differ = 0;
     for (size_t i = 0; i < got.size(); ++i)
       if (got[i] != ((const uint8_t *)f.quantized->data)[i] && differ++ < 5)
