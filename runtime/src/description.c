@@ -563,7 +563,8 @@ static tfm_status parse_abi(json_t *j, size_t i, const tfm_description *d,
   return TFM_OK;
 }
 
-/* "ggml_quantize": "q8_0" or "q4_0" (tfmc --quantize), absent: none. */
+/* "ggml_quantize": "q8_0", "q4_0", "q4_k", "q5_k" or "q6_k" (tfmc
+ * --quantize), absent: none. */
 static tfm_status parse_ggml_quantize(json_t *root, tfm_description *d) {
   d->ggml_quantize = -1;
   json_t *q = json_object_get(root, "ggml_quantize");
@@ -574,9 +575,16 @@ static tfm_status parse_ggml_quantize(json_t *root, tfm_description *d) {
     d->ggml_quantize = TFM_GGML_BLOCKS_Q8_0;
   else if (!strcmp(name, "q4_0"))
     d->ggml_quantize = TFM_GGML_BLOCKS_Q4_0;
+  else if (!strcmp(name, "q4_k"))
+    d->ggml_quantize = TFM_GGML_BLOCKS_Q4_K;
+  else if (!strcmp(name, "q5_k"))
+    d->ggml_quantize = TFM_GGML_BLOCKS_Q5_K;
+  else if (!strcmp(name, "q6_k"))
+    d->ggml_quantize = TFM_GGML_BLOCKS_Q6_K;
   else
     return tfm_fail(TFM_ERR_FORMAT,
-                    PREFIX "'ggml_quantize' must be \"q8_0\" or \"q4_0\"");
+                    PREFIX "'ggml_quantize' must be \"q8_0\", \"q4_0\", "
+                           "\"q4_k\", \"q5_k\" or \"q6_k\"");
   return TFM_OK;
 }
 

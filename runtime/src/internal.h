@@ -251,9 +251,11 @@ typedef struct tfm_description {
    * are ignored. */
   char *hf_type;
   char *gguf_arch;
-  /* "ggml_quantize" (tfmc --quantize=q8_0 / q4_0): the ggml type that the
-   * rows of weights in ggml blocks get where the checkpoint does not store
-   * them in a type the kernels compute; -1: F32 rows. */
+  /* "ggml_quantize" (tfmc --quantize=q8_0 / q4_0 / q4_k / q5_k / q6_k):
+   * the ggml type that the rows of weights in ggml blocks get where the
+   * checkpoint does not store them in a type the kernels compute
+   * (tfm_ggml_quantize_type: K-quants on rows not of whole super-blocks
+   * fall back to Q8_0); -1: F32 rows. */
   int32_t ggml_quantize;
   char **prefixes;
   size_t num_prefixes;

@@ -1,14 +1,15 @@
 /*===- weights_ggml.c - weights in ggml's block-quantized rows ------------===*
  *
  * A linear weight [N, K] that the compiled model reads in ggml's blocks
- * (tfm-model-abi{ggml-blocks}: tfmc --quantize=q8_0 / q4_0, or a GGUF
+ * (tfm-model-abi{ggml-blocks}: tfmc --quantize=q8_0 / q4_0 / q4_k / q5_k /
+ * q6_k, or a GGUF
  * checkpoint's layout) takes two entries of the parameter table: its rows,
  * then their ggml type (runtime/include/tfm/ggml_blocks.h). A GGUF tensor
  * of a type the kernel computes keeps its blocks, bytes as stored (whole or
  * the rows a source's row map picks); anything else is converted to f32 by
  * weights.c and then stored as the description's "ggml_quantize" type asks
- * (ggml's own Q8_0 / Q4_0 reference quantizers, llama.cpp's bytes), or as
- * F32 rows.
+ * (ggml's own Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K reference quantizers,
+ * llama.cpp's bytes), or as F32 rows.
  *===----------------------------------------------------------------------===*/
 #include "weights_ggml.h"
 #include "checkpoint.h"
@@ -68,26 +69,45 @@ const void *tfm_ggml_rows_in_place(const tfm_param_desc *p,
   return view->data;
 }
 
+int32_t tfm_ggml_quantize_type(int32_t quantize, int64_t k) {
+  if (quantize < 0)
+    return TFM_GGML_BLOCKS_F32;
+  if (tfm_ggml_blocks_row_bytes(quantize, k))
+    return quantize;
+  /* A K-quant on rows that are not whole super-blocks of 256 falls back
+   * as llama.cpp's quantizer does for Q6_K: to Q8_0 (its fallbacks of Q4_K
+   * and Q5_K, Q5_0 and Q5_1, are not types the kernels compute; Q8_0 is
+   * the closer of those they do). */
+  if ((quantize == TFM_GGML_BLOCKS_Q4_K || quantize == TFM_GGML_BLOCKS_Q5_K ||
+       quantize == TFM_GGML_BLOCKS_Q6_K) &&
+      tfm_ggml_blocks_row_bytes(TFM_GGML_BLOCKS_Q8_0, k))
+    return TFM_GGML_BLOCKS_Q8_0;
+  return TFM_GGML_BLOCKS_F32;
+}
+
 void *tfm_ggml_rows_of(float *values, int64_t n, int64_t k, int32_t quantize,
                        int32_t *type) {
   if (!values)
     return NULL;
-  int64_t row_bytes = quantize < 0 ? 0 : tfm_ggml_blocks_row_bytes(quantize, k);
-  if (row_bytes == 0) {
+  int32_t t = tfm_ggml_quantize_type(quantize, k);
+  if (t == TFM_GGML_BLOCKS_F32) {
     /* F32 rows: the values as they are. */
     *type = TFM_GGML_BLOCKS_F32;
     return values;
   }
+  void (*quantize_row)(const float *, void *, int64_t) =
+      t == TFM_GGML_BLOCKS_Q8_0   ? tfm_ggml_quantize_row_q8_0
+      : t == TFM_GGML_BLOCKS_Q4_0 ? tfm_ggml_quantize_row_q4_0
+      : t == TFM_GGML_BLOCKS_Q4_K ? tfm_ggml_quantize_row_q4_K
+      : t == TFM_GGML_BLOCKS_Q5_K ? tfm_ggml_quantize_row_q5_K
+                                  : tfm_ggml_quantize_row_q6_K;
+  int64_t row_bytes = tfm_ggml_blocks_row_bytes(t, k);
   uint8_t *rows = tfm_aligned_alloc((size_t)(n * row_bytes));
   if (rows)
-    for (int64_t r = 0; r < n; ++r) {
-      if (quantize == TFM_GGML_BLOCKS_Q8_0)
-        tfm_ggml_quantize_row_q8_0(values + r * k, rows + r * row_bytes, k);
-      else
-        tfm_ggml_quantize_row_q4_0(values + r * k, rows + r * row_bytes, k);
-    }
+    for (int64_t r = 0; r < n; ++r)
+      quantize_row(values + r * k, rows + r * row_bytes, k);
   free(values);
-  *type = quantize;
+  *type = t;
   return rows;
 }
 

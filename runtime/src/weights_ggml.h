@@ -22,9 +22,16 @@ void *tfm_ggml_rows_as_stored(const tfm_param_desc *p, const tfm_tensor *view,
 const void *tfm_ggml_rows_in_place(const tfm_param_desc *p,
                                    const tfm_tensor *view, int32_t *type);
 
-/* The rows of `values` (f32 [n, k], which this takes) in ggml type
- * `quantize` (Q8_0 or Q4_0; -1, or a K that is not whole blocks: F32, the
- * values themselves); `*type` says which. NULL if out of memory. */
+/* The ggml type that rows of `k` values are stored in for the
+ * description's "ggml_quantize" type `quantize` (-1: none): `quantize`
+ * where `k` is whole blocks of it; else for a K-quant (Q4_K, Q5_K, Q6_K:
+ * super-blocks of 256) Q8_0 where `k` is whole blocks of 32, as llama.cpp
+ * falls back from Q6_K; else F32. */
+int32_t tfm_ggml_quantize_type(int32_t quantize, int64_t k);
+
+/* The rows of `values` (f32 [n, k], which this takes) in the ggml type
+ * tfm_ggml_quantize_type(quantize, k) (F32: the values themselves);
+ * `*type` says which. NULL if out of memory. */
 void *tfm_ggml_rows_of(float *values, int64_t n, int64_t k, int32_t quantize,
                        int32_t *type);
 

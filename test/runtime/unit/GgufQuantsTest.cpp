@@ -9,20 +9,24 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tfm/ggml_blocks.h"
 #include "tfm/runtime.h"
 
 extern "C" {
 #include "ggml_quants.h"
 #include "gguf.h"
 #include "internal.h"
+#include "weights_ggml.h"
 }
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -428,6 +432,90 @@ TEST(GgmlQuants, QuantizesAsLlamaCpp) {
                       << int(((const uint8_t *)f.quantized->data)[i]);
     EXPECT_EQ(differ, 0u) << type;
   }
+}
+
+// The description's "ggml_quantize" (tfmc --quantize=q8_0|q4_0|q4_k|q5_k|
+// q6_k) names the type; anything else is refused.
+TEST(GgmlQuants, DescriptionNamesTheType) {
+  const std::string head = R"({"name":"m","arch":"decoder","vocab":4,)"
+                           R"("context":2,"ggml_quantize":)";
+  const std::string tail =
+      R"(,"parameter_count":4,"parameters":[)"
+      R"({"name":"embed.tokens.weight","shape":[4,1],"type":"float32",)"
+      R"("synthetic":"normal"}],)"
+      R"("abi_params":[{"name":"embed.tokens.weight","index":0,"panel":0}],)"
+      R"("inputs":[{"name":"tokens","dtype":"int32","shape":["B","T"],)"
+      R"("usage":"tokens"}],)"
+      R"("outputs":[{"name":"logits","dtype":"float32","shape":["B","T",4],)"
+      R"("usage":"logits"}]})";
+  const std::pair<const char *, int32_t> names[] = {
+      {"q8_0", TFM_GGML_BLOCKS_Q8_0},
+      {"q4_0", TFM_GGML_BLOCKS_Q4_0},
+      {"q4_k", TFM_GGML_BLOCKS_Q4_K},
+      {"q5_k", TFM_GGML_BLOCKS_Q5_K},
+      {"q6_k", TFM_GGML_BLOCKS_Q6_K}};
+  for (const auto &[name, type] : names) {
+    tfm_description d;
+    std::string json = head + "\"" + name + "\"" + tail;
+    ASSERT_EQ(tfm_description_parse(json.c_str(), &d), TFM_OK)
+        << tfm_last_error();
+    EXPECT_EQ(d.ggml_quantize, type) << name;
+    tfm_description_free(&d);
+  }
+  for (const char *bad : {"\"q4_K\"", "\"q3_k\"", "8"}) {
+    tfm_description d;
+    std::string json = head + bad + tail;
+    EXPECT_EQ(tfm_description_parse(json.c_str(), &d), TFM_ERR_FORMAT);
+    EXPECT_NE(std::string(tfm_last_error())
+                  .find("'ggml_quantize' must be \"q8_0\", \"q4_0\", "
+                        "\"q4_k\", \"q5_k\" or \"q6_k\""),
+              std::string::npos)
+        << tfm_last_error();
+  }
+}
+
+// Rows the requested type cannot hold whole: a K-quant on rows that are not
+// whole super-blocks of 256 falls back to Q8_0 (as llama.cpp's quantizer
+// does from Q6_K), rows not of whole blocks of 32 to F32.
+TEST(GgmlQuants, FallsBackWhereRowsAreNotWholeBlocks) {
+  for (int32_t k :
+       {TFM_GGML_BLOCKS_Q4_K, TFM_GGML_BLOCKS_Q5_K, TFM_GGML_BLOCKS_Q6_K}) {
+    EXPECT_EQ(tfm_ggml_quantize_type(k, 512), k);
+    EXPECT_EQ(tfm_ggml_quantize_type(k, 96), TFM_GGML_BLOCKS_Q8_0);
+    EXPECT_EQ(tfm_ggml_quantize_type(k, 40), TFM_GGML_BLOCKS_F32);
+  }
+  EXPECT_EQ(tfm_ggml_quantize_type(TFM_GGML_BLOCKS_Q4_0, 96),
+            TFM_GGML_BLOCKS_Q4_0);
+  EXPECT_EQ(tfm_ggml_quantize_type(TFM_GGML_BLOCKS_Q8_0, 40),
+            TFM_GGML_BLOCKS_F32);
+  EXPECT_EQ(tfm_ggml_quantize_type(-1, 256), TFM_GGML_BLOCKS_F32);
+
+  // The rows as each type stores them: the quantizer's bytes row by row.
+  auto rowsOf = [](int32_t quantize, int64_t n, int64_t k, int32_t *type) {
+    float *v = static_cast<float *>(std::malloc(sizeof(float) * n * k));
+    for (int64_t i = 0; i < n * k; ++i)
+      v[i] = std::sin(0.37f * float(i)) * (1.0f + float(i % 7));
+    std::vector<float> copy(v, v + n * k);
+    void *rows = tfm_ggml_rows_of(v, n, k, quantize, type);
+    return std::make_pair(rows, copy);
+  };
+  int32_t type = -1;
+  auto [q6, x6] = rowsOf(TFM_GGML_BLOCKS_Q6_K, 3, 512, &type);
+  EXPECT_EQ(type, TFM_GGML_BLOCKS_Q6_K);
+  std::vector<uint8_t> want(2 * 210);
+  tfm_ggml_quantize_row_q6_K(x6.data() + 2 * 512, want.data(), 512);
+  EXPECT_EQ(std::memcmp((uint8_t *)q6 + 2 * 420, want.data(), 420), 0);
+  std::free(q6);
+  auto [q8, x8] = rowsOf(TFM_GGML_BLOCKS_Q4_K, 3, 96, &type);
+  EXPECT_EQ(type, TFM_GGML_BLOCKS_Q8_0);
+  want.assign(3 * 34, 0);
+  tfm_ggml_quantize_row_q8_0(x8.data() + 96, want.data(), 96);
+  EXPECT_EQ(std::memcmp((uint8_t *)q8 + 102, want.data(), 102), 0);
+  std::free(q8);
+  auto [f, xf] = rowsOf(TFM_GGML_BLOCKS_Q5_K, 2, 40, &type);
+  EXPECT_EQ(type, TFM_GGML_BLOCKS_F32);
+  EXPECT_EQ(std::memcmp(f, xf.data(), sizeof(float) * 80), 0);
+  std::free(f);
 }
 
 } // namespace
