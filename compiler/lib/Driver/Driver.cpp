@@ -103,6 +103,31 @@ StringRef mlir::tfm::getGpuArchName(GpuArch arch) {
   return arch == GpuArch::SM80 ? "sm_80" : "sm_90";
 }
 
+/// Whether `--quantize` stores the linears' weights in ggml's blocks.
+static bool isGgmlQuantize(Quantize q) {
+  return q == Quantize::Q8_0 || q == Quantize::Q4_0 || q == Quantize::Q4_K ||
+         q == Quantize::Q5_K || q == Quantize::Q6_K;
+}
+
+/// The `--quantize` value of a ggml block type, as the description's
+/// "ggml_quantize" names it too.
+static StringRef getGgmlQuantizeName(Quantize q) {
+  switch (q) {
+  case Quantize::Q8_0:
+    return "q8_0";
+  case Quantize::Q4_0:
+    return "q4_0";
+  case Quantize::Q4_K:
+    return "q4_k";
+  case Quantize::Q5_K:
+    return "q5_k";
+  case Quantize::Q6_K:
+    return "q6_k";
+  default:
+    return "";
+  }
+}
+
 LogicalResult mlir::tfm::verifyOptions(MLIRContext &ctx,
                                        const CompileOptions &options) {
   Location loc = UnknownLoc::get(&ctx);
@@ -116,10 +141,11 @@ LogicalResult mlir::tfm::verifyOptions(MLIRContext &ctx,
     return emitError(loc) << "--tensor-parallel takes a number of processes "
                              "(at least 1), got "
                           << options.tensorParallel;
-  if (options.tensorParallel > 1 && (options.quantize == Quantize::Q8_0 ||
-                                     options.quantize == Quantize::Q4_0))
-    return emitError(loc, "--quantize=q8_0 and q4_0 do not split over "
-                          "--tensor-parallel processes yet");
+  if (options.tensorParallel > 1 && isGgmlQuantize(options.quantize))
+    return emitError(loc) << "--quantize="
+                          << getGgmlQuantizeName(options.quantize)
+                          << " does not split over --tensor-parallel "
+                             "processes yet";
   if (options.tensorParallel > 1 && options.target == TargetKind::CUDA)
     return emitError(loc, "--tensor-parallel is CPU-only for now (the "
                           "collectives are not lowered for --target=cuda)");
@@ -567,9 +593,10 @@ LogicalResult Compilation::lower(const ModelDescription *model, StringRef name,
           << "stay " << (config.bf16Weights ? "bf16" : "f32");
     }
   }
-  // --quantize=q8_0 / q4_0: the linears' weights in ggml's blocks, the
-  // runtime quantizing unquantized tensors to that type. A model that reads
-  // a GGUF file (checkpoint = gguf(...)) multiplies the file's blocks as
+  // --quantize=q8_0 / q4_0 / q4_k / q5_k / q6_k: the linears' weights in
+  // ggml's blocks, the runtime quantizing unquantized tensors to that type
+  // (K-quants on rows not of whole super-blocks of 256 as Q8_0). A model that
+  // reads a GGUF file (checkpoint = gguf(...)) multiplies the file's blocks as
   // they are, whatever their types, unless another --quantize says
   // otherwise.
   const llvm::json::Object *checkpoint =
@@ -579,13 +606,10 @@ LogicalResult Compilation::lower(const ModelDescription *model, StringRef name,
   if (format && *format == "gguf" && options.quantize == Quantize::None &&
       !cuda && options.tensorParallel == 1 && !config.bf16Weights)
     config.ggmlWeights = true;
-  if ((options.quantize == Quantize::Q8_0 ||
-       options.quantize == Quantize::Q4_0) &&
-      model && !cuda) {
+  if (isGgmlQuantize(options.quantize) && model && !cuda) {
     config.ggmlWeights = true;
     config.bf16Weights = false;
-    targetFields["ggml_quantize"] =
-        options.quantize == Quantize::Q8_0 ? "q8_0" : "q4_0";
+    targetFields["ggml_quantize"] = getGgmlQuantizeName(options.quantize);
   }
   if (cuda) {
     config.chip = getGpuArchName(options.gpuArch).str();

@@ -128,7 +128,17 @@ cl::opt<Quantize, false, EnumParser<Quantize>> quantize(
                           "GGUF file stores quantized stay as they are"),
                clEnumValN(Quantize::Q4_0, "q4_0",
                           "ggml's Q4_0 blocks (an f16 scale per 32 4-bit "
-                          "values), likewise")),
+                          "values), likewise"),
+               clEnumValN(Quantize::Q4_K, "q4_k",
+                          "ggml's Q4_K super-blocks (256 4-bit values, "
+                          "6-bit scales and mins per 32), likewise; rows "
+                          "not of whole super-blocks as Q8_0"),
+               clEnumValN(Quantize::Q5_K, "q5_k",
+                          "ggml's Q5_K super-blocks (5-bit values), "
+                          "likewise"),
+               clEnumValN(Quantize::Q6_K, "q6_k",
+                          "ggml's Q6_K super-blocks (6-bit values, 8-bit "
+                          "scales per 16), likewise")),
     cl::cat(compileCategory));
 cl::opt<ComputeType, false, EnumParser<ComputeType>> kvCache(
     "kv-cache",

@@ -12,11 +12,19 @@ ggml's block layouts (ggml-common.h, dequantize_row_* of ggml-quants.c):
   f32-q8_0.safetensors,          f32.safetensors with its matrices as
   f32-q4_0.safetensors           ggml's reference quantizers make them
                                  (what --quantize=q8_0 / q4_0 compute with)
+  f32-T.safetensors, f32-T.gguf  for T = q4_k, q5_k, q6_k: the same with
+                                 ggml's K-quantizers (kquants.py), matrices
+                                 whose rows are not whole super-blocks of
+                                 256 as Q8_0 (what --quantize=T computes
+                                 with), and the blocks themselves
+
+With --f32-only, only f32.safetensors and the f32-* files (a model whose
+rows are not all whole super-blocks).
 
 The embedding's table is a matrix like the others: its kernel gathers and
 dequantizes rows of blocks.
 
-Usage: write_blocks.py SPEC.json OUT_DIR
+Usage: write_blocks.py SPEC.json OUT_DIR [--f32-only]
 """
 import json
 import os
@@ -26,6 +34,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from write_gguf import q4_0, q8_0, write_gguf, write_safetensors  # noqa: E402
+from kquants import q4_k, q5_k, q6_k  # noqa: E402
 
 TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 8, "q4_k": 12, "q5_k": 13,
          "q6_k": 14, "bf16": 30}
@@ -129,7 +138,7 @@ def main():
             vectors[p["name"]] = (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32)
         else:
             matrices.append((p["name"], shape))
-    names = list(TYPES) + ["mix"]
+    names = ["f32"] if "--f32-only" in sys.argv[3:] else list(TYPES) + ["mix"]
     for kind in names:
         g, ref = {}, {}
         for n, a in vectors.items():
@@ -145,6 +154,20 @@ def main():
                 write_safetensors(
                     os.path.join(out, "f32-%s.safetensors" % name),
                     {n: (a if a.ndim == 1 else fn(a)[1]) for n, a in ref.items()})
+            for name, fn in (("q4_k", q4_k), ("q5_k", q5_k), ("q6_k", q6_k)):
+                g, deq = {}, {}
+                for n, a in ref.items():
+                    if a.ndim == 1:
+                        g[n], deq[n] = (a.shape, 0, a.tobytes()), a
+                        continue
+                    k = a.shape[1]
+                    t, f = (name, fn) if k % 256 == 0 else ("q8_0", q8_0)
+                    if k % 32 != 0:
+                        t, f = "f32", lambda x: (x.tobytes(), x)
+                    raw, deq[n] = f(a)
+                    g[n] = (a.shape, TYPES[t], raw)
+                write_gguf(os.path.join(out, "f32-%s.gguf" % name), g)
+                write_safetensors(os.path.join(out, "f32-%s.safetensors" % name), deq)
 
 
 if __name__ == "__main__":

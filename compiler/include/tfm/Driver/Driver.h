@@ -50,7 +50,7 @@ enum class GpuArch { SM80, SM90 };
 enum class ComputeType { f32, f16, bf16 };
 
 /// `--quantize`: how the weights of linear layers are stored.
-enum class Quantize { None, Int8, Q8_0, Q4_0 };
+enum class Quantize { None, Int8, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K };
 StringRef getGpuArchName(GpuArch arch);
 
 struct CompileOptions {

@@ -67,7 +67,7 @@ struct PipelineConfig {
   /// (--quantize=int8 on a CPU with AVX512_VNNI).
   bool int8Weights = false;
   /// CPU: tfm.linear weights in ggml's block-quantized rows of a type
-  /// chosen at load (a GGUF checkpoint, --quantize=q8_0 / q4_0),
+  /// chosen at load (a GGUF checkpoint, --quantize=q8_0 / q4_0 / q4_k ...),
   /// dequantized in registers by tfm.ggml_linear_kernel.
   bool ggmlWeights = false;
 };
