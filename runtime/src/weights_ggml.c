@@ -2,20 +2,23 @@
  *
  * A linear weight [N, K] that the compiled model reads in ggml's blocks
  * (tfm-model-abi{ggml-blocks}: tfmc --quantize=q8_0 / q4_0 / q4_k / q5_k /
- * q6_k, or a GGUF
- * checkpoint's layout) takes two entries of the parameter table: its rows,
+ * q6_k, or a GGUF checkpoint's layout) takes two entries of the parameter
+ * table: its rows,
  * then their ggml type (runtime/include/tfm/ggml_blocks.h). A GGUF tensor
  * of a type the kernel computes keeps its blocks, bytes as stored (whole or
  * the rows a source's row map picks); anything else is converted to f32 by
  * weights.c and then stored as the description's "ggml_quantize" type asks
  * (ggml's own Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K reference quantizers,
- * llama.cpp's bytes), or as F32 rows.
+ * llama.cpp's bytes; the K-quants' least-squares fits take ~0.1 us a
+ * value, so the rows are split over the runtime's threads), or as F32
+ * rows.
  *===----------------------------------------------------------------------===*/
 #include "weights_ggml.h"
 #include "checkpoint.h"
 #include "ggml_quants.h"
 #include "tfm/ggml_blocks.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +88,56 @@ int32_t tfm_ggml_quantize_type(int32_t quantize, int64_t k) {
   return TFM_GGML_BLOCKS_F32;
 }
 
+/* Rows [begin, end) of a matrix quantized by one thread. */
+typedef struct {
+  void (*quantize_row)(const float *, void *, int64_t);
+  const float *values;
+  uint8_t *rows;
+  int64_t k, row_bytes, begin, end;
+} quantize_task;
+
+static void *quantize_rows(void *arg) {
+  const quantize_task *t = arg;
+  for (int64_t r = t->begin; r < t->end; ++r)
+    t->quantize_row(t->values + r * t->k, t->rows + r * t->row_bytes, t->k);
+  return NULL;
+}
+
+/* The rows split into equal ranges over up to tfm_get_threads() threads
+ * (one where they are few: at least 256 K of values each); a thread that
+ * cannot be started leaves its range to the caller. Every row is
+ * quantized alone, so the bytes do not depend on the split. */
+#define QUANTIZE_MAX_THREADS 256
+static void quantize_parallel(quantize_task whole, int64_t n) {
+  int64_t threads = tfm_get_threads(), per_thread = 1 << 18;
+  if (threads > n * whole.k / per_thread)
+    threads = n * whole.k / per_thread;
+  if (threads > QUANTIZE_MAX_THREADS)
+    threads = QUANTIZE_MAX_THREADS;
+  if (threads < 2) {
+    whole.begin = 0;
+    whole.end = n;
+    quantize_rows(&whole);
+    return;
+  }
+  quantize_task tasks[QUANTIZE_MAX_THREADS];
+  pthread_t ids[QUANTIZE_MAX_THREADS];
+  int started[QUANTIZE_MAX_THREADS] = {0};
+  for (int64_t i = 0; i < threads; ++i) {
+    tasks[i] = whole;
+    tasks[i].begin = n * i / threads;
+    tasks[i].end = n * (i + 1) / threads;
+    if (i > 0)
+      started[i] = pthread_create(&ids[i], NULL, quantize_rows, &tasks[i]) == 0;
+  }
+  for (int64_t i = 0; i < threads; ++i)
+    if (!started[i])
+      quantize_rows(&tasks[i]);
+  for (int64_t i = 1; i < threads; ++i)
+    if (started[i])
+      pthread_join(ids[i], NULL);
+}
+
 void *tfm_ggml_rows_of(float *values, int64_t n, int64_t k, int32_t quantize,
                        int32_t *type) {
   if (!values)
@@ -104,8 +157,8 @@ void *tfm_ggml_rows_of(float *values, int64_t n, int64_t k, int32_t quantize,
   int64_t row_bytes = tfm_ggml_blocks_row_bytes(t, k);
   uint8_t *rows = tfm_aligned_alloc((size_t)(n * row_bytes));
   if (rows)
-    for (int64_t r = 0; r < n; ++r)
-      quantize_row(values + r * k, rows + r * row_bytes, k);
+    quantize_parallel(
+        (quantize_task){quantize_row, values, rows, k, row_bytes, 0, n}, n);
   free(values);
   *type = t;
   return rows;

@@ -518,4 +518,30 @@ TEST(GgmlQuants, FallsBackWhereRowsAreNotWholeBlocks) {
   std::free(f);
 }
 
+// Large matrices are quantized over several threads, row by row: the same
+// bytes as one row at a time.
+TEST(GgmlQuants, QuantizesRowsInParallel) {
+  int threads = tfm_get_threads();
+  tfm_set_threads(3);
+  const int64_t n = 1001, k = 1024; // 3 ranges of 333 or 334 rows
+  float *v = static_cast<float *>(std::malloc(sizeof(float) * n * k));
+  for (int64_t i = 0; i < n * k; ++i)
+    v[i] = std::sin(0.61f * float(i)) * (1.0f + float(i % 13));
+  std::vector<float> x(v, v + n * k);
+  int32_t type = -1;
+  uint8_t *rows = static_cast<uint8_t *>(
+      tfm_ggml_rows_of(v, n, k, TFM_GGML_BLOCKS_Q4_K, &type));
+  tfm_set_threads(threads);
+  ASSERT_NE(rows, nullptr);
+  EXPECT_EQ(type, TFM_GGML_BLOCKS_Q4_K);
+  std::vector<uint8_t> want(4 * 144);
+  size_t differ = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    tfm_ggml_quantize_row_q4_K(x.data() + r * k, want.data(), k);
+    differ += std::memcmp(rows + r * 576, want.data(), 576) != 0;
+  }
+  EXPECT_EQ(differ, 0u);
+  std::free(rows);
+}
+
 } // namespace
