@@ -2,10 +2,11 @@
  *
  * The one description of the linear weights that a compiled model reads in
  * ggml's own layout (GGUF files as llama.cpp writes them, or weights the
- * runtime quantizes with --quantize=q8_0 / q4_0). The compiler includes it
- * too: tfm-model-abi sizes such a weight's parameter by it, the dialect's
- * verifiers check `tfm.ggml_weight` by it, and the CPU kernel
- * (tfm-lower-kernels, LowerGgmlLinearKernel.cpp) reads these offsets.
+ * runtime quantizes with --quantize=q8_0 / q4_0 / q4_k / q5_k / q6_k). The
+ * compiler includes it too: tfm-model-abi sizes such a weight's parameter
+ * by it, the dialect's verifiers check `tfm.ggml_weight` by it, and the CPU
+ * kernel (tfm-lower-kernels, LowerGgmlLinearKernel.cpp) reads these
+ * offsets.
  *
  * A weight W [N, K] is N rows of K values, each row a sequence of K / B
  * blocks of B values and `bytes` bytes (ggml's ggml-common.h block_*
