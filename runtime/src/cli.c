@@ -21,7 +21,7 @@ static void usage(const char *prog, FILE *out) {
           "          (--input NAME=FILE.npy ... | --random-input B,T |\n"
           "           --prompt TEXT | --prompt-file FILE)\n"
           "          [--tokenizer PATH] [--output OUT.npy] [--threads N]\n"
-          "          [--bench N] [--info]\n"
+          "          [--bench N] [--info] [--save-weights FILE.gguf]\n"
           "       %s [--tokenizer PATH | --weights W] ([--raw] --tokenize "
           "TEXT |\n"
           "          --detokenize IDS)\n"
@@ -93,7 +93,12 @@ static void usage(const char *prog, FILE *out) {
           "ms/token (median)\n"
           "  --logits FILE         with --generate: every step's logits "
           "[B, N, vocab] as .npy\n"
-          "  --info                list parameters, sizes and inputs\n",
+          "  --info                list parameters, sizes and inputs\n"
+          "  --save-weights FILE   write the weights as loaded (quantized "
+          "blocks included)\n"
+          "                        to a GGUF file that --weights reads "
+          "as it is; no inputs\n"
+          "                        needed\n",
           prog, prog);
 }
 
@@ -275,7 +280,7 @@ static int run(int argc, char **argv, const char *model_json,
                tfm_forward_fn forward, tfm_forward_fn step,
                tfm_forward_fn encode, const tfm_cli_text *tx) {
   const char *prog = argc > 0 ? argv[0] : "model";
-  const char *output = NULL;
+  const char *output = NULL, *save_weights = NULL;
   /* --weights, as often as given. */
   const char *weights[MAX_WEIGHTS_FLAGS];
   size_t num_weights = 0;
@@ -307,11 +312,13 @@ static int run(int argc, char **argv, const char *model_json,
       continue;
     }
     static const char *const with_value[] = {
-        "--weights",  "--output",       "--random-weights", "--threads",
-        "--bench",    "--random-input", "--input",          "--tokenizer",
-        "--tokenize", "--detokenize",   "--prompt",         "--prompt-file",
-        "--generate", "--temperature",  "--top-k",          "--top-p",
-        "--seed",     "--stop",         "--logits",         "--decoder-start"};
+        "--weights",    "--output",        "--random-weights",
+        "--threads",    "--bench",         "--random-input",
+        "--input",      "--tokenizer",     "--tokenize",
+        "--detokenize", "--prompt",        "--prompt-file",
+        "--generate",   "--temperature",   "--top-k",
+        "--top-p",      "--seed",          "--stop",
+        "--logits",     "--decoder-start", "--save-weights"};
     int known = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof *with_value; ++k)
       known |= !strcmp(a, with_value[k]);
@@ -331,6 +338,8 @@ static int run(int argc, char **argv, const char *model_json,
       weights[num_weights++] = v;
     } else if (!strcmp(a, "--output"))
       output = v;
+    else if (!strcmp(a, "--save-weights"))
+      save_weights = v;
     else if (!strcmp(a, "--tokenizer"))
       tokenizer_path = v;
     else if (!strcmp(a, "--tokenize"))
@@ -532,6 +541,17 @@ static int run(int argc, char **argv, const char *model_json,
   }
   if (tfm_model_weight_warnings(m) && root)
     fprintf(stderr, "%s: warning: %s\n", prog, tfm_model_weight_warnings(m));
+  if (save_weights) {
+    if (tfm_model_save_weights(m, save_weights) != TFM_OK) {
+      fail(prog, tfm_last_error());
+      goto done;
+    }
+    /* Saving alone needs no inputs. */
+    if (!prompt_ids && !num_inputs && !rb && !gen.generate) {
+      rc = 0;
+      goto done;
+    }
+  }
   if (prompt_ids) {
     if (num_inputs || rb) {
       fail(prog, "--prompt excludes --input and --random-input");

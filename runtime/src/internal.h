@@ -313,6 +313,10 @@ typedef struct tfm_weights {
   /* The checkpoint whose mappings `table` points into (a struct
    * tfm_checkpoint), kept open while the weights are; NULL: none. */
   void *mapped;
+  /* The files the weights were read from (st_dev, st_ino), which
+   * tfm_weights_save never writes over. */
+  uint64_t *read_dev, *read_ino;
+  size_t num_read;
 } tfm_weights;
 
 /* Allocates the (empty) table of `count` entries. */
@@ -330,6 +334,22 @@ void tfm_weights_destroy(tfm_weights *w);
 tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
                             const char *const *paths, size_t num_paths,
                             char **warnings);
+/* Writes the weights `w` holds (loaded or synthesized for `d`) to the GGUF
+ * file `path` (weights_save.c): a temporary file beside it, renamed over
+ * it once whole. Refuses a file the weights were read from, CUDA and
+ * tensor-parallel models, and int8 quads. */
+tfm_status tfm_weights_save(const tfm_weights *w, const tfm_description *d,
+                            const char *path);
+/* For a checkpoint `c` holding a GGUF file that tfm_weights_save wrote
+ * (tfm.saved_weights): checks it alone was given and by model `d`'s name,
+ * and sets `*out` to `d` reading every parameter the forward pass takes
+ * under its canonical name (`*params`, to free, its parameter table).
+ * `*params` stays NULL for any other checkpoint. */
+struct tfm_checkpoint;
+tfm_status tfm_saved_weights_description(const struct tfm_checkpoint *c,
+                                         const tfm_description *d,
+                                         tfm_description *out,
+                                         tfm_param_desc **params);
 /* Where parameter `p` comes from, in words ("h.0.attn.c_attn.weight
  * [48, 144], transposed, rows 48..95"). */
 void tfm_source_describe(const tfm_source *s, const tfm_param_desc *p,

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 tfm_status tfm_weights_init(tfm_weights *w, size_t count) {
@@ -47,6 +48,10 @@ void tfm_weights_clear(tfm_weights *w) {
     free(w->mapped);
     w->mapped = NULL;
   }
+  free(w->read_dev);
+  free(w->read_ino);
+  w->read_dev = w->read_ino = NULL;
+  w->num_read = 0;
 }
 
 void tfm_weights_destroy(tfm_weights *w) {
@@ -1152,8 +1157,19 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
   const tfm_tensor **plain = NULL;
   tfm_tensor *plain_views = NULL;
   float **plain_buffers = NULL;
+  tfm_description saved;
+  tfm_param_desc *saved_params = NULL;
+  if (s == TFM_OK)
+    s = tfm_saved_weights_description(c, d, &saved, &saved_params);
   if (s != TFM_OK)
     goto done;
+  if (saved_params) {
+    /* Weights saved by this model: every parameter under its own name,
+     * one tensor each. */
+    d = &saved;
+    for (size_t i = 0; i < d->num_params; ++i)
+      first[i + 1] = first[i] + 1;
+  }
   used = tfm_calloc(c->count ? c->count : 1, 1);
   if (!used) {
     s = tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
@@ -1231,7 +1247,22 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
     }
     w->table[i] = w->host[i];
   }
+  /* The files read, which tfm_weights_save must not write over. */
+  w->read_dev = tfm_calloc(c->num_files ? c->num_files : 1, sizeof(uint64_t));
+  w->read_ino = tfm_calloc(c->num_files ? c->num_files : 1, sizeof(uint64_t));
+  if (!w->read_dev || !w->read_ino) {
+    s = tfm_fail(TFM_ERR_MEMORY, "out of memory loading weights");
+    goto done;
+  }
+  for (size_t k = 0; k < c->num_files; ++k) {
+    struct stat st;
+    if (stat(c->real[k], &st) == 0) {
+      w->read_dev[w->num_read] = (uint64_t)st.st_dev;
+      w->read_ino[w->num_read++] = (uint64_t)st.st_ino;
+    }
+  }
 done:
+  free(saved_params);
   if (s != TFM_OK) {
     tfm_weights_clear(w);
     free(*warnings);

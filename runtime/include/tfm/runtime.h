@@ -162,6 +162,13 @@ tfm_status tfm_model_load_weights_files(tfm_model *m, const char *const *paths,
  * may carry parts the model does not run), as a message; NULL if none. */
 const char *tfm_model_weight_warnings(const tfm_model *m);
 tfm_status tfm_model_random_weights(tfm_model *m, uint64_t seed);
+/* Writes the weights the model holds, as its load left them (ggml blocks
+ * that --quantize fitted included), to the GGUF file `path`, which a later
+ * tfm_model_load_weights of the same model reads in place (bit-identical
+ * outputs, nothing converted again). Written to a temporary file beside
+ * `path` and renamed, so a failure leaves no partial file; refuses a file
+ * the weights were read from. Not for CUDA or tensor-parallel models. */
+tfm_status tfm_model_save_weights(tfm_model *m, const char *path);
 const char *tfm_model_name(const tfm_model *m);
 int64_t tfm_model_vocab(const tfm_model *m);
 int64_t tfm_model_context(const tfm_model *m);
