@@ -216,7 +216,7 @@ struct TypeLowering {
   };
 
   /// Sub-block `sb` (of 32 values) of the row that starts at byte
-  /// `rowBase`.
+  /// `rowBase`, for F32, F16, BF16, Q8_0 and Q4_0.
   SubBlock prepare(OpBuilder &nb, Value rowBase, Value sb) const {
     SubBlock s;
     int64_t blockValues = tfm_ggml_blocks_values(type);
@@ -231,80 +231,8 @@ struct TypeLowering {
       s.scale[0] = s.scale[1] = d;
       return s;
     }
-    // K-quants: super-blocks of 256, sub-block j of 8.
-    Value block = arith::DivUIOp::create(nb, loc, sb, idx(nb, 8));
-    Value j = arith::RemUIOp::create(nb, loc, sb, idx(nb, 8));
-    s.base = add(nb, rowBase, mul(nb, block, blockBytes));
-    if (type == TFM_GGML_BLOCKS_Q6_K) {
-      // ql[128], qh[64], scales[16], d: half h = j / 4, quarter t = j % 4.
-      Value h = arith::DivUIOp::create(nb, loc, j, idx(nb, 4));
-      Value t = arith::RemUIOp::create(nb, loc, j, idx(nb, 4));
-      Value tOdd = arith::RemUIOp::create(nb, loc, t, idx(nb, 2));
-      Value tHigh = arith::DivUIOp::create(nb, loc, t, idx(nb, 2));
-      s.quants = add(nb, add(nb, s.base, mul(nb, h, 64)), mul(nb, tOdd, 32));
-      s.shift = toI32(nb, mul(nb, tHigh, 4));
-      s.highs = addc(nb, add(nb, s.base, mul(nb, h, 32)), 128);
-      s.highShift = toI32(nb, mul(nb, t, 2));
-      Value d = halfAt(nb, addc(nb, s.base, 208));
-      Value scIdx =
-          addc(nb, add(nb, s.base, add(nb, mul(nb, h, 8), mul(nb, t, 2))), 192);
-      for (int64_t half = 0; half < 2; ++half) {
-        Value sc = memref::LoadOp::create(nb, loc, w, addc(nb, scIdx, half));
-        Value scF = arith::SIToFPOp::create(nb, loc, nb.getF32Type(), sc);
-        s.scale[half] = arith::MulFOp::create(nb, loc, d, scF);
-      }
-      return s;
-    }
-    // Q4_K and Q5_K: d, dmin, scales[12] (6-bit scale and min of sub-block
-    // j), then (Q5_K) qh[32] and qs[128].
-    Value d = halfAt(nb, s.base), dmin = halfAt(nb, addc(nb, s.base, 2));
-    Value scales = addc(nb, s.base, 4);
-    // ggml's get_scale_min_k4 for a j known at run time: both forms,
-    // selected.
-    Value jLow = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, j,
-                                       idx(nb, 4));
-    Value jm4 = arith::SelectOp::create(
-        nb, loc, jLow, j, arith::SubIOp::create(nb, loc, j, idx(nb, 4)));
-    Value bj = byteAt(nb, add(nb, scales, j));
-    Value bj4 = byteAt(nb, addc(nb, add(nb, scales, j), 4));
-    Value bjm4 = byteAt(nb, add(nb, scales, jm4));
-    auto c32 = [&](int64_t v) {
-      return arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(v));
-    };
-    auto andc = [&](Value x, int64_t m) {
-      return arith::AndIOp::create(nb, loc, x, c32(m));
-    };
-    auto shr = [&](Value x, int64_t n) {
-      return arith::ShRUIOp::create(nb, loc, x, c32(n));
-    };
-    auto shl = [&](Value x, int64_t n) {
-      return arith::ShLIOp::create(nb, loc, x, c32(n));
-    };
-    auto orr = [&](Value x, Value y) {
-      return arith::OrIOp::create(nb, loc, x, y);
-    };
-    Value scLow = andc(bj, 63), mLow = andc(bj4, 63);
-    Value scHigh = orr(andc(bj4, 15), shl(shr(bjm4, 6), 4));
-    Value mHigh = orr(shr(bj4, 4), shl(shr(bj, 6), 4));
-    Value sc = arith::SelectOp::create(nb, loc, jLow, scLow, scHigh);
-    Value m = arith::SelectOp::create(nb, loc, jLow, mLow, mHigh);
-    Value scale = arith::MulFOp::create(
-        nb, loc, d, arith::UIToFPOp::create(nb, loc, nb.getF32Type(), sc));
-    Value minv = arith::MulFOp::create(
-        nb, loc, dmin, arith::UIToFPOp::create(nb, loc, nb.getF32Type(), m));
-    s.scale[0] = s.scale[1] = scale;
-    s.offset[0] = s.offset[1] =
-        arith::NegFOp::create(nb, loc, minv).getResult();
-    int64_t qs = type == TFM_GGML_BLOCKS_Q5_K ? 48 : 16;
-    Value pair = arith::DivUIOp::create(nb, loc, j, idx(nb, 2));
-    s.quants = addc(nb, add(nb, s.base, mul(nb, pair, 32)), qs);
-    s.shift =
-        toI32(nb, mul(nb, arith::RemUIOp::create(nb, loc, j, idx(nb, 2)), 4));
-    if (type == TFM_GGML_BLOCKS_Q5_K) {
-      s.highs = addc(nb, s.base, 16);
-      s.highShift = toI32(nb, j);
-    }
-    return s;
+    // K-quants: prepareK, one super-block's sub-blocks at a time.
+    llvm_unreachable("prepare of a K-quant: use prepareK");
   }
 
   /// Sub-block `j` (known here: offsets and the scales' bits are constants)
@@ -438,6 +366,55 @@ struct TypeLowering {
     Value bytes = vector::BitCastOp::create(
         nb, loc, VectorType::get({16}, nb.getI8Type()), all);
     return arith::ExtUIOp::create(nb, loc, i16x16, bytes);
+  }
+
+  /// `body(sub-block, sb)` for the sub-blocks [sb0, sb1) of the row at byte
+  /// `rowBase`: K-quants a super-block at a time, its 8 sub-blocks unrolled
+  /// (prepareK; sb0 and sb1 multiples of 8), the others one by one.
+  void forEachSubBlock(
+      OpBuilder &nb, Value rowBase, Value sb0, Value sb1,
+      function_ref<void(OpBuilder &, const SubBlock &, Value)> body) const {
+    if (!isKQuant()) {
+      forRange(nb, loc, sb0, sb1, idx(nb, 1),
+               [&](OpBuilder &fb, Location, Value sb) {
+                 body(fb, prepare(fb, rowBase, sb), sb);
+               });
+      return;
+    }
+    Value blk0 = arith::DivUIOp::create(nb, loc, sb0, idx(nb, 8));
+    Value blk1 = arith::DivUIOp::create(nb, loc, sb1, idx(nb, 8));
+    forRange(nb, loc, blk0, blk1, idx(nb, 1),
+             [&](OpBuilder &fb, Location, Value block) {
+               for (int64_t sj = 0; sj < 8; ++sj)
+                 body(fb, prepareK(fb, rowBase, block, sj),
+                      addc(fb, mul(fb, block, 8), sj));
+             });
+  }
+
+  /// The LLVM intrinsic `fn`(args) of result type `t` (AVX2's byte dot
+  /// products).
+  Value intrinsic(OpBuilder &nb, Type t, StringRef fn, ValueRange args) const {
+    return LLVM::CallIntrinsicOp::create(nb, loc, t, nb.getStringAttr(fn), args)
+        .getResult(0);
+  }
+
+  /// `body(m, block, col0)` for every block of `values` columns of every
+  /// row m of A (col0 = its first column), rows in parallel: the skeleton
+  /// of A's quantizations.
+  void forEachBlockOfA(
+      Value mRows, int64_t values,
+      function_ref<void(OpBuilder &, Value, Value, Value)> body) const {
+    auto par = scf::ParallelOp::create(
+        b, loc, ValueRange{idx(b, 0)}, ValueRange{mRows}, ValueRange{idx(b, 1)},
+        [&](OpBuilder &pb, Location, ValueRange ivs) {
+          Value blocks = arith::DivUIOp::create(pb, loc, k, idx(pb, values));
+          forRange(pb, loc, idx(pb, 0), blocks, idx(pb, 1),
+                   [&](OpBuilder &fb, Location, Value blk) {
+                     body(fb, ivs[0], blk, mul(fb, blk, values));
+                   });
+          scf::ReduceOp::create(pb, loc);
+        });
+    markKeepParallel(par);
   }
 
   bool isKQuant() const {
@@ -629,14 +606,13 @@ struct TypeLowering {
             tfm_ggml_blocks_bytes(type));
     Value rowBase = arith::MulIOp::create(b, loc, row, rowBytes);
     Value subBlocks = arith::DivUIOp::create(b, loc, k, idx(b, 32));
-    forRange(b, loc, idx(b, 0), subBlocks, idx(b, 1),
-             [&](OpBuilder &fb, Location, Value sb) {
-               SubBlock s = prepare(fb, rowBase, sb);
-               Value col0 = mul(fb, sb, 32);
-               for (int64_t v = 0; v < vectors(); ++v)
-                 vector::StoreOp::create(fb, loc, vectorOf(fb, s, v), dst,
-                                         addc(fb, col0, v * vl));
-             });
+    forEachSubBlock(b, rowBase, idx(b, 0), subBlocks,
+                    [&](OpBuilder &fb, const SubBlock &s, Value sb) {
+                      Value col0 = mul(fb, sb, 32);
+                      for (int64_t v = 0; v < vectors(); ++v)
+                        vector::StoreOp::create(fb, loc, vectorOf(fb, s, v),
+                                                dst, addc(fb, col0, v * vl));
+                    });
   }
 
   /// Few rows of A (decode): Q8_0, Q4_0 and the K-quants multiply in
@@ -663,77 +639,62 @@ struct TypeLowering {
   /// Rows in parallel.
   void quantizeAK(Value mRows, const QuantizedA &qa) const {
     auto v8 = VectorType::get({8}, b.getF32Type());
-    auto par = scf::ParallelOp::create(
-        b, loc, ValueRange{idx(b, 0)}, ValueRange{mRows}, ValueRange{idx(b, 1)},
-        [&](OpBuilder &pb, Location, ValueRange ivs) {
-          Value m = ivs[0];
-          Value blocks = arith::DivUIOp::create(pb, loc, k, idx(pb, 256));
-          forRange(
-              pb, loc, idx(pb, 0), blocks, idx(pb, 1),
-              [&](OpBuilder &fb, Location, Value blk) {
-                Value col0 = mul(fb, blk, 256);
-                SmallVector<Value> x;
-                Value vmax, vmin;
-                for (int64_t v = 0; v < 32; ++v) {
-                  x.push_back(vector::LoadOp::create(
-                      fb, loc, v8, a, ValueRange{m, addc(fb, col0, 8 * v)}));
-                  vmax = vmax ? arith::MaximumFOp::create(fb, loc, vmax, x[v])
-                              : x[v];
-                  vmin = vmin ? arith::MinimumFOp::create(fb, loc, vmin, x[v])
-                              : x[v];
-                }
-                Value hi = vector::ReductionOp::create(
-                    fb, loc, vector::CombiningKind::MAXIMUMF, vmax);
-                Value lo = vector::ReductionOp::create(
-                    fb, loc, vector::CombiningKind::MINIMUMF, vmin);
-                Value negLo = arith::NegFOp::create(fb, loc, lo);
-                Value hiWins = arith::CmpFOp::create(
-                    fb, loc, arith::CmpFPredicate::OGE, hi, negLo);
-                Value xmax = arith::SelectOp::create(fb, loc, hiWins, hi, lo);
-                Value amax =
-                    arith::SelectOp::create(fb, loc, hiWins, hi, negLo);
-                Value nonzero = arith::CmpFOp::create(
-                    fb, loc, arith::CmpFPredicate::OGT, amax, cF32(fb, loc, 0));
-                Value safeMax = arith::SelectOp::create(fb, loc, nonzero, xmax,
-                                                        cF32(fb, loc, 1));
-                Value iscale = arith::SelectOp::create(
-                    fb, loc, nonzero,
-                    arith::DivFOp::create(fb, loc, cF32(fb, loc, -127),
-                                          safeMax),
-                    cF32(fb, loc, 0));
-                Value d = arith::SelectOp::create(
-                    fb, loc, nonzero,
-                    arith::DivFOp::create(fb, loc, cF32(fb, loc, 1), iscale),
-                    cF32(fb, loc, 0));
-                Value isv = vector::BroadcastOp::create(fb, loc, v8, iscale);
-                Value top = vector::BroadcastOp::create(fb, loc, v8,
-                                                        cF32(fb, loc, 127));
-                Value sum;
-                for (int64_t v = 0; v < 32; ++v) {
-                  Value q = math::RoundEvenOp::create(
-                      fb, loc, arith::MulFOp::create(fb, loc, x[v], isv));
-                  q = arith::MinimumFOp::create(fb, loc, q, top);
-                  sum = v % 4 ? arith::AddFOp::create(fb, loc, sum, q) : q;
-                  Value qi = arith::FPToSIOp::create(
-                      fb, loc, VectorType::get({8}, fb.getI32Type()), q);
-                  Value qb = arith::TruncIOp::create(
-                      fb, loc, VectorType::get({8}, fb.getI8Type()), qi);
-                  vector::StoreOp::create(fb, loc, qb, qa.bytes,
-                                          ValueRange{m, addc(fb, col0, 8 * v)});
-                  if (v % 4 == 3 && qa.sums) {
-                    Value total = vector::ReductionOp::create(
-                        fb, loc, vector::CombiningKind::ADD, sum);
-                    memref::StoreOp::create(
-                        fb, loc, total, qa.sums,
-                        ValueRange{m, addc(fb, mul(fb, blk, 8), v / 4)});
-                  }
-                }
-                memref::StoreOp::create(fb, loc, d, qa.scales,
-                                        ValueRange{m, blk});
-              });
-          scf::ReduceOp::create(pb, loc);
+    forEachBlockOfA(
+        mRows, 256, [&](OpBuilder &fb, Value m, Value blk, Value col0) {
+          SmallVector<Value> x;
+          Value vmax, vmin;
+          for (int64_t v = 0; v < 32; ++v) {
+            x.push_back(vector::LoadOp::create(
+                fb, loc, v8, a, ValueRange{m, addc(fb, col0, 8 * v)}));
+            vmax = vmax ? arith::MaximumFOp::create(fb, loc, vmax, x[v]) : x[v];
+            vmin = vmin ? arith::MinimumFOp::create(fb, loc, vmin, x[v]) : x[v];
+          }
+          Value hi = vector::ReductionOp::create(
+              fb, loc, vector::CombiningKind::MAXIMUMF, vmax);
+          Value lo = vector::ReductionOp::create(
+              fb, loc, vector::CombiningKind::MINIMUMF, vmin);
+          Value negLo = arith::NegFOp::create(fb, loc, lo);
+          Value hiWins = arith::CmpFOp::create(
+              fb, loc, arith::CmpFPredicate::OGE, hi, negLo);
+          Value xmax = arith::SelectOp::create(fb, loc, hiWins, hi, lo);
+          Value amax = arith::SelectOp::create(fb, loc, hiWins, hi, negLo);
+          Value nonzero = arith::CmpFOp::create(
+              fb, loc, arith::CmpFPredicate::OGT, amax, cF32(fb, loc, 0));
+          Value safeMax =
+              arith::SelectOp::create(fb, loc, nonzero, xmax, cF32(fb, loc, 1));
+          Value iscale = arith::SelectOp::create(
+              fb, loc, nonzero,
+              arith::DivFOp::create(fb, loc, cF32(fb, loc, -127), safeMax),
+              cF32(fb, loc, 0));
+          Value d = arith::SelectOp::create(
+              fb, loc, nonzero,
+              arith::DivFOp::create(fb, loc, cF32(fb, loc, 1), iscale),
+              cF32(fb, loc, 0));
+          Value isv = vector::BroadcastOp::create(fb, loc, v8, iscale);
+          Value top =
+              vector::BroadcastOp::create(fb, loc, v8, cF32(fb, loc, 127));
+          Value sum;
+          for (int64_t v = 0; v < 32; ++v) {
+            Value q = math::RoundEvenOp::create(
+                fb, loc, arith::MulFOp::create(fb, loc, x[v], isv));
+            q = arith::MinimumFOp::create(fb, loc, q, top);
+            sum = v % 4 ? arith::AddFOp::create(fb, loc, sum, q) : q;
+            Value qi = arith::FPToSIOp::create(
+                fb, loc, VectorType::get({8}, fb.getI32Type()), q);
+            Value qb = arith::TruncIOp::create(
+                fb, loc, VectorType::get({8}, fb.getI8Type()), qi);
+            vector::StoreOp::create(fb, loc, qb, qa.bytes,
+                                    ValueRange{m, addc(fb, col0, 8 * v)});
+            if (v % 4 == 3 && qa.sums) {
+              Value total = vector::ReductionOp::create(
+                  fb, loc, vector::CombiningKind::ADD, sum);
+              memref::StoreOp::create(
+                  fb, loc, total, qa.sums,
+                  ValueRange{m, addc(fb, mul(fb, blk, 8), v / 4)});
+            }
+          }
+          memref::StoreOp::create(fb, loc, d, qa.scales, ValueRange{m, blk});
         });
-    markKeepParallel(par);
   }
 
   /// The K-quants' integer register tile, as llama.cpp's
@@ -761,11 +722,6 @@ struct TypeLowering {
           arith::MulIOp::create(nb, loc, addc(nb, n, j), rowBytes));
     for (int64_t i = 0; i < mr; ++i)
       rowA.push_back(addc(nb, m, i));
-    auto call = [&](OpBuilder &cb, Type t, StringRef fn, ValueRange args) {
-      return LLVM::CallIntrinsicOp::create(cb, loc, t, cb.getStringAttr(fn),
-                                           args)
-          .getResult(0);
-    };
     Value blocks = arith::DivUIOp::create(nb, loc, k, idx(nb, 256));
     auto loop = scf::ForOp::create(
         nb, loc, idx(nb, 0), blocks, idx(nb, 1), init,
@@ -807,13 +763,13 @@ struct TypeLowering {
                                                    scales[j], lanes);
               Value wabs;
               if (!mins)
-                wabs = call(fb, b32, kPsignB, {q, q});
+                wabs = intrinsic(fb, b32, kPsignB, {q, q});
               for (int64_t i = 0; i < mr; ++i) {
-                Value p16 =
-                    mins ? call(fb, i16x16, kPmaddUbSw, {q, av[i]})
-                         : call(fb, i16x16, kPmaddUbSw,
-                                {wabs, call(fb, b32, kPsignB, {av[i], q})});
-                Value p32 = call(fb, i32x8, kPmaddWd, {p16, sc});
+                Value p16 = mins ? intrinsic(fb, i16x16, kPmaddUbSw, {q, av[i]})
+                                 : intrinsic(fb, i16x16, kPmaddUbSw,
+                                             {wabs, intrinsic(fb, b32, kPsignB,
+                                                              {av[i], q})});
+                Value p32 = intrinsic(fb, i32x8, kPmaddWd, {p16, sc});
                 isum[i * nr + j] =
                     arith::AddIOp::create(fb, loc, isum[i * nr + j], p32);
               }
@@ -866,51 +822,38 @@ struct TypeLowering {
   /// Quantizes A into `qa`, rows in parallel.
   void quantizeA(Value mRows, const QuantizedA &qa) const {
     auto v8 = VectorType::get({8}, b.getF32Type());
-    auto par = scf::ParallelOp::create(
-        b, loc, ValueRange{idx(b, 0)}, ValueRange{mRows}, ValueRange{idx(b, 1)},
-        [&](OpBuilder &pb, Location, ValueRange ivs) {
-          Value m = ivs[0];
-          Value subBlocks = arith::DivUIOp::create(pb, loc, k, idx(pb, 32));
-          forRange(
-              pb, loc, idx(pb, 0), subBlocks, idx(pb, 1),
-              [&](OpBuilder &fb, Location, Value sb) {
-                Value col0 = mul(fb, sb, 32);
-                SmallVector<Value> x;
-                Value amax;
-                for (int64_t v = 0; v < 4; ++v) {
-                  x.push_back(vector::LoadOp::create(
-                      fb, loc, v8, a, ValueRange{m, addc(fb, col0, 8 * v)}));
-                  Value ab = math::AbsFOp::create(fb, loc, x.back());
-                  amax =
-                      amax ? arith::MaximumFOp::create(fb, loc, amax, ab) : ab;
-                }
-                Value mx = vector::ReductionOp::create(
-                    fb, loc, vector::CombiningKind::MAXIMUMF, amax);
-                Value d =
-                    arith::DivFOp::create(fb, loc, mx, cF32(fb, loc, 127));
-                Value pos = arith::CmpFOp::create(
-                    fb, loc, arith::CmpFPredicate::OGT, mx, cF32(fb, loc, 0));
-                Value id = arith::SelectOp::create(
-                    fb, loc, pos,
-                    arith::DivFOp::create(fb, loc, cF32(fb, loc, 127), mx),
-                    cF32(fb, loc, 0));
-                Value idv = vector::BroadcastOp::create(fb, loc, v8, id);
-                for (int64_t v = 0; v < 4; ++v) {
-                  Value q = math::RoundEvenOp::create(
-                      fb, loc, arith::MulFOp::create(fb, loc, x[v], idv));
-                  Value qi = arith::FPToSIOp::create(
-                      fb, loc, VectorType::get({8}, fb.getI32Type()), q);
-                  Value qb = arith::TruncIOp::create(
-                      fb, loc, VectorType::get({8}, fb.getI8Type()), qi);
-                  vector::StoreOp::create(fb, loc, qb, qa.bytes,
-                                          ValueRange{m, addc(fb, col0, 8 * v)});
-                }
-                memref::StoreOp::create(fb, loc, d, qa.scales,
-                                        ValueRange{m, sb});
-              });
-          scf::ReduceOp::create(pb, loc);
+    forEachBlockOfA(
+        mRows, 32, [&](OpBuilder &fb, Value m, Value sb, Value col0) {
+          SmallVector<Value> x;
+          Value amax;
+          for (int64_t v = 0; v < 4; ++v) {
+            x.push_back(vector::LoadOp::create(
+                fb, loc, v8, a, ValueRange{m, addc(fb, col0, 8 * v)}));
+            Value ab = math::AbsFOp::create(fb, loc, x.back());
+            amax = amax ? arith::MaximumFOp::create(fb, loc, amax, ab) : ab;
+          }
+          Value mx = vector::ReductionOp::create(
+              fb, loc, vector::CombiningKind::MAXIMUMF, amax);
+          Value d = arith::DivFOp::create(fb, loc, mx, cF32(fb, loc, 127));
+          Value pos = arith::CmpFOp::create(fb, loc, arith::CmpFPredicate::OGT,
+                                            mx, cF32(fb, loc, 0));
+          Value id = arith::SelectOp::create(
+              fb, loc, pos,
+              arith::DivFOp::create(fb, loc, cF32(fb, loc, 127), mx),
+              cF32(fb, loc, 0));
+          Value idv = vector::BroadcastOp::create(fb, loc, v8, id);
+          for (int64_t v = 0; v < 4; ++v) {
+            Value q = math::RoundEvenOp::create(
+                fb, loc, arith::MulFOp::create(fb, loc, x[v], idv));
+            Value qi = arith::FPToSIOp::create(
+                fb, loc, VectorType::get({8}, fb.getI32Type()), q);
+            Value qb = arith::TruncIOp::create(
+                fb, loc, VectorType::get({8}, fb.getI8Type()), qi);
+            vector::StoreOp::create(fb, loc, qb, qa.bytes,
+                                    ValueRange{m, addc(fb, col0, 8 * v)});
+          }
+          memref::StoreOp::create(fb, loc, d, qa.scales, ValueRange{m, sb});
         });
-    markKeepParallel(par);
   }
 
   /// A prepared K-quant sub-block's 32 values as bytes: Q4_K's 4 bits and
@@ -988,11 +931,6 @@ struct TypeLowering {
     for (int64_t i = 0; i < mr; ++i)
       rowA.push_back(addc(nb, m, i));
     Value subBlocks = arith::DivUIOp::create(nb, loc, k, idx(nb, 32));
-    auto call = [&](OpBuilder &cb, Type t, StringRef fn, ValueRange args) {
-      return LLVM::CallIntrinsicOp::create(cb, loc, t, cb.getStringAttr(fn),
-                                           args)
-          .getResult(0);
-    };
     auto loop = scf::ForOp::create(
         nb, loc, idx(nb, 0), subBlocks, idx(nb, 1), init,
         [&](OpBuilder &fb, Location, Value sb, ValueRange acc) {
@@ -1011,11 +949,11 @@ struct TypeLowering {
             auto [wv, dw] = weightBytes(fb, rowBase[j], sb);
             // vpmaddubsw takes its first operand unsigned: |w|, w's sign
             // moved onto A.
-            Value wabs = call(fb, b32, kPsignB, {wv, wv});
+            Value wabs = intrinsic(fb, b32, kPsignB, {wv, wv});
             for (int64_t i = 0; i < mr; ++i) {
-              Value ax = call(fb, b32, kPsignB, {av[i], wv});
-              Value p16 = call(fb, i16x16, kPmaddUbSw, {wabs, ax});
-              Value p32 = call(fb, i32x8, kPmaddWd, {p16, ones});
+              Value ax = intrinsic(fb, b32, kPsignB, {av[i], wv});
+              Value p16 = intrinsic(fb, i16x16, kPmaddUbSw, {wabs, ax});
+              Value p32 = intrinsic(fb, i32x8, kPmaddWd, {p16, ones});
               Value f = arith::SIToFPOp::create(fb, loc, f32x8, p32);
               Value sc = vector::BroadcastOp::create(
                   fb, loc, f32x8, arith::MulFOp::create(fb, loc, dw, ad[i]));
@@ -1137,24 +1075,10 @@ struct TypeLowering {
               }
             }
           };
-          if (isKQuant()) {
-            // Chunks are whole super-blocks (kPanelDepth % 256 = 0).
-            Value blk0 = arith::DivUIOp::create(jb, loc, kc, idx(jb, 256));
-            Value blk1 = arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 256));
-            forRange(jb, loc, blk0, blk1, idx(jb, 1),
-                     [&](OpBuilder &fb, Location, Value block) {
-                       for (int64_t sj = 0; sj < 8; ++sj)
-                         store(fb, prepareK(fb, rowBase, block, sj),
-                               addc(fb, mul(fb, block, 8), sj));
-                     });
-            return;
-          }
-          Value sb0 = arith::DivUIOp::create(jb, loc, kc, idx(jb, 32));
-          Value sb1 = arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 32));
-          forRange(jb, loc, sb0, sb1, idx(jb, 1),
-                   [&](OpBuilder &fb, Location, Value sb) {
-                     store(fb, prepare(fb, rowBase, sb), sb);
-                   });
+          // (Chunks are whole super-blocks: kPanelDepth % 256 = 0.)
+          forEachSubBlock(
+              jb, rowBase, arith::DivUIOp::create(jb, loc, kc, idx(jb, 32)),
+              arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 32)), store);
         });
   }
 
