@@ -28,9 +28,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def mlir(b, h, kv, d, causal):
-    q = "tensor<%dx%dx?x%dxf32>" % (b, h, d)
-    k = "tensor<%dx%dx?x%dxf32>" % (b, kv, d)
+def mlir(b, h, kv, d, causal, dtype="f32"):
+    """A hand-written tfm.attention: q [b, h, T, d], k and v [b, kv, T, d] of
+    `dtype` (bench/gpu_attention_bench.py compiles it for CUDA too)."""
+    q = "tensor<%dx%dx?x%dx%s>" % (b, h, d, dtype)
+    k = "tensor<%dx%dx?x%dx%s>" % (b, kv, d, dtype)
     mask = "causal" if causal else "none"
     return ("func.func @attn(%%q: %s, %%k: %s, %%v: %s) -> %s {\n"
             "  %%o = tfm.attention %%q, %%k, %%v {mask = #tfm.mask<%s>, scale = %r : f64}"

@@ -23,27 +23,19 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import attention_bench  # noqa: E402  (its tfm.attention source)
 
 # (dtype, heads, kv heads, head dim, causal): T varies at run time.
 CONFIGS = [(dt, h, kv, d, c)
            for dt in ("f16", "bf16")
            for (h, kv, d) in ((16, 16, 128), (32, 8, 128), (16, 16, 64))
            for c in (True, False)] + [("f32", 16, 16, 128, True)]
-LENGTHS = {True: (1024, 4096, 16384), False: (1024, 4096, 16384)}
+LENGTHS = (1024, 4096, 16384)
 
 
 def tag(dt, h, kv, d, causal):
     return "attn_%s_h%d_kv%d_d%d_%s" % (dt, h, kv, d, "causal" if causal else "full")
-
-
-def mlir(dt, h, kv, d, causal):
-    q = "tensor<1x%dx?x%dx%s>" % (h, d, dt)
-    k = "tensor<1x%dx?x%dx%s>" % (kv, d, dt)
-    mask = "causal" if causal else "none"
-    return ("func.func @attn(%%q: %s, %%k: %s, %%v: %s) -> %s {\n"
-            "  %%o = tfm.attention %%q, %%k, %%v {mask = #tfm.mask<%s>, scale = %r : f64}"
-            " : (%s, %s, %s) -> %s\n  return %%o : %s\n}\n") % (
-                q, k, k, q, mask, 1.0 / d ** 0.5, q, k, k, q, q)
 
 
 def build(out):
@@ -54,7 +46,8 @@ def build(out):
         name = tag(*cfg)
         src = os.path.join(out, name + ".mlir")
         with open(src, "w") as f:
-            f.write(mlir(*cfg))
+            dt, h, kv, d, causal = cfg
+            f.write(attention_bench.mlir(1, h, kv, d, causal, dt))
         obj = os.path.join(out, name + ".o")
         subprocess.run([tfmc, src, "--target=cuda", "-c", "-o", obj], check=True)
         subprocess.run(["cc", "-O2", "-I" + os.path.join(ROOT, "runtime", "include"),
@@ -90,7 +83,7 @@ def run(out, runs, quick):
     for cfg in CONFIGS:
         dt, h, kv, d, causal = cfg
         exe = os.path.join(out, tag(*cfg))
-        lengths = LENGTHS[causal]
+        lengths = LENGTHS
         if quick or dt == "f32" or (h, kv, d) != (16, 16, 128):
             lengths = (4096,)
         for t in lengths:
