@@ -88,6 +88,10 @@ try:
     config.environment["TFMC_CACHE_HOST"] = " ".join(" ".join(l.split()) for l in cpu)
 except OSError:
     config.environment["TFMC_CACHE_HOST"] = platform.processor()
+# tfmc's own kernel cache (the kernels that depend on no model, such as the
+# GGUF GEMM), shared by the suite's compiles and kept in the build tree
+# rather than the user's ~/.cache/tfm; an entry is named by a hash of tfmc.
+config.environment["TFM_CACHE_DIR"] = os.path.join(config.tfm_obj_root, "test", "kernel-cache")
 tfmc_cached = os.path.join(config.tfm_src_root, "test", "tfmc-cache.sh")
 # A test of the compile itself (its time, its memory) runs tfmc uncached.
 config.substitutions.append(("%tfmc_real", tfmc_real))
@@ -97,8 +101,9 @@ tools = ["tfm-opt", "split-file", "count", "not",
          ToolSubst("tfm-tokenize", unresolved="ignore"),
          ToolSubst("tfm-chat-template", unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
-# Installing (test/e2e/install.test) reads the run paths of an executable.
-llvm_config.add_tool_substitutions(["llvm-readelf"], [config.llvm_tools_dir])
+# Installing (test/e2e/install.test) reads the run paths of an executable;
+# the kernel cache (test/gguf/kernel-cache.test) the symbols of objects.
+llvm_config.add_tool_substitutions(["llvm-readelf", "llvm-nm"], [config.llvm_tools_dir])
 
 # Tokenizer peers: Node with the npm packages of test/tokenizer/package.json,
 # which `ctest` (fixture tfm-npm-peers) and `check-tfm` install into the

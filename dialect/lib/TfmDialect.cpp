@@ -5,6 +5,7 @@
 #include "tfm/Dialect/TfmOps.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -111,6 +112,16 @@ LogicalResult TfmDialect::verifyOperationAttribute(Operation *op,
     if (!isa<UnitAttr>(value))
       return op->emitOpError()
              << "'" << name << "' must be a unit attribute, got " << value;
+    return success();
+  }
+  if (name == SharedKernelAttrHelper::getNameStr()) {
+    if (!isa<UnitAttr>(value))
+      return op->emitOpError()
+             << "'" << name << "' must be a unit attribute, got " << value;
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    if (!fn || fn.isExternal())
+      return op->emitOpError()
+             << "'" << name << "' must be on a function with a body";
     return success();
   }
   return op->emitOpError() << "has an unknown tfm attribute '" << name << "'";

@@ -1394,3 +1394,15 @@ func.func @ggml_kernel_f16(%x: memref<?x64xf16>, %r: memref<4096xi8>, %t: memref
   tfm.ggml_linear_kernel ins(%x, %r, %t : memref<?x64xf16>, memref<4096xi8>, memref<1xi32>) outs(%y : memref<?x16xf16>)
   return
 }
+
+// -----
+
+// expected-error @below {{'func.func' op 'tfm.shared_kernel' must be on a function with a body}}
+func.func private @shared_decl(memref<?xf32>) attributes {tfm.shared_kernel}
+
+// -----
+
+// expected-error @below {{'func.func' op 'tfm.shared_kernel' must be a unit attribute, got 1 : i64}}
+func.func @shared_value(%x: memref<?xf32>) attributes {tfm.shared_kernel = 1} {
+  return
+}

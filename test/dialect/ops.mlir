@@ -141,6 +141,13 @@ func.func @half_precision(%x: tensor<2x3x16xf16>, %y: tensor<2x3x16xbf16>) -> (t
   return %a, %b : tensor<2x3x16xf16>, tensor<2x3x16xbf16>
 }
 
+// A function that depends on no model (tfm-lower-kernels' ggml GEMM).
+// CHECK-LABEL: func.func @shared_kernel
+// CHECK-SAME: attributes {tfm.shared_kernel}
+func.func @shared_kernel(%x: memref<?xf32>) attributes {tfm.shared_kernel} {
+  return
+}
+
 // The discardable attributes the passes put on other dialects' ops.
 // CHECK-LABEL: func.func @discardable_attrs
 // CHECK-SAME: attributes {tfm.num_inputs = 1 : i64, tfm.params = [{name = "w", panel = 32 : i64}, {name = "w", panel = 0 : i64}]}

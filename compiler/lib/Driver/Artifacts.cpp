@@ -11,6 +11,9 @@
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/ObjCopy/ConfigManager.h"
+#include "llvm/ObjCopy/ObjCopy.h"
+#include "llvm/Object/Binary.h"
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -210,10 +213,13 @@ LogicalResult HostEmitter::checkOutputs(StringRef name) {
   return checkNotInput(ctx, options, header);
 }
 
+static std::string findTool(ArrayRef<StringRef> names);
+
 LogicalResult HostEmitter::emit(const ModelDescription *model, StringRef name,
                                 ModuleOp module, const HostCpu &cpu,
                                 const HostInterface &iface,
-                                llvm::raw_ostream &os) {
+                                llvm::raw_ostream &os,
+                                ArrayRef<std::string> objects) {
   std::string message;
   llvm::LLVMContext llvmCtx;
   TimingScope translate = timing.nest("translate to LLVM IR");
@@ -261,21 +267,88 @@ LogicalResult HostEmitter::emit(const ModelDescription *model, StringRef name,
       return error() << "cannot create a temporary file";
     objectPath = tmp.str().str();
   }
-  // An object the user gets is one file; objects to link may be several.
-  FailureOr<SmallVector<std::string>> objects =
+  // An object the user gets is one file: the model's partitions merged,
+  // then `objects` merged in. Objects to link may be several.
+  bool withObjects = objectOnly && !objects.empty();
+  if (withObjects) {
+    SmallString<128> tmp;
+    if (llvm::sys::fs::createTemporaryFile("tfm-" + name, "o", tmp))
+      return error() << "cannot create a temporary file";
+    objectPath = tmp.str().str();
+  }
+  FailureOr<SmallVector<std::string>> own =
       writeObjects(*llvmModule, *tm, objectPath, /*merge=*/objectOnly);
-  if (failed(objects))
+  if (failed(own))
+    return failure();
+  auto removeOwn = llvm::make_scope_exit([&] {
+    if (objectOnly && !withObjects)
+      return;
+    llvm::sys::fs::remove(objectPath);
+    for (const std::string &object : *own)
+      llvm::sys::fs::remove(object);
+  });
+  SmallVector<std::string> all(*own);
+  all.append(objects.begin(), objects.end());
+  if (withObjects &&
+      failed(mergeObjects(findTool({"clang-22", "clang"}), all, out)))
     return failure();
   if (options.artifact == ArtifactKind::Object)
     return writeHeader(model, name, iface, out);
   if (objectOnly)
     return success();
   progress.step(name, "linking " + out);
-  LogicalResult linked = link(*objects, out);
-  llvm::sys::fs::remove(objectPath);
-  for (const std::string &object : *objects)
-    llvm::sys::fs::remove(object);
-  return linked;
+  return link(all, out);
+}
+
+bool HostEmitter::takesObjects() const {
+  bool objectOnly =
+      options.emit == Stage::Obj || options.artifact == ArtifactKind::Object;
+  return !objectOnly || !findTool({"clang-22", "clang"}).empty();
+}
+
+LogicalResult
+HostEmitter::writeSharedKernels(ModuleOp module,
+                                const std::vector<std::string> &symbols,
+                                const HostCpu &cpu, StringRef path) {
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmCtx, "tfm_kernels");
+  if (!llvmModule)
+    return error() << "translation of the shared kernels to LLVM IR failed";
+  for (const std::string &symbol : symbols) {
+    llvm::Function *fn = llvmModule->getFunction(symbol);
+    if (!fn || fn->isDeclaration())
+      return error() << "internal: the shared kernel " << symbol
+                     << " is not defined";
+    // One copy per program, whichever model's object it comes from, and
+    // never exported from a shared library.
+    fn->setLinkage(llvm::GlobalValue::WeakODRLinkage);
+    fn->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  }
+  std::string message;
+  auto tm = createTargetMachine(cpu, message);
+  if (!tm)
+    return error() << message;
+  optimizeModule(*llvmModule, *tm);
+  // One partition: a partition's local symbols become hidden globals,
+  // which could meet the same names in a model's partitions at the link.
+  SmallString<256> tmp;
+  int fd;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueFile(path + ".%%%%%%.tmp", fd, tmp))
+    return error() << "cannot write '" << tmp << "': " << ec.message();
+  {
+    llvm::raw_fd_ostream f(fd, /*shouldClose=*/true);
+    if (failed(emitMachineCode(*llvmModule, *tm, false, f, message))) {
+      llvm::sys::fs::remove(tmp);
+      return error() << message;
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, path)) {
+    llvm::sys::fs::remove(tmp);
+    return error() << "cannot write '" << path << "': " << ec.message();
+  }
+  return success();
 }
 
 /// Instructions below which one partition is generated: splitting costs a
@@ -308,9 +381,17 @@ HostEmitter::writeObjects(llvm::Module &module, llvm::TargetMachine &tm,
       return failure();
     if (!merge)
       return parts;
-    LogicalResult merged = mergeObjects(merger, *parts, path);
+    // The partitions' local symbols, made hidden globals so that they link
+    // to each other, are local again: two models' objects link into one
+    // program.
+    SmallString<128> tmp;
+    if (llvm::sys::fs::createTemporaryFile("tfm-merged", "o", tmp))
+      return error() << "cannot create a temporary file";
+    LogicalResult merged = mergeObjects(merger, *parts, tmp);
     for (const std::string &p : *parts)
       llvm::sys::fs::remove(p);
+    merged = succeeded(merged) ? localizeHidden(tmp, path) : failure();
+    llvm::sys::fs::remove(tmp);
     if (failed(merged))
       return failure();
     return SmallVector<std::string>{path.str()};
@@ -390,6 +471,35 @@ HostEmitter::writePartitions(llvm::Module &module, llvm::TargetMachine &tm,
       return error() << f;
   removeParts.release();
   return parts;
+}
+
+LogicalResult HostEmitter::localizeHidden(StringRef from, StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(from);
+  if (!buffer)
+    return error() << "cannot read '" << from
+                   << "': " << buffer.getError().message();
+  llvm::Expected<std::unique_ptr<llvm::object::Binary>> binary =
+      llvm::object::createBinary((*buffer)->getMemBufferRef());
+  if (!binary)
+    return error() << "cannot read '" << from
+                   << "': " << llvm::toString(binary.takeError());
+  llvm::objcopy::ConfigManager config;
+  config.Common.InputFilename = from;
+  config.Common.OutputFilename = path;
+  config.ELF.LocalizeHidden = true;
+  SmallString<0> localized;
+  llvm::raw_svector_ostream os(localized);
+  if (llvm::Error e =
+          llvm::objcopy::executeObjcopyOnBinary(config, **binary, os))
+    return error() << "cannot rewrite the symbols of '" << path
+                   << "': " << llvm::toString(std::move(e));
+  std::error_code ec;
+  llvm::raw_fd_ostream f(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return error() << "cannot write '" << path << "': " << ec.message();
+  f << localized;
+  return success();
 }
 
 LogicalResult HostEmitter::mergeObjects(StringRef driver,

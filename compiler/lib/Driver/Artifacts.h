@@ -64,9 +64,24 @@ public:
               TimingScope &timing, Progress &progress)
       : ctx(ctx), options(options), timing(timing), progress(progress) {}
 
+  /// `objects` are more objects to link or merge into a binary artifact
+  /// (the shared kernels').
   LogicalResult emit(const ModelDescription *model, StringRef name,
                      ModuleOp module, const HostCpu &cpu,
-                     const HostInterface &iface, llvm::raw_ostream &os);
+                     const HostInterface &iface, llvm::raw_ostream &os,
+                     ArrayRef<std::string> objects = {});
+
+  /// Whether emit() can take more objects: every binary artifact can,
+  /// except an object when there is no clang to merge objects with.
+  bool takesObjects() const;
+
+  /// The object of the shared kernels `module` (in the LLVM dialect) at
+  /// `path`, with `symbols` weak_odr and hidden; written to a temporary
+  /// file beside it and renamed, so that a reader of `path` (another tfmc
+  /// using the same cache) never sees part of it.
+  LogicalResult writeSharedKernels(ModuleOp module,
+                                   const std::vector<std::string> &symbols,
+                                   const HostCpu &cpu, StringRef path);
 
   /// Checks, before any work, that the files a binary stage writes can be
   /// written: none is the input, and `-c`'s header is a file of its own
@@ -86,6 +101,9 @@ private:
   FailureOr<SmallVector<std::string>> writePartitions(llvm::Module &module,
                                                       llvm::TargetMachine &tm,
                                                       unsigned threads);
+  /// Writes the object at `from` to `path` with its hidden global symbols
+  /// made local.
+  LogicalResult localizeHidden(StringRef from, StringRef path);
   /// One relocatable object at `path` from `parts` (`driver -r`, lld).
   LogicalResult mergeObjects(StringRef driver, ArrayRef<std::string> parts,
                              StringRef path);

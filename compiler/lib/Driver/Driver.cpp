@@ -13,6 +13,7 @@
 #include "tfm/Driver/Driver.h"
 
 #include "Artifacts.h"
+#include "KernelCache.h"
 
 #include "tfm/Dialect/ModelDescription.h"
 #include "tfm/Dialect/TfmOps.h"
@@ -35,6 +36,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/WithColor.h"
@@ -265,6 +267,13 @@ private:
                       ModuleOp module);
   LogicalResult runPipeline(ModuleOp module, const PipelineConfig &config,
                             Stage first, Stage last);
+  /// Moves the shared kernels out of `module` (on buffers) and returns
+  /// their object: from the kernel cache, or compiled (and stored there);
+  /// a temporary file (`temporary`) where there is no cache. Nothing when
+  /// the module has none.
+  FailureOr<std::optional<std::string>>
+  sharedKernelObject(ModuleOp module, const PipelineConfig &config,
+                     const HostCpu &cpu, HostEmitter &emitter, bool &temporary);
   InFlightDiagnostic error() { return emitError(UnknownLoc::get(&ctx)); }
 
   MLIRContext &ctx;
@@ -653,10 +662,68 @@ LogicalResult Compilation::lower(const ModelDescription *model, StringRef name,
     return failure();
   FailureOr<HostInterface> iface =
       readInterface(module, model, name, targetFields);
-  if (failed(iface) || failed(runPipeline(module, config, Stage::LLVMDialect,
-                                          Stage::LLVMDialect)))
+  if (failed(iface))
     return failure();
-  return emitter.emit(model, name, module, *host, *iface, os);
+  // The kernels that depend on no model, compiled once per CPU and tfmc.
+  bool temporary = false;
+  FailureOr<std::optional<std::string>> kernels = std::optional<std::string>();
+  if (!cuda && options.useKernelCache && emitter.takesObjects())
+    kernels = sharedKernelObject(module, config, *host, emitter, temporary);
+  if (failed(kernels))
+    return failure();
+  auto removeKernels = llvm::make_scope_exit([&] {
+    if (temporary && *kernels)
+      llvm::sys::fs::remove(**kernels);
+  });
+  if (failed(
+          runPipeline(module, config, Stage::LLVMDialect, Stage::LLVMDialect)))
+    return failure();
+  SmallVector<std::string> objects;
+  if (*kernels)
+    objects.push_back(**kernels);
+  return emitter.emit(model, name, module, *host, *iface, os, objects);
+}
+
+FailureOr<std::optional<std::string>>
+Compilation::sharedKernelObject(ModuleOp module, const PipelineConfig &config,
+                                const HostCpu &cpu, HostEmitter &emitter,
+                                bool &temporary) {
+  TimingScope scope = timing.nest("shared kernels");
+  FailureOr<std::optional<SharedKernels>> kernels = extractSharedKernels(
+      module, cpu.cpu + " " + cpu.features, tfmcIdentity());
+  if (failed(kernels))
+    return failure();
+  if (!*kernels)
+    return std::optional<std::string>();
+  SharedKernels &k = **kernels;
+  std::string dir = kernelCacheDir(), path;
+  if (!dir.empty() && !llvm::sys::fs::create_directories(dir)) {
+    path = kernelCachePath(dir, k.key);
+    if (definesSymbols(path, k.symbols)) {
+      progress.step(module.getSymName().value_or("model"),
+                    "shared kernels from the cache: " + path);
+      return std::optional<std::string>(path);
+    }
+  }
+  if (path.empty()) {
+    // No cache (none configured, or its directory cannot be made): a
+    // temporary object for this compile alone.
+    SmallString<128> tmp;
+    if (llvm::sys::fs::createTemporaryFile("tfm-kernels", "o", tmp))
+      return error() << "cannot create a temporary file";
+    path = tmp.str().str();
+    temporary = true;
+  }
+  progress.step(module.getSymName().value_or("model"),
+                "compiling the shared kernels into " + path);
+  if (failed(runPipeline(*k.module, config, Stage::LLVMDialect,
+                         Stage::LLVMDialect)) ||
+      failed(emitter.writeSharedKernels(*k.module, k.symbols, cpu, path))) {
+    if (temporary)
+      llvm::sys::fs::remove(path);
+    return failure();
+  }
+  return std::optional<std::string>(path);
 }
 
 LogicalResult mlir::tfm::compile(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,

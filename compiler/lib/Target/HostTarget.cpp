@@ -333,11 +333,13 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
   llvm::Function *fn = addWrapper(module, name, name + "_forward", abi, error);
   if (!fn)
     return failure();
+  llvm::SmallPtrSet<llvm::Function *, 4> entries{fn};
   if (stepAbi) {
     llvm::Function *step = addWrapper(module, (name + "_cached").str(),
                                       name + "_step", *stepAbi, error);
     if (!step)
       return failure();
+    entries.insert(step);
     if (exeAliases)
       llvm::GlobalAlias::create("tfm_model_step", step);
   }
@@ -346,6 +348,7 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
                                         name + "_encode", *encodeAbi, error);
     if (!encode)
       return failure();
+    entries.insert(encode);
     if (exeAliases)
       llvm::GlobalAlias::create("tfm_model_encode", encode);
   }
@@ -357,6 +360,13 @@ LogicalResult mlir::tfm::addEntryPoints(llvm::Module &module, StringRef name,
     llvm::GlobalAlias::create("tfm_model_forward", fn);
     llvm::GlobalAlias::create("tfm_model_json", gv);
   }
+  // The entry points are the artifact's interface; every other function
+  // it defines is its own (dealloc_helper, which the buffer deallocation
+  // pipeline adds to every module, would clash between two models' objects
+  // linked into one program).
+  for (llvm::Function &f : module)
+    if (!f.isDeclaration() && f.hasExternalLinkage() && !entries.contains(&f))
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
   if (llvm::verifyModule(module, &llvm::errs())) {
     error = "the generated LLVM module does not verify";
     return failure();

@@ -100,6 +100,8 @@ void defineTypeSwitch(
   Location loc = module.getLoc();
   auto fn = func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
   fn.setPrivate();
+  // Every shape and type at run time: the driver compiles it once per CPU.
+  TfmDialect::SharedKernelAttrHelper(ctx).setAttr(fn, UnitAttr::get(ctx));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value which = arith::IndexCastOp::create(b, loc, b.getIndexType(),

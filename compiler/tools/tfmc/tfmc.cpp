@@ -173,6 +173,13 @@ cl::opt<unsigned> codegenThreads(
              "once, merged into one object (default 0: the cores, at most 4; "
              "1: one partition)"),
     cl::init(0), cl::cat(compileCategory));
+cl::opt<bool> noKernelCache(
+    "no-kernel-cache",
+    cl::desc("Compile the kernels that depend on no model (the GGUF / ggml "
+             "GEMM) with the model instead of linking them from the kernel "
+             "cache ($TFM_CACHE_DIR, else $XDG_CACHE_HOME/tfm or "
+             "~/.cache/tfm)"),
+    cl::init(false), cl::cat(compileCategory));
 cl::opt<int64_t> tensorParallel(
     "tensor-parallel",
     cl::desc("Split the model over N processes started by mpirun (heads, FFN "
@@ -247,6 +254,7 @@ FailureOr<CompileOptions> readOptions(MLIRContext &ctx) {
   options.modelName = modelName;
   options.tensorParallel = tensorParallel;
   options.codegenThreads = codegenThreads;
+  options.useKernelCache = !noKernelCache;
   if (progress != cl::BOU_UNSET)
     options.progress = progress == cl::BOU_TRUE;
   if (failed(verifyOptions(ctx, options)))

@@ -85,6 +85,10 @@ struct CompileOptions {
   /// N partitions at once (0: the machine's cores, at most 4; 1: one
   /// module). The partitions are merged into one object.
   unsigned codegenThreads = 0;
+  /// Kernels that depend on no model (the ggml GEMM) are compiled once and
+  /// kept in the kernel cache ($TFM_CACHE_DIR, else ~/.cache/tfm); false
+  /// (`--no-kernel-cache`): compiled with the model every time.
+  bool useKernelCache = true;
   /// Progress lines on stderr: always, never, or (unset) when stderr is a
   /// terminal and the compile has run for more than a second.
   std::optional<bool> progress;

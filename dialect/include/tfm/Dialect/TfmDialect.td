@@ -42,6 +42,10 @@ def Tfm_Dialect : Dialect {
   //                      its leading arguments are inputs (i64);
   //   tfm.keep_parallel  on an scf.parallel (tfm-lower-kernels): the kernel's
   //                      own distribution, which tfm-parallelize-outer keeps;
+  //   tfm.shared_kernel  on a func.func with a body (tfm-lower-kernels): it
+  //                      depends on no model (every shape and type at run
+  //                      time, no other symbol); the driver compiles it once
+  //                      per CPU and keeps it in the kernel cache;
   //   tfm.model          on a model's module (MLIRGen): its description,
   //                      entry points and cache layout
   //                      (tfm/Dialect/ModelDescription.h).
@@ -49,7 +53,8 @@ def Tfm_Dialect : Dialect {
     "::mlir::ArrayAttr":$params,
     "::mlir::DictionaryAttr":$model,
     "::mlir::IntegerAttr":$num_inputs,
-    "::mlir::UnitAttr":$keep_parallel
+    "::mlir::UnitAttr":$keep_parallel,
+    "::mlir::UnitAttr":$shared_kernel
   );
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{

@@ -1,0 +1,158 @@
+//===- KernelCache.cpp - model-independent kernels, compiled once ---------===//
+
+#include "KernelCache.h"
+
+#include "tfm/Dialect/TfmDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Object/ObjectFile.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MD5.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+using namespace mlir::tfm::driver;
+
+std::string driver::tfmcIdentity() {
+  static const std::string identity = [] {
+    std::string exe = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+    llvm::ErrorOr<llvm::MD5::MD5Result> hash = llvm::sys::fs::md5_contents(exe);
+    // Without its own bytes nothing identifies this build: the path alone
+    // (never a hit across rebuilds that keep the path) would be wrong, so
+    // every compile gets an entry of its own.
+    if (!hash)
+      return std::string("unreadable-") +
+             std::to_string(llvm::sys::Process::getProcessId());
+    return hash->digest().str().str();
+  }();
+  return identity;
+}
+
+FailureOr<std::optional<SharedKernels>>
+driver::extractSharedKernels(ModuleOp module, StringRef target,
+                             StringRef tool) {
+  SmallVector<func::FuncOp> shared;
+  llvm::StringSet<> names;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (TfmDialect::SharedKernelAttrHelper(module.getContext())
+            .isAttrPresent(fn) &&
+        !fn.isExternal()) {
+      shared.push_back(fn);
+      names.insert(fn.getSymName());
+    }
+  if (shared.empty())
+    return std::optional<SharedKernels>();
+  for (func::FuncOp fn : shared) {
+    std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(fn);
+    if (!uses)
+      continue;
+    for (const SymbolTable::SymbolUse &use : *uses)
+      if (!names.contains(use.getSymbolRef().getRootReference()))
+        return fn.emitError() << "internal: shared kernel '" << fn.getSymName()
+                              << "' references '" << use.getSymbolRef()
+                              << "', which is not a shared kernel";
+  }
+
+  SharedKernels out;
+  Location loc = module.getLoc();
+  out.module = ModuleOp::create(loc, StringRef("tfm_kernels"));
+  Block *body = out.module->getBody();
+  for (func::FuncOp fn : shared) {
+    // A declaration where the definition was.
+    OpBuilder b(fn);
+    auto decl =
+        func::FuncOp::create(b, loc, fn.getSymName(), fn.getFunctionType());
+    decl.setPrivate();
+    fn->remove();
+    body->push_back(fn);
+    fn.setPublic();
+  }
+
+  // The key: the kernels as they are before the LLVM dialect, what their
+  // machine code is generated for, and by what.
+  std::string text;
+  {
+    llvm::raw_string_ostream os(text);
+    out.module->print(os);
+  }
+  std::string triple = llvm::sys::getDefaultTargetTriple();
+  llvm::MD5 md5;
+  for (StringRef part :
+       {StringRef("tfm kernel cache 1"), StringRef(LLVM_VERSION_STRING),
+        StringRef(tool), StringRef(triple), target, StringRef(text)}) {
+    md5.update(part);
+    md5.update(StringRef("\0", 1));
+  }
+  llvm::MD5::MD5Result result;
+  md5.final(result);
+  out.key = result.digest().str().substr(0, 20);
+
+  for (func::FuncOp fn : shared) {
+    std::string name = (fn.getSymName() + "_" + out.key).str();
+    auto newName = StringAttr::get(module.getContext(), name);
+    if (failed(SymbolTable::replaceAllSymbolUses(fn.getSymNameAttr(), newName,
+                                                 module)) ||
+        failed(SymbolTable::replaceAllSymbolUses(fn.getSymNameAttr(), newName,
+                                                 *out.module)))
+      return fn.emitError("internal: cannot rename a shared kernel");
+    auto decl = module.lookupSymbol<func::FuncOp>(fn.getSymNameAttr());
+    decl.setSymName(name);
+    fn.setSymName(name);
+    out.symbols.push_back(name);
+  }
+  return std::optional<SharedKernels>(std::move(out));
+}
+
+std::string driver::kernelCacheDir() {
+  if (std::optional<std::string> dir =
+          llvm::sys::Process::GetEnv("TFM_CACHE_DIR"))
+    return *dir;
+  SmallString<256> dir;
+  if (std::optional<std::string> xdg =
+          llvm::sys::Process::GetEnv("XDG_CACHE_HOME");
+      xdg && llvm::sys::path::is_absolute(*xdg))
+    dir = *xdg;
+  else if (std::optional<std::string> home = llvm::sys::Process::GetEnv("HOME");
+           home && llvm::sys::path::is_absolute(*home))
+    llvm::sys::path::append(dir, *home, ".cache");
+  else
+    return "";
+  llvm::sys::path::append(dir, "tfm");
+  return dir.str().str();
+}
+
+std::string driver::kernelCachePath(StringRef dir, StringRef key) {
+  SmallString<256> path(dir);
+  llvm::sys::path::append(path, "kernels-" + key + ".o");
+  return path.str().str();
+}
+
+bool driver::definesSymbols(StringRef path,
+                            const std::vector<std::string> &symbols) {
+  auto file = llvm::object::ObjectFile::createObjectFile(path);
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return false;
+  }
+  llvm::StringSet<> missing;
+  for (const std::string &s : symbols)
+    missing.insert(s);
+  for (const llvm::object::SymbolRef &sym : file->getBinary()->symbols()) {
+    llvm::Expected<StringRef> name = sym.getName();
+    llvm::Expected<uint32_t> flags = sym.getFlags();
+    if (!name || !flags) {
+      llvm::consumeError(name.takeError());
+      llvm::consumeError(flags.takeError());
+      return false;
+    }
+    if (!(*flags & llvm::object::SymbolRef::SF_Undefined))
+      missing.erase(*name);
+  }
+  return missing.empty();
+}
