@@ -14,6 +14,7 @@
 
 /* Most --weights flags on one command line. */
 #define MAX_WEIGHTS_FLAGS 256
+#define MAX_TOKENIZE_FLAGS 4096
 
 static void usage(const char *prog, FILE *out) {
   fprintf(out,
@@ -58,6 +59,7 @@ static void usage(const char *prog, FILE *out) {
           "                        GGUF file)\n"
           "  --tokenize TEXT       print the ids the model would be given and "
           "exit\n"
+          "                        (repeatable: a line of ids per TEXT)\n"
           "  --raw                 with --tokenize: the text's ids alone "
           "(no BOS/EOS or\n"
           "                        template added; special tokens in the "
@@ -284,6 +286,9 @@ static int run(int argc, char **argv, const char *model_json,
   /* --weights, as often as given. */
   const char *weights[MAX_WEIGHTS_FLAGS];
   size_t num_weights = 0;
+  /* --tokenize, as often as given: a line of ids each. */
+  const char *tokenize_texts[MAX_TOKENIZE_FLAGS];
+  size_t num_tokenize = 0;
   const char *tokenizer_path = NULL, *tokenize = NULL, *detokenize = NULL,
              *prompt = NULL, *prompt_file = NULL;
   /* --input NAME=FILE: the name is the `input_name_len` bytes at
@@ -342,9 +347,11 @@ static int run(int argc, char **argv, const char *model_json,
       save_weights = v;
     else if (!strcmp(a, "--tokenizer"))
       tokenizer_path = v;
-    else if (!strcmp(a, "--tokenize"))
-      tokenize = v;
-    else if (!strcmp(a, "--detokenize"))
+    else if (!strcmp(a, "--tokenize")) {
+      if (num_tokenize == MAX_TOKENIZE_FLAGS)
+        return fail(prog, "too many --tokenize flags (at most 4096)");
+      tokenize = tokenize_texts[num_tokenize++] = v;
+    } else if (!strcmp(a, "--detokenize"))
       detokenize = v;
     else if (!strcmp(a, "--prompt"))
       prompt = v;
@@ -453,7 +460,28 @@ static int run(int argc, char **argv, const char *model_json,
     close_tokenizer(tx, tok);
     return r;
   }
-  if (tokenize || prompt || prompt_file) {
+  /* Each text's ids on a line of their own. */
+  for (size_t k = 0; k < num_tokenize; ++k) {
+    size_t len = strlen(tokenize_texts[k]);
+    if ((raw ? tx->encode_raw : tx->encode)(tok, tokenize_texts[k], len,
+                                            &prompt_ids,
+                                            &num_prompt_ids) != TFM_OK) {
+      fprintf(stderr, "%s: error: the text of --tokenize %zu: %s\n", prog,
+              k + 1, tfm_last_error());
+      close_tokenizer(tx, tok);
+      return 1;
+    }
+    for (size_t i = 0; i < num_prompt_ids; ++i)
+      printf(i ? " %d" : "%d", prompt_ids[i]);
+    printf("\n");
+    free(prompt_ids);
+    prompt_ids = NULL;
+  }
+  if (tokenize) {
+    close_tokenizer(tx, tok);
+    return 0;
+  }
+  if (prompt || prompt_file) {
     const char *src = prompt_file ? prompt_file : "the text";
     if (prompt_file) {
       if (!(prompt_text = read_prompt(prompt_file, &prompt_len))) {
@@ -461,9 +489,8 @@ static int run(int argc, char **argv, const char *model_json,
         return fail(prog, tfm_last_error());
       }
     } else {
-      const char *t = tokenize ? tokenize : prompt;
-      prompt_len = strlen(t);
-      prompt_text = tfm_strndup(t, prompt_len);
+      prompt_len = strlen(prompt);
+      prompt_text = tfm_strndup(prompt, prompt_len);
     }
     if (!prompt_text || (raw ? tx->encode_raw : tx->encode)(
                             tok, prompt_text, prompt_len, &prompt_ids,
@@ -475,15 +502,6 @@ static int run(int argc, char **argv, const char *model_json,
       free(prompt_text);
       close_tokenizer(tx, tok);
       return 1;
-    }
-    if (tokenize) {
-      for (size_t i = 0; i < num_prompt_ids; ++i)
-        printf(i ? " %d" : "%d", prompt_ids[i]);
-      printf("\n");
-      free(prompt_ids);
-      free(prompt_text);
-      close_tokenizer(tx, tok);
-      return 0;
     }
     if (!num_prompt_ids) {
       fprintf(stderr, "%s: error: %s: the prompt gives no tokens\n", prog, src);

@@ -8,8 +8,8 @@ and .out files the cases, read as test-tokenizer-0.cpp reads them: the
 inputs are separated by "\\n__ggml_vocab_test__\\n", each output line holds
 the expected ids separated by spaces (add_special = false, parse_special =
 false). --tool runs every case of a file through one `tfm-tokenize --plain
---special-as-text VOCAB --corpus`; --exe runs each case through a compiled
-model's `--tokenizer VOCAB --raw --tokenize TEXT`. Prints "NAME: K/N cases"
+--special-as-text VOCAB --corpus`; --exe runs the cases through a compiled
+model's `--tokenizer VOCAB --raw --tokenize TEXT --tokenize TEXT ...`. Prints "NAME: K/N cases"
 per file, and every failing case with its input, the expected and the given
 ids; exits 1 on any failure or a missing file (saying how to get them).
 """
@@ -74,15 +74,31 @@ def run_tool(tool, vocab, texts):
 
 
 def run_exe(exe, vocab, texts):
+    # One run for many texts (--tokenize is repeatable: a line of ids per
+    # text), in batches that keep the command line short.
     got = []
-    for t in texts:
-        p = subprocess.run([exe, "--tokenizer", vocab, "--raw", "--tokenize",
-                            t], capture_output=True)
+    i = 0
+    while i < len(texts):
+        batch, size = [], 0
+        while i < len(texts) and (not batch or size + len(texts[i]) < 100000):
+            batch.append(texts[i])
+            size += len(texts[i].encode("utf-8")) + 16
+            i += 1
+        cmd = [exe, "--tokenizer", vocab, "--raw"]
+        for t in batch:
+            cmd += ["--tokenize", t]
+        p = subprocess.run(cmd, capture_output=True)
         if p.returncode != 0:
-            sys.exit("%s: %s failed (exit %d) on %r: %s" %
-                     (vocab, exe, p.returncode, t,
+            sys.exit("%s: %s failed (exit %d) on %d texts from %r: %s" %
+                     (vocab, exe, p.returncode, len(batch), batch[0],
                       p.stderr.decode("utf-8", "replace")))
-        got.append([int(x) for x in p.stdout.decode().split()])
+        lines = p.stdout.decode("utf-8").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        if len(lines) != len(batch):
+            sys.exit("%s: %d lines of ids for %d texts" %
+                     (vocab, len(lines), len(batch)))
+        got += [[int(x) for x in l.split()] for l in lines]
     return got
 
 
