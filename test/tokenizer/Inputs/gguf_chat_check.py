@@ -9,13 +9,16 @@ for byte.
 Every template of a file (tokenizer.chat_template and each
 tokenizer.chat_template.NAME, which --name selects) over every
 conversation, with bos_token and eos_token the text of the file's BOS and
-EOS tokens. Prints "FILE: K of N renderings identical" per file; exit 1 on
+EOS tokens: the first conversation rendered by tfm-chat-template from the
+file, the others from the template written out to a file of its own (a
+read of the vocabulary per rendering took 30 s in all). Prints "FILE: K of N renderings identical" per file; exit 1 on
 any difference or a file without a template.
 """
 import json
 import os
 import struct
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "chat", "Inputs"))
@@ -88,7 +91,16 @@ def main():
             continue
         total = ok = 0
         for name, source in templates:
-            for conv in conversations:
+            # The first conversation through the GGUF file itself (the
+            # command line reads the template there, by --name); the others
+            # through the same template written to a file of its own, which
+            # spares a read of the whole vocabulary per rendering.
+            with tempfile.NamedTemporaryFile("w", encoding="utf-8",
+                                             suffix=".jinja",
+                                             delete=False) as f:
+                f.write(source)
+                extracted = f.name
+            for k, conv in enumerate(conversations):
                 ctx = dict(conv["context"])
                 for key, idkey in (("bos_token", "tokenizer.ggml.bos_token_id"),
                                    ("eos_token", "tokenizer.ggml.eos_token_id")):
@@ -98,8 +110,11 @@ def main():
                 label = "%s%s / %s" % (os.path.basename(path),
                                        ":" + name if name else "", conv["name"])
                 total += 1
-                if compare.compare(label, cli, source, path, ctx, name):
+                if (compare.compare(label, cli, source, path, ctx, name)
+                        if k == 0 else
+                        compare.compare(label, cli, source, extracted, ctx)):
                     ok += 1
+            os.unlink(extracted)
         print("%s: %d of %d renderings identical" %
               (os.path.basename(path), ok, total))
         failed |= ok != total
