@@ -304,6 +304,76 @@ static tfm_status parse_fp8_block(json_t *j, const char *what,
   return TFM_OK;
 }
 
+/* The "parts" of a source: its tensor, a matrix [G * (n_0 + ...), C], may
+ * be stored in pieces [G, n_p, C] (or with "transpose" [G, C, n_p]); see
+ * tfm_source. Each is {"tensor": NAME, "shape": [G, n, C], "transpose":
+ * BOOL}; the pieces must make up the tensor, which has no other form
+ * (experts, MXFP4, FP8) and no extra rows. */
+static tfm_status parse_parts(json_t *j, const char *what, tfm_source *src) {
+  tfm_status s;
+  json_t *parts = field(j, what, "parts", is_array, "an array", 1, &s);
+  if (!parts)
+    return s;
+  size_t n = json_array_size(parts);
+  if (n < 1 || n > TFM_MAX_SOURCE_PARTS)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "'parts' of %s has %zu entries; expected 1 to %d",
+                    what, n, TFM_MAX_SOURCE_PARTS);
+  if (src->rank != 2 || src->experts > 0 || src->mxfp4 || src->fp8_block[0] ||
+      src->at_least)
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "%s has 'parts' but its tensor is not one matrix "
+                           "[rows, cols] (without 'experts', 'mxfp4', "
+                           "'fp8_block' or 'at_least')",
+                    what);
+  int64_t rows = 0;
+  for (size_t i = 0; i < n; ++i) {
+    json_t *e;
+    if ((s = get_entry(parts, i, "parts", &e)) != TFM_OK)
+      return s;
+    char part[WHAT_SIZE + 32];
+    snprintf(part, sizeof part, "part %zu of %s", i, what);
+    struct tfm_source_part *pt = &src->parts[i];
+    if ((s = dup_string(e, part, "tensor", &pt->name)) != TFM_OK)
+      return s;
+    src->num_parts = i + 1; /* freed with the source from here on */
+    json_t *transpose =
+        field(e, part, "transpose", is_bool, "a boolean", 1, &s);
+    if (s != TFM_OK)
+      return s;
+    pt->transpose = transpose && json_is_true(transpose);
+    json_t *shape;
+    if ((s = get_array(e, part, "shape", &shape)) != TFM_OK)
+      return s;
+    int ok = json_array_size(shape) == 3;
+    for (size_t d = 0; ok && d < 3; ++d) {
+      json_t *v = json_array_get(shape, d);
+      ok = json_is_integer(v) && json_integer_value(v) >= 0 &&
+           json_integer_value(v) <= TFM_MAX_DIM;
+      if (ok)
+        pt->shape[d] = json_integer_value(v);
+    }
+    /* [G, n, C], or [G, C, n] transposed. */
+    int64_t cols = pt->shape[pt->transpose ? 1 : 2];
+    if (ok)
+      ok = pt->shape[0] == src->parts[0].shape[0] && cols == src->shape[1];
+    if (!ok)
+      return tfm_fail(TFM_ERR_FORMAT,
+                      PREFIX "'shape' of %s is not [G, n, %lld]%s with the "
+                             "G of part 0",
+                      part, (long long)src->shape[1],
+                      pt->transpose ? " transposed ([G, C, n])" : "");
+    rows += pt->shape[pt->transpose ? 2 : 1];
+  }
+  if (src->parts[0].shape[0] * rows != src->shape[0])
+    return tfm_fail(TFM_ERR_FORMAT,
+                    PREFIX "the parts of %s make %lld x %lld rows, not the "
+                           "%lld of its tensor",
+                    what, (long long)src->parts[0].shape[0], (long long)rows,
+                    (long long)src->shape[0]);
+  return TFM_OK;
+}
+
 /* A parameter's "source": how it is read from a Hugging Face checkpoint.
  * Everything the weight loader relies on to stay inside the stored tensor
  * is checked here. */
@@ -402,6 +472,8 @@ static tfm_status parse_source(json_t *j, const char *named,
                     what);
   if ((s = parse_fp8_block(j, what, src)) != TFM_OK)
     return s;
+  if ((s = parse_parts(j, what, src)) != TFM_OK)
+    return s;
   /* What the transform reads: the whole parameter from the stored tensor,
    * or for stacked experts each expert's slice [N, ...] from its tensor or
    * from its slice of the stored one. */
@@ -454,6 +526,8 @@ static void free_source(tfm_source *src) {
     free(src->names[i]);
   free(src->names);
   free(src->why);
+  for (size_t i = 0; i < src->num_parts; ++i)
+    free(src->parts[i].name);
 }
 
 /* The optional "checkpoint" object of the model. */

@@ -146,6 +146,9 @@ typedef enum tfm_transform {
   TFM_SOURCE_UNMAPPED,       /* the layout has none ("why"): an error */
 } tfm_transform;
 
+/* Most pieces a source's tensor may be stored in ("parts"). */
+#define TFM_MAX_SOURCE_PARTS 4
+
 typedef struct tfm_source {
   tfm_transform transform;
   char **names; /* alternatives, tried in order */
@@ -177,6 +180,19 @@ typedef struct tfm_source {
    * rows), ceil(K / cols)] (or [E, ...]), the element (n, k) being
    * fp8(n, k) * scale_inv[n / rows][k / cols]. Other dtypes read as stored. */
   int64_t fp8_block[2];
+  /* The tensor (a matrix [G * (n_0 + ... + n_{P-1}), C]) may also be stored
+   * in `num_parts` pieces, read when the checkpoint has no tensor of the
+   * names (llama.cpp's attn_k_b and attn_v_b of DeepSeek's kv_b): part p
+   * is [G, n_p, C], or with `transpose` [G, C, n_p] (each of its G
+   * matrices transposed), and row g * (n_0 + ...) + o_p + j of the tensor
+   * (o_p = n_0 + ... + n_{p-1}) is row j of part p's matrix g (its column
+   * j when transposed). */
+  size_t num_parts;
+  struct tfm_source_part {
+    char *name;
+    int64_t shape[3];
+    int transpose;
+  } parts[TFM_MAX_SOURCE_PARTS];
 } tfm_source;
 
 /* An entry of "parameters": a tensor of the weights file. */

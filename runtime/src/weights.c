@@ -176,13 +176,49 @@ static float fp8_element(const fp8_tensor *m, int64_t i) {
   return (m->e5m2 ? tfm_f8e5m2_to_f32(q) : tfm_f8e4m3_to_f32(q)) * scale;
 }
 
-/* The element at flat index `i` of `t` (any float dtype, MXFP4 or FP8 with
- * block scales) as f32. */
+/* A tensor stored in pieces, as a source's "parts" allows (see
+ * tfm_source): the matrix [G * (n_0 + ...), C] whose rows are, for each of
+ * the G groups, those of part 0's matrix g, then part 1's, ... (a part's
+ * columns where it is transposed). `view` comes first: a pointer to it is
+ * one to the whole. Its dtype is TFM_PARTS; it owns no data. The parts are
+ * F32, F16 or BF16 (plain_tensors dequantized GGUF ones). */
+typedef struct parts_tensor {
+  tfm_tensor view;
+  const tfm_source *source;
+  const tfm_tensor *parts[TFM_MAX_SOURCE_PARTS];
+  int64_t group_rows; /* n_0 + n_1 + ... */
+} parts_tensor;
+
+#define TFM_PARTS (TFM_DTYPE_OPAQUE_BASE - 3)
+
+/* Element i (row r, column c) of the assembled matrix: row j of part p's
+ * matrix g (or its column j), for r = g * group_rows + o_p + j. */
+static float parts_element(const parts_tensor *m, int64_t i) {
+  int64_t cols = m->view.shape[1], r = i / cols, c = i % cols;
+  int64_t g = r / m->group_rows, j = r % m->group_rows;
+  for (size_t p = 0; p < m->source->num_parts; ++p) {
+    const struct tfm_source_part *pt = &m->source->parts[p];
+    int64_t n = pt->shape[pt->transpose ? 2 : 1];
+    if (j >= n) {
+      j -= n;
+      continue;
+    }
+    int64_t at =
+        pt->transpose ? (g * cols + c) * n + j : (g * n + j) * cols + c;
+    return float_element(m->parts[p], at);
+  }
+  return 0.0f; /* not reached: the parts make up group_rows */
+}
+
+/* The element at flat index `i` of `t` (any float dtype, MXFP4, FP8 with
+ * block scales or a tensor in parts) as f32. */
 static float element(const tfm_tensor *t, int64_t i) {
   if (t->dtype == TFM_MXFP4)
     return mxfp4_element((const mxfp4_tensor *)t, i);
   if (t->dtype == TFM_FP8_BLOCKS)
     return fp8_element((const fp8_tensor *)t, i);
+  if (t->dtype == TFM_PARTS)
+    return parts_element((const parts_tensor *)t, i);
   return float_element(t, i);
 }
 
@@ -191,9 +227,12 @@ int64_t tfm_source_row(const tfm_source *s, int64_t r) {
   return s->offset + r / s->block * s->stride + r % s->block;
 }
 
-/* The tensors a source reads: one, or one per expert. */
+/* The tensors a source reads: one, or one per expert; with "parts", the
+ * whole tensor, then its parts (the one found, the others NULL). */
 static size_t source_parts(const tfm_source *s) {
-  return s->per_expert ? (size_t)s->experts : 1;
+  return s->per_expert  ? (size_t)s->experts
+         : s->num_parts ? 1 + s->num_parts
+                        : 1;
 }
 
 /* Element c of expert e's slice [n, k] (seen flat, c = row * k + col) of a
@@ -690,11 +729,24 @@ void tfm_source_describe(const tfm_source *s, const tfm_param_desc *p,
                              "dequantized)",
                              s->names[0], s->names[0]);
   if (used < size && s->fp8_block[0])
-    snprintf(buf + used, size - used,
-             " (or FP8 in blocks of [%lld, %lld] scaled by %s_scale_inv, "
-             "dequantized)",
-             (long long)s->fp8_block[0], (long long)s->fp8_block[1],
-             s->names[0]);
+    used += (size_t)snprintf(
+        buf + used, size - used,
+        " (or FP8 in blocks of [%lld, %lld] scaled by %s_scale_inv, "
+        "dequantized)",
+        (long long)s->fp8_block[0], (long long)s->fp8_block[1], s->names[0]);
+  for (size_t k = 0; k < s->num_parts && used < size; ++k) {
+    const struct tfm_source_part *pt = &s->parts[k];
+    char part[TFM_SHAPE_STR_SIZE];
+    tfm_shape_str(3, pt->shape, part, sizeof part);
+    if (!k)
+      used += (size_t)snprintf(buf + used, size - used,
+                               " (or assembled, %lld groups of rows, from",
+                               (long long)pt->shape[0]);
+    if (used < size)
+      used += (size_t)snprintf(
+          buf + used, size - used, "%s %s %s%s%s", k ? "," : "", pt->name, part,
+          pt->transpose ? " transposed" : "", k + 1 == s->num_parts ? ")" : "");
+  }
 }
 
 /* Whether `dtype` is one of safetensors' 8-bit floats. */
@@ -715,6 +767,9 @@ static int source_shape_ok(const tfm_source *s, const tfm_tensor *v) {
   }
   return 1;
 }
+
+static int dtype_ok(const tfm_source *s, const tfm_bound *b,
+                    const tfm_tensor *v);
 
 /* Checks a stored tensor `v` (named `b`) against what source `s` of
  * parameter `p` expects (for a tensor per expert, expert `e`'s); appends
@@ -745,6 +800,13 @@ static int check_bound(const tfm_param_desc *p, const tfm_bound *b,
                      whose, p->name, want);
     return 0;
   }
+  return dtype_ok(s, b, v);
+}
+
+/* Whether source `s` reads the dtype of a stored tensor `v` (named `b`);
+ * appends the error and returns 0 when it does not. */
+static int dtype_ok(const tfm_source *s, const tfm_bound *b,
+                    const tfm_tensor *v) {
   if (is_fp8(v->dtype) && s->fp8_block[0])
     return 1; /* with its block scales (bind_fp8) */
   if (tfm_is_ggml_dtype(v->dtype)) {
@@ -954,6 +1016,88 @@ static const tfm_tensor *bind_fp8(const tfm_checkpoint *c,
   return &m->view;
 }
 
+/* "'a' and 'b'": the names of the parts of `s`, in `buf`. */
+static void part_names(const tfm_source *s, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (size_t k = 0; k < s->num_parts && used < size; ++k)
+    used += (size_t)snprintf(buf + used, size - used, "%s'%s'",
+                             !k                      ? ""
+                             : k + 1 == s->num_parts ? " and "
+                                                     : ", ",
+                             s->parts[k].name);
+}
+
+/* Binds the parts of parameter `p`, whose source has "parts", to `bound[1]`
+ * .. (`whole`: its tensor, if the checkpoint has it). Returns 1 when they
+ * are bound, 0 when the checkpoint has none of them (the tensor is read
+ * whole, or reported missing), and -1 (the error appended) when it has the
+ * tensor and parts too, misses a part, or a part's shape or dtype does not
+ * fit. */
+static int bind_parts(const tfm_description *d, const tfm_checkpoint *c,
+                      const tfm_param_desc *p, const tfm_bound *whole,
+                      const tfm_tensor **bound, char *used) {
+  const tfm_source *s = &p->source;
+  const tfm_bound *found[TFM_MAX_SOURCE_PARTS] = {NULL};
+  size_t count = 0;
+  for (size_t k = 0; k < s->num_parts; ++k) {
+    char name[NAME_SIZE];
+    found[k] = find_suffixed(d, c, s, s->parts[k].name, "", name, sizeof name);
+    if (found[k]) {
+      used[found[k] - c->tensors] = 1;
+      count++;
+    }
+  }
+  if (!count)
+    return 0;
+  char want[TFM_SHAPE_STR_SIZE], stored[TFM_SHAPE_STR_SIZE], names[2048];
+  tfm_shape_str(p->rank, p->full, want, sizeof want);
+  tfm_shape_str(s->rank, s->shape, stored, sizeof stored);
+  part_names(s, names, sizeof names);
+  if (whole) {
+    tfm_error_append("\n  tensor '%s' and its parts %s are all in the "
+                     "checkpoint: it is stored whole or in parts, not both "
+                     "(for parameter '%s' %s)",
+                     whole->name, names, p->name, want);
+    return -1;
+  }
+  int ok = 1;
+  for (size_t k = 0; k < s->num_parts; ++k) {
+    const struct tfm_source_part *pt = &s->parts[k];
+    char shape[TFM_SHAPE_STR_SIZE];
+    tfm_shape_str(3, pt->shape, shape, sizeof shape);
+    if (!found[k]) {
+      tfm_error_append("\n  missing tensor '%s' %s, part %zu of %zu of "
+                       "'%s' %s, whose other parts are in the checkpoint "
+                       "(for parameter '%s' %s)",
+                       pt->name, shape, k + 1, s->num_parts, s->names[0],
+                       stored, p->name, want);
+      ok = 0;
+      continue;
+    }
+    const tfm_tensor *v = found[k]->view;
+    int same = v->rank == 3;
+    for (int32_t a = 0; same && a < 3; ++a)
+      same = v->shape[a] == pt->shape[a];
+    if (!same) {
+      char got[TFM_SHAPE_STR_SIZE];
+      tfm_shape_str(v->rank, v->shape, got, sizeof got);
+      tfm_error_append("\n  tensor '%s' has shape %s, expected %s (part %zu "
+                       "of %zu of '%s' %s, for parameter '%s' %s)",
+                       found[k]->name, got, shape, k + 1, s->num_parts,
+                       s->names[0], stored, p->name, want);
+      ok = 0;
+      continue;
+    }
+    if (!dtype_ok(s, found[k], v)) {
+      ok = 0;
+      continue;
+    }
+    bound[1 + k] = v;
+  }
+  return ok ? 1 : -1;
+}
+
 /* Binds the tensors of stacked parameter `p` whose source has a tensor per
  * expert (`bound[e]`); returns the number of problems reported. A
  * checkpoint without any of them is one problem (the names with {e}),
@@ -1037,6 +1181,13 @@ static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
       continue;
     }
     const tfm_bound *b = find_source(d, c, p, -1);
+    if (s->num_parts) {
+      int found = bind_parts(d, c, p, b, bound + first[i], used);
+      if (found < 0)
+        problems++;
+      if (found)
+        continue;
+    }
     if (!b && s->mxfp4) {
       int found = bind_mxfp4(d, c, p, used, &mxfp4[i]);
       if (found > 0)
@@ -1058,6 +1209,11 @@ static int bind_params(const tfm_description *d, const tfm_checkpoint *c,
                    " (or its MXFP4 blocks and scales '%s_blocks' and "
                    "'%s_scales')",
                    s->names[0], s->names[0]);
+        if (s->num_parts) {
+          char parts[2048];
+          part_names(s, parts, sizeof parts);
+          snprintf(mxfp4, sizeof mxfp4, " (or its parts %s)", parts);
+        }
         tfm_error_append("\n  missing tensor %s%s for parameter '%s' %s", names,
                          mxfp4, p->name, want);
       }
@@ -1205,10 +1361,16 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
   for (size_t i = 0; i < w->count; ++i) {
     size_t index = d->abi[i].index, parts = first[index + 1] - first[index];
     const tfm_param_desc *p = &d->params[index];
+    const tfm_tensor **src = bound + first[index];
+    /* A tensor stored in parts (slots 1.., slot 0 empty) is assembled from
+     * them; a source that has parts but found the tensor whole reads it
+     * alone. */
+    int assembled = p->source.num_parts && !src[0];
+    int one = p->source.num_parts ? !assembled : parts == 1;
     void *ggml = NULL;
     /* A GGUF tensor's blocks as they lie in the file's mapping: read in
      * place, the checkpoint kept open. */
-    if (d->abi[i].ggml == TFM_ABI_GGML_ROWS && parts == 1 && !d->cuda) {
+    if (d->abi[i].ggml == TFM_ABI_GGML_ROWS && one && !d->cuda) {
       const void *in_place =
           tfm_ggml_rows_in_place(p, bound[first[index]], &ggml_type);
       if (in_place) {
@@ -1219,7 +1381,7 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
     }
     if (d->abi[i].ggml == TFM_ABI_GGML_TYPE)
       ggml = tfm_ggml_type_buffer(ggml_type);
-    else if (d->abi[i].ggml == TFM_ABI_GGML_ROWS && parts == 1)
+    else if (d->abi[i].ggml == TFM_ABI_GGML_ROWS && one)
       ggml = tfm_ggml_rows_as_stored(p, bound[first[index]], &ggml_type);
     if (ggml) {
       w->host[i] = ggml;
@@ -1227,11 +1389,25 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
       release(bound[first[index]]);
       continue;
     }
-    int ok = plain_tensors(bound + first[index], parts, plain, plain_views,
-                           plain_buffers);
-    w->host[i] =
-        ok ? convert(plain, p, d->abi[i].panel, d->tp_rank, d->tensor_parallel)
-           : NULL;
+    int ok = plain_tensors(src, parts, plain, plain_views, plain_buffers);
+    parts_tensor whole;
+    const tfm_tensor *from = &whole.view;
+    if (ok && assembled) {
+      memset(&whole, 0, sizeof whole);
+      whole.view.dtype = TFM_PARTS;
+      whole.view.rank = 2;
+      whole.view.shape[0] = p->source.shape[0];
+      whole.view.shape[1] = p->source.shape[1];
+      whole.source = &p->source;
+      for (size_t k = 0; k < p->source.num_parts; ++k) {
+        const struct tfm_source_part *pt = &p->source.parts[k];
+        whole.parts[k] = plain[1 + k];
+        whole.group_rows += pt->shape[pt->transpose ? 2 : 1];
+      }
+    }
+    w->host[i] = ok ? convert(assembled ? &from : plain, p, d->abi[i].panel,
+                              d->tp_rank, d->tensor_parallel)
+                    : NULL;
     if (d->abi[i].panel > 0)
       w->host[i] = repack_param(w->host[i], p, &d->abi[i]);
     if (d->abi[i].ggml == TFM_ABI_GGML_ROWS)

@@ -86,16 +86,22 @@ private:
     return false;
   }
   std::string suffix() const { return isBias() ? ".bias" : ".weight"; }
-  /// `name` (with `blk.{i}.` for a layer's tensors) and `suffix`, read as
-  /// stored under `shape` (the parameter's when empty).
+  /// `name` (with `blk.{i}.` for a layer's tensors) and `suffix` (the
+  /// parameter's when empty).
+  std::string tensorName(llvm::StringRef name,
+                         llvm::StringRef suffix = "") const {
+    std::string full =
+        key.layer >= 0 ? ("blk." + llvm::Twine(key.layer) + "." + name).str()
+                       : name.str();
+    return full + (suffix.empty() ? this->suffix() : suffix.str());
+  }
+  /// Tensor `name` (tensorName), read as stored under `shape` (the
+  /// parameter's when empty).
   HfSource read(llvm::StringRef name, std::vector<int64_t> shape = {},
                 llvm::StringRef suffix = "") {
     HfSource s;
     s.kind = Kind::Copy;
-    std::string full =
-        key.layer >= 0 ? ("blk." + llvm::Twine(key.layer) + "." + name).str()
-                       : name.str();
-    s.names = {full + (suffix.empty() ? this->suffix() : suffix.str())};
+    s.names = {tensorName(name, suffix)};
     s.base = false;
     s.shape = shape.empty() ? p.shape : std::move(shape);
     return s;
@@ -168,10 +174,19 @@ HfSource Mapper::attention() {
     return read("attn_kv_a_mqa");
   case ParamRole::KvANormWeight:
     return read("attn_kv_a_norm");
-  case ParamRole::KvBWeight:
-    // The unsplit kv_b of older files; newer ones hold attn_k_b and
-    // attn_v_b instead, which no one source reads yet.
-    return read("attn_kv_b");
+  case ParamRole::KvBWeight: {
+    // The unsplit kv_b of older files [heads * (nope + v), kv_rank]; newer
+    // converters split each head's rows (convert_hf_to_gguf.py's
+    // DeepseekV2Model.modify_tensors) into attn_k_b, the nope rows
+    // transposed [heads, kv_rank, nope], and attn_v_b [heads, v, kv_rank]
+    // (llama.cpp's wk_b {nope, kv_rank, heads}, wv_b {kv_rank, v, heads}),
+    // which are read as its parts.
+    HfSource s = read("attn_kv_b");
+    int64_t nope = a.headDim - a.ropeDim;
+    s.parts = {{tensorName("attn_k_b"), {a.heads, a.kvRank, nope}, true},
+               {tensorName("attn_v_b"), {a.heads, a.valueDim, a.kvRank}}};
+    return s;
+  }
   default:
     return unmapped("llama.cpp's " + arch.name +
                     " has no tensor for this attention parameter");

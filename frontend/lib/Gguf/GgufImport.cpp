@@ -275,6 +275,9 @@ private:
   void deepseek(hf::Block<SectionId::Attention> a, hf::Block<SectionId::Ffn> f);
   /// Checks the written model against the file's tensors.
   void verify(StringRef text);
+  /// That tensor `t` has the row-major `shape` that `param` reads.
+  void checkShape(const tfm_gguf_tensor &t, llvm::ArrayRef<int64_t> want,
+                  StringRef param);
 
   Reader &r;
   const ArchInfo &arch;
@@ -623,11 +626,20 @@ void Importer::deepseek(hf::Block<SectionId::Attention> a,
       r.integer("attention.value_length_mla", false)
           .value_or(
               r.integer("attention.value_length", false).value_or(byHeads));
+  // Newer converters split kv_b into attn_k_b and attn_v_b (the model's
+  // kv_b is read from them) and give the head sizes in the _mla keys, their
+  // key_length / value_length being the latent's; llama.cpp reads the split
+  // tensors only with both _mla keys (is_mla).
   if (r.hasLayerTensor("attn_k_b.weight") ||
       r.hasLayerTensor("attn_v_b.weight"))
-    r.error("blk.0.attn_k_b.weight",
-            "kv_b split into attn_k_b and attn_v_b (newer converters) is not "
-            "supported yet; files with attn_kv_b are");
+    for (StringRef k :
+         {"attention.key_length_mla", "attention.value_length_mla"})
+      if (!r.has(k))
+        r.error(r.key(k), "missing: a file with kv_b split into attn_k_b "
+                          "and attn_v_b gives the head sizes in "
+                          ".attention.key_length_mla and .value_length_mla "
+                          "(llama.cpp reads the split tensors only with "
+                          "both; .key_length is then the latent's)");
   a.set<KeyId::Heads>(hf::str(s.heads));
   a.set<KeyId::HeadDim>(hf::str(headDim));
   a.set<KeyId::KvRank>(hf::str(kvRank));
@@ -865,6 +877,22 @@ std::optional<std::string> Importer::run() {
   return text;
 }
 
+void Importer::checkShape(const tfm_gguf_tensor &t,
+                          llvm::ArrayRef<int64_t> want, StringRef param) {
+  std::vector<int64_t> shape(t.ne, t.ne + t.n_dims);
+  std::reverse(shape.begin(), shape.end());
+  if (llvm::ArrayRef<int64_t>(shape) == want)
+    return;
+  auto show = [](llvm::ArrayRef<int64_t> v) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i)
+      out += (i ? ", " : "") + std::to_string(v[i]);
+    return out + "]";
+  };
+  r.error(t.name, "has shape " + show(shape) + " (row-major), expected " +
+                      show(want) + " for '" + param + "'");
+}
+
 void Importer::verify(StringRef text) {
   llvm::SourceMgr sm;
   sm.AddNewSourceBuffer(
@@ -892,23 +920,46 @@ void Importer::verify(StringRef text) {
     }
     const std::string &name = src->names.front();
     const tfm_gguf_tensor *t = r.tensor(name);
+    // A tensor that may be stored in parts (deepseek2's kv_b): whole or in
+    // all of its parts, never both.
+    std::string parts;
+    size_t found = 0;
+    for (const HfSourcePart &part : src->parts) {
+      parts += (parts.empty() ? "'" : "' and '") + part.name;
+      found += r.tensor(part.name) != nullptr;
+    }
+    parts += parts.empty() ? "" : "'";
+    if (t && found) {
+      r.error(name, "and its parts " + parts +
+                        " are all in the file: it is stored whole or split "
+                        "(the model's '" +
+                        p.name + "' reads one of them)");
+      used.insert(name);
+      for (const HfSourcePart &part : src->parts)
+        used.insert(part.name);
+      continue;
+    }
+    if (!t && found) {
+      for (const HfSourcePart &part : src->parts) {
+        const tfm_gguf_tensor *pt = r.tensor(part.name);
+        if (!pt) {
+          r.error(part.name, "missing: the file splits " + name + " into " +
+                                 parts + " (the model's '" + p.name +
+                                 "' reads them)");
+          continue;
+        }
+        used.insert(part.name);
+        checkShape(*pt, part.shape, p.name);
+      }
+      continue;
+    }
     if (!t) {
-      r.error(name, "missing (the model's '" + p.name + "' reads it)");
+      r.error(name, "missing (the model's '" + p.name + "' reads it" +
+                        (parts.empty() ? "" : ", or its parts " + parts) + ")");
       continue;
     }
     used.insert(name);
-    std::vector<int64_t> shape(t->ne, t->ne + t->n_dims);
-    std::reverse(shape.begin(), shape.end());
-    if (shape != src->shape) {
-      auto show = [](llvm::ArrayRef<int64_t> v) {
-        std::string out = "[";
-        for (size_t i = 0; i < v.size(); ++i)
-          out += (i ? ", " : "") + std::to_string(v[i]);
-        return out + "]";
-      };
-      r.error(name, "has shape " + show(shape) + " (row-major), expected " +
-                        show(src->shape) + " for '" + p.name + "'");
-    }
+    checkShape(*t, src->shape, p.name);
   }
   if (ropeFreqsRead)
     used.insert("rope_freqs.weight");

@@ -649,6 +649,17 @@ mlir::tfm::hfSourceJSON(const ModelSpec &spec, const ParamSpec &p,
     o["mxfp4"] = true;
   if (s->fp8Block)
     o["fp8_block"] = json::Array{s->fp8Block->rows, s->fp8Block->cols};
+  if (!s->parts.empty()) {
+    json::Array parts;
+    for (const HfSourcePart &part : s->parts) {
+      json::Object po{{"tensor", part.name},
+                      {"shape", json::Array(part.shape)}};
+      if (part.transpose)
+        po["transpose"] = true;
+      parts.push_back(std::move(po));
+    }
+    o["parts"] = std::move(parts);
+  }
   return json::Value(std::move(o));
 }
 

@@ -5,7 +5,7 @@ zero-filled data (the importer reads no tensor data). Standard library only.
 
     make_gguf.py OUT.gguf ARCH [--set KEY=TYPE:VALUE] [--del KEY]
                  [--drop TENSOR] [--add TENSOR=D0xD1...] [--tied] [--version 2]
-                 [--random SEED --vocab V]
+                 [--random SEED --vocab V] [--split-kv-b] [--kv-b-type f16]
 
 ARCH is a preset below (llama, mixtral, qwen2, qwen3, qwen3moe, gemma2,
 gemma3, phi3, gpt2, deepseek2). Keys without a dot prefix get the
@@ -19,6 +19,16 @@ Python's random.Random(SEED), so the same SEED writes the same bytes) and
 the file gets the SentencePiece tokenizer llama.cpp needs to load it (V >=
 259: <unk> <s> </s>, the 256 byte tokens, dummies): a model llama.cpp runs
 (test/import/gguf-llama.test).
+
+With --split-kv-b the deepseek2 file is written as newer converters write
+DeepSeek's (convert_hf_to_gguf.py, DeepseekV2Model): each attn_kv_b [kv_rank,
+heads * (nope + v)] (ggml's ne) viewed as [heads, nope + v, kv_rank] and
+split into attn_k_b, its nope rows transposed (ne [nope, kv_rank, heads]),
+and attn_v_b (ne [kv_rank, v, heads]), with the same values as the unsplit
+file's (the same model), and the keys it writes with them: key_length /
+value_length the latent's (kv_rank + rope, kv_rank), key_length_mla /
+value_length_mla the heads', head_count_kv 1. --kv-b-type f16 stores
+attn_kv_b (or attn_k_b and attn_v_b) in F16, the values rounded.
 
 The layout (GGUF v3, docs/gguf.md of ggml): magic "GGUF", version u32,
 tensor count u64, key/value count u64, the pairs (string key, u32 type,
@@ -34,6 +44,7 @@ TYPES = {"u8": (0, "<B"), "i8": (1, "<b"), "u16": (2, "<H"), "i16": (3, "<h"),
          "str": (8, None), "u64": (10, "<Q"), "i64": (11, "<q"), "f64": (12, "<d")}
 ARRAY = 9
 F32 = 0
+F16 = 1
 
 
 def string(s):
@@ -80,6 +91,7 @@ class Model:
                    ("general.name", "str", "test")]
         self.tensors = []  # (name, ne)
         self.fixed = {}  # name -> values, written as they are
+        self.f16 = set()  # names stored in F16 (the values rounded)
 
     def key(self, k, t, v):
         k = k if "." in k and k.split(".")[0] in ("general", "tokenizer", "split", "quantize", "clip") \
@@ -111,17 +123,20 @@ class Model:
             n = 1
             for x in ne:
                 n *= x
+            width = 2 if name in self.f16 else 4
             infos += string(name) + struct.pack("<I", len(ne))
             infos += b"".join(struct.pack("<Q", x) for x in ne)
-            infos += struct.pack("<IQ", F32, offset)
-            sizes.append(n * 4)
-            offset += (n * 4 + align - 1) // align * align
+            infos += struct.pack("<IQ", F16 if width == 2 else F32, offset)
+            sizes.append(n * width)
+            offset += (n * width + align - 1) // align * align
         out += infos
         out += b"\0" * ((align - len(out) % align) % align)
         import random
         rng = random.Random(seed)
         for (name, ne), size in zip(self.tensors, sizes):
-            if name in self.fixed:
+            if name in self.f16:
+                data = struct.pack(f"<{size // 2}e", *self.fixed[name])
+            elif name in self.fixed:
                 data = struct.pack(f"<{size // 4}f", *self.fixed[name])
             elif seed is None:
                 data = b"\0" * size
@@ -130,6 +145,63 @@ class Model:
             out += data + b"\0" * ((align - size % align) % align)
         with open(path, "wb") as f:
             f.write(out)
+
+    def fix_values(self, seed):
+        """Every tensor's values fixed as write() would draw them."""
+        import random
+        rng = random.Random(seed)
+        for name, ne in self.tensors:
+            n = 1
+            for x in ne:
+                n *= x
+            if name in self.fixed:
+                continue
+            self.fixed[name] = [0.0] * n if seed is None else self.values(name, n, ne, rng)
+
+    def split_kv_b(self, seed):
+        """attn_kv_b split into attn_k_b and attn_v_b, as
+        convert_hf_to_gguf.py's DeepseekV2Model.modify_tensors splits
+        kv_b_proj (the values drawn as for the unsplit file)."""
+        kv = {k: v for k, _, v in self.kv}
+        a = self.arch + "."
+        heads = kv[a + "attention.head_count"]
+        kvr = kv[a + "attention.kv_lora_rank"]
+        rope = kv[a + "rope.dimension_count"]
+        nope = kv[a + "attention.key_length"] - rope
+        vd = kv[a + "attention.value_length"]
+        self.fix_values(seed)
+        tensors = []
+        for name, ne in self.tensors:
+            if not name.endswith(".attn_kv_b.weight"):
+                tensors.append((name, ne))
+                continue
+            # Row-major [heads * (nope + vd), kvr]: row h * (nope + vd) + j.
+            w = self.fixed.pop(name)
+            def row(h, j):
+                return w[(h * (nope + vd) + j) * kvr:(h * (nope + vd) + j + 1) * kvr]
+            # k_b [heads, kvr, nope] (the nope rows transposed), v_b
+            # [heads, vd, kvr], row-major.
+            k_b = [row(h, j)[c] for h in range(heads) for c in range(kvr) for j in range(nope)]
+            v_b = [x for h in range(heads) for j in range(vd) for x in row(h, nope + j)]
+            base = name[:-len("attn_kv_b.weight")]
+            tensors.append((base + "attn_k_b.weight", [nope, kvr, heads]))
+            tensors.append((base + "attn_v_b.weight", [kvr, vd, heads]))
+            self.fixed[base + "attn_k_b.weight"] = k_b
+            self.fixed[base + "attn_v_b.weight"] = v_b
+        self.tensors = tensors
+        # The keys the converter writes for MLA.
+        self.key("attention.head_count_kv", "u32", 1)
+        self.key("attention.key_length", "u32", kvr + rope)
+        self.key("attention.value_length", "u32", kvr)
+        self.key("attention.key_length_mla", "u32", nope + rope)
+        self.key("attention.value_length_mla", "u32", vd)
+
+    def store_f16(self, suffixes, seed):
+        """The tensors whose names end in one of `suffixes` in F16."""
+        self.fix_values(seed)
+        for name, _ in self.tensors:
+            if name.endswith(suffixes):
+                self.f16.add(name)
 
 
 def common(m, d, layers, heads, ctx=256, kv=None, key_length=None, ffn=None):
@@ -422,6 +494,11 @@ def main():
                          "the converter stores it (rope_freqs.weight)")
     ap.add_argument("--vocab", type=int, default=64)
     ap.add_argument("--layers", type=int, default=0)
+    ap.add_argument("--split-kv-b", action="store_true",
+                    help="deepseek2: attn_k_b and attn_v_b for attn_kv_b, "
+                         "as newer converters write them")
+    ap.add_argument("--kv-b-type", choices=["f32", "f16"], default="f32",
+                    help="deepseek2: the type of attn_kv_b (or its parts)")
     a = ap.parse_args()
     global VOCAB, LAYERS
     VOCAB = a.vocab
@@ -435,6 +512,10 @@ def main():
         spm_tokenizer(m, a.vocab)
     if a.llama3:
         llama3_freqs(m, *[float(x) for x in a.llama3.split(",")])
+    if a.split_kv_b:
+        m.split_kv_b(a.random)
+    if a.kv_b_type == "f16":
+        m.store_f16((".attn_kv_b.weight", ".attn_k_b.weight", ".attn_v_b.weight"), a.random)
     for s in a.set:
         k, tv = s.split("=", 1)
         t, v = tv.split(":", 1)

@@ -583,4 +583,155 @@ TEST(GgufCheckpoint, SplitFiles) {
                      "but its name does not end in '-00001-of-00003.gguf'");
 }
 
+GgufTensor bf16(const std::string &name, const Shape &shape,
+                const std::vector<float> &v) {
+  std::string bytes;
+  for (float x : v) {
+    uint16_t h = tfm_f32_to_bf16(x);
+    bytes += raw(&h, 2);
+  }
+  return {name, shape, TFM_GGML_BF16, bytes};
+}
+
+/// A source's "parts" (llama.cpp's attn_k_b and attn_v_b of DeepSeek's
+/// kv_b): the tensor [G * (n_0 + n_1), C] read from the pieces when the
+/// file has no tensor of its name, part 0 [G, C, n_0] transposed and part 1
+/// [G, n_1, C] as stored, in F32, F16, BF16 or Q8_0 (dequantized first),
+/// plain and packed; the whole tensor read as before; and the errors: both
+/// forms, a part missing or mis-shaped, neither form.
+TEST(GgufCheckpoint, Parts) {
+  const int64_t G = 2, n0 = 64, n1 = 3, C = 32;
+  // kv[g * (n0 + n1) + r][c]: r < n0 from k [g][c][r], else v [g][r - n0][c].
+  std::vector<float> kv = values(G * (n0 + n1) * C, 4);
+  std::vector<float> k(G * C * n0), v(G * n1 * C);
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t c = 0; c < C; ++c) {
+      for (int64_t r = 0; r < n0; ++r)
+        k[(g * C + c) * n0 + r] = kv[(g * (n0 + n1) + r) * C + c];
+      for (int64_t r = 0; r < n1; ++r)
+        v[(g * n1 + r) * C + c] = kv[(g * (n0 + n1) + n0 + r) * C + c];
+    }
+  Shape whole = {G * (n0 + n1), C}, kShape = {G, C, n0}, vShape = {G, n1, C};
+  std::string parts = R"(,"parts":[{"tensor":"blk.0.attn_k_b.weight",)"
+                      R"("shape":)" +
+                      shapeJson(kShape) +
+                      R"(,"transpose":true},{"tensor":"blk.0.attn_v_b.weight",)"
+                      R"("shape":)" +
+                      shapeJson(vShape) + "}]";
+  std::string src = source("blk.0.attn_kv_b.weight", whole, "copy", parts);
+  auto json = [&](int panel) {
+    return describe({{"layers.0.attn.kv_b.weight", whole, src, panel}},
+                    kGgufLlama);
+  };
+  std::string path = tempPath("parts.gguf");
+  using Make = GgufTensor (*)(const std::string &, const Shape &,
+                              const std::vector<float> &);
+  for (Make make : {&f32, &f16, &bf16, &q8_0}) {
+    GgufTensor kt = make("blk.0.attn_k_b.weight", kShape, k);
+    GgufTensor vt = make("blk.0.attn_v_b.weight", vShape, v);
+    writeGguf(path, {kt, vt});
+    // What the file's values are (Q8_0 rounds them).
+    std::vector<float> dk = dequantized(kt), dv = dequantized(vt);
+    std::vector<float> want(kv.size());
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t c = 0; c < C; ++c) {
+        for (int64_t r = 0; r < n0; ++r)
+          want[(g * (n0 + n1) + r) * C + c] = dk[(g * C + c) * n0 + r];
+        for (int64_t r = 0; r < n1; ++r)
+          want[(g * (n0 + n1) + n0 + r) * C + c] = dv[(g * n1 + r) * C + c];
+      }
+    if (make != &q8_0)
+      EXPECT_EQ(want, kv); // exact in f16 and bf16
+    for (int panel : {0, 16}) {
+      Loaded l;
+      ASSERT_EQ(load(json(panel), {path}, l), TFM_OK) << tfm_last_error();
+      EXPECT_EQ(l.warnings, "");
+      EXPECT_EQ(host(l, 0),
+                panel ? packed(want, G * (n0 + n1), C, panel) : want);
+    }
+  }
+  // The tensor whole: read as it is.
+  writeGguf(path, {q8_0("blk.0.attn_kv_b.weight", whole, kv)});
+  {
+    Loaded l;
+    ASSERT_EQ(load(json(0), {path}, l), TFM_OK) << tfm_last_error();
+    EXPECT_EQ(host(l, 0),
+              dequantized(q8_0("blk.0.attn_kv_b.weight", whole, kv)));
+  }
+  auto fails = [&](const std::vector<GgufTensor> &tensors,
+                   const std::string &want) {
+    writeGguf(path, tensors);
+    Loaded l;
+    EXPECT_EQ(load(json(0), {path}, l), TFM_ERR_MISMATCH);
+    EXPECT_NE(std::string(tfm_last_error()).find(want), std::string::npos)
+        << want << "\n"
+        << tfm_last_error();
+  };
+  GgufTensor kt = f32("blk.0.attn_k_b.weight", kShape, k),
+             vt = f32("blk.0.attn_v_b.weight", vShape, v);
+  fails({f32("blk.0.attn_kv_b.weight", whole, kv), kt, vt},
+        "tensor 'blk.0.attn_kv_b.weight' and its parts "
+        "'blk.0.attn_k_b.weight' and 'blk.0.attn_v_b.weight' are all in the "
+        "checkpoint: it is stored whole or in parts, not both (for parameter "
+        "'layers.0.attn.kv_b.weight' [134, 32])");
+  fails({kt}, "missing tensor 'blk.0.attn_v_b.weight' [2, 3, 32], part 2 of "
+              "2 of 'blk.0.attn_kv_b.weight' [134, 32], whose other parts "
+              "are in the checkpoint (for parameter "
+              "'layers.0.attn.kv_b.weight' [134, 32])");
+  // Not transposed, as the unsplit rows are.
+  fails({f32("blk.0.attn_k_b.weight", {G, n0, C}, k), vt},
+        "tensor 'blk.0.attn_k_b.weight' has shape [2, 64, 32], expected [2, "
+        "32, 64] (part 1 of 2 of 'blk.0.attn_kv_b.weight' [134, 32], for "
+        "parameter 'layers.0.attn.kv_b.weight' [134, 32])");
+  fails({kt, blocks("blk.0.attn_v_b.weight", vShape, 9)}, // Q8_1
+        "tensor 'blk.0.attn_v_b.weight' has ggml type q8_1, which the "
+        "runtime does not convert");
+  fails({f32("other.weight", {1}, {0.0f})},
+        "missing tensor 'blk.0.attn_kv_b.weight' (or its parts "
+        "'blk.0.attn_k_b.weight' and 'blk.0.attn_v_b.weight') for parameter "
+        "'layers.0.attn.kv_b.weight' [134, 32]");
+}
+
+/// "parts" is checked when the description is read: entries of [G, n, C]
+/// (or [G, C, n] transposed) sharing G that make up a matrix source.
+TEST(GgufCheckpoint, PartsDescription) {
+  auto error = [](const std::string &parts, const Shape &whole = {6, 4}) {
+    tfm_description d;
+    std::string json = describe(
+        {{"w", whole, source("w", whole, "copy", ",\"parts\":" + parts)}},
+        kGgufLlama);
+    tfm_status s = tfm_description_parse(json.c_str(), &d);
+    if (s == TFM_OK) {
+      tfm_description_free(&d);
+      return std::string("(accepted)");
+    }
+    return std::string(tfm_last_error());
+  };
+  EXPECT_EQ(error(R"([{"tensor":"a","shape":[2,4,1],"transpose":true},)"
+                  R"({"tensor":"b","shape":[2,2,4]}])"),
+            "(accepted)");
+  EXPECT_NE(error("[]").find("'parts' of the source of parameter 'w' has 0 "
+                             "entries; expected 1 to 4"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"tensor":"a","shape":[2,4,1]}])")
+                .find("'shape' of part 0 of the source of parameter 'w' is "
+                      "not [G, n, 4] with the G of part 0"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"tensor":"a","shape":[2,1,4]},)"
+                  R"({"tensor":"b","shape":[3,2,4]}])")
+                .find("'shape' of part 1"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"tensor":"a","shape":[2,1,4]}])")
+                .find("the parts of the source of parameter 'w' make 2 x 1 "
+                      "rows, not the 6 of its tensor"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"shape":[2,3,4]}])")
+                .find("part 0 of the source of parameter 'w' lacks the field "
+                      "'tensor'"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"tensor":"a","shape":[6,4]}])", {24})
+                .find("has 'parts' but its tensor is not one matrix"),
+            std::string::npos);
+}
+
 } // namespace

@@ -56,6 +56,14 @@ struct HfCheckpointOptions {
   std::optional<HfFp8Block> fp8Block;
 };
 
+/// A piece of a tensor stored in pieces (HfSource::parts): `shape` [G, n,
+/// C], or with `transpose` [G, C, n] (each of the G matrices transposed).
+struct HfSourcePart {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool transpose = false;
+};
+
 /// Where one canonical parameter comes from in a Hugging Face checkpoint.
 struct HfSource {
   enum class Kind {
@@ -104,6 +112,13 @@ struct HfSource {
   /// as fp8(n, k) * scale_inv[n / rows][k / cols], then as `kind` says. A
   /// tensor stored in another dtype is read as it is.
   std::optional<HfFp8Block> fp8Block;
+  /// The tensor, a matrix [G * (n_0 + n_1 + ...), C], may also be stored in
+  /// pieces (llama.cpp's attn_k_b and attn_v_b, which newer converters
+  /// write for DeepSeek's kv_b): when the checkpoint has no tensor of
+  /// `names`, the runtime reads row g * (n_0 + ...) + o_p + j (o_p = n_0 +
+  /// ... + n_{p-1}) as row j of part p's matrix g (its column j when
+  /// transposed), dequantized to f32, then as `kind` says.
+  std::vector<HfSourcePart> parts;
 };
 
 /// The source of `p` in the checkpoint layout of `spec.hfType`, stored as
