@@ -650,6 +650,35 @@ TEST(GgufCheckpoint, Parts) {
                 panel ? packed(want, G * (n0 + n1), C, panel) : want);
     }
   }
+  // Tensor parallelism (two ranks, a head each): each rank assembles its
+  // block of rows from the parts.
+  writeGguf(path, {f32("blk.0.attn_k_b.weight", kShape, k),
+                   f32("blk.0.attn_v_b.weight", vShape, v)});
+  for (int rank = 0; rank < 2; ++rank) {
+    std::string sharded = describe(
+        {{"layers.0.attn.kv_b.weight", {n0 + n1, C}, src}}, kGgufLlama);
+    for (auto [from, to] :
+         {std::pair<std::string, std::string>{
+              "\"parameter_count\":1,",
+              "\"parameter_count\":1,\"tensor_parallel\":2,"},
+          {"\"synthetic\":\"normal\"",
+           "\"synthetic\":\"normal\",\"shard\":{\"axis\":0,\"full\":" +
+               std::to_string(G * (n0 + n1)) + "}"}})
+      sharded.replace(sharded.find(from), from.size(), to);
+    Loaded l;
+    ASSERT_EQ(tfm_description_parse(sharded.c_str(), &l.d), TFM_OK)
+        << tfm_last_error();
+    l.d.tp_rank = rank;
+    ASSERT_EQ(tfm_weights_init(&l.w, l.d.num_abi), TFM_OK);
+    const char *paths[] = {path.c_str()};
+    char *warnings = nullptr;
+    ASSERT_EQ(tfm_weights_load(&l.w, &l.d, paths, 1, &warnings), TFM_OK)
+        << tfm_last_error();
+    std::free(warnings);
+    EXPECT_EQ(host(l, 0),
+              std::vector<float>(kv.begin() + rank * (n0 + n1) * C,
+                                 kv.begin() + (rank + 1) * (n0 + n1) * C));
+  }
   // The tensor whole: read as it is.
   writeGguf(path, {q8_0("blk.0.attn_kv_b.weight", whole, kv)});
   {
