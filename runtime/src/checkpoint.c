@@ -44,17 +44,6 @@ static char *join(const char *dir, size_t dir_len, const char *name) {
   return s;
 }
 
-/* Whether the file at `path` starts with GGUF's magic. */
-static int is_gguf(const char *path) {
-  unsigned char magic[4];
-  int fd = open(path, O_RDONLY);
-  if (fd < 0)
-    return 0;
-  ssize_t n = read(fd, magic, 4);
-  close(fd);
-  return n == 4 && !memcmp(magic, "GGUF", 4);
-}
-
 /* Opens the GGUF file at `path` into slot `i` with a view of each tensor. */
 static tfm_status open_gguf(tfm_checkpoint *c, size_t i, const char *path) {
   tfm_status s = tfm_gguf_open(path, &c->gguf[i]);
@@ -203,8 +192,8 @@ static tfm_status add_file(tfm_checkpoint *c, const char *path,
     return tfm_fail(TFM_ERR_MEMORY, "out of memory opening the weights");
   }
   c->num_files++;
-  tfm_status s = is_gguf(path) ? open_gguf(c, i, path)
-                               : tfm_safetensors_open(path, &c->st[i]);
+  tfm_status s = tfm_gguf_is_file(path) ? open_gguf(c, i, path)
+                                        : tfm_safetensors_open(path, &c->st[i]);
   if (s != TFM_OK && named_by)
     tfm_error_append(" (a shard named by %s)", named_by);
   *index = i;

@@ -28,6 +28,7 @@
 typedef struct gguf_kv {
   char *key;
   uint64_t key_offset; /* of the key's length */
+  uint64_t end;        /* the offset just past its value */
   tfm_gguf_value value;
 } gguf_kv;
 
@@ -485,6 +486,7 @@ static tfm_status read_metadata(reader *r, uint64_t n_kv) {
     s = read_value(r, &c, (tfm_gguf_type)type, 0, &kv->value);
     if (s != TFM_OK)
       return s;
+    kv->end = r->pos;
   }
   g->kv_sorted = sorted_indices(g, g->num_kv, by_key);
   if (!g->kv_sorted)
@@ -778,6 +780,19 @@ size_t tfm_gguf_num_kv(const tfm_gguf *g) { return g->num_kv; }
 const char *tfm_gguf_key(const tfm_gguf *g, size_t i) { return g->kv[i].key; }
 const tfm_gguf_value *tfm_gguf_kv_value(const tfm_gguf *g, size_t i) {
   return &g->kv[i].value;
+}
+int tfm_gguf_is_file(const char *path) {
+  unsigned char magic[4];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, magic, 4);
+  close(fd);
+  return n == 4 && !memcmp(magic, "GGUF", 4);
+}
+const void *tfm_gguf_kv_encoding(const tfm_gguf *g, size_t i, size_t *len) {
+  *len = (size_t)(g->kv[i].end - g->kv[i].key_offset);
+  return g->map + g->kv[i].key_offset;
 }
 size_t tfm_gguf_num_tensors(const tfm_gguf *g) { return g->num_tensors; }
 const tfm_gguf_tensor *tfm_gguf_tensor_at(const tfm_gguf *g, size_t i) {

@@ -106,6 +106,9 @@ typedef struct tfm_gguf_tensor {
  * (TFM_ERR_IO if the file cannot be read) naming the file, the byte offset
  * and the problem. */
 tfm_status tfm_gguf_open(const char *path, tfm_gguf **out);
+/* Whether the file at `path` starts with GGUF's magic (0 when it cannot be
+ * read). */
+int tfm_gguf_is_file(const char *path);
 /* Unmaps and frees; NULL is allowed. */
 void tfm_gguf_close(tfm_gguf *g);
 
@@ -122,6 +125,10 @@ uint64_t tfm_gguf_data_offset(const tfm_gguf *g);
 size_t tfm_gguf_num_kv(const tfm_gguf *g);
 const char *tfm_gguf_key(const tfm_gguf *g, size_t i);
 const tfm_gguf_value *tfm_gguf_kv_value(const tfm_gguf *g, size_t i);
+/* Pair i as the file encodes it (its key, type and value: the bytes a
+ * writer of another GGUF file of version 2 or 3 copies), `*len` bytes in
+ * the mapping. */
+const void *tfm_gguf_kv_encoding(const tfm_gguf *g, size_t i, size_t *len);
 /* The value of `key`, or NULL (no error is set). */
 const tfm_gguf_value *tfm_gguf_find(const tfm_gguf *g, const char *key);
 

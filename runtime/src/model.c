@@ -4,6 +4,7 @@
  * input checks (inputs.c) and, for CUDA artifacts, the GPU (cuda.c) to the
  * compiled forward pass.
  *===----------------------------------------------------------------------===*/
+#include "gguf.h"
 #include "internal.h"
 
 #include <stdlib.h>
@@ -38,6 +39,7 @@ void tfm_model_destroy(tfm_model *m) {
     return;
   tfm_weights_destroy(&m->weights);
   free(m->warnings);
+  free(m->tokenizer_gguf);
   tfm_cuda_free_io(m);
   tfm_description_free(&m->desc);
   free(m);
@@ -68,13 +70,32 @@ tfm_status tfm_model_load_weights(tfm_model *m, const char *path) {
   return tfm_model_load_weights_files(m, &path, 1);
 }
 
+/* The first GGUF file of `paths` that holds a tokenizer
+ * (tokenizer.ggml.model), or NULL; the files were read as weights. */
+static char *tokenizer_gguf(const char *const *paths, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    tfm_gguf *g;
+    if (!tfm_gguf_is_file(paths[i]) || tfm_gguf_open(paths[i], &g) != TFM_OK)
+      continue;
+    int has = tfm_gguf_find(g, "tokenizer.ggml.model") != NULL;
+    tfm_gguf_close(g);
+    if (has)
+      return tfm_strdup(paths[i]);
+  }
+  return NULL;
+}
+
 tfm_status tfm_model_load_weights_files(tfm_model *m, const char *const *paths,
                                         size_t count) {
   m->loaded = 0;
   free(m->warnings);
   m->warnings = NULL;
+  free(m->tokenizer_gguf);
+  m->tokenizer_gguf = NULL;
   tfm_status s =
       tfm_weights_load(&m->weights, &m->desc, paths, count, &m->warnings);
+  if (s == TFM_OK)
+    m->tokenizer_gguf = tokenizer_gguf(paths, count);
   return s == TFM_OK ? finish_weights(m) : s;
 }
 
@@ -84,6 +105,8 @@ const char *tfm_model_weight_warnings(const tfm_model *m) {
 
 tfm_status tfm_model_random_weights(tfm_model *m, uint64_t seed) {
   m->loaded = 0;
+  free(m->tokenizer_gguf);
+  m->tokenizer_gguf = NULL;
   tfm_status s = tfm_weights_synthesize(&m->weights, &m->desc, seed);
   return s == TFM_OK ? finish_weights(m) : s;
 }

@@ -1374,7 +1374,7 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
       const void *in_place =
           tfm_ggml_rows_in_place(p, bound[first[index]], &ggml_type);
       if (in_place) {
-        w->table[i] = (void *)in_place;
+        w->table[i] = (void *)(uintptr_t)in_place; /* only read */
         keep_mapped = 1;
         continue;
       }

@@ -14,7 +14,11 @@
  *   - metadata: general.architecture "tfm", general.name and tfm.model the
  *     model's name, tfm.saved_weights the format's version (1),
  *     tfm.ggml_quantize the description's --quantize type, and
- *     general.alignment 64.
+ *     general.alignment 64; and where the weights came from a GGUF file
+ *     with a tokenizer (a llama.cpp file, or a file saved this way), its
+ *     tokenizer.* metadata as that file encodes it (vocabulary, merges,
+ *     special tokens, pre-tokenizer, chat templates), so that the saved
+ *     file is its own tokenizer as the first one was.
  *
  * A file with tfm.saved_weights is read by canonical names whatever the
  * model's checkpoint layout (tfm_saved_weights_description), and only by
@@ -253,8 +257,14 @@ static int is_input(const tfm_weights *w, const char *path) {
   return 0;
 }
 
+/* Whether metadata key `key` belongs to the tokenizer (llama.cpp's
+ * tokenizer.ggml.*, tokenizer.chat_template[.NAME], ...). */
+static int is_tokenizer_key(const char *key) {
+  return !strncmp(key, "tokenizer.", strlen("tokenizer."));
+}
+
 tfm_status tfm_weights_save(const tfm_weights *w, const tfm_description *d,
-                            const char *path) {
+                            const char *path, const char *tokenizer) {
   if (d->cuda)
     return tfm_fail(TFM_ERR_ARGUMENT,
                     "%s: cannot save the weights of a CUDA model (they are "
@@ -271,9 +281,22 @@ tfm_status tfm_weights_save(const tfm_weights *w, const tfm_description *d,
                     "%s: the weights were read from this file; save them to "
                     "another one",
                     path);
+  /* The tokenizer's metadata, copied as the file encodes it. */
+  tfm_gguf *tok = NULL;
+  size_t tok_kv = 0;
+  if (tokenizer) {
+    /* The error names that file and what is wrong with it. */
+    tfm_status s = tfm_gguf_open(tokenizer, &tok);
+    if (s != TFM_OK)
+      return s;
+    for (size_t i = 0; i < tfm_gguf_num_kv(tok); ++i)
+      tok_kv += is_tokenizer_key(tfm_gguf_key(tok, i));
+  }
   saved_param *sp = tfm_calloc(d->num_params ? d->num_params : 1, sizeof *sp);
-  if (!sp)
+  if (!sp) {
+    tfm_gguf_close(tok);
     return tfm_fail(TFM_ERR_MEMORY, "out of memory saving weights");
+  }
   size_t count = 0;
   uint64_t data_bytes = 0;
   for (size_t i = 0; i < d->num_params; ++i) {
@@ -282,6 +305,7 @@ tfm_status tfm_weights_save(const tfm_weights *w, const tfm_description *d,
     if (ok < 0 || p->rank > TFM_GGUF_MAX_DIMS ||
         strlen(p->name) >= TFM_GGUF_MAX_NAME) {
       free(sp);
+      tfm_gguf_close(tok);
       return tfm_fail(
           TFM_ERR_ARGUMENT, "%s: cannot save parameter '%s': %s", path, p->name,
           ok < 0 ? "its int8 quads (--quantize=int8) do not give back its "
@@ -307,6 +331,7 @@ tfm_status tfm_weights_save(const tfm_weights *w, const tfm_description *d,
   char *tmp = tfm_malloc(n + 32);
   if (!tmp) {
     free(sp);
+    tfm_gguf_close(tok);
     return tfm_fail(TFM_ERR_MEMORY, "out of memory saving weights");
   }
   /* Created as the target would be (0666 less the umask), never over an
@@ -327,13 +352,14 @@ tfm_status tfm_weights_save(const tfm_weights *w, const tfm_description *d,
     }
     free(tmp);
     free(sp);
+    tfm_gguf_close(tok);
     return tfm_fail(TFM_ERR_IO, "%s: cannot write: %s", path, strerror(e));
   }
   writer out = {f, path, 0, 0};
   put(&out, "GGUF", 4);
   put_u32(&out, 3);
   put_u64(&out, count);
-  put_u64(&out, 6);
+  put_u64(&out, 6 + tok_kv);
   put_kv_string(&out, "general.architecture", "tfm");
   put_kv_string(&out, "general.name", d->name);
   put_kv_u32(&out, "general.alignment", SAVED_ALIGNMENT);
@@ -343,6 +369,13 @@ tfm_status tfm_weights_save(const tfm_weights *w, const tfm_description *d,
   if (d->ggml_quantize >= 0)
     tfm_ggml_type_info(d->ggml_quantize, &quantize, NULL, NULL);
   put_kv_string(&out, "tfm.ggml_quantize", quantize);
+  for (size_t i = 0; tok && i < tfm_gguf_num_kv(tok); ++i)
+    if (is_tokenizer_key(tfm_gguf_key(tok, i))) {
+      size_t len;
+      const void *kv = tfm_gguf_kv_encoding(tok, i, &len);
+      put(&out, kv, len);
+    }
+  tfm_gguf_close(tok);
   for (size_t i = 0; i < d->num_params; ++i) {
     const tfm_param_desc *p = &d->params[i];
     if (sp[i].abi == SIZE_MAX)
@@ -389,5 +422,5 @@ tfm_status tfm_model_save_weights(tfm_model *m, const char *path) {
     return tfm_fail(TFM_ERR_ARGUMENT,
                     "%s: model '%s' has no weights to save (load them first)",
                     path, m->desc.name);
-  return tfm_weights_save(&m->weights, &m->desc, path);
+  return tfm_weights_save(&m->weights, &m->desc, path, m->tokenizer_gguf);
 }
