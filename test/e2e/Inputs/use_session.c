@@ -145,8 +145,13 @@ int main(void) {
     tfm_tensor_free(&ref_out[b]);
     tfm_tensor_free(&fwd_out[b]);
   }
-  printf("batched vs alone: tokens %s, logits relative %s\n",
-         same ? "equal" : "DIFFER", worst <= 1e-5 ? "<= 1e-5" : "> 1e-5");
+  /* Bit for bit: each row of a decode step's GEMMs is computed as it is
+   * alone (fewer than 32 rows), and attention, norms and the rest row by
+   * row, so what else runs in the batch changes nothing (the property
+   * continuous batching needs). */
+  printf("batched vs alone: tokens %s, logits %s\n",
+         same ? "equal" : "DIFFER",
+         worst == 0 ? "bit-identical" : worst <= 1e-5 ? "within 1e-5" : "> 1e-5");
 
   /* The full forward pass over prompt + generated tokens. */
   double fwd = 0;
