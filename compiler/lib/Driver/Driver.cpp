@@ -697,7 +697,10 @@ Compilation::sharedKernelObject(ModuleOp module, const PipelineConfig &config,
     return std::optional<std::string>();
   SharedKernels &k = **kernels;
   std::string dir = kernelCacheDir(), path;
-  if (!dir.empty() && !llvm::sys::fs::create_directories(dir)) {
+  // A directory that cannot be made or written (a read-only home) is no
+  // cache: the compile goes on without it.
+  if (!dir.empty() && !llvm::sys::fs::create_directories(dir) &&
+      !llvm::sys::fs::access(dir, llvm::sys::fs::AccessMode::Write)) {
     path = kernelCachePath(dir, k.key);
     if (definesSymbols(path, k.symbols)) {
       progress.step(module.getSymName().value_or("model"),
@@ -706,8 +709,8 @@ Compilation::sharedKernelObject(ModuleOp module, const PipelineConfig &config,
     }
   }
   if (path.empty()) {
-    // No cache (none configured, or its directory cannot be made): a
-    // temporary object for this compile alone.
+    // No cache (none configured, or its directory cannot be made or
+    // written): a temporary object for this compile alone.
     SmallString<128> tmp;
     if (llvm::sys::fs::createTemporaryFile("tfm-kernels", "o", tmp))
       return error() << "cannot create a temporary file";
