@@ -108,9 +108,10 @@ int main(void) {
     worst = fmax(worst, rel_diff(&logits[b][0][0], &alone_logits[b][0][0][0],
                                  STEPS * VOCAB));
   }
-  printf("batched vs alone: tokens %s, logits %s\n",
-         same ? "equal" : "DIFFER",
-         worst == 0 ? "bit-identical" : worst <= 1e-5 ? "within 1e-5" : "> 1e-5");
+  printf("batched vs alone: tokens %s, logits %s\n", same ? "equal" : "DIFFER",
+         worst == 0      ? "bit-identical"
+         : worst <= 1e-5 ? "within 1e-5"
+                         : "> 1e-5");
 
   /* The full forward pass: the source, and the start token + generated
    * tokens as the target. */

@@ -149,9 +149,10 @@ int main(void) {
    * alone (fewer than 32 rows), and attention, norms and the rest row by
    * row, so what else runs in the batch changes nothing (the property
    * continuous batching needs). */
-  printf("batched vs alone: tokens %s, logits %s\n",
-         same ? "equal" : "DIFFER",
-         worst == 0 ? "bit-identical" : worst <= 1e-5 ? "within 1e-5" : "> 1e-5");
+  printf("batched vs alone: tokens %s, logits %s\n", same ? "equal" : "DIFFER",
+         worst == 0      ? "bit-identical"
+         : worst <= 1e-5 ? "within 1e-5"
+                         : "> 1e-5");
 
   /* The full forward pass over prompt + generated tokens. */
   double fwd = 0;
