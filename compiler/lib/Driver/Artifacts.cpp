@@ -280,7 +280,7 @@ LogicalResult HostEmitter::emit(const ModelDescription *model, StringRef name,
       writeObjects(*llvmModule, *tm, objectPath, /*merge=*/objectOnly);
   if (failed(own))
     return failure();
-  auto removeOwn = llvm::make_scope_exit([&] {
+  llvm::scope_exit removeOwn([&] {
     if (objectOnly && !withObjects)
       return;
     llvm::sys::fs::remove(objectPath);
@@ -423,7 +423,7 @@ HostEmitter::writePartitions(llvm::Module &module, llvm::TargetMachine &tm,
       },
       /*PreserveLocals=*/false, /*RoundRobin=*/true);
   SmallVector<std::string> parts;
-  auto removeParts = llvm::make_scope_exit([&] {
+  llvm::scope_exit removeParts([&] {
     for (const std::string &p : parts)
       llvm::sys::fs::remove(p);
   });
@@ -546,11 +546,9 @@ LogicalResult HostEmitter::writeHeader(const ModelDescription *model,
   return success();
 }
 
-/// Whether `object` calls into the runtime's tensor-parallel side
-/// (`tfm_tp_*`), as the code of a model compiled with --tensor-parallel N > 1
-/// does: only then is the artifact linked with MPI.
-static bool callsTensorParallel(StringRef object) {
-  auto file = llvm::object::ObjectFile::createObjectFile(object);
+bool driver::forEachObjectSymbol(
+    StringRef path, function_ref<void(StringRef name, bool defined)> fn) {
+  auto file = llvm::object::ObjectFile::createObjectFile(path);
   if (!file) {
     llvm::consumeError(file.takeError());
     return false;
@@ -563,11 +561,20 @@ static bool callsTensorParallel(StringRef object) {
       llvm::consumeError(flags.takeError());
       continue;
     }
-    if ((*flags & llvm::object::SymbolRef::SF_Undefined) &&
-        name->starts_with("tfm_tp_"))
-      return true;
+    fn(*name, !(*flags & llvm::object::SymbolRef::SF_Undefined));
   }
-  return false;
+  return true;
+}
+
+/// Whether `object` calls into the runtime's tensor-parallel side
+/// (`tfm_tp_*`), as the code of a model compiled with --tensor-parallel N > 1
+/// does: only then is the artifact linked with MPI.
+static bool callsTensorParallel(StringRef object) {
+  bool calls = false;
+  forEachObjectSymbol(object, [&](StringRef name, bool defined) {
+    calls |= !defined && name.starts_with("tfm_tp_");
+  });
+  return calls;
 }
 
 LogicalResult HostEmitter::link(ArrayRef<std::string> objects,

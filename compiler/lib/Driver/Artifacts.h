@@ -53,6 +53,12 @@ FailureOr<HostInterface> readInterface(ModuleOp module,
                                        StringRef name,
                                        const llvm::json::Object &target);
 
+/// Calls `fn` with each symbol of the object file at `path` and whether the
+/// object defines it (symbols whose name or flags cannot be read are
+/// skipped); false when `path` is not an object file.
+bool forEachObjectSymbol(StringRef path,
+                         function_ref<void(StringRef name, bool defined)> fn);
+
 /// The directory holding ptxas and fatbinary, or "" when there is none.
 std::string findCudaToolkit();
 

@@ -671,7 +671,7 @@ LogicalResult Compilation::lower(const ModelDescription *model, StringRef name,
     kernels = sharedKernelObject(module, config, *host, emitter, temporary);
   if (failed(kernels))
     return failure();
-  auto removeKernels = llvm::make_scope_exit([&] {
+  llvm::scope_exit removeKernels([&] {
     if (temporary && *kernels)
       llvm::sys::fs::remove(**kernels);
   });

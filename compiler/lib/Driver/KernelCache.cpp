@@ -1,6 +1,7 @@
 //===- KernelCache.cpp - model-independent kernels, compiled once ---------===//
 
 #include "KernelCache.h"
+#include "Artifacts.h"
 
 #include "tfm/Dialect/TfmDialect.h"
 
@@ -8,7 +9,6 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Config/llvm-config.h"
-#include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MD5.h"
 #include "llvm/Support/Path.h"
@@ -135,24 +135,13 @@ std::string driver::kernelCachePath(StringRef dir, StringRef key) {
 
 bool driver::definesSymbols(StringRef path,
                             const std::vector<std::string> &symbols) {
-  auto file = llvm::object::ObjectFile::createObjectFile(path);
-  if (!file) {
-    llvm::consumeError(file.takeError());
-    return false;
-  }
   llvm::StringSet<> missing;
   for (const std::string &s : symbols)
     missing.insert(s);
-  for (const llvm::object::SymbolRef &sym : file->getBinary()->symbols()) {
-    llvm::Expected<StringRef> name = sym.getName();
-    llvm::Expected<uint32_t> flags = sym.getFlags();
-    if (!name || !flags) {
-      llvm::consumeError(name.takeError());
-      llvm::consumeError(flags.takeError());
-      return false;
-    }
-    if (!(*flags & llvm::object::SymbolRef::SF_Undefined))
-      missing.erase(*name);
-  }
+  if (!forEachObjectSymbol(path, [&](StringRef name, bool defined) {
+        if (defined)
+          missing.erase(name);
+      }))
+    return false;
   return missing.empty();
 }
