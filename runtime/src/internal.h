@@ -353,7 +353,8 @@ tfm_status tfm_weights_load(tfm_weights *w, const tfm_description *d,
 /* Writes the weights `w` holds (loaded or synthesized for `d`) to the GGUF
  * file `path` (weights_save.c): a temporary file beside it, renamed over
  * it once whole, with the tokenizer.* metadata of the GGUF file
- * `tokenizer` (NULL: none). Refuses a file the weights were read from,
+ * `tokenizer` where it has a tokenizer (tokenizer.ggml.model; NULL: no
+ * such file). Refuses a file the weights were read from,
  * CUDA and tensor-parallel models, and int8 quads. */
 tfm_status tfm_weights_save(const tfm_weights *w, const tfm_description *d,
                             const char *path, const char *tokenizer);
@@ -410,10 +411,10 @@ struct tfm_model {
   tfm_weights weights;
   int loaded;
   char *warnings; /* of the last weight load, or NULL */
-  /* The GGUF file among the last loaded weights that holds a tokenizer
-   * (tokenizer.ggml.model), whose tokenizer.* metadata
-   * tfm_model_save_weights copies into the file it writes; NULL: none. */
-  char *tokenizer_gguf;
+  /* The first GGUF file of the last loaded weights, whose tokenizer.*
+   * metadata (if it has a tokenizer) tfm_model_save_weights copies into
+   * the file it writes; NULL: none. */
+  char *weights_gguf;
   /* CUDA artifacts: device buffers of the inputs and the output, kept
    * between runs and grown when needed. */
   void *io_dev[TFM_MAX_INPUTS + 1];

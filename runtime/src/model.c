@@ -39,7 +39,7 @@ void tfm_model_destroy(tfm_model *m) {
     return;
   tfm_weights_destroy(&m->weights);
   free(m->warnings);
-  free(m->tokenizer_gguf);
+  free(m->weights_gguf);
   tfm_cuda_free_io(m);
   tfm_description_free(&m->desc);
   free(m);
@@ -70,18 +70,12 @@ tfm_status tfm_model_load_weights(tfm_model *m, const char *path) {
   return tfm_model_load_weights_files(m, &path, 1);
 }
 
-/* The first GGUF file of `paths` that holds a tokenizer
- * (tokenizer.ggml.model), or NULL; the files were read as weights. */
-static char *tokenizer_gguf(const char *const *paths, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    tfm_gguf *g;
-    if (!tfm_gguf_is_file(paths[i]) || tfm_gguf_open(paths[i], &g) != TFM_OK)
-      continue;
-    int has = tfm_gguf_find(g, "tokenizer.ggml.model") != NULL;
-    tfm_gguf_close(g);
-    if (has)
+/* The first GGUF file of `paths` (read as weights), or NULL. Its metadata
+ * is read only if the weights are saved. */
+static char *first_gguf(const char *const *paths, size_t count) {
+  for (size_t i = 0; i < count; ++i)
+    if (tfm_gguf_is_file(paths[i]))
       return tfm_strdup(paths[i]);
-  }
   return NULL;
 }
 
@@ -90,12 +84,12 @@ tfm_status tfm_model_load_weights_files(tfm_model *m, const char *const *paths,
   m->loaded = 0;
   free(m->warnings);
   m->warnings = NULL;
-  free(m->tokenizer_gguf);
-  m->tokenizer_gguf = NULL;
+  free(m->weights_gguf);
+  m->weights_gguf = NULL;
   tfm_status s =
       tfm_weights_load(&m->weights, &m->desc, paths, count, &m->warnings);
   if (s == TFM_OK)
-    m->tokenizer_gguf = tokenizer_gguf(paths, count);
+    m->weights_gguf = first_gguf(paths, count);
   return s == TFM_OK ? finish_weights(m) : s;
 }
 
@@ -105,8 +99,8 @@ const char *tfm_model_weight_warnings(const tfm_model *m) {
 
 tfm_status tfm_model_random_weights(tfm_model *m, uint64_t seed) {
   m->loaded = 0;
-  free(m->tokenizer_gguf);
-  m->tokenizer_gguf = NULL;
+  free(m->weights_gguf);
+  m->weights_gguf = NULL;
   tfm_status s = tfm_weights_synthesize(&m->weights, &m->desc, seed);
   return s == TFM_OK ? finish_weights(m) : s;
 }

@@ -8,6 +8,7 @@
  * add_eos_token) adds the special tokens around. BPE merges use a hash map
  * of pair ranks and a binary heap, O(n log n) in a word's length.
  *===----------------------------------------------------------------------===*/
+#include "gguf.h"
 #include "tokenizer_internal.h"
 
 #include <errno.h>
@@ -1239,17 +1240,6 @@ static tfm_status load_gguf(tfm_tokenizer *t, const char *path) {
   return s;
 }
 
-/* Whether the file starts with GGUF's magic. */
-static bool is_gguf(const char *path) {
-  FILE *f = fopen(path, "rb");
-  char m[4] = {0};
-  if (!f)
-    return false;
-  size_t r = fread(m, 1, 4, f);
-  fclose(f);
-  return r == 4 && !memcmp(m, "GGUF", 4);
-}
-
 static bool exists(const char *dir, const char *name) {
   size_t n = strlen(dir) + strlen(name) + 2;
   char *p = tfm_malloc(n);
@@ -1351,7 +1341,7 @@ tfm_status tfm_tokenizer_load(const char *path, tfm_tokenizer **out) {
       s = OOM();
       goto done;
     }
-    s = is_gguf(path)               ? load_gguf(t, path)
+    s = tfm_gguf_is_file(path)      ? load_gguf(t, path)
         : ends_with(path, ".model") ? load_spm(t, path)
                                     : load_tokenizer_json(t, path);
   }

@@ -289,7 +289,11 @@ tfm_status tfm_weights_save(const tfm_weights *w, const tfm_description *d,
     tfm_status s = tfm_gguf_open(tokenizer, &tok);
     if (s != TFM_OK)
       return s;
-    for (size_t i = 0; i < tfm_gguf_num_kv(tok); ++i)
+    if (!tfm_gguf_find(tok, "tokenizer.ggml.model")) {
+      tfm_gguf_close(tok); /* weights without a tokenizer */
+      tok = NULL;
+    }
+    for (size_t i = 0; tok && i < tfm_gguf_num_kv(tok); ++i)
       tok_kv += is_tokenizer_key(tfm_gguf_key(tok, i));
   }
   saved_param *sp = tfm_calloc(d->num_params ? d->num_params : 1, sizeof *sp);
@@ -422,5 +426,5 @@ tfm_status tfm_model_save_weights(tfm_model *m, const char *path) {
     return tfm_fail(TFM_ERR_ARGUMENT,
                     "%s: model '%s' has no weights to save (load them first)",
                     path, m->desc.name);
-  return tfm_weights_save(&m->weights, &m->desc, path, m->tokenizer_gguf);
+  return tfm_weights_save(&m->weights, &m->desc, path, m->weights_gguf);
 }
