@@ -64,12 +64,16 @@ def run_tool(tool, vocab, texts):
     if p.returncode != 0:
         sys.exit("%s: tfm-tokenize failed (exit %d): %s" %
                  (vocab, p.returncode, p.stderr.decode("utf-8", "replace")))
-    lines = p.stdout.decode("utf-8").split("\n")
+    return ids_of(p.stdout, vocab, len(texts))
+
+
+def ids_of(stdout, vocab, n):
+    """The ids of `n` texts printed a line each."""
+    lines = stdout.decode("utf-8").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    if len(lines) != len(texts):
-        sys.exit("%s: %d lines of ids for %d texts" %
-                 (vocab, len(lines), len(texts)))
+    if len(lines) != n:
+        sys.exit("%s: %d lines of ids for %d texts" % (vocab, len(lines), n))
     return [[int(x) for x in l.split()] for l in lines]
 
 
@@ -80,9 +84,11 @@ def run_exe(exe, vocab, texts):
     i = 0
     while i < len(texts):
         batch, size = [], 0
-        while i < len(texts) and (not batch or size + len(texts[i]) < 100000):
-            batch.append(texts[i])
+        while i < len(texts):
             size += len(texts[i].encode("utf-8")) + 16
+            if batch and size > 100000:
+                break
+            batch.append(texts[i])
             i += 1
         cmd = [exe, "--tokenizer", vocab, "--raw"]
         for t in batch:
@@ -92,13 +98,7 @@ def run_exe(exe, vocab, texts):
             sys.exit("%s: %s failed (exit %d) on %d texts from %r: %s" %
                      (vocab, exe, p.returncode, len(batch), batch[0],
                       p.stderr.decode("utf-8", "replace")))
-        lines = p.stdout.decode("utf-8").split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        if len(lines) != len(batch):
-            sys.exit("%s: %d lines of ids for %d texts" %
-                     (vocab, len(lines), len(batch)))
-        got += [[int(x) for x in l.split()] for l in lines]
+        got += ids_of(p.stdout, vocab, len(batch))
     return got
 
 
