@@ -292,31 +292,155 @@ static tfm_status check_call(const tfm_session *s, int64_t n) {
   return TFM_OK;
 }
 
+/* Whether len more tokens fit sequence seq. */
+static tfm_status check_append(const tfm_session *s, int64_t seq,
+                               int64_t len) {
+  if (len < 1)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "prompt %lld has %lld tokens; a prompt needs at least one",
+                    (long long)seq, (long long)len);
+  if (len > s->max_len - s->lengths[seq])
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "sequence %lld would hold %lld tokens, past the "
+                    "session's max length %lld",
+                    (long long)seq, (long long)(s->lengths[seq] + len),
+                    (long long)s->max_len);
+  return TFM_OK;
+}
+
+/* Appends len tokens to sequence seq in chunks of at most s->chunk tokens
+ * (a ring buffer's bound); the logits are the last chunk's. */
+static tfm_status append_chunks(tfm_session *s, int64_t seq,
+                                const int32_t *tokens, int64_t len,
+                                float *logits) {
+  tfm_status st = check_append(s, seq, len);
+  for (int64_t at = 0; st == TFM_OK && at < len; at += s->chunk) {
+    int64_t t = len - at < s->chunk ? len - at : s->chunk;
+    st = run_step(s, seq, 1, t, tokens + at, logits);
+  }
+  return st;
+}
+
 tfm_status tfm_session_prefill(tfm_session *s, int64_t n,
                                const int32_t *const *tokens,
                                const int64_t *lens, float *logits) {
   tfm_status st = check_call(s, n);
+  /* Every prompt is checked before any is run. */
   for (int64_t i = 0; st == TFM_OK && i < n; ++i)
-    if (lens[i] < 1)
-      st = tfm_fail(TFM_ERR_ARGUMENT,
-                    "prompt %lld has %lld tokens; a prompt needs at least one",
-                    (long long)i, (long long)lens[i]);
-    else if (lens[i] > s->max_len - s->lengths[i])
-      st = tfm_fail(TFM_ERR_ARGUMENT,
-                    "sequence %lld would hold %lld tokens, past the "
-                    "session's max length %lld",
-                    (long long)i, (long long)(s->lengths[i] + lens[i]),
-                    (long long)s->max_len);
-  /* In chunks of at most s->chunk tokens (a ring buffer's bound); the
-   * logits are the last chunk's. */
+    st = check_append(s, i, lens[i]);
   for (int64_t i = 0; st == TFM_OK && i < n; ++i)
-    for (int64_t at = 0; st == TFM_OK && at < lens[i]; at += s->chunk) {
-      int64_t t = lens[i] - at < s->chunk ? lens[i] - at : s->chunk;
-      st = run_step(s, i, 1, t, tokens[i] + at,
-                    logits + (size_t)i * (size_t)s->model->desc.vocab);
-    }
+    st = append_chunks(s, i, tokens[i], lens[i],
+                       logits + (size_t)i * (size_t)s->model->desc.vocab);
   return st;
 }
+
+/* A sequence index of the session, or an error naming the call. */
+static tfm_status check_seq(const tfm_session *s, int64_t seq,
+                            const char *what) {
+  if (seq < 0 || seq >= s->max_batch)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "%s: sequence %lld is outside the session's 0..%lld", what,
+                    (long long)seq, (long long)s->max_batch - 1);
+  return TFM_OK;
+}
+
+tfm_status tfm_session_append(tfm_session *s, int64_t seq,
+                              const int32_t *tokens, int64_t len,
+                              float *logits) {
+  tfm_status st = check_call(s, 1);
+  if (st == TFM_OK)
+    st = check_seq(s, seq, "tfm_session_append");
+  if (st == TFM_OK)
+    st = append_chunks(s, seq, tokens, len, logits);
+  return st;
+}
+
+tfm_status tfm_session_truncate(tfm_session *s, int64_t seq, int64_t len) {
+  tfm_status st = check_seq(s, seq, "tfm_session_truncate");
+  if (st != TFM_OK)
+    return st;
+  int64_t old = s->lengths[seq];
+  if (len < 0 || len > old)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "tfm_session_truncate: sequence %lld holds %lld tokens; "
+                    "it cannot keep %lld",
+                    (long long)seq, (long long)old, (long long)len);
+  /* A ring of S slots: the tokens past len overwrote positions
+   * [len - S, old - S); the next token's window reaches back to len - w. */
+  const tfm_description *d = &s->model->desc;
+  for (size_t l = 0; len > 0 && d->gen_windows && l < s->layers; ++l) {
+    int64_t w = d->gen_windows[l];
+    if (w > 0 && old - s->slots[l] > len - w)
+      return tfm_fail(TFM_ERR_ARGUMENT,
+                      "tfm_session_truncate: layer %zu's sliding window "
+                      "has overwritten keys that token %lld of sequence "
+                      "%lld would see",
+                      l, (long long)len, (long long)seq);
+  }
+  s->lengths[seq] = len;
+  return TFM_OK;
+}
+
+/* Exchanges `rows` runs of `bytes` bytes, `stride` bytes apart, at a and b. */
+static void swap_runs(char *a, char *b, size_t rows, size_t stride,
+                      size_t bytes) {
+  char buf[4096];
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t at = 0; at < bytes; at += sizeof buf) {
+      size_t k = bytes - at < sizeof buf ? bytes - at : sizeof buf;
+      char *x = a + r * stride + at, *y = b + r * stride + at;
+      memcpy(buf, x, k);
+      memcpy(x, y, k);
+      memcpy(y, buf, k);
+    }
+}
+
+tfm_status tfm_session_swap(tfm_session *s, int64_t a, int64_t b) {
+  tfm_status st = check_seq(s, a, "tfm_session_swap");
+  if (st == TFM_OK)
+    st = check_seq(s, b, "tfm_session_swap");
+  if (st != TFM_OK || a == b)
+    return st;
+  int64_t held = s->lengths[a] > s->lengths[b] ? s->lengths[a] : s->lengths[b];
+  for (size_t l = 0; l < s->layers; ++l) {
+    size_t slots = (size_t)s->slots[l];
+    size_t used = (size_t)held < slots ? (size_t)held : slots;
+    size_t seq = (size_t)(s->kv * s->hd) * slots * s->elt;
+    /* Keys [KV * D rows, S] (latents too); values [KV, S, D]. */
+    char *k = s->cache[2 * l];
+    swap_runs(k + (size_t)a * seq, k + (size_t)b * seq, (size_t)(s->kv * s->hd),
+              slots * s->elt, used * s->elt);
+    char *v = s->cache[2 * l + 1];
+    if (v)
+      swap_runs(v + (size_t)a * seq, v + (size_t)b * seq, (size_t)s->kv,
+                slots * (size_t)s->hd * s->elt, used * (size_t)s->hd * s->elt);
+  }
+  if (s->source) {
+    int32_t src = s->source[a] > s->source[b] ? s->source[a] : s->source[b];
+    size_t len = (size_t)s->max_len;
+    size_t seq = (size_t)(s->ckv * s->chd) * len * sizeof(float);
+    for (size_t l = 0; l < s->layers; ++l) {
+      char *k = (char *)s->cross[2 * l], *v = (char *)s->cross[2 * l + 1];
+      swap_runs(k + (size_t)a * seq, k + (size_t)b * seq,
+                (size_t)(s->ckv * s->chd), len * sizeof(float),
+                (size_t)src * sizeof(float));
+      swap_runs(v + (size_t)a * seq, v + (size_t)b * seq, (size_t)s->ckv,
+                len * (size_t)s->chd * sizeof(float),
+                (size_t)src * (size_t)s->chd * sizeof(float));
+    }
+    int32_t t = s->source[a];
+    s->source[a] = s->source[b];
+    s->source[b] = t;
+  }
+  int64_t t = s->lengths[a];
+  s->lengths[a] = s->lengths[b];
+  s->lengths[b] = t;
+  return TFM_OK;
+}
+
+int64_t tfm_session_max_batch(const tfm_session *s) { return s->max_batch; }
+
+int64_t tfm_session_max_len(const tfm_session *s) { return s->max_len; }
 
 tfm_status tfm_session_decode(tfm_session *s, int64_t n, const int32_t *tokens,
                               float *logits) {

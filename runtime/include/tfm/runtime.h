@@ -224,6 +224,28 @@ tfm_status tfm_session_prefill(tfm_session *s, int64_t n,
  * one batched step; logits as for prefill. */
 tfm_status tfm_session_decode(tfm_session *s, int64_t n, const int32_t *tokens,
                               float *logits);
+/* One sequence at a time, for a server that batches requests of their own
+ * (continuous batching): the sequences decoding together are kept in
+ * 0..n-1 by exchanging caches, and a finished one keeps its tokens' keys
+ * and values for a later prompt that starts with them.
+ *
+ * tfm_session_append: appends `len` tokens to sequence `seq` (which may
+ * hold tokens already), in the same chunks as tfm_session_prefill, and
+ * writes the logits of its last token (vocab floats).
+ * tfm_session_truncate: keeps the first `len` tokens of sequence `seq`
+ * (0 empties it). A layer with a sliding window keeps its keys in a ring;
+ * where tokens past `len` overwrote keys that the next token would still
+ * see, it fails (TFM_ERR_ARGUMENT) and changes nothing.
+ * tfm_session_swap: exchanges two sequences (their caches and lengths;
+ * an encoder-decoder's sources too), copying only the positions they hold.
+ * tfm_session_max_batch / tfm_session_max_len: what the session holds. */
+tfm_status tfm_session_append(tfm_session *s, int64_t seq,
+                              const int32_t *tokens, int64_t len,
+                              float *logits);
+tfm_status tfm_session_truncate(tfm_session *s, int64_t seq, int64_t len);
+tfm_status tfm_session_swap(tfm_session *s, int64_t a, int64_t b);
+int64_t tfm_session_max_batch(const tfm_session *s);
+int64_t tfm_session_max_len(const tfm_session *s);
 /* Encoder-decoders: gives sequences 0..n-1 the sources src[i] (lens[i]
  * tokens each, 1..max_len), encoding each once (no padding), and empties
  * their targets. A sequence is encoded before it is prefilled (with the
