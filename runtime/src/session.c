@@ -293,8 +293,7 @@ static tfm_status check_call(const tfm_session *s, int64_t n) {
 }
 
 /* Whether len more tokens fit sequence seq. */
-static tfm_status check_append(const tfm_session *s, int64_t seq,
-                               int64_t len) {
+static tfm_status check_append(const tfm_session *s, int64_t seq, int64_t len) {
   if (len < 1)
     return tfm_fail(TFM_ERR_ARGUMENT,
                     "prompt %lld has %lld tokens; a prompt needs at least one",

@@ -105,8 +105,7 @@ static void step(tfm_session *s, int n, float *rows) {
 }
 
 int main(void) {
-  check(tfm_model_create(CAT(MODEL, _model_json), CAT(MODEL, _forward),
-                         &model),
+  check(tfm_model_create(CAT(MODEL, _model_json), CAT(MODEL, _forward), &model),
         "create");
   check(tfm_model_set_step(model, CAT(MODEL, _step)), "set_step");
   check(tfm_model_random_weights(model, 7), "weights");
@@ -178,8 +177,7 @@ int main(void) {
   refused(tfm_session_swap(s, 0, SEQS));
   refused(tfm_session_append(s, -1, prompt0, 1, rows));
   refused(tfm_session_append(s, other, prompt0, MAX_LEN, rows));
-  printf("max batch %lld, max len %lld\n",
-         (long long)tfm_session_max_batch(s),
+  printf("max batch %lld, max len %lld\n", (long long)tfm_session_max_batch(s),
          (long long)tfm_session_max_len(s));
   free(rows);
   tfm_session_free(s);
