@@ -100,7 +100,17 @@ static void usage(const char *prog, FILE *out) {
           "blocks included)\n"
           "                        to a GGUF file that --weights reads "
           "as it is; no inputs\n"
-          "                        needed\n",
+          "                        needed\n"
+          "  --serve               serve the model on the OpenAI HTTP API "
+          "(docs/Serving.md)\n"
+          "                        until SIGTERM; with --host H (127.0.0.1), "
+          "--port P (8080;\n"
+          "                        0: any free port), --parallel N (4), "
+          "--ctx-size T\n"
+          "                        (min(context, 4096)), --queue Q (64), "
+          "--timeout S (10),\n"
+          "                        --prefill-chunk C (128), --model-name "
+          "NAME\n",
           prog, prog);
 }
 
@@ -296,7 +306,12 @@ static int run(int argc, char **argv, const char *model_json,
   const char *input_names[TFM_MAX_INPUTS] = {0};
   const char *input_files[TFM_MAX_INPUTS] = {0};
   size_t input_name_len[TFM_MAX_INPUTS] = {0};
-  int num_inputs = 0, info = 0, raw = 0;
+  int num_inputs = 0, info = 0, raw = 0, serve = 0;
+  tfm_serve_options sopts;
+  tfm_serve_options_init(&sopts);
+  sopts.handle_signals = 1;
+  tfm_server *server = NULL;
+  const char *server_flag = NULL; /* the first flag of a server given */
   tfm_gen_options gen = {0};
   gen.top_p = 1.0;
   long long seed = -1, threads = 0, bench = 0, rb = 0, rt = 0;
@@ -315,15 +330,21 @@ static int run(int argc, char **argv, const char *model_json,
     } else if (!strcmp(a, "--raw")) {
       raw = 1;
       continue;
+    } else if (!strcmp(a, "--serve")) {
+      serve = 1;
+      continue;
     }
     static const char *const with_value[] = {
-        "--weights",    "--output",        "--random-weights",
-        "--threads",    "--bench",         "--random-input",
-        "--input",      "--tokenizer",     "--tokenize",
-        "--detokenize", "--prompt",        "--prompt-file",
-        "--generate",   "--temperature",   "--top-k",
-        "--top-p",      "--seed",          "--stop",
-        "--logits",     "--decoder-start", "--save-weights"};
+        "--weights",       "--output",        "--random-weights",
+        "--threads",       "--bench",         "--random-input",
+        "--input",         "--tokenizer",     "--tokenize",
+        "--detokenize",    "--prompt",        "--prompt-file",
+        "--generate",      "--temperature",   "--top-k",
+        "--top-p",         "--seed",          "--stop",
+        "--logits",        "--decoder-start", "--save-weights",
+        "--host",          "--port",          "--parallel",
+        "--ctx-size",      "--queue",         "--timeout",
+        "--prefill-chunk", "--model-name"};
     int known = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof *with_value; ++k)
       known |= !strcmp(a, with_value[k]);
@@ -389,6 +410,39 @@ static int run(int argc, char **argv, const char *model_json,
       if (gen.num_stop == TFM_GEN_MAX_STOPS)
         return fail(prog, "too many --stop flags");
       gen.stop[gen.num_stop++] = v;
+    } else if (!strcmp(a, "--host")) {
+      sopts.host = v;
+      server_flag = server_flag ? server_flag : a;
+    } else if (!strcmp(a, "--model-name")) {
+      sopts.model_name = v;
+      server_flag = server_flag ? server_flag : a;
+    } else if (!strcmp(a, "--port") || !strcmp(a, "--parallel") ||
+               !strcmp(a, "--ctx-size") || !strcmp(a, "--queue") ||
+               !strcmp(a, "--timeout") || !strcmp(a, "--prefill-chunk")) {
+      long long x;
+      server_flag = server_flag ? server_flag : a;
+      int is_port = !strcmp(a, "--port"), is_queue = !strcmp(a, "--queue");
+      long long lo = is_port || is_queue ? 0 : 1;
+      long long hi = is_port                    ? 65535
+                     : !strcmp(a, "--parallel") ? 256
+                                                : INT32_MAX;
+      if (!parse_int(v, lo, hi, &x)) {
+        fprintf(stderr, "%s: error: %s expects a number from %lld to %lld\n",
+                prog, a, lo, hi);
+        return 1;
+      }
+      if (is_port)
+        sopts.port = (int)x;
+      else if (!strcmp(a, "--parallel"))
+        sopts.parallel = (int)x;
+      else if (!strcmp(a, "--ctx-size"))
+        sopts.ctx_size = x;
+      else if (is_queue)
+        sopts.queue = (int)x;
+      else if (!strcmp(a, "--timeout"))
+        sopts.timeout_s = (int)x;
+      else
+        sopts.prefill_chunk = (int)x;
     } else if (!strcmp(a, "--random-weights")) {
       if (!parse_int(v, 0, INT64_MAX, &seed))
         return fail(prog, "--random-weights expects a seed from 0 to "
@@ -427,12 +481,22 @@ static int run(int argc, char **argv, const char *model_json,
                       "--prompt-file");
   if (raw && !tokenize)
     return fail(prog, "--raw goes with --tokenize");
+  if (server_flag && !serve) {
+    fprintf(stderr, "%s: error: %s goes with --serve\n", prog, server_flag);
+    return 1;
+  }
+  if (serve && (tokenize || detokenize || prompt || prompt_file || num_inputs ||
+                rb || gen.generate || output || bench || info))
+    return fail(prog, "--serve runs alone: it excludes --tokenize, "
+                      "--detokenize, --prompt, --prompt-file, --input, "
+                      "--random-input, --generate, --output, --bench and "
+                      "--info");
   struct tfm_tokenizer *tok = NULL;
   int32_t *prompt_ids = NULL;
   size_t num_prompt_ids = 0;
   char *prompt_text = NULL;
   size_t prompt_len = 0;
-  if (tokenize || detokenize || prompt || prompt_file) {
+  if (tokenize || detokenize || prompt || prompt_file || serve) {
     if (!tx)
       return fail(prog, "this program was linked without the tokenizers "
                         "(libtfm_tokenizer.a)");
@@ -551,10 +615,21 @@ static int run(int argc, char **argv, const char *model_json,
     fail(prog, "give exactly one of --weights FILE or --random-weights SEED");
     goto done;
   }
+  /* A server listens while the weights load (/health: 503). */
+  if (serve && tx->serve_start(m, tok, &sopts, &server) != TFM_OK) {
+    fail(prog, tfm_last_error());
+    goto done;
+  }
   if (num_weights
           ? tfm_model_load_weights_files(m, weights, num_weights) != TFM_OK
           : tfm_model_random_weights(m, (uint64_t)seed) != TFM_OK) {
     fail(prog, tfm_last_error());
+    goto done;
+  }
+  if (serve) {
+    tx->serve_ready(server);
+    tx->serve_wait(server);
+    rc = 0;
     goto done;
   }
   if (tfm_model_weight_warnings(m) && root)
@@ -811,6 +886,8 @@ static int run(int argc, char **argv, const char *model_json,
   }
   rc = 0;
 done:
+  if (server)
+    tx->serve_free(server);
   free(prompt_ids);
   free(prompt_text);
   close_tokenizer(tx, tok);

@@ -9,6 +9,7 @@
 
 #include "tfm/packed_layout.h"
 #include "tfm/runtime.h"
+#include "tfm/server.h"
 
 /*===- Errors -------------------------------------------------------------===*/
 
@@ -519,6 +520,12 @@ typedef struct tfm_cli_text {
   int64_t (*vocab_size)(const struct tfm_tokenizer *t);
   int32_t (*token_to_id)(const struct tfm_tokenizer *t, const char *token);
   int32_t (*eos_id)(const struct tfm_tokenizer *t);
+  /* --serve (tfm/server.h). */
+  tfm_status (*serve_start)(tfm_model *m, const struct tfm_tokenizer *tok,
+                            const tfm_serve_options *o, tfm_server **out);
+  tfm_status (*serve_ready)(tfm_server *s);
+  tfm_status (*serve_wait)(tfm_server *s);
+  void (*serve_free)(tfm_server *s);
 } tfm_cli_text;
 
 /* The executable's command line (cli.c) with `text` as its text side

@@ -75,6 +75,10 @@ static const tfm_cli_text text = {
     .vocab_size = tfm_tokenizer_vocab_size,
     .token_to_id = tfm_tokenizer_token_to_id,
     .eos_id = tfm_tokenizer_eos_id,
+    .serve_start = tfm_server_start,
+    .serve_ready = tfm_server_set_ready,
+    .serve_wait = tfm_server_wait,
+    .serve_free = tfm_server_free,
 };
 
 int tfm_main(int argc, char **argv, const char *model_json,

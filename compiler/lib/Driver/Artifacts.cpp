@@ -597,9 +597,11 @@ LogicalResult HostEmitter::link(ArrayRef<std::string> objects,
   if (!llvm::sys::fs::exists(besideTfmc))
     libDir = TFM_BUILD_LIB_DIR;
 #endif
-  SmallString<256> runtime(libDir), tokenizer(libDir), mainObj(libDir);
+  SmallString<256> runtime(libDir), tokenizer(libDir), chat(libDir),
+      mainObj(libDir);
   llvm::sys::path::append(runtime, "libtfm_runtime.a");
   llvm::sys::path::append(tokenizer, "libtfm_tokenizer.a");
+  llvm::sys::path::append(chat, "libtfm_chat.a");
   llvm::sys::path::append(mainObj, "tfm_main.o");
   if (!llvm::sys::fs::exists(runtime))
     return error() << "the runtime library is missing: " << besideTfmc;
@@ -609,10 +611,13 @@ LogicalResult HostEmitter::link(ArrayRef<std::string> objects,
   // library if it tokenizes (docs/Runtime.md).
   if (!llvm::sys::fs::exists(tokenizer))
     return error() << "the tokenizer library is missing: " << tokenizer;
+  // The server (--serve) renders chat templates.
+  if (!llvm::sys::fs::exists(chat))
+    return error() << "the chat template library is missing: " << chat;
   bool shared = options.artifact == ArtifactKind::Shared;
   // Tensor parallelism: the runtime's MPI side, before the runtime (whose
   // weak references it fills), and Open MPI's libraries after it.
-  std::vector<std::string> runtimeLibs{tokenizer.str().str(),
+  std::vector<std::string> runtimeLibs{tokenizer.str().str(), chat.str().str(),
                                        runtime.str().str()},
       mpiLibs;
   if (llvm::any_of(objects, [](const std::string &object) {
