@@ -135,6 +135,11 @@ tfm_status tfm_server_start(tfm_model *m, const struct tfm_tokenizer *tok,
                                    "serve",
                                    tfm_model_name(m));
   }
+  if (m->desc.gen_encoder)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "model '%s' is an encoder-decoder: the server runs "
+                    "decoders only (for now)",
+                    tfm_model_name(m));
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, open_library);
   if (!lib.start)

@@ -1102,6 +1102,17 @@ private:
       f = bad("the prompt gives no tokens", is_chat ? "messages" : "prompt");
       return;
     }
+    int64_t vocab = api->model_vocab(model);
+    for (int32_t id : job->prompt)
+      if (id >= vocab) {
+        f = bad("the prompt's token " + std::to_string(id) +
+                    " is outside the model's vocabulary (" +
+                    std::to_string(vocab) +
+                    "): the tokenizer does not fit "
+                    "the model",
+                is_chat ? "messages" : "prompt");
+        return;
+      }
     if (plen >= ctx) {
       f = bad("the prompt has " + std::to_string(plen) +
                   " tokens; the server's context is " + std::to_string(ctx) +
