@@ -1242,7 +1242,8 @@ private:
         // Hold back an incomplete character and a possible stop string's
         // beginning.
         size_t final_len = text.size();
-        if (final_len >= 3 && !text.compare(final_len - 3, 3, "\xEF\xBF\xBD"))
+        while (final_len >= 3 &&
+               !text.compare(final_len - 3, 3, "\xEF\xBF\xBD"))
           final_len -= 3;
         size_t held_back = 0;
         for (const std::string &s : ask.stops)
