@@ -24,6 +24,7 @@
 static struct {
   tfm_server_start_fn start;
   tfm_server_void_fn ready, wait, stop, destroy;
+  tfm_server_port_fn port;
   char error[2048];
 } lib;
 
@@ -42,7 +43,9 @@ static int try_open(const char *path, const char *what, char *tried,
   *(void **)&lib.wait = dlsym(h, TFM_SERVER_WAIT);
   *(void **)&lib.stop = dlsym(h, TFM_SERVER_STOP);
   *(void **)&lib.destroy = dlsym(h, TFM_SERVER_FREE);
-  if (!lib.start || !lib.ready || !lib.wait || !lib.stop || !lib.destroy) {
+  *(void **)&lib.port = dlsym(h, TFM_SERVER_PORT);
+  if (!lib.start || !lib.ready || !lib.wait || !lib.stop || !lib.destroy ||
+      !lib.port) {
     snprintf(tried + used, cap - used,
              "%s%s: %s lacks the server's entry "
              "points",
@@ -168,6 +171,8 @@ tfm_status tfm_server_wait(tfm_server *s) {
 }
 
 void tfm_server_stop(tfm_server *s) { lib.stop(s->impl); }
+
+int tfm_server_port(const tfm_server *s) { return lib.port(s->impl); }
 
 void tfm_server_free(tfm_server *s) {
   if (!s)

@@ -583,6 +583,8 @@ public:
 
   void ready() { is_ready = true; }
 
+  int bound_port() const { return port; }
+
   void wait() {
     struct sigaction old_term, old_int;
     if (opts.handle_signals) {
@@ -1448,6 +1450,10 @@ __attribute__((visibility("default"))) void tfm_server_bridge_wait(void *s) {
 
 __attribute__((visibility("default"))) void tfm_server_bridge_stop(void *s) {
   static_cast<Server *>(s)->stop();
+}
+
+__attribute__((visibility("default"))) int tfm_server_bridge_port(void *s) {
+  return static_cast<Server *>(s)->bound_port();
 }
 
 __attribute__((visibility("default"))) void tfm_server_bridge_free(void *s) {

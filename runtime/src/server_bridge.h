@@ -61,11 +61,13 @@ typedef void *(*tfm_server_start_fn)(const tfm_server_api *api, tfm_model *m,
                                      const tfm_serve_options *o, char *err,
                                      size_t err_len);
 typedef void (*tfm_server_void_fn)(void *server);
+typedef int (*tfm_server_port_fn)(void *server);
 #define TFM_SERVER_START "tfm_server_bridge_start"
 #define TFM_SERVER_READY "tfm_server_bridge_ready"
 #define TFM_SERVER_WAIT "tfm_server_bridge_wait"
 #define TFM_SERVER_STOP "tfm_server_bridge_stop"
 #define TFM_SERVER_FREE "tfm_server_bridge_free"
+#define TFM_SERVER_PORT "tfm_server_bridge_port"
 
 #ifdef __cplusplus
 }

@@ -65,6 +65,8 @@ tfm_status tfm_server_set_ready(tfm_server *s);
  * finishes the requests it holds, and returns. */
 tfm_status tfm_server_wait(tfm_server *s);
 void tfm_server_stop(tfm_server *s);
+/* The port it listens on (the one chosen for port 0). */
+int tfm_server_port(const tfm_server *s);
 void tfm_server_free(tfm_server *s);
 
 /* All of the above for a model whose weights are loaded. */
