@@ -465,10 +465,11 @@ def sc_basic(cmd, opts):
         check((st, sr) == (ctext, creason), "chat streamed without usage %r" % st)
         if opts.chat_prompt:
             # The rendered chat template (tfm-chat-template) as a completion
-            # prompt: the same tokens, the same output.
+            # prompt: the same tokens, the same output. The template writes
+            # the BOS token itself where the model has one: nothing added.
             with open(opts.chat_prompt, encoding="utf-8") as f:
                 rendered = f.read()
-            ids = tokenize(p, rendered, add_special=True)
+            ids = tokenize(p, rendered, add_special=False)
             check(cu["prompt_tokens"] == len(ids), "chat prompt_tokens %d, the rendered "
                   "template has %d" % (cu["prompt_tokens"], len(ids)))
             t3, r3, u3, _ = run_cmpl(p, ids, 12)
