@@ -550,6 +550,32 @@ def sc_sampling(cmd, opts):
         s.stop()
 
 
+def sc_utf8(cmd, opts):
+    """Sampled text over the whole vocabulary (temperature 1.5: many tokens
+    that are part of a UTF-8 character, many characters split across
+    tokens), streamed and not: the same text, a seed being repeatable. (A
+    piece streamed before the token that completes its last character would
+    carry U+FFFD where the whole text has the character.)"""
+    s = Server(cmd, [])
+    try:
+        p = s.port
+        multibyte = 0
+        for k in range(24):
+            api = ("cmpl", "chat")[k % 2]
+            prompt = prompt_of(k, 3 + k % 7)
+            kw = dict(temperature=1.5, seed=1000 + k)
+            f = run_cmpl if api == "cmpl" else run_chat
+            text, reason, u, _ = f(p, prompt, 40, **kw)
+            st, sr, su = run_stream(p, api, prompt, 40, **kw)
+            check((st, sr, su) == (text, reason, u), "%s seed %d: streamed %r, not streamed %r"
+                  % (api, 1000 + k, (st, sr, su), (text, reason, u)))
+            multibyte += sum(1 for c in text if ord(c) > 127)
+        check(multibyte > 0, "no text with a character past ASCII")
+        return "sampled multibyte text streamed as not"
+    finally:
+        s.stop()
+
+
 def in_threads(fns, limit=300):
     """Runs the functions at once (a barrier first); their results or Failure."""
     n = len(fns)
@@ -1121,7 +1147,7 @@ def sc_prefix(cmd, opts):
         s.stop()
 
 
-SCENARIOS = {"basic": sc_basic, "sampling": sc_sampling, "concurrent": sc_concurrent,
+SCENARIOS = {"basic": sc_basic, "sampling": sc_sampling, "utf8": sc_utf8, "concurrent": sc_concurrent,
              "load": sc_load, "bad": sc_bad, "slow": sc_slow, "methods": sc_methods,
              "slow-headers": sc_slow_headers, "cut": sc_cut,
              "queue": sc_queue, "queue-burst": sc_queue_burst, "sigterm": sc_sigterm, "prefix": sc_prefix}
