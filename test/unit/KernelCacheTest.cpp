@@ -60,8 +60,8 @@ protected:
   std::string keyOf(StringRef body, StringRef target, StringRef tool) {
     OwningOpRef<ModuleOp> m = parse(body);
     auto k = extractSharedKernels(*m, target, tool);
-    EXPECT_TRUE(succeeded(k) && k->has_value());
-    return succeeded(k) && k->has_value() ? (*k)->key : "";
+    EXPECT_TRUE(succeeded(k) && k->size() == 1);
+    return succeeded(k) && k->size() == 1 ? (*k)[0].key : "";
   }
   MLIRContext ctx;
 };
@@ -70,8 +70,8 @@ TEST_F(KernelCacheTest, MovesAndRenames) {
   OwningOpRef<ModuleOp> m = parse();
   ASSERT_TRUE(m);
   auto k = extractSharedKernels(*m, "znver3 +avx2", "tfmc-1");
-  ASSERT_TRUE(succeeded(k) && k->has_value());
-  const SharedKernels &shared = **k;
+  ASSERT_TRUE(succeeded(k) && k->size() == 1);
+  const SharedKernels &shared = (*k)[0];
   std::string name = "kern_" + shared.key;
   ASSERT_EQ(shared.symbols, std::vector<std::string>{name});
   // The model keeps a declaration, called under the new name.
@@ -104,7 +104,47 @@ TEST_F(KernelCacheTest, NothingToMove) {
       parseSourceString<ModuleOp>("func.func @model() { return }", &ctx);
   auto k = extractSharedKernels(*m, "cpu", "tool");
   ASSERT_TRUE(succeeded(k));
-  EXPECT_FALSE(k->has_value());
+  EXPECT_TRUE(k->empty());
+}
+
+TEST_F(KernelCacheTest, OneModulePerGroupWithTheDeclarationsItCalls) {
+  // kern_a calls kern_b (one group); kern_c stands alone and calls the
+  // runtime's tfm_get_threads, whose declaration goes with it.
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"mlir(
+    func.func private @tfm_get_threads() -> i32
+    func.func @model() {
+      call @kern_a() : () -> ()
+      call @kern_c() : () -> ()
+      return
+    }
+    func.func private @kern_a() attributes {tfm.shared_kernel} {
+      call @kern_b() : () -> ()
+      return
+    }
+    func.func private @kern_b() attributes {tfm.shared_kernel} { return }
+    func.func private @kern_c() attributes {tfm.shared_kernel} {
+      %n = call @tfm_get_threads() : () -> i32
+      return
+    }
+  )mlir",
+                                                        &ctx);
+  ASSERT_TRUE(m);
+  auto k = extractSharedKernels(*m, "cpu", "tool");
+  ASSERT_TRUE(succeeded(k));
+  ASSERT_EQ(k->size(), 2u);
+  const SharedKernels &ab = (*k)[0], &c = (*k)[1];
+  EXPECT_NE(ab.key, c.key);
+  EXPECT_EQ(ab.symbols,
+            (std::vector<std::string>{"kern_a_" + ab.key, "kern_b_" + ab.key}));
+  EXPECT_EQ(c.symbols, std::vector<std::string>{"kern_c_" + c.key});
+  auto decl = c.module.get().lookupSymbol<func::FuncOp>("tfm_get_threads");
+  ASSERT_TRUE(decl);
+  EXPECT_TRUE(decl.isExternal());
+  EXPECT_FALSE(ab.module.get().lookupSymbol("tfm_get_threads"));
+  // The model keeps its declaration and declares the three kernels.
+  EXPECT_TRUE(m->lookupSymbol<func::FuncOp>("tfm_get_threads"));
+  for (const std::string &name : {ab.symbols[0], ab.symbols[1], c.symbols[0]})
+    EXPECT_TRUE(m->lookupSymbol<func::FuncOp>(name).isExternal()) << name;
 }
 
 TEST_F(KernelCacheTest, RefusesAKernelThatCallsTheModel) {
@@ -120,7 +160,8 @@ TEST_F(KernelCacheTest, RefusesAKernelThatCallsTheModel) {
   ScopedDiagnosticHandler handler(&ctx,
                                   [&](Diagnostic &d) { message = d.str(); });
   EXPECT_TRUE(failed(extractSharedKernels(*m, "cpu", "tool")));
-  EXPECT_NE(message.find("references '@helper', which is not a shared kernel"),
+  EXPECT_NE(message.find("references 'helper', which is neither a shared "
+                         "kernel nor a declaration"),
             std::string::npos)
       << message;
 }

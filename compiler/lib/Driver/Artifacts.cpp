@@ -301,6 +301,9 @@ LogicalResult HostEmitter::emit(const ModelDescription *model, StringRef name,
 }
 
 bool HostEmitter::takesObjects() const {
+  // Printed LLVM IR and assembly hold every function.
+  if (options.emit != Stage::Exe && options.emit != Stage::Obj)
+    return false;
   bool objectOnly =
       options.emit == Stage::Obj || options.artifact == ArtifactKind::Object;
   return !objectOnly || !findTool({"clang-22", "clang"}).empty();

@@ -78,7 +78,8 @@ public:
                      ArrayRef<std::string> objects = {});
 
   /// Whether emit() can take more objects: every binary artifact can,
-  /// except an object when there is no clang to merge objects with.
+  /// except an object when there is no clang to merge objects with (LLVM
+  /// IR and assembly are printed whole).
   bool takesObjects() const;
 
   /// The object of the shared kernels `module` (in the LLVM dialect) at

@@ -267,13 +267,15 @@ private:
                       ModuleOp module);
   LogicalResult runPipeline(ModuleOp module, const PipelineConfig &config,
                             Stage first, Stage last);
-  /// Moves the shared kernels out of `module` (on buffers) and returns
-  /// their object: from the kernel cache, or compiled (and stored there);
-  /// a temporary file (`temporary`) where there is no cache. Nothing when
-  /// the module has none.
-  FailureOr<std::optional<std::string>>
-  sharedKernelObject(ModuleOp module, const PipelineConfig &config,
-                     const HostCpu &cpu, HostEmitter &emitter, bool &temporary);
+  /// Moves the shared kernels out of `module` (on buffers) and adds their
+  /// objects to `objects`: from the kernel cache, or compiled (and stored
+  /// there); temporary files (added to `temporaries`) where there is no
+  /// cache.
+  LogicalResult sharedKernelObjects(ModuleOp module,
+                                    const PipelineConfig &config,
+                                    const HostCpu &cpu, HostEmitter &emitter,
+                                    SmallVectorImpl<std::string> &objects,
+                                    SmallVectorImpl<std::string> &temporaries);
   InFlightDiagnostic error() { return emitError(UnknownLoc::get(&ctx)); }
 
   MLIRContext &ctx;
@@ -583,6 +585,8 @@ LogicalResult Compilation::lower(const ModelDescription *model, StringRef name,
   config.fuseAttention = options.fuseAttention;
   config.fuseEpilogues = options.fuseEpilogues;
   config.fuseNorms = options.fuseNorms;
+  // Kernels are functions of their own for the kernel cache to share.
+  config.outlineKernels = options.useKernelCache;
   llvm::json::Object targetFields;
   bool cuda = options.target == TargetKind::CUDA;
   // A bf16 model keeps its linear weights in bf16 on a CPU that multiplies
@@ -664,69 +668,73 @@ LogicalResult Compilation::lower(const ModelDescription *model, StringRef name,
       readInterface(module, model, name, targetFields);
   if (failed(iface))
     return failure();
-  // The kernels that depend on no model, compiled once per CPU and tfmc.
-  bool temporary = false;
-  FailureOr<std::optional<std::string>> kernels = std::optional<std::string>();
-  if (!cuda && options.useKernelCache && emitter.takesObjects())
-    kernels = sharedKernelObject(module, config, *host, emitter, temporary);
-  if (failed(kernels))
-    return failure();
+  // The kernels, each compiled once per CPU and tfmc.
+  SmallVector<std::string> objects, temporaries;
   llvm::scope_exit removeKernels([&] {
-    if (temporary && *kernels)
-      llvm::sys::fs::remove(**kernels);
+    for (const std::string &t : temporaries)
+      llvm::sys::fs::remove(t);
   });
+  if (!cuda && options.useKernelCache && emitter.takesObjects() &&
+      failed(sharedKernelObjects(module, config, *host, emitter, objects,
+                                 temporaries)))
+    return failure();
   if (failed(
           runPipeline(module, config, Stage::LLVMDialect, Stage::LLVMDialect)))
     return failure();
-  SmallVector<std::string> objects;
-  if (*kernels)
-    objects.push_back(**kernels);
   return emitter.emit(model, name, module, *host, *iface, os, objects);
 }
 
-FailureOr<std::optional<std::string>>
-Compilation::sharedKernelObject(ModuleOp module, const PipelineConfig &config,
-                                const HostCpu &cpu, HostEmitter &emitter,
-                                bool &temporary) {
+LogicalResult
+Compilation::sharedKernelObjects(ModuleOp module, const PipelineConfig &config,
+                                 const HostCpu &cpu, HostEmitter &emitter,
+                                 SmallVectorImpl<std::string> &objects,
+                                 SmallVectorImpl<std::string> &temporaries) {
   TimingScope scope = timing.nest("shared kernels");
-  FailureOr<std::optional<SharedKernels>> kernels = extractSharedKernels(
+  FailureOr<std::vector<SharedKernels>> kernels = extractSharedKernels(
       module, cpu.cpu + " " + cpu.features, tfmcIdentity());
   if (failed(kernels))
     return failure();
-  if (!*kernels)
-    return std::optional<std::string>();
-  SharedKernels &k = **kernels;
-  std::string dir = kernelCacheDir(), path;
+  if (kernels->empty())
+    return success();
+  std::string dir = kernelCacheDir();
   // A directory that cannot be made or written (a read-only home) is no
   // cache: the compile goes on without it.
-  if (!dir.empty() && !llvm::sys::fs::create_directories(dir) &&
-      !llvm::sys::fs::access(dir, llvm::sys::fs::AccessMode::Write)) {
-    path = kernelCachePath(dir, k.key);
-    if (definesSymbols(path, k.symbols)) {
-      progress.step(module.getSymName().value_or("model"),
-                    "shared kernels from the cache: " + path);
-      return std::optional<std::string>(path);
+  if (!dir.empty() &&
+      (llvm::sys::fs::create_directories(dir) ||
+       llvm::sys::fs::access(dir, llvm::sys::fs::AccessMode::Write)))
+    dir.clear();
+  StringRef model = module.getSymName().value_or("model");
+  size_t hits = 0;
+  for (SharedKernels &k : *kernels) {
+    std::string path;
+    if (!dir.empty()) {
+      path = kernelCachePath(dir, k.key);
+      if (definesSymbols(path, k.symbols)) {
+        objects.push_back(path);
+        ++hits;
+        continue;
+      }
+    } else {
+      // No cache (none configured, or its directory cannot be made or
+      // written): a temporary object for this compile alone.
+      SmallString<128> tmp;
+      if (llvm::sys::fs::createTemporaryFile("tfm-kernels", "o", tmp))
+        return error() << "cannot create a temporary file";
+      path = tmp.str().str();
+      temporaries.push_back(path);
     }
+    progress.step(model, "compiling a shared kernel into " + path);
+    if (failed(runPipeline(*k.module, config, Stage::LLVMDialect,
+                           Stage::LLVMDialect)) ||
+        failed(emitter.writeSharedKernels(*k.module, k.symbols, cpu, path)))
+      return failure();
+    objects.push_back(path);
   }
-  if (path.empty()) {
-    // No cache (none configured, or its directory cannot be made or
-    // written): a temporary object for this compile alone.
-    SmallString<128> tmp;
-    if (llvm::sys::fs::createTemporaryFile("tfm-kernels", "o", tmp))
-      return error() << "cannot create a temporary file";
-    path = tmp.str().str();
-    temporary = true;
-  }
-  progress.step(module.getSymName().value_or("model"),
-                "compiling the shared kernels into " + path);
-  if (failed(runPipeline(*k.module, config, Stage::LLVMDialect,
-                         Stage::LLVMDialect)) ||
-      failed(emitter.writeSharedKernels(*k.module, k.symbols, cpu, path))) {
-    if (temporary)
-      llvm::sys::fs::remove(path);
-    return failure();
-  }
-  return std::optional<std::string>(path);
+  progress.step(model, std::to_string(hits) + " of " +
+                           std::to_string(kernels->size()) +
+                           " shared kernels from the cache" +
+                           (dir.empty() ? "" : " in " + dir));
+  return success();
 }
 
 LogicalResult mlir::tfm::compile(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,

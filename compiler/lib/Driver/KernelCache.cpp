@@ -7,6 +7,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
@@ -34,36 +36,34 @@ std::string driver::tfmcIdentity() {
   return identity;
 }
 
-FailureOr<std::optional<SharedKernels>>
-driver::extractSharedKernels(ModuleOp module, StringRef target,
-                             StringRef tool) {
-  SmallVector<func::FuncOp> shared;
-  llvm::StringSet<> names;
-  for (auto fn : module.getOps<func::FuncOp>())
-    if (TfmDialect::SharedKernelAttrHelper(module.getContext())
-            .isAttrPresent(fn) &&
-        !fn.isExternal()) {
-      shared.push_back(fn);
-      names.insert(fn.getSymName());
-    }
-  if (shared.empty())
-    return std::optional<SharedKernels>();
-  for (func::FuncOp fn : shared) {
-    std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(fn);
-    if (!uses)
-      continue;
-    for (const SymbolTable::SymbolUse &use : *uses)
-      if (!names.contains(use.getSymbolRef().getRootReference()))
-        return fn.emitError() << "internal: shared kernel '" << fn.getSymName()
-                              << "' references '" << use.getSymbolRef()
-                              << "', which is not a shared kernel";
-  }
-
+/// Moves the functions `group` into a module of their own with copies of
+/// the external declarations they call, and names them after its key.
+static FailureOr<SharedKernels> extractGroup(ModuleOp module,
+                                             ArrayRef<func::FuncOp> group,
+                                             StringRef target, StringRef tool) {
   SharedKernels out;
   Location loc = module.getLoc();
   out.module = ModuleOp::create(loc, StringRef("tfm_kernels"));
   Block *body = out.module->getBody();
-  for (func::FuncOp fn : shared) {
+  llvm::StringSet<> inGroup, declared;
+  for (func::FuncOp fn : group)
+    inGroup.insert(fn.getSymName());
+  for (func::FuncOp fn : group) {
+    // The runtime functions it calls (tfm_get_threads), declared beside it.
+    if (std::optional<SymbolTable::UseRange> uses =
+            SymbolTable::getSymbolUses(fn))
+      for (const SymbolTable::SymbolUse &use : *uses) {
+        StringRef callee = use.getSymbolRef().getRootReference();
+        if (inGroup.contains(callee) || !declared.insert(callee).second)
+          continue;
+        auto decl = module.lookupSymbol<func::FuncOp>(callee);
+        if (!decl || !decl.isExternal())
+          return fn.emitError()
+                 << "internal: shared kernel '" << fn.getSymName()
+                 << "' references '" << callee
+                 << "', which is neither a shared kernel nor a declaration";
+        body->push_back(decl.clone());
+      }
     // A declaration where the definition was.
     OpBuilder b(fn);
     auto decl =
@@ -84,8 +84,8 @@ driver::extractSharedKernels(ModuleOp module, StringRef target,
   std::string triple = llvm::sys::getDefaultTargetTriple();
   llvm::MD5 md5;
   for (StringRef part :
-       {StringRef("tfm kernel cache 1"), StringRef(LLVM_VERSION_STRING),
-        StringRef(tool), StringRef(triple), target, StringRef(text)}) {
+       {StringRef("tfm kernel cache 2"), StringRef(LLVM_VERSION_STRING), tool,
+        StringRef(triple), target, StringRef(text)}) {
     md5.update(part);
     md5.update(StringRef("\0", 1));
   }
@@ -93,7 +93,7 @@ driver::extractSharedKernels(ModuleOp module, StringRef target,
   md5.final(result);
   out.key = result.digest().str().substr(0, 20);
 
-  for (func::FuncOp fn : shared) {
+  for (func::FuncOp fn : group) {
     std::string name = (fn.getSymName() + "_" + out.key).str();
     auto newName = StringAttr::get(module.getContext(), name);
     if (failed(SymbolTable::replaceAllSymbolUses(fn.getSymNameAttr(), newName,
@@ -106,7 +106,49 @@ driver::extractSharedKernels(ModuleOp module, StringRef target,
     fn.setSymName(name);
     out.symbols.push_back(name);
   }
-  return std::optional<SharedKernels>(std::move(out));
+  return out;
+}
+
+FailureOr<std::vector<SharedKernels>>
+driver::extractSharedKernels(ModuleOp module, StringRef target,
+                             StringRef tool) {
+  SmallVector<func::FuncOp> shared;
+  llvm::StringMap<unsigned> index;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (TfmDialect::SharedKernelAttrHelper(module.getContext())
+            .isAttrPresent(fn) &&
+        !fn.isExternal()) {
+      index[fn.getSymName()] = shared.size();
+      shared.push_back(fn);
+    }
+  // Groups: the shared kernels that call one another (union-find).
+  SmallVector<unsigned> parent(shared.size());
+  for (unsigned i = 0; i < shared.size(); ++i)
+    parent[i] = i;
+  auto find = [&](unsigned i) {
+    while (parent[i] != i)
+      i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  for (unsigned i = 0; i < shared.size(); ++i)
+    if (std::optional<SymbolTable::UseRange> uses =
+            SymbolTable::getSymbolUses(shared[i]))
+      for (const SymbolTable::SymbolUse &use : *uses) {
+        auto it = index.find(use.getSymbolRef().getRootReference());
+        if (it != index.end())
+          parent[find(i)] = find(it->second);
+      }
+  llvm::MapVector<unsigned, SmallVector<func::FuncOp>> groups;
+  for (unsigned i = 0; i < shared.size(); ++i)
+    groups[find(i)].push_back(shared[i]);
+  std::vector<SharedKernels> out;
+  for (auto &[root, group] : groups) {
+    FailureOr<SharedKernels> k = extractGroup(module, group, target, tool);
+    if (failed(k))
+      return failure();
+    out.push_back(std::move(*k));
+  }
+  return out;
 }
 
 std::string driver::kernelCacheDir() {

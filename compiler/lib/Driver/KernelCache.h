@@ -1,14 +1,16 @@
 //===- KernelCache.h - model-independent kernels, compiled once -*- C++ -*-===//
 //
-// Internal to the driver. Some functions depend on no model: tfm_ggml_gemm
-// and tfm_ggml_row (LowerGgmlLinearKernel.cpp) take every shape and ggml
-// type at run time, and are nine tenths of the code of a model that reads
-// GGUF files. The driver moves the functions marked tfm.shared_kernel
-// into a module of their own, names them after a hash of their IR, the CPU
-// and this tfmc, and compiles that module once: its object is kept in a
-// cache directory, and the next model compiled for the same CPU links the
-// same object. The functions are weak_odr and hidden in it, so that two
-// models' objects (`tfmc -c`) link into one program.
+// Internal to the driver. Kernels are most of a model's code, and depend on
+// the model only through their shapes and options: tfm-outline-kernels
+// moves each linear, norm, attention and experts kernel into a function of
+// its own, and tfm_ggml_gemm and tfm_ggml_row (LowerGgmlLinearKernel.cpp)
+// take every shape and ggml type at run time. The driver moves the
+// functions marked tfm.shared_kernel into modules of their own (one per
+// kernel), names them after a hash of their IR, the CPU and this tfmc, and
+// compiles each once: its object is kept in a cache directory, and the
+// next model with that kernel, compiled for the same CPU, links the same
+// object. The functions are weak_odr and hidden in it, so that two models'
+// objects (`tfmc -c`) link into one program.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,14 +41,16 @@ struct SharedKernels {
 /// version in the key).
 std::string tfmcIdentity();
 
-/// Moves the functions of `module` marked tfm.shared_kernel into a
-/// module of their own and renames them `<name>_<key>` in both, leaving
-/// declarations in `module`; std::nullopt when there are none. `target` is
-/// what else their machine code depends on (the CPU and its features),
-/// `tool` the compiler that generates it (tfmcIdentity()). Fails (with an
-/// error) where one of them references a symbol that is not another of
-/// them.
-FailureOr<std::optional<SharedKernels>>
+/// Moves the functions of `module` marked tfm.shared_kernel into modules
+/// of their own, one per group of kernels that call one another (each
+/// kernel tfm-outline-kernels made is a group of its own), with the
+/// external declarations they call, and renames them `<name>_<key>` in
+/// both, leaving declarations in `module`; none when there are none.
+/// `target` is what else their machine code depends on (the CPU and its
+/// features), `tool` the compiler that generates it (tfmcIdentity()).
+/// Fails (with an error) where one of them references a symbol that is
+/// neither another of them nor an external declaration.
+FailureOr<std::vector<SharedKernels>>
 extractSharedKernels(ModuleOp module, StringRef target, StringRef tool);
 
 /// The cache directory: $TFM_CACHE_DIR when it is set (empty: no cache),

@@ -3,7 +3,8 @@
 //   tfm-model-abi{panel-width=2*lanes},
 //   convert-tfm-to-linalg{norm-kernels}                         --emit=linalg
 //   tfm-outline-layers, one-shot-bufferize, deallocation,
-//   tfm-lower-kernels, tfm-parallelize-outer                    --emit=loops
+//   tfm-outline-kernels, tfm-lower-kernels, tfm-parallelize-outer
+//                                                               --emit=loops
 //   OpenMP, vector, math and memref to LLVM                 --emit=llvm-mlir
 //
 //===----------------------------------------------------------------------===//
@@ -51,6 +52,10 @@ void pipelines::buildCpuLoopsStage(OpPassManager &pm,
               "canonicalize, drop-equivalent-buffer-results, canonicalize, "
               "buffer-deallocation-pipeline, convert-bufferization-to-memref, "
               "func.func(convert-linalg-to-parallel-loops)");
+  // Each kernel a function of its own, which the driver's kernel cache
+  // compiles once.
+  if (config.outlineKernels)
+    pm.addPass(createTfmOutlineKernels());
   TfmLowerKernelsOptions kernels;
   kernels.vectorWidth = config.vectorWidth;
   pm.addPass(createTfmLowerKernels(kernels));

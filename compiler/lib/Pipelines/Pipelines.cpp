@@ -104,6 +104,7 @@ PipelineConfig CpuPipelineOptions::getConfig() const {
   config.bf16Weights = bf16Weights;
   config.int8Weights = int8Weights;
   config.ggmlWeights = ggmlWeights;
+  config.outlineKernels = outlineKernels;
   return config;
 }
 

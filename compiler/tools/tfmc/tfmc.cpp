@@ -175,10 +175,10 @@ cl::opt<unsigned> codegenThreads(
     cl::init(0), cl::cat(compileCategory));
 cl::opt<bool> noKernelCache(
     "no-kernel-cache",
-    cl::desc("Compile the kernels that depend on no model (the GGUF / ggml "
-             "GEMM) with the model instead of linking them from the kernel "
-             "cache ($TFM_CACHE_DIR, else $XDG_CACHE_HOME/tfm or "
-             "~/.cache/tfm)"),
+    cl::desc("Compile the kernels inside the model's own code instead of "
+             "each once into the kernel cache ($TFM_CACHE_DIR, else "
+             "$XDG_CACHE_HOME/tfm or ~/.cache/tfm) and linking them from "
+             "there"),
     cl::init(false), cl::cat(compileCategory));
 cl::opt<int64_t> tensorParallel(
     "tensor-parallel",

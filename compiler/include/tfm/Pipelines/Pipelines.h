@@ -70,6 +70,9 @@ struct PipelineConfig {
   /// chosen at load (a GGUF checkpoint, --quantize=q8_0 / q4_0 / q4_k ...),
   /// dequantized in registers by tfm.ggml_linear_kernel.
   bool ggmlWeights = false;
+  /// CPU: run tfm-outline-kernels (each kernel a function of its own, which
+  /// the driver's kernel cache compiles once; off: kernels inline).
+  bool outlineKernels = true;
 };
 
 /// Adds the stages `first` to `last` (inclusive, both in `Primitive` ..
@@ -113,6 +116,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("tfm.linear weights in ggml's block-quantized rows, "
                      "their type chosen at load"),
       llvm::cl::init(false)};
+  Option<bool> outlineKernels{
+      *this, "outline-kernels",
+      llvm::cl::desc("Run tfm-outline-kernels (each kernel a shared "
+                     "function of its own; off: kernels inline)"),
+      llvm::cl::init(true)};
   PipelineConfig getConfig() const;
 };
 

@@ -134,6 +134,20 @@ def TfmOutlineLayers : Pass<"tfm-outline-layers", "ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def TfmOutlineKernels : Pass<"tfm-outline-kernels", "ModuleOp"> {
+  let summary = "Move each CPU kernel op into a shared function of its own";
+  let description = [{
+    Moves every `tfm.linear_kernel`, `tfm.norm_kernel`,
+    `tfm.attention_kernel` and `tfm.moe_kernel` on buffers into a private
+    function named after a hash of its IR (`tfm_kernel_<hash>`: equal
+    kernels share one) and calls it, its operands (buffers) as arguments.
+    The functions are marked `tfm.shared_kernel`, so the driver
+    compiles each once per CPU and tfmc into its kernel cache. Runs before
+    `tfm-lower-kernels`.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def TfmLowerKernels : Pass<"tfm-lower-kernels", "ModuleOp"> {
   let summary = "Lower tfm kernel ops on buffers to vector loop nests";
   let description = [{

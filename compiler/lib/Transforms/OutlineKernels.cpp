@@ -1,0 +1,113 @@
+//===- OutlineKernels.cpp - each CPU kernel a function of its own ---------===//
+//
+// Moves every tfm.linear_kernel, tfm.norm_kernel, tfm.attention_kernel and
+// tfm.moe_kernel on buffers into a private function of its own and calls
+// it, before tfm-lower-kernels turns them into loop nests. The function is
+// named after a hash of its IR (the op, its attributes, its operands'
+// types), so equal kernels share one, in a model and across models, and it
+// is marked tfm.shared_kernel: the driver compiles each such function once
+// per CPU and tfmc into its kernel cache (docs/Compiler.md, "The kernel
+// cache"), and a model whose kernels are all in the cache compiles only
+// the code around them.
+//
+// Before:                                After:
+//   tfm.linear_kernel ins(%x, %w)          call @tfm_kernel_<hash>(%x, %w, %y)
+//     outs(%y) {activation = gelu}         func private @tfm_kernel_<hash>(...)
+//                                            {tfm.shared_kernel}
+//
+// Every operand (a buffer) becomes an argument. The kernels are large loop
+// nests: the call costs nothing against them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Transforms/Passes.h"
+
+#include "tfm/Dialect/TfmDialect.h"
+#include "tfm/Dialect/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/MD5.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_TFMOUTLINEKERNELS
+#include "tfm/Transforms/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+bool isOutlined(Operation *op) {
+  return isa<LinearKernelOp, NormKernelOp, AttentionKernelOp, MoeKernelOp>(
+             op) &&
+         op->getNumResults() == 0;
+}
+
+struct TfmOutlineKernelsPass
+    : mlir::tfm::impl::TfmOutlineKernelsBase<TfmOutlineKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SymbolTable symbols(module);
+    SmallVector<Operation *> kernels;
+    for (auto fn : module.getOps<func::FuncOp>())
+      fn.walk([&](Operation *op) {
+        if (isOutlined(op))
+          kernels.push_back(op);
+      });
+    for (Operation *op : kernels) {
+      // The function: an argument per operand. (A value given twice, an
+      // output that is also the residual, is one argument: the kernel sees
+      // the aliasing it saw before.)
+      llvm::SetVector<Value> args;
+      SmallVector<Type> argTypes;
+      for (Value v : op->getOperands())
+        if (args.insert(v))
+          argTypes.push_back(v.getType());
+      OpBuilder b(ctx);
+      Location loc = UnknownLoc::get(ctx);
+      auto fn = func::FuncOp::create(b, loc, "tfm_kernel",
+                                     b.getFunctionType(argTypes, {}));
+      Block *entry = fn.addEntryBlock();
+      b.setInsertionPointToStart(entry);
+      IRMapping map;
+      for (auto [v, arg] : llvm::zip(args, entry->getArguments()))
+        map.map(v, arg);
+      Operation *copy = b.clone(*op, map);
+      copy->setLoc(loc);
+      func::ReturnOp::create(b, loc);
+      fn.setPrivate();
+      // Its name: a hash of its IR, locations left out.
+      std::string text;
+      {
+        llvm::raw_string_ostream os(text);
+        fn.print(os, OpPrintingFlags().printGenericOpForm());
+      }
+      llvm::MD5 md5;
+      md5.update(text);
+      llvm::MD5::MD5Result hash;
+      md5.final(hash);
+      std::string name =
+          "tfm_kernel_" + hash.digest().str().substr(0, 16).str();
+      auto existing = symbols.lookup<func::FuncOp>(name);
+      if (existing) {
+        fn->erase();
+      } else {
+        fn.setSymName(name);
+        TfmDialect::SharedKernelAttrHelper(ctx).setAttr(fn, UnitAttr::get(ctx));
+        symbols.insert(fn);
+      }
+      OpBuilder at(op);
+      func::CallOp::create(at, op->getLoc(), name, TypeRange{},
+                           args.getArrayRef());
+      op->erase();
+    }
+  }
+};
+
+} // namespace
