@@ -366,7 +366,7 @@ def main():
                  "--threads", str(args.threads)]
         log("start: " + " ".join(base + extra))
         t0 = time.monotonic()
-        server = sc.Server(base, extra)
+        server = sc.Server(base, extra, limit=600)
         log("  listening after %.1f s: %s" % (time.monotonic() - t0, server.match.group(0)))
         flags = " ".join(server.cmd)
         tg = Target(sc.HOST, server.port, server.proc.pid)

@@ -73,7 +73,7 @@ CTX = [0]  # the context of the latest server
 class Server:
     """A server started with --port 0; stop() kills it if it still runs."""
 
-    def __init__(self, cmd, extra, wait_health=True):
+    def __init__(self, cmd, extra, wait_health=True, limit=120):
         STARTED.append(self)
         self.cmd = list(cmd) + ["--serve", "--host", HOST, "--port", "0"] + list(extra)
         self.lines = []
@@ -84,7 +84,14 @@ class Server:
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.port = None
-        deadline = time.monotonic() + 120
+        try:
+            self._start(wait_health, limit)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, wait_health, limit):
+        deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             if self.listening.wait(0.1):
                 break
@@ -93,8 +100,7 @@ class Server:
                 raise Failure("the server exited with status %d before listening: %s"
                               % (self.proc.returncode, self.stderr()))
         else:
-            self.stop()
-            raise Failure("no listening line on the server's stderr in 120 s")
+            raise Failure("no listening line on the server's stderr in %d s" % limit)
         m = self.match
         check(m.group(1) == HOST, "listening on %s, not %s" % (m.group(1), HOST))
         self.port = int(m.group(2))
@@ -104,7 +110,7 @@ class Server:
         self.ctx = int(m.group(5))
         CTX[0] = self.ctx
         if wait_health:
-            self.wait_health()
+            self.wait_health(limit)
 
     def _read(self):
         for raw in self.proc.stderr:
@@ -115,7 +121,7 @@ class Server:
                 self.match = m
                 self.listening.set()
 
-    def wait_health(self, limit=60):
+    def wait_health(self, limit=120):
         deadline = time.monotonic() + limit
         last = None
         while time.monotonic() < deadline:
@@ -492,7 +498,12 @@ def sc_basic(cmd, opts):
             want = [int(x) for x in out.stdout.split()]
             check(toks == want, "/tokenize %r, the executable's --raw --tokenize %r"
                   % (toks, want))
-        return "completions, chat, streams, models, tokenize round trip"
+        m = metrics(p)
+        missing = [n for n in METRICS if n not in m]
+        check(not missing, "GET /metrics lacks %s" % ", ".join(missing))
+        check(m["tfm_kv_blocks_total"] > 0 and m["tfm_requests_running"] == 0
+              and m["tfm_requests_waiting"] == 0, "GET /metrics at rest: %r" % m)
+        return "completions, chat, streams, models, tokenize round trip, metrics"
     finally:
         s.stop()
 
@@ -1207,4 +1218,9 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        rc = main()
+    finally:
+        for server in STARTED:  # none should be left; whatever happened, none is
+            server.stop()
+    sys.exit(rc)
