@@ -1158,10 +1158,78 @@ def sc_prefix(cmd, opts):
         s.stop()
 
 
+def sc_prefix_load(cmd, opts):
+    """Prompts that share long prefixes (several whole prefill chunks), 96
+    requests from 16 threads: each output is the one a fresh server gives
+    the prompt (nothing cached), and prefixes were reused."""
+    bases = [" ".join(prompt_of(200 + b * 31 + k, 12) for k in range(30)) for b in range(2)]
+    prompts = [bases[k % 2] + " " + prompt_of(300 + k, 1 + k) for k in range(8)]
+    refs = []
+    for k, q in enumerate(prompts):
+        s = Server(cmd, [])
+        try:
+            api = ("cmpl", "chat")[k % 2]
+            refs.append(((run_cmpl if api == "cmpl" else run_chat)(s.port, q, 12)[:3], api))
+        finally:
+            s.stop()
+    s = Server(cmd, ["--parallel", "6"])
+    try:
+        p = s.port
+        check(len(tokenize(p, bases[0])) > 256, "the shared prefix is shorter than 2 chunks")
+        m0 = metrics(p)
+        n = 96
+
+        def job(k):
+            i = (k * 3) % len(prompts)
+            ref, api = refs[i]
+            if k % 3 == 0:
+                got = run_stream(p, api, prompts[i], 12)
+            else:
+                got = (run_cmpl if api == "cmpl" else run_chat)(p, prompts[i], 12)[:3]
+            check(got == ref, "prompt %d (%s): %r, a fresh server's %r" % (i, api, got, ref))
+            return True
+
+        out = []
+        lock = threading.Lock()
+        nxt = [0]
+
+        def worker():
+            while True:
+                with lock:
+                    k = nxt[0]
+                    if k >= n:
+                        return
+                    nxt[0] += 1
+                try:
+                    job(k)
+                    r = "ok"
+                except Exception as e:
+                    r = "%s: %s" % (type(e).__name__, e)
+                with lock:
+                    out.append(r)
+
+        ts = [threading.Thread(target=worker, daemon=True) for _ in range(16)]
+        for t in ts:
+            t.start()
+        deadline = time.monotonic() + 300
+        for t in ts:
+            t.join(max(0.1, deadline - time.monotonic()))
+        check(len(out) == n, "%d of %d requests done" % (len(out), n))
+        bad = [r for r in out if r != "ok"]
+        check(not bad, "%d of %d wrong: %s" % (len(bad), n, "; ".join(bad[:3])))
+        m1 = metrics(p)
+        check(m1["tfm_prefix_cache_hits_total"] > m0["tfm_prefix_cache_hits_total"],
+              "no prefix reused")
+        return "%d requests sharing prefixes identical to a fresh server's outputs" % n
+    finally:
+        s.stop()
+
+
 SCENARIOS = {"basic": sc_basic, "sampling": sc_sampling, "utf8": sc_utf8, "concurrent": sc_concurrent,
              "load": sc_load, "bad": sc_bad, "slow": sc_slow, "methods": sc_methods,
              "slow-headers": sc_slow_headers, "cut": sc_cut,
-             "queue": sc_queue, "queue-burst": sc_queue_burst, "sigterm": sc_sigterm, "prefix": sc_prefix}
+             "queue": sc_queue, "queue-burst": sc_queue_burst, "sigterm": sc_sigterm, "prefix": sc_prefix,
+             "prefix-load": sc_prefix_load}
 
 
 def run_command(cmd, shell_cmd):
