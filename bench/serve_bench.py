@@ -6,7 +6,7 @@ usage: /usr/bin/python3 bench/serve_bench.py [--url http://127.0.0.1:PORT]
          [--weights W | --random-weights SEED] [--tokenizer T] [--threads 2] [--parallel 8]
          [--ctx-size 4096] [--streams 8] [--decode 32] [--prompt 16] [--prefix 2000]
          [--ttft-reps 3] [--requests 48] [--concurrency 8] [--max-tokens 16]
-         [--work DIR] [--json OUT]
+         [--quiet-below 0.3] [--quiet-wait 60] [--work DIR] [--json OUT]
 
 With --url it measures a server already running (its flags unknown: say them yourself); else it
 starts one: EXE (--exe, or --model compiled with tfmc into --work) with `--serve --host 127.0.0.1
@@ -21,10 +21,11 @@ suite's npm peers, build/test/npm-peers). Prompts are token ids, greedy, through
 POST /v1/completions:
 
 1. Decode: one stream alone, then --streams streams started together, each a --prompt-token
-   prompt (different ids per stream) and --decode tokens, streamed. A stream's decode rate is
-   (completion_tokens - 1) / (time of its last chunk - time of its first): prefill excluded. Total
-   decode tokens/s with S streams = the sum of their rates (all S decode together over the common
-   window); also printed: all tokens over the wall time, and the ratio S streams / 1 stream.
+   prompt (different ids per stream) and --decode tokens, streamed with logprobs 0 (so that each
+   chunk lists its tokens). Decode tokens/s = the tokens of the chunks that arrive while every
+   stream is past its first chunk and none has ended, over that window (prefills left out); for
+   one stream, from its first chunk to its last. Also printed: all tokens over the wall time,
+   and the ratio S streams / 1 stream.
 2. Time to first token (the first streamed chunk) for a prompt of --prefix ids + 8 more, first
    uncached (a prefix never sent before), then cached (the same prefix, other 8 ids), --ttft-reps
    times with a new prefix each; medians and cached / uncached. /metrics's
@@ -32,8 +33,10 @@ POST /v1/completions:
 3. Latency: --requests requests (prompts of 8 to 200 ids, --max-tokens tokens, not streamed) from
    --concurrency threads: p50 / p90 / p99 of the request latency, requests/s and tokens/s.
 
-The CPU that other processes use during each measurement (/proc/stat, in cores) is printed beside
-it (`foreign_cores`), as in bench/generate_bench.py: the host is shared.
+The CPU that other processes use during each measurement (/proc/stat, in cores, this script and
+the server left out) is printed beside it (`foreign_cores`), as in bench/generate_bench.py: the
+host is shared. Before each measurement the script waits up to --quiet-wait s for them to use
+less than --quiet-below cores.
 """
 import argparse
 import http.client
@@ -116,8 +119,9 @@ class Target:
         self.host, self.port, self.pid = host, port, pid
 
     def stream(self, body, timeout=600):
-        """A streamed completion: (chunk arrival times, usage, texts)."""
-        body = dict(body, stream=True, stream_options={"include_usage": True})
+        """A streamed completion (logprobs 0: each chunk lists its tokens):
+        ([(arrival time, tokens in the chunk)], usage)."""
+        body = dict(body, stream=True, stream_options={"include_usage": True}, logprobs=0)
         conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
             t0 = time.monotonic()
@@ -137,7 +141,8 @@ class Target:
                     break
                 e = json.loads(line[6:])
                 if e.get("choices"):
-                    times.append(time.monotonic() - t0)
+                    lp = e["choices"][0].get("logprobs") or {}
+                    times.append((time.monotonic() - t0, len(lp.get("tokens") or [])))
                 if e.get("usage"):
                     usage = e["usage"]
             return times, usage
@@ -200,7 +205,22 @@ def in_threads(fns):
     return out
 
 
+QUIET = {"below": 0.0, "wait": 0.0}
+
+
+def wait_quiet(pid):
+    """Waits (up to --quiet-wait s) until other processes use less than
+    --quiet-below cores over a second."""
+    t0 = time.monotonic()
+    while QUIET["below"] > 0 and time.monotonic() - t0 < QUIET["wait"]:
+        a = snap(pid)
+        time.sleep(1.0)
+        if foreign_cores(a, snap(pid)) < QUIET["below"]:
+            break
+
+
 def measured(tg, fn):
+    wait_quiet(tg.pid)
     a = snap(tg.pid)
     t0 = time.monotonic()
     r = fn()
@@ -208,22 +228,36 @@ def measured(tg, fn):
     return r, wall, round(foreign_cores(a, snap(tg.pid)), 2)
 
 
+def window_rate(streams):
+    """Tokens/s of streams decoding together: the tokens of the chunks that
+    arrive while every stream is past its first chunk and none has ended,
+    over that window (chunks may arrive in bursts; a window averages them)."""
+    start = max(ch[0][0] for ch in streams)
+    end = min(ch[-1][0] for ch in streams)
+    if end <= start:
+        raise RuntimeError("the streams never decoded together (window %.3f s)" % (end - start))
+    n = sum(k for ch in streams for t, k in ch if start < t <= end)
+    return n / (end - start), end - start
+
+
 def decode(tg, args, vocab, seed):
     def one(k):
-        times, usage = tg.stream(body(ids(seed + k, args.prompt, vocab), args.decode))
-        n = usage["completion_tokens"]
-        if n < 2 or times[-1] <= times[0]:
-            raise RuntimeError("stream %d: %d tokens" % (k, n))
-        return n, (n - 1) / (times[-1] - times[0])
+        chunks, usage = tg.stream(body(ids(seed + k, args.prompt, vocab), args.decode))
+        chunks = [c for c in chunks if c[1]]
+        got = sum(c[1] for c in chunks)
+        if got != usage["completion_tokens"] or len(chunks) < 2:
+            raise RuntimeError("stream %d: %d tokens in %d chunks, usage says %d"
+                               % (k, got, len(chunks), usage["completion_tokens"]))
+        return chunks
 
-    (single,), wall1, fc1 = measured(tg, lambda: [one(0)])
+    (single,), _, fc1 = measured(tg, lambda: [one(0)])
     many, wall, fc = measured(tg, lambda: in_threads([lambda k=k: one(1 + k)
                                                       for k in range(args.streams)]))
-    r1 = single[1]
-    total = sum(r for _, r in many)
-    return {"single_tok_s": r1, "single_foreign_cores": fc1,
-            "streams": args.streams, "total_tok_s": total,
-            "all_tokens_over_wall_tok_s": sum(n for n, _ in many) / wall,
+    r1, w1 = window_rate([single])
+    total, w = window_rate(many)
+    return {"single_tok_s": r1, "single_window_s": w1, "single_foreign_cores": fc1,
+            "streams": args.streams, "total_tok_s": total, "window_s": w,
+            "all_tokens_over_wall_tok_s": sum(c[1] for ch in many for c in ch) / wall,
             "ratio": total / r1, "foreign_cores": fc}
 
 
@@ -237,11 +271,11 @@ def ttft(tg, args, vocab):
         m0 = tg.metrics()
         (tb, _), _, fcb = measured(tg, lambda: tg.stream(body(b, 2)))
         m1 = tg.metrics()
-        unc.append((ta[0], fca))
-        cac.append((tb[0], fcb))
+        unc.append((ta[0][0], fca))
+        cac.append((tb[0][0], fcb))
         reused.append(m1["tfm_prefix_tokens_reused_total"] - m0["tfm_prefix_tokens_reused_total"])
         log("  ttft rep %d: uncached %.3f s, cached %.3f s (%d tokens reused)"
-            % (rep, ta[0], tb[0], reused[-1]))
+            % (rep, ta[0][0], tb[0][0], reused[-1]))
     u = statistics.median(t for t, _ in unc)
     c = statistics.median(t for t, _ in cac)
     return {"prefix": args.prefix, "uncached_s": u, "cached_s": c, "ratio": c / u,
@@ -317,9 +351,13 @@ def main():
     ap.add_argument("--requests", type=int, default=48)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument("--quiet-below", type=float, default=0.3,
+                    help="before each measurement wait for other processes to use fewer cores")
+    ap.add_argument("--quiet-wait", type=float, default=60, help="... for at most this long (s)")
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench-serve"))
     ap.add_argument("--json")
     args = ap.parse_args()
+    QUIET.update(below=args.quiet_below, wait=args.quiet_wait)
 
     server = None
     flags = "(a server already running: its flags as started)"
@@ -392,12 +430,12 @@ def main():
     print("serve_bench %s, tfm %s, %d CPUs" % (when, git, os.cpu_count()))
     print("server: %s" % flags)
     print("decode (%d-token prompts, %d tokens each, streamed):" % (args.prompt, args.decode))
-    print("  1 stream:   %.2f tokens/s (foreign_cores %.2f)"
-          % (dec["single_tok_s"], dec["single_foreign_cores"]))
-    print("  %d streams: %.2f tokens/s total (sum of the streams' rates; all tokens over wall "
-          "time %.2f) (foreign_cores %.2f)" % (dec["streams"], dec["total_tok_s"],
-                                             dec["all_tokens_over_wall_tok_s"],
-                                             dec["foreign_cores"]))
+    print("  1 stream:   %.2f tokens/s over %.2f s (foreign_cores %.2f)"
+          % (dec["single_tok_s"], dec["single_window_s"], dec["single_foreign_cores"]))
+    print("  %d streams: %.2f tokens/s total over the %.2f s all decode together (all tokens "
+          "over the wall time, prefills included: %.2f) (foreign_cores %.2f)"
+          % (dec["streams"], dec["total_tok_s"], dec["window_s"],
+             dec["all_tokens_over_wall_tok_s"], dec["foreign_cores"]))
     print("  ratio %d streams / 1 stream: %.2fx (target >= 4x)" % (dec["streams"], dec["ratio"]))
     print("time to first token, %d-token prefix (median of %d):" % (tt["prefix"],
                                                                      args.ttft_reps))
