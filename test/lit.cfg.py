@@ -181,9 +181,9 @@ mpirun = getattr(config, "mpiexec", "") or shutil.which("mpirun") or ""
 if mpi_link and mpirun and os.path.exists(mpirun):
     config.available_features.add("mpi")
     # As tfmc links an executable: tp_check.c's main calls tfm_main_step,
-    # which the tokenizer library holds.
+    # which the tokenizer library holds (its server renders chat templates).
     config.substitutions.append(("%tfm_mpi_libs", " ".join([
-        config.tfm_lib_dir + "/libtfm_tokenizer.a",
+        config.tfm_lib_dir + "/libtfm_tokenizer.a", config.tfm_lib_dir + "/libtfm_chat.a",
         config.tfm_lib_dir + "/libtfm_runtime_mpi.a", config.tfm_lib_dir + "/libtfm_runtime.a",
         config.jansson_static, "-L" + config.omp_dir, "-lomp", "-Wl,-rpath," + config.omp_dir,
         "-lm", mpi_link])))
