@@ -15,6 +15,20 @@ failed. `--run CMD` starts a server with the port in $PORT and the base URL
 in $TFM_SERVE_URL (http://127.0.0.1:PORT), runs CMD under sh, and exits
 with its status.
 
+Scenarios (test/serve/*.test run all but the last three):
+  basic, sampling, utf8     api.test: the endpoints, streaming, logprobs, stop, seeds
+  concurrent, load, prefix, prefix-load
+                            concurrency.test: outputs under load equal solo runs
+  bad, slow, cut, queue, sigterm
+                            errors.test: bad requests and clients, cancelling, 503, SIGTERM
+  methods                   405 for every method a path does not take (the server
+                            answers 404 for POST /v1/models, PUT, DELETE: open)
+  slow-headers              clients sending their headers a byte a second are dropped
+                            (they hold a connection thread: open, docs/Serving.md)
+  queue-burst               4 requests at once with --parallel 1 --queue 1: 2 served
+                            (sometimes 1: the queue is counted before the engine takes
+                            its first request: open)
+
 Requests are greedy (temperature 0) unless a scenario says otherwise: the
 server promises that a greedy output is the same whatever else runs at the
 same time, so every output under concurrency is compared with the output of
