@@ -15,7 +15,7 @@ failed. `--run CMD` starts a server with the port in $PORT and the base URL
 in $TFM_SERVE_URL (http://127.0.0.1:PORT), runs CMD under sh, and exits
 with its status.
 
-Scenarios (test/serve/*.test run all but the last three):
+Scenarios (test/serve/*.test run all but the last four):
   basic, sampling, utf8     api.test: the endpoints, streaming, logprobs, stop, seeds
   concurrent, load, prefix, prefix-load
                             concurrency.test: outputs under load equal solo runs
@@ -28,6 +28,8 @@ Scenarios (test/serve/*.test run all but the last three):
   queue-burst               4 requests at once with --parallel 1 --queue 1: 2 served
                             (sometimes 1: the queue is counted before the engine takes
                             its first request: open)
+  cut-nonstream             a client that leaves before its non-streamed answer cancels
+                            its request (it runs to its end: open)
 
 Requests are greedy (temperature 0) unless a scenario says otherwise: the
 server promises that a greedy output is the same whatever else runs at the
@@ -1030,6 +1032,36 @@ def sc_cut(cmd, opts):
         s.stop()
 
 
+def sc_cut_nonstream(cmd, opts):
+    """A client that leaves before its non-streamed answer cancels its
+    request: the generation stops well before its max_tokens."""
+    s = Server(cmd, [])
+    try:
+        p = s.port
+        n = s.ctx - 40
+        prompt = long_prompt(p, n)
+        t0 = time.monotonic()
+        run_cmpl(p, prompt, n)
+        whole = time.monotonic() - t0
+        m0 = metrics(p)
+        raw = json.dumps(cmpl_body(prompt, n)).encode()
+        c = socket.create_connection((HOST, p), timeout=10)
+        c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                  b"application/json\r\nContent-Length: %d\r\n\r\n" % len(raw) + raw)
+        wait_metric(p, "tfm_requests_running", lambda v: v == 1)
+        c.close()
+        m1 = wait_metric(p, "tfm_requests_running", lambda v: v == 0, limit=60)
+        gen = m1["tfm_generated_tokens_total"] - m0["tfm_generated_tokens_total"]
+        check(m1["tfm_requests_cancelled_total"] == m0["tfm_requests_cancelled_total"] + 1
+              and gen < n, "a non-streamed request whose client left ran on: %g of %d tokens "
+              "(%.1f s for all of them), cancelled +%g" % (
+                  gen, n, whole,
+                  m1["tfm_requests_cancelled_total"] - m0["tfm_requests_cancelled_total"]))
+        return "a non-streamed request whose client left is cancelled"
+    finally:
+        s.stop()
+
+
 def sc_queue(cmd, opts):
     """--parallel 1 --queue 1: one request runs, one waits, the others get 503
     with Retry-After. The requests go one after another, each once /metrics
@@ -1242,6 +1274,7 @@ def sc_prefix_load(cmd, opts):
 SCENARIOS = {"basic": sc_basic, "sampling": sc_sampling, "utf8": sc_utf8, "concurrent": sc_concurrent,
              "load": sc_load, "bad": sc_bad, "slow": sc_slow, "methods": sc_methods,
              "slow-headers": sc_slow_headers, "cut": sc_cut,
+             "cut-nonstream": sc_cut_nonstream,
              "queue": sc_queue, "queue-burst": sc_queue_burst, "sigterm": sc_sigterm, "prefix": sc_prefix,
              "prefix-load": sc_prefix_load}
 
