@@ -146,8 +146,12 @@ public:
   /// Queues a job; false if the queue is full.
   bool submit(std::shared_ptr<Job> job) {
     std::lock_guard<std::mutex> lock(mu);
-    if ((int)queue.size() >= queue_limit)
+    // `parallel` running and `queue_limit` waiting, counted from their
+    // submission to their end: a burst is judged the same however fast
+    // the engine admits.
+    if (outstanding >= parallel + queue_limit)
       return false;
+    ++outstanding;
     queue.push_back(std::move(job));
     cv.notify_one();
     return true;
@@ -287,6 +291,10 @@ private:
   }
 
   void end(Job &job, const char *finish, const std::string &error = "") {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      --outstanding;
+    }
     std::lock_guard<std::mutex> lock(job.mu);
     job.done = true;
     job.finish = finish;
@@ -468,6 +476,7 @@ private:
   std::mutex mu;
   std::condition_variable cv;
   std::deque<std::shared_ptr<Job>> queue;
+  int outstanding = 0; // jobs submitted and not yet ended
   bool ending = false;
   int shown_running = 0;
   int64_t shown_blocks = 0;
@@ -715,12 +724,30 @@ private:
           res.set_header("Retry-After", "1");
       }
     });
-    svr.Get(path, [](const httplib::Request &, httplib::Response &res) {
-      answer_error(res, {405, "use POST", "", "invalid_request_error"});
-    });
   }
 
   void routes() {
+    // Every method a path does not take: 405.
+    auto wrong = [](const char *use) {
+      return [use](const httplib::Request &, httplib::Response &res) {
+        answer_error(
+            res, {405, std::string("use ") + use, "", "invalid_request_error"});
+        res.set_header("Allow", use);
+      };
+    };
+    for (const char *path : {"/health", "/v1/models", "/metrics"}) {
+      svr.Post(path, wrong("GET"));
+      svr.Put(path, wrong("GET"));
+      svr.Delete(path, wrong("GET"));
+      svr.Patch(path, wrong("GET"));
+    }
+    for (const char *path : {"/tokenize", "/detokenize", "/v1/completions",
+                             "/v1/chat/completions"}) {
+      svr.Get(path, wrong("POST"));
+      svr.Put(path, wrong("POST"));
+      svr.Delete(path, wrong("POST"));
+      svr.Patch(path, wrong("POST"));
+    }
     svr.Get("/health",
             [this](const httplib::Request &, httplib::Response &res) {
               res.status = is_ready ? 200 : 503;
