@@ -15,19 +15,15 @@ failed. `--run CMD` starts a server with the port in $PORT and the base URL
 in $TFM_SERVE_URL (http://127.0.0.1:PORT), runs CMD under sh, and exits
 with its status.
 
-Scenarios (test/serve/*.test run all but the last four):
+Scenarios (test/serve/*.test run all but the last two):
   basic, sampling, utf8     api.test: the endpoints, streaming, logprobs, stop, seeds
   concurrent, load, prefix, prefix-load
                             concurrency.test: outputs under load equal solo runs
-  bad, slow, cut, queue, sigterm
-                            errors.test: bad requests and clients, cancelling, 503, SIGTERM
-  methods                   405 for every method a path does not take (the server
-                            answers 404 for POST /v1/models, PUT, DELETE: open)
+  bad, methods, slow, cut, queue, queue-burst, sigterm
+                            errors.test: bad requests and clients, 405, cancelling, 503,
+                            SIGTERM
   slow-headers              clients sending their headers a byte a second are dropped
                             (they hold a connection thread: open, docs/Serving.md)
-  queue-burst               4 requests at once with --parallel 1 --queue 1: 2 served
-                            (sometimes 1: the queue is counted before the engine takes
-                            its first request: open)
   cut-nonstream             a client that leaves before its non-streamed answer cancels
                             its request (it runs to its end: open)
 
@@ -272,6 +268,9 @@ METRICS = ["tfm_requests_total", "tfm_requests_failed_total", "tfm_prompt_tokens
 
 
 def wait_metric(port, name, pred, limit=20):
+    """/metrics once `pred(value of name)` holds (bounded). A gauge is
+    published by the engine after its step, so a response may reach the
+    client a moment before the gauge counts its request as ended."""
     deadline = time.monotonic() + limit
     while True:
         m = metrics(port)
@@ -514,7 +513,7 @@ def sc_basic(cmd, opts):
             want = [int(x) for x in out.stdout.split()]
             check(toks == want, "/tokenize %r, the executable's --raw --tokenize %r"
                   % (toks, want))
-        m = metrics(p)
+        m = wait_metric(p, "tfm_requests_running", lambda v: v == 0)
         missing = [n for n in METRICS if n not in m]
         check(not missing, "GET /metrics lacks %s" % ", ".join(missing))
         check(m["tfm_kv_blocks_total"] > 0 and m["tfm_requests_running"] == 0
@@ -667,7 +666,7 @@ def sc_concurrent(cmd, opts):
         bad = [k for k in range(len(sampled)) if out[k] != ("ok", solo[k])]
         check(not bad, "seeded sampling at once differs from solo: %s" % "; ".join(
             "seed %d: %r, solo %r" % (sampled[k][1], out[k], solo[k]) for k in bad[:3]))
-        check(metrics(p)["tfm_requests_running"] == 0, "requests still running")
+        wait_metric(p, "tfm_requests_running", lambda v: v == 0)
         return "16 of 16 concurrent outputs identical to their solo runs; seeded sampling too"
     finally:
         s.stop()
@@ -863,8 +862,7 @@ def sc_bad(cmd, opts):
         check(st == 413, "a 10 MB body: %s, expected 413" % st)
         check(good() == ref, "a request after the bad ones differs")
         check(s.alive(), "the server died")
-        m = metrics(p)
-        check(m["tfm_requests_running"] == 0, "requests running after errors")
+        wait_metric(p, "tfm_requests_running", lambda v: v == 0)
         return "malformed JSON, wrong types, past the context, huge max_tokens (%s), " \
             "404, 405, 413; still serving" % huge
     finally:
@@ -881,8 +879,14 @@ def sc_methods(cmd, opts):
                              ("POST", "/v1/models"), ("POST", "/health"), ("POST", "/metrics"),
                              ("PUT", "/v1/completions"), ("DELETE", "/v1/models")]:
             body = {} if method in ("POST", "PUT") else None
-            error_of(request(p, method, path, body), 405, "%s %s" % (method, path))
-        return "405 for a method a path does not take"
+            r = request(p, method, path, body)
+            error_of(r, 405, "%s %s" % (method, path))
+            want = "POST" if path in ("/v1/completions", "/v1/chat/completions", "/tokenize",
+                                      "/detokenize") else "GET"
+            allow = [m.strip() for m in r.headers.get("allow", "").split(",")]
+            check(want in allow and method not in allow,
+                  "%s %s: Allow %r" % (method, path, r.headers.get("allow")))
+        return "405 with Allow for a method a path does not take"
     finally:
         s.stop()
 
@@ -927,9 +931,9 @@ def slow_client(port, mode, result, limit=20):
 
 def sc_slow(cmd, opts, modes=("body",) * 4):
     """Clients that send a byte a second (their body, or with modes
-    "headers" their headers too) are dropped by --timeout 2, while other
+    "headers" their headers too) are dropped by --timeout 3, while other
     requests are served."""
-    s = Server(cmd, ["--timeout", "2"])
+    s = Server(cmd, ["--timeout", "3"])
     try:
         p = s.port
         ref = run_cmpl(p, "meanwhile", 6)[:3]
@@ -945,16 +949,16 @@ def sc_slow(cmd, opts, modes=("body",) * 4):
             check(run_cmpl(p, "meanwhile", 6)[:3] == ref, "a request beside slow clients differs")
             worst = max(worst, time.monotonic() - t0)
             time.sleep(0.1)
-        check(worst < 1.9, "a request took %.2f s beside slow clients (--timeout 2)" % worst)
+        check(worst < 2.8, "a request took %.2f s beside slow clients (--timeout 3)" % worst)
         for t in ts:
             t.join(30)
         for m, r in zip(modes, res):
             check(r[0] is not None, "a client sending its %s a byte a second was not "
-                  "dropped in 20 s (--timeout 2)" % m)
+                  "dropped in 20 s (--timeout 3)" % m)
             how, secs = r[0]
             check(how == "closed" or how.startswith("status 4"),
                   "a slow client (%s): %s" % (m, how))
-            check(secs < 8, "a slow client (%s) dropped after %.1f s, --timeout 2" % (m, secs))
+            check(secs < 10, "a slow client (%s) dropped after %.1f s, --timeout 3" % (m, secs))
         check(s.alive(), "the server died")
         check(run_cmpl(p, "meanwhile", 6)[:3] == ref, "a request after slow clients differs")
         return "%d clients sending their %s a byte a second dropped; others served meanwhile" \
@@ -1104,9 +1108,8 @@ def sc_queue(cmd, opts):
                    core_usage(c["usage"]))
             check(got == ref, "the %s request differs from its solo run"
                   % ("running", "waiting")[k])
-        m = metrics(p)
-        check(m["tfm_requests_waiting"] == 0 and m["tfm_requests_running"] == 0,
-              "queue not empty after")
+        m = wait_metric(p, "tfm_requests_running", lambda v: v == 0)
+        check(m["tfm_requests_waiting"] == 0, "queue not empty after")
         return "--parallel 1 --queue 1: one runs, one waits, more get 503 with Retry-After"
     finally:
         s.stop()
