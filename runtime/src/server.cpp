@@ -22,7 +22,9 @@
 #include <jansson.h>
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -33,9 +35,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <poll.h>
 #include <set>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -123,6 +128,139 @@ uint64_t next_random(uint64_t &state) {
 struct Metrics {
   std::atomic<uint64_t> requests{0}, failed{0}, prompt_tokens{0}, generated{0},
       prefix_hits{0}, reused_tokens{0}, cancelled{0};
+};
+
+/// The socket of the connection this thread serves (HttpServer), for a
+/// handler to see whether its client is still there.
+thread_local int t_socket = -1;
+
+/// Whether the peer of `fd` has closed its side (or the connection broke).
+bool peer_gone(int fd) {
+  if (fd < 0)
+    return false;
+  struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
+  if (poll(&p, 1, 0) <= 0)
+    return false;
+  if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+    return true;
+  char c;
+  return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/// A connection's socket as cpp-httplib's Stream, with a deadline: the
+/// whole of a request (its line, headers and body) must arrive within
+/// `timeout` seconds, so that a client sending a byte a second is dropped
+/// whatever part it is slow in.
+class Connection final : public httplib::Stream {
+public:
+  Connection(int fd, int timeout) : fd(fd), timeout(timeout) {}
+
+  void start_request() {
+    deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
+  }
+
+  bool is_readable() const override {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    return left > 0 && wait(POLLIN, (int)left);
+  }
+  bool is_writable() const override { return wait(POLLOUT, timeout * 1000); }
+
+  ssize_t read(char *ptr, size_t size) override {
+    if (!is_readable())
+      return -1;
+    ssize_t n;
+    do
+      n = recv(fd, ptr, size, 0);
+    while (n < 0 && errno == EINTR);
+    return n;
+  }
+  ssize_t write(const char *ptr, size_t size) override {
+    if (!is_writable())
+      return -1;
+    ssize_t n;
+    do
+      n = send(fd, ptr, size, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n;
+  }
+  void get_remote_ip_and_port(std::string &ip, int &port) const override {
+    address(getpeername, ip, port);
+  }
+  void get_local_ip_and_port(std::string &ip, int &port) const override {
+    address(getsockname, ip, port);
+  }
+  socket_t socket() const override { return fd; }
+
+private:
+  bool wait(short events, int ms) const {
+    struct pollfd p = {fd, events, 0};
+    int n;
+    do
+      n = poll(&p, 1, ms);
+    while (n < 0 && errno == EINTR);
+    return n > 0 && (p.revents & events);
+  }
+  template <typename F>
+  void address(F get, std::string &ip, int &port) const {
+    struct sockaddr_storage a;
+    socklen_t len = sizeof a;
+    char host[INET6_ADDRSTRLEN] = "";
+    port = 0;
+    if (get(fd, (struct sockaddr *)&a, &len) != 0)
+      return;
+    if (a.ss_family == AF_INET) {
+      auto *in = (struct sockaddr_in *)&a;
+      inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+      port = ntohs(in->sin_port);
+    } else if (a.ss_family == AF_INET6) {
+      auto *in6 = (struct sockaddr_in6 *)&a;
+      inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+      port = ntohs(in6->sin6_port);
+    }
+    ip = host;
+  }
+
+  int fd, timeout;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+/// cpp-httplib's server with its connections served through Connection:
+/// requests on a kept-alive connection (waiting at most `timeout` for the
+/// next), each with its deadline, and the socket visible to the handlers.
+class HttpServer final : public httplib::Server {
+public:
+  int timeout = 10;
+
+private:
+  bool process_and_close_socket(socket_t sock) override {
+    Connection conn(sock, timeout);
+    t_socket = sock;
+    bool ok = true;
+    for (int count = 100; count > 0; --count) {
+      // The next request, or an idle connection closed.
+      bool ready = false;
+      for (int waited = 0; waited < timeout * 1000 && !ready; waited += 100) {
+        if (svr_sock_ == INVALID_SOCKET)
+          break;
+        struct pollfd p = {sock, POLLIN, 0};
+        ready = poll(&p, 1, 100) > 0;
+      }
+      if (!ready)
+        break;
+      conn.start_request();
+      bool closed = false;
+      ok = process_request(conn, count == 1 || svr_sock_ == INVALID_SOCKET,
+                           closed, nullptr);
+      if (!ok || closed)
+        break;
+    }
+    t_socket = -1;
+    shutdown(sock, SHUT_RDWR);
+    close(sock);
+    return ok;
+  }
 };
 
 class Server;
@@ -568,9 +706,7 @@ public:
     routes();
     int threads = opts.parallel + opts.queue + 16;
     svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    svr.set_read_timeout(opts.timeout_s, 0);
-    svr.set_write_timeout(opts.timeout_s, 0);
-    svr.set_keep_alive_timeout(opts.timeout_s);
+    svr.timeout = opts.timeout_s;
     svr.set_payload_max_length(kDrain);
     port = opts.port;
     bool bound = port == 0 ? (port = svr.bind_to_any_port(host)) > 0
@@ -698,7 +834,7 @@ private:
         return;
       }
       json_error_t jerr;
-      Json j(json_loadb(body.data(), body.size(), 0, &jerr));
+      Json j(json_loadb(body.data(), body.size(), JSON_ALLOW_NUL, &jerr));
       if (!j.v || !json_is_object(j.v)) {
         metrics.failed++;
         answer_error(
@@ -1236,13 +1372,35 @@ private:
     std::vector<int32_t> ids;
     size_t seen = 0, sent = 0;
     std::string text;
-    bool gone = false; // the client left (emit failed)
+    bool gone = false; // the client left (emit failed, or its socket closed)
+    auto checked = std::chrono::steady_clock::now();
+    // Whether the client left, looked at once per 100 ms.
+    auto client_left = [](std::chrono::steady_clock::time_point &last) {
+      auto now = std::chrono::steady_clock::now();
+      if (now - last < std::chrono::milliseconds(100))
+        return false;
+      last = now;
+      return peer_gone(t_socket);
+    };
     for (;;) {
       std::vector<Token> fresh;
       bool done;
       {
         std::unique_lock<std::mutex> lock(job.mu);
-        job.cv.wait(lock, [&] { return job.done || job.tokens.size() > seen; });
+        // A client that leaves cancels its request: checked every 100 ms,
+        // whether tokens come or not (a stream's writes would fail too, but
+        // a non-streamed answer writes nothing until the end).
+        while (!job.done && job.tokens.size() <= seen && !gone) {
+          job.cv.wait_for(lock, std::chrono::milliseconds(100));
+          gone = client_left(checked);
+        }
+        gone = gone || client_left(checked);
+        if (gone && !job.done) {
+          lock.unlock();
+          job.cancelled = true;
+          engine->poke();
+          break;
+        }
         fresh.assign(job.tokens.begin() + (long)seen, job.tokens.end());
         seen = job.tokens.size();
         done = job.done;
@@ -1436,7 +1594,7 @@ private:
   tfm_chat_template *chat = nullptr;
   Metrics metrics;
   std::unique_ptr<Engine> engine;
-  httplib::Server svr;
+  HttpServer svr;
   std::thread listener;
   std::mutex stop_mu;
   std::condition_variable stop_cv;

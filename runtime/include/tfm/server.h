@@ -40,8 +40,9 @@ typedef struct tfm_serve_options {
   int64_t ctx_size;       /* tokens a sequence holds: min(context, 4096) */
   int queue;              /* requests waiting beyond those running: 64;
                            * more get 503 with Retry-After */
-  int timeout_s;          /* a connection idle this long, or a body not
-                           * received in this long, is dropped: 10 */
+  int timeout_s;          /* a request (line, headers, body) not received
+                           * this long after its first byte, or a
+                           * connection idle this long, is dropped: 10 */
   int prefill_chunk;      /* prompt tokens per engine step: 128 */
   int threads;            /* the forward passes' threads (0: default) */
   const char *model_name; /* the id of /v1/models (NULL: the model's) */

@@ -15,17 +15,14 @@ failed. `--run CMD` starts a server with the port in $PORT and the base URL
 in $TFM_SERVE_URL (http://127.0.0.1:PORT), runs CMD under sh, and exits
 with its status.
 
-Scenarios (test/serve/*.test run all but the last two):
+Scenarios (test/serve/*.test run them all):
   basic, sampling, utf8     api.test: the endpoints, streaming, logprobs, stop, seeds
   concurrent, load, prefix, prefix-load
                             concurrency.test: outputs under load equal solo runs
-  bad, methods, slow, cut, queue, queue-burst, sigterm
-                            errors.test: bad requests and clients, 405, cancelling, 503,
-                            SIGTERM
-  slow-headers              clients sending their headers a byte a second are dropped
-                            (they hold a connection thread: open, docs/Serving.md)
-  cut-nonstream             a client that leaves before its non-streamed answer cancels
-                            its request (it runs to its end: open)
+  bad, nul, methods, slow, slow-headers, cut, cut-nonstream, queue, queue-burst, sigterm
+                            errors.test: bad requests and clients (a byte a second in
+                            the body or the headers), 405, cancelling (streamed and
+                            not), 503, SIGTERM
 
 Requests are greedy (temperature 0) unless a scenario says otherwise: the
 server promises that a greedy output is the same whatever else runs at the
@@ -891,6 +888,21 @@ def sc_methods(cmd, opts):
         s.stop()
 
 
+def sc_nul(cmd, opts):
+    """A NUL character (\\u0000) in a JSON string is valid JSON: /tokenize and
+    /detokenize take it and give it back."""
+    s = Server(cmd, [])
+    try:
+        p = s.port
+        text = "a\u0000b"
+        ids = post(p, "/tokenize", {"content": text})["tokens"]
+        back = post(p, "/detokenize", {"tokens": ids})["content"]
+        check(back == text, "/detokenize of /tokenize of %r gave %r" % (text, back))
+        return "a NUL inside a JSON string round-trips"
+    finally:
+        s.stop()
+
+
 def slow_client(port, mode, result, limit=20):
     """Sends a request one byte a second; result[0] is the seconds until the
     server closed the connection (or answered), None past the limit."""
@@ -1275,7 +1287,7 @@ def sc_prefix_load(cmd, opts):
 
 
 SCENARIOS = {"basic": sc_basic, "sampling": sc_sampling, "utf8": sc_utf8, "concurrent": sc_concurrent,
-             "load": sc_load, "bad": sc_bad, "slow": sc_slow, "methods": sc_methods,
+             "load": sc_load, "bad": sc_bad, "slow": sc_slow, "methods": sc_methods, "nul": sc_nul,
              "slow-headers": sc_slow_headers, "cut": sc_cut,
              "cut-nonstream": sc_cut_nonstream,
              "queue": sc_queue, "queue-burst": sc_queue_burst, "sigterm": sc_sigterm, "prefix": sc_prefix,
