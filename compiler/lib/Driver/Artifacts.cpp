@@ -23,6 +23,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Transforms/Utils/SplitModule.h"
+#include <atomic>
 #include <thread>
 
 #include <fmt/format.h>
@@ -309,17 +310,15 @@ bool HostEmitter::takesObjects() const {
   return !objectOnly || !findTool({"clang-22", "clang"}).empty();
 }
 
-LogicalResult
-HostEmitter::writeSharedKernels(ModuleOp module,
-                                const std::vector<std::string> &symbols,
-                                const HostCpu &cpu, StringRef path) {
-  llvm::LLVMContext llvmCtx;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmCtx, "tfm_kernels");
-  if (!llvmModule)
+FailureOr<HostEmitter::KernelObject> HostEmitter::translateSharedKernels(
+    ModuleOp module, const std::vector<std::string> &symbols, StringRef path) {
+  KernelObject k;
+  k.ctx = std::make_unique<llvm::LLVMContext>();
+  k.module = translateModuleToLLVMIR(module, *k.ctx, "tfm_kernels");
+  if (!k.module)
     return error() << "translation of the shared kernels to LLVM IR failed";
   for (const std::string &symbol : symbols) {
-    llvm::Function *fn = llvmModule->getFunction(symbol);
+    llvm::Function *fn = k.module->getFunction(symbol);
     if (!fn || fn->isDeclaration())
       return error() << "internal: the shared kernel " << symbol
                      << " is not defined";
@@ -328,29 +327,62 @@ HostEmitter::writeSharedKernels(ModuleOp module,
     fn->setLinkage(llvm::GlobalValue::WeakODRLinkage);
     fn->setVisibility(llvm::GlobalValue::HiddenVisibility);
   }
+  k.path = path.str();
+  return k;
+}
+
+/// Optimizes `k` and writes its object (no diagnostics: a thread of its
+/// own calls it); the problem, or "".
+static std::string compileKernelObject(HostEmitter::KernelObject &k,
+                                       const HostCpu &cpu) {
   std::string message;
   auto tm = createTargetMachine(cpu, message);
   if (!tm)
-    return error() << message;
-  optimizeModule(*llvmModule, *tm);
+    return message;
+  optimizeModule(*k.module, *tm);
   // One partition: a partition's local symbols become hidden globals,
   // which could meet the same names in a model's partitions at the link.
   SmallString<256> tmp;
   int fd;
   if (std::error_code ec =
-          llvm::sys::fs::createUniqueFile(path + ".%%%%%%.tmp", fd, tmp))
-    return error() << "cannot write '" << tmp << "': " << ec.message();
+          llvm::sys::fs::createUniqueFile(k.path + ".%%%%%%.tmp", fd, tmp))
+    return "cannot write '" + tmp.str().str() + "': " + ec.message();
   {
     llvm::raw_fd_ostream f(fd, /*shouldClose=*/true);
-    if (failed(emitMachineCode(*llvmModule, *tm, false, f, message))) {
+    if (failed(emitMachineCode(*k.module, *tm, false, f, message))) {
       llvm::sys::fs::remove(tmp);
-      return error() << message;
+      return message;
     }
   }
-  if (std::error_code ec = llvm::sys::fs::rename(tmp, path)) {
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, k.path)) {
     llvm::sys::fs::remove(tmp);
-    return error() << "cannot write '" << path << "': " << ec.message();
+    return "cannot write '" + k.path + "': " + ec.message();
   }
+  return "";
+}
+
+LogicalResult
+HostEmitter::writeSharedKernels(MutableArrayRef<KernelObject> kernels,
+                                const HostCpu &cpu) {
+  unsigned threads = options.codegenThreads;
+  if (threads == 0)
+    threads = std::min(4u, llvm::hardware_concurrency().compute_thread_count());
+  threads = std::max(1u, std::min<unsigned>(threads, kernels.size()));
+  std::vector<std::string> problems(kernels.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < kernels.size();)
+      problems[i] = compileKernelObject(kernels[i], cpu);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &t : pool)
+    t.join();
+  for (const std::string &p : problems)
+    if (!p.empty())
+      return error() << p;
   return success();
 }
 

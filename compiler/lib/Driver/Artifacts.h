@@ -82,13 +82,25 @@ public:
   /// IR and assembly are printed whole).
   bool takesObjects() const;
 
-  /// The object of the shared kernels `module` (in the LLVM dialect) at
-  /// `path`, with `symbols` weak_odr and hidden; written to a temporary
-  /// file beside it and renamed, so that a reader of `path` (another tfmc
-  /// using the same cache) never sees part of it.
-  LogicalResult writeSharedKernels(ModuleOp module,
-                                   const std::vector<std::string> &symbols,
-                                   const HostCpu &cpu, StringRef path);
+  /// A group of shared kernels on its way to its object: LLVM IR in a
+  /// context of its own, and where the object goes.
+  struct KernelObject {
+    std::unique_ptr<llvm::LLVMContext> ctx;
+    std::unique_ptr<llvm::Module> module;
+    std::string path;
+  };
+
+  /// The shared kernels `module` (in the LLVM dialect) as LLVM IR with
+  /// `symbols` weak_odr and hidden, for the object at `path`.
+  FailureOr<KernelObject> translateSharedKernels(
+      ModuleOp module, const std::vector<std::string> &symbols, StringRef path);
+
+  /// Optimizes each group and writes its object, the groups spread over up
+  /// to --codegen-threads threads; each is written to a temporary file
+  /// beside its path and renamed, so that a reader of the path (another
+  /// tfmc using the same cache) never sees part of it.
+  LogicalResult writeSharedKernels(MutableArrayRef<KernelObject> kernels,
+                                   const HostCpu &cpu);
 
   /// Checks, before any work, that the files a binary stage writes can be
   /// written: none is the input, and `-c`'s header is a file of its own

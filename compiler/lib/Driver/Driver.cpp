@@ -705,6 +705,7 @@ Compilation::sharedKernelObjects(ModuleOp module, const PipelineConfig &config,
     dir.clear();
   StringRef model = module.getSymName().value_or("model");
   size_t hits = 0;
+  SmallVector<HostEmitter::KernelObject> misses;
   for (SharedKernels &k : *kernels) {
     std::string path;
     if (!dir.empty()) {
@@ -725,11 +726,18 @@ Compilation::sharedKernelObjects(ModuleOp module, const PipelineConfig &config,
     }
     progress.step(model, "compiling a shared kernel into " + path);
     if (failed(runPipeline(*k.module, config, Stage::LLVMDialect,
-                           Stage::LLVMDialect)) ||
-        failed(emitter.writeSharedKernels(*k.module, k.symbols, cpu, path)))
+                           Stage::LLVMDialect)))
       return failure();
+    FailureOr<HostEmitter::KernelObject> object =
+        emitter.translateSharedKernels(*k.module, k.symbols, path);
+    if (failed(object))
+      return failure();
+    misses.push_back(std::move(*object));
     objects.push_back(path);
   }
+  // The misses' machine code, on threads of their own.
+  if (!misses.empty() && failed(emitter.writeSharedKernels(misses, cpu)))
+    return failure();
   progress.step(model, std::to_string(hits) + " of " +
                            std::to_string(kernels->size()) +
                            " shared kernels from the cache" +
