@@ -589,13 +589,16 @@ static tfm_status read_tensor_info(reader *r, uint64_t i, gguf_info *ti) {
                     g->path, at, shown, tname, (long long)ti->t.ne[0],
                     (long long)block);
   /* Bytes: (ne[0] / block) * bytes per block * ne[1] * ne[2] * ne[3], and
-   * the element count must fit in an int64 as ggml requires. */
+   * the element count must fit in an int64 as ggml requires; so must the
+   * product of the nonzero dimensions, so that no product of some of them
+   * (rows = ne[1] * ne[2] * ne[3]) overflows for a tensor of no elements. */
   uint64_t total = (uint64_t)(ti->t.ne[0] / block) * (uint64_t)bytes;
-  int64_t numel = ti->t.ne[0];
+  int64_t numel = ti->t.ne[0] ? ti->t.ne[0] : 1;
   int over = (uint64_t)(ti->t.ne[0] / block) > UINT64_MAX / (uint64_t)bytes;
   for (int d = 1; d < TFM_GGUF_MAX_DIMS; ++d) {
     over |= (int)__builtin_mul_overflow(total, (uint64_t)ti->t.ne[d], &total);
-    over |= (int)__builtin_mul_overflow(numel, ti->t.ne[d], &numel);
+    over |= (int)__builtin_mul_overflow(numel, ti->t.ne[d] ? ti->t.ne[d] : 1,
+                                        &numel);
   }
   if (over)
     return tfm_fail(TFM_ERR_FORMAT,

@@ -578,6 +578,12 @@ TEST_F(GgufTest, RefusesBadTensorInfos) {
            "many elements"});
   refused(with({"w", {INT64_C(1) << 62}, TFM_GGML_F32, ""}),
           {"has too many elements"});
+  // No elements, but dimensions whose product overflows (ne[1] * ne[2]
+  // would: a row count computed from them), as the GGUF fuzzer found.
+  refused(
+      with({"w", {0, INT64_C(1) << 53, INT64_C(1) << 48}, TFM_GGML_F32, ""}),
+      {"tensor 'w' of shape [0, 9007199254740992, 281474976710656, 1] "
+       "has too many elements"});
   refused(with({std::string(64, 'n'), {4}, TFM_GGML_F32, ""}),
           {"tensor 1's name", "is 64 bytes long (at most 63)"});
   refused(with({std::string("a\0b", 3), {4}, TFM_GGML_F32, ""}),
