@@ -80,6 +80,25 @@ static void open_library(void) {
 }
 
 static const char *last_error(void) { return tfm_last_error(); }
+
+static int32_t sample(const float *logits, int64_t vocab, double temperature,
+                      int64_t top_k, double top_p, uint64_t *state) {
+  tfm_gen_options o = {0};
+  o.temperature = temperature;
+  o.top_k = top_k;
+  o.top_p = top_p;
+  if (!(temperature > 0.0))
+    return tfm_sample(logits, vocab, &o, state, NULL);
+  /* tfm_sample's scratch: vocab (float, int32) pairs. */
+  void *scratch = malloc((size_t)vocab * (sizeof(float) + sizeof(int32_t)));
+  if (!scratch) {
+    o.temperature = 0.0; /* out of memory: the greedy token */
+    return tfm_sample(logits, vocab, &o, state, NULL);
+  }
+  int32_t id = tfm_sample(logits, vocab, &o, state, scratch);
+  free(scratch);
+  return id;
+}
 static void release(void *p) { free(p); }
 
 static const tfm_server_api api = {
@@ -91,6 +110,7 @@ static const tfm_server_api api = {
     tfm_model_vocab,
     tfm_model_context,
     tfm_model_can_generate,
+    sample,
     tfm_session_create,
     tfm_session_free,
     tfm_session_append,

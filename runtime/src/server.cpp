@@ -118,13 +118,6 @@ struct Job {
   uint64_t rng = 0;
 };
 
-uint64_t next_random(uint64_t &state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
 struct Metrics {
   std::atomic<uint64_t> requests{0}, failed{0}, prompt_tokens{0}, generated{0},
       prefix_hits{0}, reused_tokens{0}, cancelled{0};
@@ -534,55 +527,15 @@ private:
   }
 
   Token sample(Job &job, const float *row) {
-    Token t{0, 0.0f, {}};
-    int64_t best = 0;
-    for (int64_t i = 1; i < vocab; ++i)
-      if (row[i] > row[best])
-        best = i;
-    t.id = (int32_t)best;
-    if (job.temperature > 0.0) {
-      std::vector<std::pair<float, int32_t>> p((size_t)vocab);
-      double sum = 0.0;
-      for (int64_t i = 0; i < vocab; ++i) {
-        p[(size_t)i] = {
-            (float)std::exp((double)(row[i] - row[best]) / job.temperature),
-            (int32_t)i};
-        sum += p[(size_t)i].first;
-      }
-      int64_t keep = vocab;
-      if (job.top_k > 0 && job.top_k < vocab)
-        keep = job.top_k;
-      if (keep < vocab || job.top_p < 1.0) {
-        std::sort(p.begin(), p.end(), [](auto &a, auto &b) {
-          return a.first != b.first ? a.first > b.first : a.second < b.second;
-        });
-        sum = 0.0;
-        for (int64_t i = 0; i < keep; ++i)
-          sum += p[(size_t)i].first;
-      }
-      if (job.top_p < 1.0) {
-        double acc = 0.0;
-        int64_t i = 0;
-        while (i < keep) {
-          acc += p[(size_t)i++].first;
-          if (acc >= job.top_p * sum)
-            break;
-        }
-        keep = i;
-        sum = acc;
-      }
-      double r = (double)(next_random(job.rng) >> 11) * 0x1.0p-53 * sum;
-      double acc = 0.0;
-      t.id = p[(size_t)keep - 1].second;
-      for (int64_t i = 0; i < keep; ++i) {
-        acc += p[(size_t)i].first;
-        if (r < acc) {
-          t.id = p[(size_t)i].second;
-          break;
-        }
-      }
-    }
+    Token t{api->sample(row, vocab, job.temperature, job.top_k, job.top_p,
+                        &job.rng),
+            0.0f,
+            {}};
     if (job.top_logprobs >= 0) {
+      int64_t best = 0;
+      for (int64_t i = 1; i < vocab; ++i)
+        if (row[i] > row[best])
+          best = i;
       double lse = 0.0;
       for (int64_t i = 0; i < vocab; ++i)
         lse += std::exp((double)(row[i] - row[best]));
@@ -798,35 +751,26 @@ private:
                                   httplib::Response &res,
                                   const httplib::ContentReader &reader) {
       std::string body;
-      auto deadline = std::chrono::steady_clock::now() +
-                      std::chrono::seconds(opts.timeout_s);
-      bool slow = false;
       size_t received = 0;
       // A body over kMaxBody is read to its end (up to kDrain) and
-      // dropped, so that the client reads the 413.
+      // dropped, so that the client reads the 413. The read fails past the
+      // request's deadline (Connection), or when the client leaves.
       bool read = reader([&](const char *data, size_t len) {
         received += len;
         if (received <= kMaxBody)
           body.append(data, len);
-        if (std::chrono::steady_clock::now() > deadline) {
-          slow = true;
-          return false;
-        }
         return received <= kDrain;
       });
       metrics.requests++;
       Failure early{0, "", "", "invalid_request_error"};
-      if (slow)
-        early = {408,
-                 "the request body took longer than the server's "
-                 "timeout (" +
-                     std::to_string(opts.timeout_s) + " s)",
-                 "", "invalid_request_error"};
-      else if (received > kMaxBody)
+      if (received > kMaxBody)
         early = {413, "the request body is over 8 MiB", "",
                  "invalid_request_error"};
       else if (!read)
-        early = bad("the request body could not be read");
+        early = {408,
+                 "the request did not arrive within the server's timeout (" +
+                     std::to_string(opts.timeout_s) + " s)",
+                 "", "invalid_request_error"};
       if (early.status) {
         metrics.failed++;
         answer_error(res, early);

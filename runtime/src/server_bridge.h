@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define TFM_SERVER_API_VERSION 1
+#define TFM_SERVER_API_VERSION 2
 
 typedef struct tfm_server_api {
   int version;
@@ -27,6 +27,11 @@ typedef struct tfm_server_api {
   int64_t (*model_vocab)(const tfm_model *m);
   int64_t (*model_context)(const tfm_model *m);
   int (*can_generate)(const tfm_model *m);
+  /* The next token of one row of logits, as --generate samples it
+   * (generate.c's tfm_sample: greedy at temperature 0, else top-k, top-p
+   * and SplitMix64 from *state). */
+  int32_t (*sample)(const float *logits, int64_t vocab, double temperature,
+                    int64_t top_k, double top_p, uint64_t *state);
   /* Sessions (runtime.h). */
   tfm_status (*session_create)(tfm_model *m, int64_t max_batch, int64_t max_len,
                                tfm_session **out);
