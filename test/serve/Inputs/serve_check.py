@@ -80,7 +80,8 @@ CTX = [0]  # the context of the latest server
 
 
 class Server:
-    """A server started with --port 0; stop() kills it if it still runs."""
+    """A server started with --port 0; stop() (or leaving a `with` block)
+    kills it if it still runs."""
 
     def __init__(self, cmd, extra, wait_health=True, limit=120):
         STARTED.append(self)
@@ -152,6 +153,12 @@ class Server:
 
     def alive(self):
         return self.proc.poll() is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
 
     def stop(self):
         if self.proc.poll() is None:
@@ -446,8 +453,7 @@ def long_prompt(port, minimum, i=3):
 
 
 def sc_basic(cmd, opts):
-    s = Server(cmd, ["--model-name", "tfm-test"])
-    try:
+    with Server(cmd, ["--model-name", "tfm-test"]) as s:
         p = s.port
         check(s.model_name == "tfm-test", "listening line names model %r" % s.model_name)
         r = request(p, "GET", "/v1/models")
@@ -516,13 +522,10 @@ def sc_basic(cmd, opts):
         check(m["tfm_kv_blocks_total"] > 0 and m["tfm_requests_running"] == 0
               and m["tfm_requests_waiting"] == 0, "GET /metrics at rest: %r" % m)
         return "completions, chat, streams, models, tokenize round trip, metrics"
-    finally:
-        s.stop()
 
 
 def sc_sampling(cmd, opts):
-    s = Server(cmd, [])
-    try:
+    with Server(cmd, []) as s:
         p = s.port
         prompt = prompt_of(2, 8)
         ref, reason, u, _ = run_cmpl(p, prompt, 24)
@@ -569,8 +572,6 @@ def sc_sampling(cmd, opts):
         b, _, _, _ = run_cmpl(p, prompt, 24, temperature=0.9, top_p=0.9, top_k=40, seed=7)
         check(a == b, "seed 7 twice: %r and %r" % (a, b))
         return "logprobs, top_logprobs, stop, seeded sampling"
-    finally:
-        s.stop()
 
 
 def sc_utf8(cmd, opts):
@@ -579,8 +580,7 @@ def sc_utf8(cmd, opts):
     tokens), streamed and not: the same text, a seed being repeatable. (A
     piece streamed before the token that completes its last character would
     carry U+FFFD where the whole text has the character.)"""
-    s = Server(cmd, [])
-    try:
+    with Server(cmd, []) as s:
         p = s.port
         multibyte = 0
         for k in range(24):
@@ -595,8 +595,6 @@ def sc_utf8(cmd, opts):
             multibyte += sum(1 for c in text if ord(c) > 127)
         check(multibyte > 0, "no text with a character past ASCII")
         return "sampled multibyte text streamed as not"
-    finally:
-        s.stop()
 
 
 def in_threads(fns, limit=300):
@@ -623,8 +621,7 @@ def in_threads(fns, limit=300):
 
 
 def sc_concurrent(cmd, opts):
-    s = Server(cmd, ["--parallel", "4"])
-    try:
+    with Server(cmd, ["--parallel", "4"]) as s:
         p = s.port
         lengths = [1, 3, 7, 12, 20, 33, 50, 75, 2, 5, 9, 16, 27, 40, 60, 90]
         jobs = []
@@ -665,13 +662,10 @@ def sc_concurrent(cmd, opts):
             "seed %d: %r, solo %r" % (sampled[k][1], out[k], solo[k]) for k in bad[:3]))
         wait_metric(p, "tfm_requests_running", lambda v: v == 0)
         return "16 of 16 concurrent outputs identical to their solo runs; seeded sampling too"
-    finally:
-        s.stop()
 
 
 def sc_load(cmd, opts):
-    s = Server(cmd, ["--parallel", "8", "--queue", "64"])
-    try:
+    with Server(cmd, ["--parallel", "8", "--queue", "64"]) as s:
         p = s.port
         kinds = [("cmpl", False), ("chat", False), ("cmpl", True), ("chat", True)]
         refs = {}
@@ -735,8 +729,6 @@ def sc_load(cmd, opts):
         check(dp == ptoks, "tfm_prompt_tokens_total grew by %g, usage says %d" % (dp, ptoks))
         check(dg == gtoks, "tfm_generated_tokens_total grew by %g, usage says %d" % (dg, gtoks))
         return "500 of 500 requests from 32 threads identical to their solo runs; metrics agree"
-    finally:
-        s.stop()
 
 
 def error_of(r, status, what):
@@ -787,8 +779,7 @@ def send_large(port, path, size, limit=30):
 
 
 def sc_bad(cmd, opts):
-    s = Server(cmd, [])
-    try:
+    with Server(cmd, []) as s:
         p = s.port
         ctx = s.ctx
         good = lambda: run_cmpl(p, "still serving", 4)[:3]
@@ -862,14 +853,11 @@ def sc_bad(cmd, opts):
         wait_metric(p, "tfm_requests_running", lambda v: v == 0)
         return "malformed JSON, wrong types, past the context, huge max_tokens (%s), " \
             "404, 405, 413; still serving" % huge
-    finally:
-        s.stop()
 
 
 def sc_methods(cmd, opts):
     """A method a path does not take is 405, whichever the path."""
-    s = Server(cmd, [])
-    try:
+    with Server(cmd, []) as s:
         p = s.port
         for method, path in [("GET", "/v1/completions"), ("GET", "/v1/chat/completions"),
                              ("GET", "/tokenize"), ("GET", "/detokenize"),
@@ -884,23 +872,18 @@ def sc_methods(cmd, opts):
             check(want in allow and method not in allow,
                   "%s %s: Allow %r" % (method, path, r.headers.get("allow")))
         return "405 with Allow for a method a path does not take"
-    finally:
-        s.stop()
 
 
 def sc_nul(cmd, opts):
     """A NUL character (\\u0000) in a JSON string is valid JSON: /tokenize and
     /detokenize take it and give it back."""
-    s = Server(cmd, [])
-    try:
+    with Server(cmd, []) as s:
         p = s.port
         text = "a\u0000b"
         ids = post(p, "/tokenize", {"content": text})["tokens"]
         back = post(p, "/detokenize", {"tokens": ids})["content"]
         check(back == text, "/detokenize of /tokenize of %r gave %r" % (text, back))
         return "a NUL inside a JSON string round-trips"
-    finally:
-        s.stop()
 
 
 def slow_client(port, mode, result, limit=20):
@@ -945,8 +928,7 @@ def sc_slow(cmd, opts, modes=("body",) * 4):
     """Clients that send a byte a second (their body, or with modes
     "headers" their headers too) are dropped by --timeout 3, while other
     requests are served."""
-    s = Server(cmd, ["--timeout", "3"])
-    try:
+    with Server(cmd, ["--timeout", "3"]) as s:
         p = s.port
         ref = run_cmpl(p, "meanwhile", 6)[:3]
         res = [[None] for _ in modes]
@@ -975,8 +957,6 @@ def sc_slow(cmd, opts, modes=("body",) * 4):
         check(run_cmpl(p, "meanwhile", 6)[:3] == ref, "a request after slow clients differs")
         return "%d clients sending their %s a byte a second dropped; others served meanwhile" \
             % (len(modes), " and ".join(sorted(set(modes))))
-    finally:
-        s.stop()
 
 
 def sc_slow_headers(cmd, opts):
@@ -984,8 +964,7 @@ def sc_slow_headers(cmd, opts):
 
 
 def sc_cut(cmd, opts):
-    s = Server(cmd, [])
-    try:
+    with Server(cmd, []) as s:
         p = s.port
         # A long stream (to near the end of the context), so that it still
         # runs when the client goes.
@@ -1044,15 +1023,12 @@ def sc_cut(cmd, opts):
               "cancelled requests counted as failed")
         return "a stream cut after 2 chunks is cancelled and frees its KV blocks; " \
             "clients gone during prefill too"
-    finally:
-        s.stop()
 
 
 def sc_cut_nonstream(cmd, opts):
     """A client that leaves before its non-streamed answer cancels its
     request: the generation stops well before its max_tokens."""
-    s = Server(cmd, [])
-    try:
+    with Server(cmd, []) as s:
         p = s.port
         n = s.ctx - 40
         prompt = long_prompt(p, n)
@@ -1074,8 +1050,6 @@ def sc_cut_nonstream(cmd, opts):
                   gen, n, whole,
                   m1["tfm_requests_cancelled_total"] - m0["tfm_requests_cancelled_total"]))
         return "a non-streamed request whose client left is cancelled"
-    finally:
-        s.stop()
 
 
 def sc_queue(cmd, opts):
@@ -1084,8 +1058,7 @@ def sc_queue(cmd, opts):
     shows the one before it running or waiting, so that what is running and
     what is waiting does not depend on when the engine takes a request from
     the queue."""
-    s = Server(cmd, ["--parallel", "1", "--queue", "1"])
-    try:
+    with Server(cmd, ["--parallel", "1", "--queue", "1"]) as s:
         p = s.port
         n = s.ctx - 40
         prompt = long_prompt(p, n)
@@ -1123,14 +1096,11 @@ def sc_queue(cmd, opts):
         m = wait_metric(p, "tfm_requests_running", lambda v: v == 0)
         check(m["tfm_requests_waiting"] == 0, "queue not empty after")
         return "--parallel 1 --queue 1: one runs, one waits, more get 503 with Retry-After"
-    finally:
-        s.stop()
 
 
 def sc_queue_burst(cmd, opts):
     """4 requests at once with --parallel 1 --queue 1: 2 served, 2 refused."""
-    s = Server(cmd, ["--parallel", "1", "--queue", "1"])
-    try:
+    with Server(cmd, ["--parallel", "1", "--queue", "1"]) as s:
         p = s.port
         n = s.ctx - 40
         prompt = long_prompt(p, n)
@@ -1141,13 +1111,10 @@ def sc_queue_burst(cmd, opts):
         check(st == [200, 200, 503, 503], "--parallel 1 --queue 1, 4 at once: statuses %r, "
               "expected 2 served and 2 refused" % st)
         return "4 at once: 2 served, 2 refused"
-    finally:
-        s.stop()
 
 
 def sc_sigterm(cmd, opts):
-    s = Server(cmd, [])
-    try:
+    with Server(cmd, []) as s:
         p = s.port
         n = s.ctx - 40
         prompt = long_prompt(p, n)
@@ -1186,13 +1153,10 @@ def sc_sigterm(cmd, opts):
         check(rc == 0, "exit status %d after SIGTERM" % rc)
         check("serve: stopped" in s.lines, "no 'serve: stopped' line")
         return "SIGTERM: the running stream finished whole, new requests refused, exit 0"
-    finally:
-        s.stop()
 
 
 def sc_prefix(cmd, opts):
-    s = Server(cmd, [])
-    try:
+    with Server(cmd, []) as s:
         p = s.port
         base = " ".join(prompt_of(50 + k, 10) for k in range(20))
         run_cmpl(p, base + " first", 8)
@@ -1215,8 +1179,6 @@ def sc_prefix(cmd, opts):
             s2.stop()
         check(b[:3] == solo[:3], "a prefix-cached request differs from a fresh server's")
         return "a shared prefix is reused, the output unchanged"
-    finally:
-        s.stop()
 
 
 def sc_prefix_load(cmd, opts):
@@ -1227,14 +1189,10 @@ def sc_prefix_load(cmd, opts):
     prompts = [bases[k % 2] + " " + prompt_of(300 + k, 1 + k) for k in range(8)]
     refs = []
     for k, q in enumerate(prompts):
-        s = Server(cmd, [])
-        try:
+        with Server(cmd, []) as s:
             api = ("cmpl", "chat")[k % 2]
             refs.append(((run_cmpl if api == "cmpl" else run_chat)(s.port, q, 12)[:3], api))
-        finally:
-            s.stop()
-    s = Server(cmd, ["--parallel", "6"])
-    try:
+    with Server(cmd, ["--parallel", "6"]) as s:
         p = s.port
         check(len(tokenize(p, bases[0])) > 256, "the shared prefix is shorter than 2 chunks")
         m0 = metrics(p)
@@ -1282,8 +1240,6 @@ def sc_prefix_load(cmd, opts):
         check(m1["tfm_prefix_cache_hits_total"] > m0["tfm_prefix_cache_hits_total"],
               "no prefix reused")
         return "%d requests sharing prefixes identical to a fresh server's outputs" % n
-    finally:
-        s.stop()
 
 
 SCENARIOS = {"basic": sc_basic, "sampling": sc_sampling, "utf8": sc_utf8, "concurrent": sc_concurrent,
@@ -1295,8 +1251,7 @@ SCENARIOS = {"basic": sc_basic, "sampling": sc_sampling, "utf8": sc_utf8, "concu
 
 
 def run_command(cmd, shell_cmd):
-    s = Server(cmd, [])
-    try:
+    with Server(cmd, []) as s:
         env = dict(os.environ, PORT=str(s.port),
                    TFM_SERVE_URL="http://%s:%d" % (HOST, s.port))
         try:
@@ -1308,8 +1263,6 @@ def run_command(cmd, shell_cmd):
             print("serve_check: the server died:\n" + s.stderr(), file=sys.stderr)
             return 1
         return r.returncode
-    finally:
-        s.stop()
 
 
 def main():
