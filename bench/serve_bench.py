@@ -61,20 +61,14 @@ HZ = os.sysconf("SC_CLK_TCK")
 LLAMA32_TOKENIZER = os.path.join(ROOT, "build", "test", "npm-peers", "node_modules", "@lenml",
                                  "tokenizer-llama3_2", "models")
 
-LLAMA1B = """# Llama-3.2-1B's shape (peers/llama/make_gguf.py's llama1b preset), context 4096, for
-# bench/serve_bench.py; random weights.
-model llama1b {
-  arch    = decoder
-  vocab   = 128256
-  context = 4096
-  d_model = 2048
-  layers  = 16
-  embedding { position = rope(theta = 500000, style = half); tie_output = true }
-  attention { heads = 32; kv_heads = 8; mask = causal; bias = false }
-  ffn       { hidden = 8192; activation = swiglu; bias = false }
-  norm      { kind = rmsnorm; placement = pre; eps = 1e-5 }
-}
-"""
+sys.path.insert(0, HERE)
+import models_bench  # noqa: E402  (its LLaMA-1B description)
+
+# models_bench.py's LLaMA-1B (make_gguf.py's llama1b preset) as `llama1b`, with a context of
+# 4096 for the cached 2,000-token prefixes.
+LLAMA1B = (models_bench.LLAMA1B_TFM.replace("model llama1b_random {", "model llama1b {")
+           .replace("context = 2048", "context = 4096"))
+assert "model llama1b {" in LLAMA1B and "context = 4096" in LLAMA1B
 
 
 def log(*a):
