@@ -528,6 +528,14 @@ typedef struct tfm_cli_text {
   void (*serve_free)(tfm_server *s);
 } tfm_cli_text;
 
+/* dlopen()s a library of the project (library.c, in libtfm_tokenizer.a):
+ * the path in $`env` alone when it is set, else `built` (the build's path;
+ * "" for none), else `name` through the loader's search; the first that
+ * loads and defines `symbol`. NULL if none did, with what was tried in
+ * `tried` (`cap` bytes, "" on entry). */
+void *tfm_open_library(const char *env, const char *built, const char *name,
+                       const char *symbol, char *tried, size_t cap);
+
 /* The executable's command line (cli.c) with `text` as its text side
  * (NULL: the text flags are refused); tfm_main* call it. */
 int tfm_cli_main(int argc, char **argv, const char *model_json,

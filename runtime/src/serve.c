@@ -28,48 +28,25 @@ static struct {
   char error[2048];
 } lib;
 
-static int try_open(const char *path, const char *what, char *tried,
-                    size_t cap) {
-  size_t used = strlen(tried);
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char *e = dlerror();
-    snprintf(tried + used, cap - used, "%s%s: %s", used ? "; " : "", what,
-             e ? e : path);
-    return 0;
-  }
-  *(void **)&lib.start = dlsym(h, TFM_SERVER_START);
-  *(void **)&lib.ready = dlsym(h, TFM_SERVER_READY);
-  *(void **)&lib.wait = dlsym(h, TFM_SERVER_WAIT);
-  *(void **)&lib.stop = dlsym(h, TFM_SERVER_STOP);
-  *(void **)&lib.destroy = dlsym(h, TFM_SERVER_FREE);
-  *(void **)&lib.port = dlsym(h, TFM_SERVER_PORT);
-  if (!lib.start || !lib.ready || !lib.wait || !lib.stop || !lib.destroy ||
-      !lib.port) {
-    snprintf(tried + used, cap - used,
-             "%s%s: %s lacks the server's entry "
-             "points",
-             used ? "; " : "", what, path);
-    lib.start = NULL;
-    dlclose(h);
-    return 0;
-  }
-  return 1;
-}
-
 static void open_library(void) {
   char tried[1536] = "";
-  const char *env = getenv("TFM_SERVER_LIBRARY");
-  int ok = 0;
-  if (env && *env)
-    ok = try_open(env, "$TFM_SERVER_LIBRARY", tried, sizeof tried);
-  else {
-    if (*TFM_SERVER_PATH)
-      ok = try_open(TFM_SERVER_PATH, "where the build put it", tried,
-                    sizeof tried);
-    if (!ok)
-      ok =
-          try_open(TFM_SERVER_NAME, "the loader's search", tried, sizeof tried);
+  void *h =
+      tfm_open_library("TFM_SERVER_LIBRARY", TFM_SERVER_PATH, TFM_SERVER_NAME,
+                       TFM_SERVER_START, tried, sizeof tried);
+  if (h) {
+    *(void **)&lib.start = dlsym(h, TFM_SERVER_START);
+    *(void **)&lib.ready = dlsym(h, TFM_SERVER_READY);
+    *(void **)&lib.wait = dlsym(h, TFM_SERVER_WAIT);
+    *(void **)&lib.stop = dlsym(h, TFM_SERVER_STOP);
+    *(void **)&lib.destroy = dlsym(h, TFM_SERVER_FREE);
+    *(void **)&lib.port = dlsym(h, TFM_SERVER_PORT);
+  }
+  int ok =
+      lib.start && lib.ready && lib.wait && lib.stop && lib.destroy && lib.port;
+  if (h && !ok) {
+    lib.start = NULL;
+    snprintf(tried, sizeof tried, "%s lacks the server's entry points",
+             TFM_SERVER_NAME);
   }
   if (!ok)
     snprintf(lib.error, sizeof lib.error,

@@ -28,42 +28,15 @@ static struct {
   char error[2048];
 } bridge;
 
-/* Tries one path; appends what happened to `tried`. */
-static const tfm_spm_api *try_open(const char *path, const char *what,
-                                   char *tried, size_t cap) {
-  size_t used = strlen(tried);
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char *e = dlerror(); /* names the path */
-    snprintf(tried + used, cap - used, "%s%s: %s", used ? "; " : "", what,
-             e ? e : path);
-    return NULL;
-  }
-  tfm_spm_bridge_fn fn;
-  *(void **)&fn = dlsym(h, TFM_SPM_BRIDGE_SYMBOL);
-  if (!fn) {
-    snprintf(tried + used, cap - used, "%s%s: %s lacks %s", used ? "; " : "",
-             what, path, TFM_SPM_BRIDGE_SYMBOL);
-    dlclose(h);
-    return NULL;
-  }
-  return fn();
-}
-
 static void open_bridge(void) {
   char tried[1536] = "";
-  const char *env = getenv("TFM_SENTENCEPIECE_BRIDGE");
-  if (env && *env) {
-    /* An explicit choice is the only one tried. */
-    bridge.api =
-        try_open(env, "$TFM_SENTENCEPIECE_BRIDGE", tried, sizeof tried);
-  } else {
-    if (*TFM_SPM_BRIDGE_PATH)
-      bridge.api = try_open(TFM_SPM_BRIDGE_PATH, "where the build put it",
-                            tried, sizeof tried);
-    if (!bridge.api)
-      bridge.api = try_open(TFM_SPM_BRIDGE_NAME, "the loader's search", tried,
-                            sizeof tried);
+  void *h = tfm_open_library("TFM_SENTENCEPIECE_BRIDGE", TFM_SPM_BRIDGE_PATH,
+                             TFM_SPM_BRIDGE_NAME, TFM_SPM_BRIDGE_SYMBOL, tried,
+                             sizeof tried);
+  if (h) {
+    tfm_spm_bridge_fn fn;
+    *(void **)&fn = dlsym(h, TFM_SPM_BRIDGE_SYMBOL);
+    bridge.api = fn();
   }
   if (!bridge.api)
     snprintf(bridge.error, sizeof bridge.error,
