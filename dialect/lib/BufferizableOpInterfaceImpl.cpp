@@ -82,11 +82,13 @@ Operation *createAttention(RewriterBase &rewriter, AttentionKernelOp k,
   Value positions = k.getPositions() ? bufs[next++] : Value();
   Value bias = k.getBias() ? bufs[next++] : Value();
   Value sinks = k.getSinks() ? bufs[next++] : Value();
+  Value table = k.getBlockTable() ? bufs[next++] : Value();
   return AttentionKernelOp::create(
       rewriter, k.getLoc(), TypeRange{}, bufs[0], bufs[1], bufs[2], lengths,
-      positions, bias, sinks, bufs.back(), k.getMaskAttr(), k.getWindowAttr(),
-      k.getScaleAttr(), k.getSoftcapAttr(), k.getAlibiSlopesAttr(),
-      k.getBiasDistanceAttr(), k.getRingAttr(), k.getValueTransposedAttr());
+      positions, bias, sinks, table, bufs.back(), k.getMaskAttr(),
+      k.getWindowAttr(), k.getScaleAttr(), k.getSoftcapAttr(),
+      k.getAlibiSlopesAttr(), k.getBiasDistanceAttr(), k.getRingAttr(),
+      k.getValueTransposedAttr());
 }
 
 Operation *createAllReduce(RewriterBase &rewriter, AllReduceKernelOp k,

@@ -190,6 +190,13 @@ FailureOr<CacheLayout> Reader::readCache(Attribute attr) {
                         "kv_heads = 1";
     c.latent = true;
   }
+  if (dict.get("block")) {
+    ++known;
+    FailureOr<int64_t> block = readPositive(dict, "block", "'generation'");
+    if (failed(block))
+      return failure();
+    c.block = *block;
+  }
   if (Attribute enc = dict.get("encoder")) {
     ++known;
     auto e = dyn_cast<DictionaryAttr>(enc);
@@ -208,7 +215,8 @@ FailureOr<CacheLayout> Reader::readCache(Attribute attr) {
   }
   if (dict.size() != known)
     return error() << "'generation' has a field other than layers, "
-                      "kv_heads, head_dim, windows, latent and encoder";
+                      "kv_heads, head_dim, windows, latent, block and "
+                      "encoder";
   return c;
 }
 
@@ -302,6 +310,8 @@ ModelDescription::build(MLIRContext *ctx, StringRef descriptionJson,
         b.getNamedAttr("windows", b.getDenseI64ArrayAttr(cache->windows))};
     if (cache->latent)
       g.push_back(b.getNamedAttr("latent", b.getUnitAttr()));
+    if (cache->block)
+      g.push_back(b.getNamedAttr("block", b.getI64IntegerAttr(cache->block)));
     if (const auto &e = cache->encoder)
       g.push_back(b.getNamedAttr(
           "encoder",

@@ -323,6 +323,17 @@ LogicalResult AttentionKernelOp::verify() {
     return emitOpError() << "positions must be 1-D";
   if (getRing() && !getPositions())
     return emitOpError() << "a ring buffer needs positions";
+  if (Value table = getBlockTable()) {
+    if (!getPositions() || getRing())
+      return emitOpError() << "a block table needs positions and no ring "
+                              "buffer";
+    if (bufShape(table).size() != 2 ||
+        !cast<ShapedType>(table.getType()).getElementType().isInteger(32))
+      return emitOpError() << "block_table must be 2-D of i32";
+    if (ShapedType::isDynamic(bufShape(getKey())[3]))
+      return emitOpError() << "a paged key cache needs a static block size "
+                              "(dimension 3)";
+  }
   auto q = bufShape(getQuery()), k = bufShape(getKey()),
        o = bufShape(getOutput());
   SmallVector<int64_t> v(bufShape(getValue()));

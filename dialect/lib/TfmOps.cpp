@@ -299,6 +299,39 @@ LogicalResult checkCacheOperands(Operation *op, ValueRange cache,
   return checkPositions(op, positions, batch);
 }
 
+/// A paged cache's block table ([B, M] i32, none without one): it needs
+/// positions and no ring buffer, and `pools` (the caches, each of rank 4
+/// with positions in dimension `posDim[i]`) hold blocks of a static number
+/// of positions.
+LogicalResult checkBlockTable(Operation *op, Value table, Value positions,
+                              bool ring, int64_t batch, ValueRange pools,
+                              ArrayRef<unsigned> posDim) {
+  if (!table)
+    return success();
+  if (!positions)
+    return op->emitOpError() << "a block table needs positions";
+  if (ring)
+    return op->emitOpError() << "a ring buffer cannot be paged";
+  if (failed(checkRank(op, table, 2, "block_table")) ||
+      failed(checkDim(op, tensorType(table).getDimSize(0), batch,
+                      "block_table dimension 0")))
+    return failure();
+  if (!tensorType(table).getElementType().isInteger(32))
+    return op->emitOpError() << "block_table must hold i32 block indices";
+  for (auto [pool, dim] : llvm::zip(pools, posDim)) {
+    auto t = tensorType(pool);
+    if (t.getRank() != 4)
+      continue; // the rank is checked with the other operands
+    int64_t bs = t.getDimSize(dim);
+    if (ShapedType::isDynamic(bs) || bs < 1)
+      return op->emitOpError()
+             << "a paged cache's blocks need a static number of positions "
+                "(dimension "
+             << dim << ")";
+  }
+  return success();
+}
+
 LogicalResult checkScale(Operation *op, double scale, StringRef name) {
   if (!std::isfinite(scale) || scale == 0.0)
     return op->emitOpError() << name << " must be finite and nonzero";
@@ -619,7 +652,9 @@ LogicalResult MultiHeadAttentionOp::verify() {
         failed(checkShape(
             op, cache[1],
             {ShapedType::kDynamic, kvHeads, ShapedType::kDynamic, hd},
-            "value cache")))
+            "value cache")) ||
+        failed(checkBlockTable(op, getBlockTable(), getPositions(), getRing(),
+                               q[0], cache, {3, 2})))
       return failure();
     if (getQuery() != getSource())
       return emitOpError() << "a KV cache is for self-attention (source must "
@@ -699,8 +734,12 @@ LogicalResult LatentAttentionOp::verify() {
         failed(checkShape(
             op, cache[0],
             {ShapedType::kDynamic, 1, rank + rope, ShapedType::kDynamic},
-            "latent cache")))
+            "latent cache")) ||
+        failed(checkBlockTable(op, getBlockTable(), getPositions(), false, x[0],
+                               cache, {3})))
       return failure();
+  } else if (getBlockTable()) {
+    return emitOpError() << "a block table needs a cache";
   }
   if (getCacheOut().size() != cache.size())
     return emitOpError() << "returns one updated cache per cache operand";
@@ -1230,14 +1269,22 @@ LogicalResult CacheWriteOp::verify() {
   SmallVector<int64_t> c(tensorType(getCache()).getShape());
   if (getTransposed())
     std::swap(c[2], c[3]);
-  if (!ShapedType::isDynamic(c[0]) && !ShapedType::isDynamic(u[0]) &&
-      c[0] < u[0])
+  // A paged cache's dimension 0 counts blocks, not sequences.
+  if (!getBlockTable() && !ShapedType::isDynamic(c[0]) &&
+      !ShapedType::isDynamic(u[0]) && c[0] < u[0])
     return emitOpError() << "the cache holds " << c[0]
                          << " sequences, fewer than the update's " << u[0];
   if (failed(checkDim(*this, c[1], u[1], "cache heads")) ||
       failed(checkDim(*this, c[3], u[3], "cache head dimension")) ||
       failed(checkPositions(*this, getPositions(), u[0])))
     return failure();
+  if (getBlockTable())
+    return failed(checkBlockTable(*this, getBlockTable(), getPositions(),
+                                  getRing(), u[0], getCache(),
+                                  {getTransposed() ? 3u : 2u}))
+               ? failure()
+               : checkSameElementTypeExceptCaches(*this,
+                                                  {getCache(), getResult()});
   if (!ShapedType::isDynamic(c[2]) && !ShapedType::isDynamic(u[2]) &&
       c[2] < u[2])
     return emitOpError() << "the cache holds " << c[2]
@@ -1270,9 +1317,10 @@ LogicalResult AttentionOp::verify() {
   if (getValueTransposed())
     std::swap(v[2], v[3]);
   if (getPositions()) {
-    // A cache may hold more sequences than the batch.
-    if (!ShapedType::isDynamic(k[0]) && !ShapedType::isDynamic(q[0]) &&
-        k[0] < q[0])
+    // A cache may hold more sequences than the batch (a paged one counts
+    // blocks).
+    if (!getBlockTable() && !ShapedType::isDynamic(k[0]) &&
+        !ShapedType::isDynamic(q[0]) && k[0] < q[0])
       return emitOpError() << "key dimension 0 is " << k[0]
                            << ", less than the batch " << q[0];
     if (failed(checkDim(op, v[0], k[0], "value dimension 0")))
@@ -1289,6 +1337,11 @@ LogicalResult AttentionOp::verify() {
     return failure();
   if (getRing() && !getPositions())
     return emitOpError() << "a ring buffer needs positions";
+  if (failed(checkBlockTable(
+          op, getBlockTable(), getPositions(), getRing(), q[0],
+          {getKey(), getValue()},
+          {getKeyTransposed() ? 3u : 2u, getValueTransposed() ? 3u : 2u})))
+    return failure();
   if (failed(checkShape(op, getResult(), {q[0], q[1], q[2], v[3]}, "result")) ||
       failed(checkLengths(op, getLengths(), q[0])) ||
       failed(checkMask(op, getMask(), optInt(getWindowAttr()))) ||

@@ -94,11 +94,22 @@ private:
   /// The caches of one layer of self-attention `a`: the key and value
   /// caches, or latent attention's one cache of latents (transposed,
   /// [B', 1, kv_rank + rope_dim, S]; every rank keeps all of it).
+  /// A paged cache (ModuleOptions::kvBlock), the caches are pools of
+  /// blocks of kvBlock positions, [N, .., kvBlock] and [N, .., kvBlock, ..],
+  /// except a sliding window's ring buffer.
   SmallVector<RankedTensorType, 2> selfCacheTypes(const AttentionSpec &a) {
+    int64_t s = paged(a) ? options.kvBlock : kDyn;
     if (a.latent())
-      return {RankedTensorType::get({kDyn, 1, a.kvRank + a.ropeDim, kDyn},
-                                    cacheElt)};
-    return {keyCacheType(a, cacheElt), valueCacheType(a, cacheElt)};
+      return {
+          RankedTensorType::get({kDyn, 1, a.kvRank + a.ropeDim, s}, cacheElt)};
+    int64_t kv = spec.localKvHeads(a);
+    return {RankedTensorType::get({kDyn, kv, a.headDim, s}, cacheElt),
+            RankedTensorType::get({kDyn, kv, s, a.headDim}, cacheElt)};
+  }
+  /// Whether self-attention `a` keeps its cache in blocks (its caches are
+  /// written through the block table).
+  bool paged(const AttentionSpec &a) const {
+    return options.kvBlock > 0 && a.mask != MaskKind::sliding;
   }
   /// The RoPE attributes of attention over heads whose first `dim` values
   /// (the table's) rotate, when the stack's positions `pos` are RoPE: the
@@ -113,8 +124,12 @@ private:
   /// The caches of self-attention `a` in this layer and the positions they
   /// are written at: the step function's, fresh ones for the forward pass
   /// through caches, or none.
-  std::pair<SmallVector<Value>, Value> selfCaches(const AttentionSpec &a,
-                                                  const EmbeddingSpec *pos);
+  /// `table`: the block table of a paged cache, else null.
+  struct SelfCaches {
+    SmallVector<Value> cache;
+    Value positions, table;
+  };
+  SelfCaches selfCaches(const AttentionSpec &a, const EmbeddingSpec *pos);
   /// Tensor parallelism: the sum over the ranks of `partial` (a row-parallel
   /// projection's partial result), plus `bias`.
   Value allReduce(Value partial, Value bias, Location loc) {
@@ -215,11 +230,13 @@ private:
   /// caches of every layer (key, value; as arguments) and their updates;
   /// for an encoder-decoder also the source lengths and the cross-attention
   /// caches of every layer (read only).
-  Value stepPositions, stepSourceLengths;
+  Value stepPositions, stepSourceLengths, stepTable;
   SmallVector<Value> cacheIn, cacheOut, crossIn;
   /// While building a decoder's forward function with fresh caches: the
-  /// batch and length of the tokens, and the positions (zeros, [B]).
-  Value freshBatch, freshLength, freshPositions;
+  /// batch and length of the tokens, and the positions (zeros, [B]); with a
+  /// paged cache, the blocks of the pools (B x M) and the table giving
+  /// sequence b the blocks [b M, (b + 1) M).
+  Value freshBatch, freshLength, freshPositions, freshBlocks, freshTable;
   SmallVector<Value> freshCaches;
 };
 
@@ -307,15 +324,17 @@ static SmallVector<double> alibiSlopes(int64_t heads) {
   return slopes;
 }
 
-std::pair<SmallVector<Value>, Value>
-Generator::selfCaches(const AttentionSpec &a, const EmbeddingSpec *pos) {
+Generator::SelfCaches Generator::selfCaches(const AttentionSpec &a,
+                                            const EmbeddingSpec *pos) {
   SmallVector<Value> cache;
-  Value positions;
+  Value positions, table;
   size_t perLayer = selfCacheTypes(a).size();
   if (stepPositions && pos) {
     for (size_t i = 0; i < perLayer; ++i)
       cache.push_back(cacheIn[perLayer * layer + i]);
     positions = stepPositions;
+    if (paged(a))
+      table = stepTable;
   } else if (freshPositions && pos) {
     // One key and one value cache of [B, .., T] for all the layers: each
     // layer writes all T positions of every sequence before it reads them,
@@ -328,14 +347,23 @@ Generator::selfCaches(const AttentionSpec &a, const EmbeddingSpec *pos) {
     // values alias), 23 s at 512 layers in one chain.
     if (layer % kFreshChain == 0)
       freshCaches.clear();
+    // (A model whose layers alternate paged caches and sliding windows
+    // takes a new pair at every change.)
+    if (!freshCaches.empty() &&
+        freshCaches[0].getType() != selfCacheTypes(a)[0])
+      freshCaches.clear();
     if (freshCaches.empty())
       for (RankedTensorType type : selfCacheTypes(a))
         freshCaches.push_back(bufferization::AllocTensorOp::create(
-            b, modelLoc, type, ValueRange{freshBatch, freshLength}));
+            b, modelLoc, type,
+            paged(a) ? ValueRange{freshBlocks}
+                     : ValueRange{freshBatch, freshLength}));
     cache.assign(freshCaches.begin(), freshCaches.end());
     positions = freshPositions;
+    if (paged(a))
+      table = freshTable;
   }
-  return {cache, positions};
+  return {cache, positions, table};
 }
 
 std::tuple<DenseF64ArrayAttr, RopeStyleAttr, FloatAttr>
@@ -412,13 +440,13 @@ Value Generator::attention(Value q, Value kv, ParamBlock block,
   FloatAttr softcap =
       a.softcap > 0.0 ? b.getF64FloatAttr(a.softcap) : FloatAttr();
   Value sinks = a.sinks ? param(block, ParamRole::Sinks, loc) : Value();
-  auto [cache, positions] = selfCaches(a, pos);
+  auto [cache, positions, table] = selfCaches(a, pos);
   // With tensor parallelism the block computes this rank's heads, and the
   // output projection's bias follows the sum over the ranks.
   auto op = MultiHeadAttentionOp::create(
       b, loc, q.getType(), ValueRange(cache).getTypes(), q, kv, wq, wk, wv, wo,
       biases, parallel() ? Value() : outBias, qkNorm, relative, sinks, lengths,
-      cache, positions, b.getI64IntegerAttr(heads),
+      cache, positions, table, b.getI64IntegerAttr(heads),
       b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(a.headDim),
       MaskKindAttr::get(ctx, a.mask), window, b.getF64FloatAttr(a.scale),
       invFreq, style, ropeScale, qkKind, qkEps, qkOffset,
@@ -451,11 +479,11 @@ Value Generator::latentAttention(Value q, ParamBlock block,
         wkvb = p(ParamRole::KvBWeight), wo = p(ParamRole::OWeight);
   if (failed)
     return q;
-  auto [cache, positions] = selfCaches(a, pos);
+  auto [cache, positions, table] = selfCaches(a, pos);
   auto [invFreq, style, ropeScale] = ropeAttrs(pos, a.ropeDim);
   auto op = LatentAttentionOp::create(
       b, loc, q.getType(), ValueRange(cache).getTypes(), q, wq, wkva, kvaNorm,
-      wkvb, wo, wqa, qaNorm, lengths, cache, positions,
+      wkvb, wo, wqa, qaNorm, lengths, cache, positions, table,
       b.getI64IntegerAttr(spec.localHeads(a)), b.getI64IntegerAttr(a.headDim),
       b.getI64IntegerAttr(a.ropeDim), b.getI64IntegerAttr(a.valueDim),
       b.getI64IntegerAttr(a.kvRank), MaskKindAttr::get(ctx, a.mask),
@@ -729,7 +757,8 @@ OwningOpRef<ModuleOp> Generator::build() {
         beginFreshCaches(in);
     }
     x = stack(x, int32_t(spec.stacks.size()) - 1, lengths, {}, {});
-    freshBatch = freshLength = freshPositions = Value();
+    freshBatch = freshLength = freshPositions = freshBlocks = freshTable =
+        Value();
     freshCaches.clear();
   }
 
@@ -800,6 +829,7 @@ void Generator::describe(ModuleOp module) {
       AttentionSpec a = s.selfAttention(l);
       cache->windows.push_back(a.mask == MaskKind::sliding ? a.window : 0);
     }
+    cache->block = options.kvBlock;
     if (encode)
       cache->encoder = CacheLayout::Encoder{spec.localKvHeads(s.cross),
                                             s.cross.headDim, spec.dModel,
@@ -847,6 +877,34 @@ void Generator::beginFreshCaches(Value tokens) {
             linalg::YieldOp::create(nb, l, zero);
           })
           .getResult(0);
+  if (options.kvBlock <= 0)
+    return;
+  // A paged cache: sequence b takes blocks [b M, (b + 1) M), M = ceil(T /
+  // block).
+  Value blocks = arith::CeilDivUIOp::create(
+      b, loc, freshLength,
+      arith::ConstantIndexOp::create(b, loc, options.kvBlock));
+  freshBlocks = arith::MulIOp::create(b, loc, freshBatch, blocks);
+  auto tableType = RankedTensorType::get({kDyn, kDyn}, b.getI32Type());
+  Value tableInit = bufferization::AllocTensorOp::create(
+      b, loc, tableType, ValueRange{freshBatch, blocks});
+  AffineMap id2 = b.getMultiDimIdentityMap(2);
+  freshTable = linalg::GenericOp::create(
+                   b, loc, TypeRange{tableType}, ValueRange{},
+                   ValueRange{tableInit}, ArrayRef<AffineMap>{id2},
+                   ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
+                                                 utils::IteratorType::parallel},
+                   [&](OpBuilder &nb, Location l, ValueRange) {
+                     Value seq = linalg::IndexOp::create(nb, l, 0);
+                     Value g = linalg::IndexOp::create(nb, l, 1);
+                     Value at = arith::AddIOp::create(
+                         nb, l, arith::MulIOp::create(nb, l, seq, blocks), g);
+                     linalg::YieldOp::create(
+                         nb, l,
+                         arith::IndexCastOp::create(nb, l, nb.getI32Type(), at)
+                             .getResult());
+                   })
+                   .getResult(0);
 }
 
 Value Generator::headNorm(Value x, Value w, const NormSpec &n, Location loc) {
@@ -889,7 +947,8 @@ Value Generator::cachedCrossAttention(Value h, const AttentionSpec &a) {
   Value o = AttentionOp::create(
       b, loc, headsType, qh, crossIn[2 * layer], crossIn[2 * layer + 1],
       /*relative=*/Value(), stepSourceLengths, /*positions=*/Value(),
-      /*sinks=*/Value(), MaskKindAttr::get(b.getContext(), MaskKind::none),
+      /*sinks=*/Value(), /*block_table=*/Value(),
+      MaskKindAttr::get(b.getContext(), MaskKind::none),
       /*window=*/IntegerAttr(), b.getF64FloatAttr(a.scale),
       a.softcap > 0.0 ? b.getF64FloatAttr(a.softcap) : FloatAttr(),
       /*alibi_slopes=*/DenseF64ArrayAttr(), /*relative_max_distance=*/
@@ -988,19 +1047,23 @@ void Generator::buildStep(ModuleOp module) {
   if (!hasStepFunction(spec))
     return;
   const StackSpec &s = spec.mainStack();
-  const AttentionSpec &a = s.attention;
   bool encdec = spec.arch == Arch::encoder_decoder;
   // tokens [B, T], positions [B], (an encoder-decoder: the source lengths
-  // [B]), then per layer the key cache (transposed, [B', KV, head_dim, S])
-  // and the value cache ([B', KV, S, head_dim]), then (an encoder-decoder)
-  // per layer the cross-attention key and value caches of the source.
+  // [B]), (a paged cache: the block table [B, M]), then per layer the key
+  // cache (transposed, [B', KV, head_dim, S], or a pool of blocks
+  // [N, KV, head_dim, BS]) and the value cache ([B', KV, S, head_dim] or
+  // [N, KV, BS, head_dim]), then (an encoder-decoder) per layer the
+  // cross-attention key and value caches of the source.
   SmallVector<Type> inputs{RankedTensorType::get({kDyn, kDyn}, b.getI32Type()),
                            RankedTensorType::get({kDyn}, b.getI32Type())};
   if (encdec)
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI32Type()));
+  unsigned tableArg = inputs.size();
+  if (options.kvBlock > 0)
+    inputs.push_back(RankedTensorType::get({kDyn, kDyn}, b.getI32Type()));
   unsigned firstCache = inputs.size();
   for (int64_t l = 0; l < s.layers; ++l)
-    llvm::append_range(inputs, selfCacheTypes(a));
+    llvm::append_range(inputs, selfCacheTypes(s.selfAttention(l)));
   unsigned firstCross = inputs.size();
   for (int64_t l = 0; encdec && l < s.layers; ++l) {
     inputs.push_back(keyCacheType(s.cross));
@@ -1020,6 +1083,7 @@ void Generator::buildStep(ModuleOp module) {
   b.setInsertionPointToStart(entry);
   stepPositions = entry->getArgument(1);
   stepSourceLengths = encdec ? entry->getArgument(2) : Value();
+  stepTable = options.kvBlock > 0 ? entry->getArgument(tableArg) : Value();
   cacheIn.assign(entry->getArguments().begin() + firstCache,
                  entry->getArguments().begin() + firstCross);
   crossIn.assign(entry->getArguments().begin() + firstCross,
@@ -1047,7 +1111,7 @@ void Generator::buildStep(ModuleOp module) {
   SmallVector<Value> rets{x};
   rets.append(cacheOut.begin(), cacheOut.end());
   func::ReturnOp::create(b, modelLoc, rets);
-  stepPositions = stepSourceLengths = Value();
+  stepPositions = stepSourceLengths = stepTable = Value();
   crossIn.clear();
 }
 

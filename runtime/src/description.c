@@ -884,15 +884,20 @@ static tfm_status parse_generation(json_t *root, tfm_description *d) {
       (s = get_integer(g, what, "head_dim", 0, 1, TFM_MAX_DIM,
                        &d->gen_head_dim)) != TFM_OK)
     return s;
-  if (d->gen_layers * 4 + 3 > TFM_MAX_GEN_INPUTS)
+  if (d->gen_layers * 4 + 4 > TFM_MAX_GEN_INPUTS)
     return tfm_fail(TFM_ERR_FORMAT,
                     PREFIX "%lld layers of KV cache are above the runtime's "
                            "limit of %d",
-                    (long long)d->gen_layers, (TFM_MAX_GEN_INPUTS - 3) / 4);
+                    (long long)d->gen_layers, (TFM_MAX_GEN_INPUTS - 4) / 4);
   json_t *latent = field(g, what, "latent", is_bool, "a boolean", 1, &s);
   if (!latent && s != TFM_OK)
     return s;
   d->gen_latent = latent && json_is_true(latent);
+  /* A paged cache: positions per block (0: contiguous caches). */
+  if (json_object_get(g, "block") &&
+      (s = get_integer(g, what, "block", 0, 1, 1 << 20, &d->gen_block)) !=
+          TFM_OK)
+    return s;
   json_t *cdt = field(g, what, "cache_dtype", is_string, "a string", 1, &s);
   if (!cdt && s != TFM_OK)
     return s;

@@ -290,6 +290,10 @@ typedef struct tfm_description {
    * TFM_F16 or TFM_BF16 (tfmc --kv-cache). */
   int32_t gen_cache_dtype;
   int64_t *gen_windows; /* per layer: sliding window (ring buffer) or 0 */
+  /* "block": a paged cache's positions per block (0: contiguous caches).
+   * The layers without a window keep pools of blocks, and the step entry
+   * takes a block table [B, M] (i32) before the caches. */
+  int64_t gen_block;
   /* "generation"."encoder" (encoder-decoders): the cross-attention caches'
    * sizes, d_model, and whether the encoder entry takes source lengths. */
   int gen_encoder, gen_encoder_lengths;
@@ -308,9 +312,16 @@ typedef struct tfm_description {
  * when there are fewer blocks than ranks (key/value heads). */
 int64_t tfm_shard_block(const tfm_param_desc *p, int32_t rank, int32_t ranks);
 
-/* Inputs of the KV-cache entry point: tokens, positions, source lengths, 2
+/* The rows of A from which the generated GEMMs on ggml blocks take f32
+ * panels of the weight (called by them), and a new value for this thread,
+ * returning the old one. */
+int64_t tfm_ggml_panel_rows(void);
+int64_t tfm_set_ggml_panel_rows(int64_t rows);
+
+/* Inputs of the KV-cache entry point: tokens, positions, source lengths, a
+ * block table, 2
  * per layer and (encoder-decoders) 2 more per layer. */
-#define TFM_MAX_GEN_INPUTS 4099
+#define TFM_MAX_GEN_INPUTS 4100
 
 /* Parses `json` into `out`, which is all zeros on failure. */
 tfm_status tfm_description_parse(const char *json, tfm_description *out);

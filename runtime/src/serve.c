@@ -94,6 +94,8 @@ static const tfm_server_api api = {
     tfm_session_decode,
     tfm_session_swap,
     tfm_session_truncate,
+    tfm_session_share,
+    tfm_session_kv_blocks,
     tfm_tokenizer_encode,
     tfm_tokenizer_decode,
     tfm_tokenizer_vocab_size,

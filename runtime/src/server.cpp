@@ -120,7 +120,7 @@ struct Job {
 
 struct Metrics {
   std::atomic<uint64_t> requests{0}, failed{0}, prompt_tokens{0}, generated{0},
-      prefix_hits{0}, reused_tokens{0}, cancelled{0};
+      prefix_hits{0}, reused_tokens{0}, cancelled{0}, shared_prefixes{0};
 };
 
 /// The socket of the connection this thread serves (HttpServer), for a
@@ -305,21 +305,24 @@ public:
       thread.join();
   }
 
-  /// For /metrics: running, waiting, KV blocks in use and in all.
-  void counts(int &running, int &waiting, int64_t &blocks, int64_t &all) {
+  /// For /metrics: running, waiting, and the paged KV cache's blocks: held
+  /// by sequences (running requests and the prompts kept for reuse), in
+  /// the pools, and at most.
+  void counts(int &running, int &waiting, int64_t &blocks, int64_t &pooled,
+              int64_t &all) {
     std::lock_guard<std::mutex> lock(mu);
     running = shown_running;
     waiting = (int)queue.size();
     blocks = shown_blocks;
-    all = (int64_t)parallel * ((ctx + kBlock - 1) / kBlock);
+    pooled = shown_pooled;
+    all = shown_limit;
   }
-
-  static constexpr int64_t kBlock = 16;
 
 private:
   void run() {
     if (threads > 0)
       api->set_threads(threads);
+    publish();
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mu);
@@ -349,12 +352,13 @@ private:
   }
 
   void publish() {
-    int64_t blocks = 0;
-    for (int i = 0; i < nrun; ++i)
-      blocks += ((int64_t)held[i].size() + kBlock - 1) / kBlock;
+    int64_t blocks, pooled, limit;
+    api->session_kv_blocks(session, &blocks, &pooled, &limit);
     std::lock_guard<std::mutex> lock(mu);
     shown_running = nrun;
     shown_blocks = blocks;
+    shown_pooled = pooled;
+    shown_limit = limit;
   }
 
   void swap(int a, int b) {
@@ -371,25 +375,59 @@ private:
     std::swap(last[a], last[b]);
   }
 
-  /// Puts a job into the free sequence whose cached prompt shares the
-  /// most whole chunks with its prompt (else the least recently used).
+  /// The whole prompt chunks of sequence r that a new prompt may reuse:
+  /// a free sequence's kept prompt, or the chunks a running request has
+  /// prefilled so far (computed alone, they are what the new prompt's
+  /// prefill would compute).
+  int64_t reusable_of(int r) const {
+    if (r >= nrun)
+      return reusable[r];
+    return std::min<int64_t>((int64_t)jobs[r]->computed / chunk * chunk,
+                             (int64_t)held[r].size());
+  }
+
+  /// Puts a job into a free sequence with the longest cached prefix of its
+  /// prompt in whole chunks: a free sequence's kept prompt (else the least
+  /// recently used free sequence), or, when a running request holds a
+  /// longer one, that request's blocks, shared (tfm_session_share).
   void admit(std::shared_ptr<Job> job) {
     int best = nrun;
     int64_t best_keep = -1;
-    for (int r = nrun; r < parallel; ++r) {
+    for (int r = 0; r < parallel; ++r) {
       int64_t lcp = 0, limit = std::min<int64_t>(
-                           reusable[r], (int64_t)job->prompt.size() - 1);
+                           reusable_of(r), (int64_t)job->prompt.size() - 1);
       while (lcp < limit && held[r][lcp] == job->prompt[lcp])
         ++lcp;
       int64_t keep = lcp / chunk * chunk;
-      if (keep > best_keep || (keep == best_keep && stamp[r] < stamp[best])) {
+      bool freeSeq = r >= nrun, bestFree = best >= nrun;
+      if (keep > best_keep || (keep == best_keep && freeSeq &&
+                               (!bestFree || stamp[r] < stamp[best]))) {
         best = r;
         best_keep = keep;
       }
     }
+    int src = -1;
+    if (best < nrun) {
+      // A running request's prefix: into the least recently used free
+      // sequence.
+      src = best;
+      best = nrun;
+      for (int r = nrun + 1; r < parallel; ++r)
+        if (stamp[r] < stamp[best])
+          best = r;
+    }
     swap(best, nrun);
     int seq = nrun++;
-    if (api->session_truncate(session, seq, best_keep) != TFM_OK) {
+    if (src >= 0) {
+      if (best_keep == 0 ||
+          api->session_share(session, seq, src, best_keep) != TFM_OK) {
+        api->session_truncate(session, seq, 0);
+        best_keep = 0;
+      } else {
+        held[seq].assign(held[src].begin(), held[src].begin() + best_keep);
+        metrics.shared_prefixes++;
+      }
+    } else if (api->session_truncate(session, seq, best_keep) != TFM_OK) {
       api->session_truncate(session, seq, 0);
       best_keep = 0;
     }
@@ -414,10 +452,14 @@ private:
     }
     swap(i, nrun - 1);
     --nrun;
-    // Only whole chunks of the prompt are reused (see admit).
+    // Only whole chunks of the prompt are reused (see admit): the blocks
+    // past them go back to the pool.
     const Job &job = *jobs[nrun];
     reusable[nrun] = std::min<int64_t>((int64_t)job.computed / chunk * chunk,
                                        (int64_t)held[nrun].size());
+    if (api->session_truncate(session, nrun, reusable[nrun]) != TFM_OK)
+      api->session_truncate(session, nrun, reusable[nrun] = 0);
+    held[nrun].resize((size_t)reusable[nrun]);
     jobs[nrun].reset();
   }
 
@@ -570,7 +612,7 @@ private:
   int outstanding = 0; // jobs submitted and not yet ended
   bool ending = false;
   int shown_running = 0;
-  int64_t shown_blocks = 0;
+  int64_t shown_blocks = 0, shown_pooled = 0, shown_limit = 0;
 
   std::vector<std::shared_ptr<Job>> jobs;
   std::vector<std::vector<int32_t>> held; // tokens each sequence holds
@@ -845,8 +887,8 @@ private:
     svr.Get(
         "/metrics", [this](const httplib::Request &, httplib::Response &res) {
           int running, waiting;
-          int64_t blocks, all;
-          engine->counts(running, waiting, blocks, all);
+          int64_t blocks, pooled, all;
+          engine->counts(running, waiting, blocks, pooled, all);
           std::string t;
           auto metric = [&](const char *n, const char *type, const char *help,
                             double v) {
@@ -871,10 +913,19 @@ private:
                  running);
           metric("tfm_requests_waiting", "gauge", "requests queued", waiting);
           metric("tfm_kv_blocks_in_use", "gauge",
-                 "16-token blocks of KV cache the running requests hold",
+                 "blocks of the paged KV cache held by the running requests "
+                 "and the prompts kept for reuse",
                  (double)blocks);
-          metric("tfm_kv_blocks_total", "gauge", "16-token blocks of KV cache",
+          metric("tfm_kv_blocks_allocated", "gauge",
+                 "blocks of the paged KV cache in memory (held or free)",
+                 (double)pooled);
+          metric("tfm_kv_blocks_total", "gauge",
+                 "blocks of the paged KV cache at most (--parallel x "
+                 "--ctx-size)",
                  (double)all);
+          metric("tfm_prefix_shared_total", "counter",
+                 "requests that shared a running request's prefix blocks",
+                 (double)metrics.shared_prefixes);
           metric("tfm_prefix_cache_hits_total", "counter",
                  "requests that continued from a cached prefix",
                  (double)metrics.prefix_hits);

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define TFM_SERVER_API_VERSION 2
+#define TFM_SERVER_API_VERSION 3
 
 typedef struct tfm_server_api {
   int version;
@@ -43,6 +43,10 @@ typedef struct tfm_server_api {
                                float *logits);
   tfm_status (*session_swap)(tfm_session *s, int64_t a, int64_t b);
   tfm_status (*session_truncate)(tfm_session *s, int64_t seq, int64_t len);
+  tfm_status (*session_share)(tfm_session *s, int64_t dst, int64_t src,
+                              int64_t len);
+  void (*session_kv_blocks)(const tfm_session *s, int64_t *used,
+                            int64_t *allocated, int64_t *limit);
   /* The tokenizer (tokenizer.h). */
   tfm_status (*encode)(const struct tfm_tokenizer *t, const char *text,
                        size_t len, int flags, int32_t **ids, size_t *n);

@@ -12,6 +12,18 @@
  * key that one of its queries still sees. The caches hold the description's
  * `cache_dtype`: f32, or f16 / bf16 (tfmc --kv-cache), 2 bytes an element.
  *
+ * A paged cache (the description's "block": positions per block, tfmc
+ * --kv-block) keeps the caches of the layers without a window as pools of
+ * blocks ([N, KV, D, block] and [N, KV, block, D]) and passes the step a
+ * block table [B, M] (M = ceil(max_len / block)) before the caches:
+ * position p of sequence b is in block table[b][p / block]. A sequence
+ * holds the blocks its positions reach, taken from a free list as it
+ * grows; the pools grow (doubling, up to max_batch x M blocks) when the
+ * list is empty, so memory follows the tokens held, not max_len. Blocks
+ * are counted: sequences may share the blocks of a common prefix
+ * (tfm_session_share), and a shared block that a sequence writes into is
+ * copied first. Swapping two sequences exchanges their table rows.
+ *
  * An encoder-decoder's step also takes the source lengths [B] after the
  * positions and, after the caches, each decoder layer's cross-attention
  * key and value caches, which `<name>_encode` (src [B, S], the source
@@ -41,7 +53,121 @@ struct tfm_session {
   int32_t *source;
   float **cross;
   int64_t ckv, chd;
+  /* A paged cache (block > 0): per layer whether its caches are pools
+   * (windowless layers); the pools' blocks (capacity, growing up to
+   * max_batch x pages); the table, `pages` entries a sequence, of which
+   * the first held[b] are sequence b's blocks (the others name block 0,
+   * which only a whole-cache copy of the kernels reads); each block's
+   * count of holders and the stack of free blocks. */
+  int64_t block, pages, capacity, nfree;
+  char *pooled;
+  int32_t *table, *refs, *free_blocks;
+  int64_t *held;
 };
+
+/* Bytes of one block of a pool (keys or values). */
+static size_t block_bytes(const tfm_session *s) {
+  return (size_t)(s->kv * s->hd * s->block) * s->elt;
+}
+
+/* Grows the pools to at least `want` blocks (doubling, up to the
+ * session's limit), the new blocks zero and free. */
+static tfm_status grow_pools(tfm_session *s, int64_t want) {
+  int64_t limit = s->max_batch * s->pages;
+  int64_t cap = s->capacity * 2 > want ? s->capacity * 2 : want;
+  cap = cap < limit ? cap : limit;
+  if (cap <= s->capacity)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "the KV cache's %lld blocks are all "
+                    "held",
+                    (long long)limit);
+  size_t bb = block_bytes(s), old = (size_t)s->capacity * bb,
+         now = (size_t)cap * bb;
+  for (size_t i = 0; i < 2 * s->layers; ++i) {
+    if (!s->pooled[i / 2] || !s->cache[i])
+      continue;
+    char *p = realloc(s->cache[i], now);
+    if (!p)
+      return tfm_fail(TFM_ERR_MEMORY,
+                      "out of memory growing the KV cache to %lld blocks "
+                      "(%zu MB a layer)",
+                      (long long)cap, now >> 20);
+    memset(p + old, 0, now - old);
+    s->cache[i] = p;
+  }
+  int32_t *refs = realloc(s->refs, (size_t)cap * sizeof *refs);
+  int32_t *list =
+      refs ? realloc(s->free_blocks, (size_t)cap * sizeof *list) : NULL;
+  if (refs)
+    s->refs = refs;
+  if (!refs || !list)
+    return tfm_fail(TFM_ERR_MEMORY, "out of memory growing the KV cache");
+  s->free_blocks = list;
+  /* Lower blocks are taken first. */
+  for (int64_t k = cap; k-- > s->capacity;) {
+    s->refs[k] = 0;
+    s->free_blocks[s->nfree++] = (int32_t)k;
+  }
+  s->capacity = cap;
+  return TFM_OK;
+}
+
+static tfm_status take_block(tfm_session *s, int32_t *out) {
+  if (s->nfree == 0) {
+    tfm_status st = grow_pools(s, s->capacity + 1);
+    if (st != TFM_OK)
+      return st;
+  }
+  *out = s->free_blocks[--s->nfree];
+  s->refs[*out] = 1;
+  return TFM_OK;
+}
+
+static void drop_block(tfm_session *s, int32_t k) {
+  if (--s->refs[k] == 0)
+    s->free_blocks[s->nfree++] = k;
+}
+
+/* Sequence seq keeps its first `keep` blocks. */
+static void release_blocks(tfm_session *s, int64_t seq, int64_t keep) {
+  int32_t *row = s->table + seq * s->pages;
+  for (int64_t g = keep; g < s->held[seq]; ++g) {
+    drop_block(s, row[g]);
+    row[g] = 0;
+  }
+  if (s->held[seq] > keep)
+    s->held[seq] = keep;
+}
+
+/* Gives sequence seq the blocks that positions [0, end) reach, its block
+ * at position lengths[seq] its own (copied if it is shared). */
+static tfm_status hold_blocks(tfm_session *s, int64_t seq, int64_t end) {
+  int32_t *row = s->table + seq * s->pages;
+  int64_t g = s->lengths[seq] / s->block;
+  if (s->lengths[seq] % s->block != 0 && g < s->held[seq] &&
+      s->refs[row[g]] > 1) {
+    int32_t k;
+    tfm_status st = take_block(s, &k);
+    if (st != TFM_OK)
+      return st;
+    size_t bb = block_bytes(s);
+    for (size_t i = 0; i < 2 * s->layers; ++i)
+      if (s->pooled[i / 2] && s->cache[i])
+        memcpy((char *)s->cache[i] + (size_t)k * bb,
+               (char *)s->cache[i] + (size_t)row[g] * bb, bb);
+    drop_block(s, row[g]);
+    row[g] = k;
+  }
+  int64_t need = (end + s->block - 1) / s->block;
+  while (s->held[seq] < need) {
+    int32_t k;
+    tfm_status st = take_block(s, &k);
+    if (st != TFM_OK)
+      return st;
+    row[s->held[seq]++] = k;
+  }
+  return TFM_OK;
+}
 
 tfm_status tfm_model_set_step(tfm_model *m, tfm_forward_fn step) {
   if (!m->desc.gen_layers)
@@ -131,7 +257,17 @@ tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
   s->lengths = tfm_calloc((size_t)max_batch, sizeof *s->lengths);
   s->cache = tfm_calloc(2 * s->layers, sizeof *s->cache);
   s->slots = tfm_calloc(s->layers, sizeof *s->slots);
-  int ok = s->lengths && s->cache && s->slots;
+  s->pooled = tfm_calloc(s->layers, 1);
+  int ok = s->lengths && s->cache && s->slots && s->pooled;
+  if (ok && d->gen_block > 0) {
+    s->block = d->gen_block;
+    s->pages = (max_len + s->block - 1) / s->block;
+    ok = s->pages <= INT32_MAX / max_batch;
+    s->table = ok ? tfm_calloc((size_t)(max_batch * s->pages), sizeof *s->table)
+                  : NULL;
+    s->held = tfm_calloc((size_t)max_batch, sizeof *s->held);
+    ok = s->table && s->held;
+  }
   size_t total = 0;
   if (ok && d->gen_encoder) {
     int64_t cper = d->gen_cross_kv_heads * d->gen_cross_head_dim;
@@ -153,6 +289,12 @@ tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
     s->slots[l] = w > 0 && 2 * w - 1 < max_len ? 2 * w - 1 : max_len;
     if (w > 0 && w < s->chunk)
       s->chunk = w;
+    /* A windowless layer of a paged cache: pools of blocks, grown below. */
+    if ((s->pooled[l] = s->block > 0 && w == 0)) {
+      ok = (s->cache[2 * l] = tfm_calloc(1, 1)) != NULL &&
+           (d->gen_latent || (s->cache[2 * l + 1] = tfm_calloc(1, 1)) != NULL);
+      continue;
+    }
     size_t elems = (size_t)(per * s->slots[l] * max_batch);
     total += (d->gen_latent ? 1 : 2) * elems * elt;
     ok = (s->cache[2 * l] = tfm_calloc(elems, elt)) != NULL &&
@@ -170,6 +312,14 @@ tfm_status tfm_session_create(tfm_model *m, int64_t max_batch, int64_t max_len,
                     "sequences x %lld positions)",
                     total >> 20, (long long)max_batch, (long long)max_len);
   }
+  /* A block per sequence to start with. */
+  if (s->block > 0) {
+    tfm_status st = grow_pools(s, max_batch);
+    if (st != TFM_OK) {
+      tfm_session_free(s);
+      return st;
+    }
+  }
   *out = s;
   return TFM_OK;
 }
@@ -186,10 +336,17 @@ void tfm_session_free(tfm_session *s) {
   free(s->cache);
   free(s->slots);
   free(s->lengths);
+  free(s->pooled);
+  free(s->table);
+  free(s->held);
+  free(s->refs);
+  free(s->free_blocks);
   free(s);
 }
 
 void tfm_session_reset(tfm_session *s) {
+  for (int64_t b = 0; s->block > 0 && b < s->max_batch; ++b)
+    release_blocks(s, b, 0);
   memset(s->lengths, 0, (size_t)s->max_batch * sizeof *s->lengths);
   if (s->source)
     memset(s->source, 0, (size_t)s->max_batch * sizeof *s->source);
@@ -227,8 +384,13 @@ static tfm_status run_step(tfm_session *s, int64_t first, int64_t n, int64_t t,
                       "sequence %lld has no source: encode it "
                       "(tfm_session_encode) before prefill",
                       (long long)b);
+  for (int64_t b = first; s->block > 0 && b < first + n; ++b) {
+    tfm_status st = hold_blocks(s, b, s->lengths[b] + t);
+    if (st != TFM_OK)
+      return st;
+  }
   int32_t *positions = tfm_malloc((size_t)n * sizeof *positions);
-  tfm_tensor *in = tfm_calloc(3 + 4 * s->layers, sizeof *in);
+  tfm_tensor *in = tfm_calloc(4 + 4 * s->layers, sizeof *in);
   if (!positions || !in) {
     free(positions);
     free(in);
@@ -242,7 +404,20 @@ static tfm_status run_step(tfm_session *s, int64_t first, int64_t n, int64_t t,
   tfm_tensor *next = in + 2;
   if (encdec)
     *next++ = (tfm_tensor){s->source + first, TFM_I32, 1, {n}};
+  if (s->block > 0)
+    *next++ =
+        (tfm_tensor){s->table + first * s->pages, TFM_I32, 2, {n, s->pages}};
   for (size_t l = 0; l < s->layers; ++l) {
+    if (s->pooled[l]) {
+      *next++ = (tfm_tensor){
+          s->cache[2 * l], s->dtype, 4, {s->capacity, s->kv, s->hd, s->block}};
+      if (!d->gen_latent)
+        *next++ = (tfm_tensor){s->cache[2 * l + 1],
+                               s->dtype,
+                               4,
+                               {s->capacity, s->kv, s->block, s->hd}};
+      continue;
+    }
     int64_t slots = s->slots[l];
     /* Bytes per sequence. */
     size_t seq = (size_t)(s->kv * s->hd * slots) * s->elt;
@@ -268,7 +443,13 @@ static tfm_status run_step(tfm_session *s, int64_t first, int64_t n, int64_t t,
                            {n, s->ckv, s->max_len, s->chd}};
   }
   tfm_tensor out = {logits, TFM_F32, 3, {n, 1, vocab}};
+  /* A decode step computes each sequence's row of a GEMM on ggml blocks as
+   * it is alone (quantizing it to bytes), whatever the batch. */
+  int64_t panel_rows = tfm_ggml_panel_rows();
+  if (t == 1)
+    tfm_set_ggml_panel_rows(INT64_MAX);
   int32_t rc = m->step((void *const *)m->weights.table, in, &out);
+  tfm_set_ggml_panel_rows(panel_rows);
   free(positions);
   free(in);
   if (rc != 0)
@@ -377,6 +558,8 @@ tfm_status tfm_session_truncate(tfm_session *s, int64_t seq, int64_t len) {
                       l, (long long)len, (long long)seq);
   }
   s->lengths[seq] = len;
+  if (s->block > 0)
+    release_blocks(s, seq, (len + s->block - 1) / s->block);
   return TFM_OK;
 }
 
@@ -401,7 +584,20 @@ tfm_status tfm_session_swap(tfm_session *s, int64_t a, int64_t b) {
   if (st != TFM_OK || a == b)
     return st;
   int64_t held = s->lengths[a] > s->lengths[b] ? s->lengths[a] : s->lengths[b];
+  if (s->block > 0) {
+    int32_t *ra = s->table + a * s->pages, *rb = s->table + b * s->pages;
+    for (int64_t g = 0; g < s->pages; ++g) {
+      int32_t k = ra[g];
+      ra[g] = rb[g];
+      rb[g] = k;
+    }
+    int64_t h = s->held[a];
+    s->held[a] = s->held[b];
+    s->held[b] = h;
+  }
   for (size_t l = 0; l < s->layers; ++l) {
+    if (s->pooled[l])
+      continue;
     size_t slots = (size_t)s->slots[l];
     size_t used = (size_t)held < slots ? (size_t)held : slots;
     size_t seq = (size_t)(s->kv * s->hd) * slots * s->elt;
@@ -435,6 +631,69 @@ tfm_status tfm_session_swap(tfm_session *s, int64_t a, int64_t b) {
   s->lengths[a] = s->lengths[b];
   s->lengths[b] = t;
   return TFM_OK;
+}
+
+tfm_status tfm_session_share(tfm_session *s, int64_t dst, int64_t src,
+                             int64_t len) {
+  tfm_status st = check_seq(s, dst, "tfm_session_share");
+  if (st == TFM_OK)
+    st = check_seq(s, src, "tfm_session_share");
+  if (st != TFM_OK)
+    return st;
+  if (s->block == 0)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "tfm_session_share: model '%s' has no paged KV cache",
+                    s->model->desc.name);
+  if (s->source)
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "tfm_session_share: not for encoder-decoders (model "
+                    "'%s')",
+                    s->model->desc.name);
+  if (dst == src || len < 0 || len > s->lengths[src])
+    return tfm_fail(TFM_ERR_ARGUMENT,
+                    "tfm_session_share: sequence %lld cannot take %lld "
+                    "tokens of sequence %lld, which holds %lld",
+                    (long long)dst, (long long)len, (long long)src,
+                    (long long)s->lengths[src]);
+  /* A ring keeps the last S positions of src: those past len must not
+   * have overwritten keys that dst's next token sees (as for truncate). */
+  const tfm_description *d = &s->model->desc;
+  for (size_t l = 0; len > 0 && d->gen_windows && l < s->layers; ++l) {
+    int64_t w = d->gen_windows[l];
+    if (w > 0 && s->lengths[src] - s->slots[l] > len - w)
+      return tfm_fail(TFM_ERR_ARGUMENT,
+                      "tfm_session_share: layer %zu's sliding window has "
+                      "overwritten keys that token %lld of sequence %lld "
+                      "would see",
+                      l, (long long)len, (long long)src);
+  }
+  /* Counted before dst lets its own go (they may be the same blocks). */
+  int64_t n = (len + s->block - 1) / s->block;
+  int32_t *from = s->table + src * s->pages, *to = s->table + dst * s->pages;
+  for (int64_t g = 0; g < n; ++g)
+    s->refs[from[g]]++;
+  release_blocks(s, dst, 0);
+  memcpy(to, from, (size_t)n * sizeof *to);
+  s->held[dst] = n;
+  for (size_t l = 0; l < s->layers; ++l) {
+    if (s->pooled[l])
+      continue;
+    /* The ring's slots: keys [KV * D rows, S], values [KV, S, D]. */
+    size_t seq = (size_t)(s->kv * s->hd * s->slots[l]) * s->elt;
+    for (int k = 0; k < 2; ++k)
+      if (s->cache[2 * l + k])
+        memcpy((char *)s->cache[2 * l + k] + (size_t)dst * seq,
+               (char *)s->cache[2 * l + k] + (size_t)src * seq, seq);
+  }
+  s->lengths[dst] = len;
+  return TFM_OK;
+}
+
+void tfm_session_kv_blocks(const tfm_session *s, int64_t *used,
+                           int64_t *allocated, int64_t *limit) {
+  *used = s->capacity - s->nfree;
+  *allocated = s->capacity;
+  *limit = s->max_batch * s->pages;
 }
 
 int64_t tfm_session_max_batch(const tfm_session *s) { return s->max_batch; }

@@ -362,6 +362,20 @@ void tfm_set_threads(int n) {
 }
 int tfm_get_threads(void) { return omp_get_max_threads(); }
 
+/* Rows of A from which the generated GEMMs on ggml blocks go through f32
+ * panels of the weight (quantizing A to bytes below): a prompt's many rows.
+ * A decode step raises it past any batch on its thread (session.c), so
+ * that each sequence's row is computed as it is alone. */
+static _Thread_local int64_t panel_rows = 32;
+
+int64_t tfm_ggml_panel_rows(void) { return panel_rows; }
+
+int64_t tfm_set_ggml_panel_rows(int64_t rows) {
+  int64_t old = panel_rows;
+  panel_rows = rows;
+  return old;
+}
+
 double tfm_now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -184,6 +184,25 @@ func.func @kv_cache(%x: tensor<?x?x16xf32>, %kc: tensor<?x2x4x?xf32>, %vc: tenso
   return %o : tensor<?x4x?x4xf32>
 }
 
+// A paged KV cache: pools of blocks of 64 positions and a block table
+// [B, M], through the block, the write, the attention and its kernel.
+// CHECK-LABEL: func.func @paged_kv_cache
+func.func @paged_kv_cache(%x: tensor<?x?x16xf32>, %kc: tensor<?x2x4x64xf32>, %vc: tensor<?x2x64x4xf32>, %pos: tensor<?xi32>, %table: tensor<?x?xi32>, %q: tensor<?x4x?x4xf32>, %k: tensor<?x2x?x4xf32>, %qm: memref<?x4x?x4xf32>, %km: memref<?x2x4x64xf32>, %vm: memref<?x2x64x4xf32>, %pm: memref<?xi32>, %tm: memref<?x?xi32>, %om: memref<?x4x?x4xf32>) -> tensor<?x4x?x4xf32> {
+  %wq = tfm.param "wq" : tensor<16x16xf32>
+  %wk = tfm.param "wk" : tensor<8x16xf32>
+  %wv = tfm.param "wv" : tensor<8x16xf32>
+  %wo = tfm.param "wo" : tensor<16x16xf32>
+  // CHECK: tfm.multi_head_attention {{.*}} cache(%{{.*}}, %{{.*}}) positions(%{{.*}}) block_table(%{{.*}}) {{{.*}}} : ({{.*}}, tensor<?x2x4x64xf32>, tensor<?x2x64x4xf32>, tensor<?xi32>, tensor<?x?xi32>) -> (tensor<?x?x16xf32>, tensor<?x2x4x64xf32>, tensor<?x2x64x4xf32>)
+  %y, %kc2, %vc2 = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wv, %wo) cache(%kc, %vc) positions(%pos) block_table(%table) {heads = 4 : i64, kv_heads = 2 : i64, head_dim = 4 : i64, mask = #tfm.mask<causal>, scale = 5.000000e-01 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<?x2x4x64xf32>, tensor<?x2x64x4xf32>, tensor<?xi32>, tensor<?x?xi32>) -> (tensor<?x?x16xf32>, tensor<?x2x4x64xf32>, tensor<?x2x64x4xf32>)
+  // CHECK: tfm.cache_write %{{.*}} into %{{.*}} at %{{.*}} pages %{{.*}} : tensor<?x?xi32> {transposed} : tensor<?x2x?x4xf32> into tensor<?x2x4x64xf32> at tensor<?xi32>
+  %kc3 = tfm.cache_write %k into %kc at %pos pages %table : tensor<?x?xi32> {transposed} : tensor<?x2x?x4xf32> into tensor<?x2x4x64xf32> at tensor<?xi32>
+  // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} positions(%{{.*}}) block_table(%{{.*}}) {key_transposed
+  %o = tfm.attention %q, %kc3, %vc positions(%pos) block_table(%table) {key_transposed, mask = #tfm.mask<causal>, scale = 5.000000e-01 : f64} : (tensor<?x4x?x4xf32>, tensor<?x2x4x64xf32>, tensor<?x2x64x4xf32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x4x?x4xf32>
+  // CHECK: tfm.attention_kernel {{.*}} positions(%{{.*}} : memref<?xi32>) block_table(%{{.*}} : memref<?x?xi32>) outs(
+  tfm.attention_kernel ins(%qm, %km, %vm : memref<?x4x?x4xf32>, memref<?x2x4x64xf32>, memref<?x2x64x4xf32>) positions(%pm : memref<?xi32>) block_table(%tm : memref<?x?xi32>) outs(%om : memref<?x4x?x4xf32>) {mask = #tfm.mask<causal>, scale = 5.000000e-01 : f64}
+  return %o : tensor<?x4x?x4xf32>
+}
+
 // Tensor parallelism: a rank's block of the vocabulary, the collectives and
 // their kernel forms.
 // CHECK-LABEL: func.func @tensor_parallel

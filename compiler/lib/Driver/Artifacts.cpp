@@ -138,10 +138,14 @@ driver::readInterface(ModuleOp module, const ModelDescription *model,
     // Latent attention: one cache per layer (the latents, as a key cache).
     if (c.latent)
       generation["latent"] = true;
+    // A paged cache: the positions of a block (the step function takes the
+    // block table before the caches).
+    if (c.block)
+      generation["block"] = c.block;
     // The caches' element type when it is not f32 (--kv-cache): the step
-    // function's first cache input, after the tokens, the positions and an
-    // encoder-decoder's source lengths.
-    int64_t firstCache = iface.encodeAbi ? 3 : 2;
+    // function's first cache input, after the tokens, the positions, an
+    // encoder-decoder's source lengths and the block table.
+    int64_t firstCache = (iface.encodeAbi ? 3 : 2) + (c.block ? 1 : 0);
     for (const AbiArg &a : *iface.stepAbi)
       if (a.kind == AbiArg::Input && a.index == firstCache &&
           a.dtype != "float32")

@@ -154,6 +154,13 @@ LogicalResult mlir::tfm::verifyOptions(MLIRContext &ctx,
   if (options.kvCache != ComputeType::f32 && options.target == TargetKind::CUDA)
     return emitError(loc, "--kv-cache is CPU-only for now (CUDA artifacts "
                           "have no KV-cache entry point)");
+  // The CPU kernels read a block of keys (at most 4 vectors of 16) from
+  // one page.
+  if (options.kvBlock < 64 || options.kvBlock % 64 != 0 ||
+      options.kvBlock > (1 << 20))
+    return emitError(loc) << "--kv-block=" << options.kvBlock
+                          << ": the positions per block of the KV cache "
+                             "must be a multiple of 64 up to 2^20";
   return success();
 }
 
@@ -517,6 +524,8 @@ LogicalResult Compilation::compileTfm(llvm::SourceMgr &sourceMgr) {
     built.computeType = toDType(*options.gpuDType);
   built.cacheEntryPoints = options.target != TargetKind::CUDA;
   built.forwardThroughCaches = options.fuseAttention;
+  if (built.cacheEntryPoints)
+    built.kvBlock = options.kvBlock;
   if (options.kvCache != ComputeType::f32) {
     if (spec->mainStack().attention.latent())
       return emitError(diags.loc(decl->loc))

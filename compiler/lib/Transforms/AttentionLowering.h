@@ -44,6 +44,13 @@ struct AttentionLowering {
   /// rows): the decode kernel reads them in place, the prefill kernel a
   /// transposed copy (transposedValueCopy).
   bool vTransposed;
+  /// A paged KV cache: the block table [B, M] and the positions of a block
+  /// (`pageSize`, a multiple of every block of keys the kernels read, so
+  /// that such a block lies in one page); `valuePaged` unless the values
+  /// are a contiguous copy (transposedValueCopy).
+  Value table;
+  int64_t pageSize = 0;
+  bool valuePaged = false;
   int64_t d, dv;
   /// Lanes of an output vector (dv in `chunks` vectors of `wv` lanes).
   int64_t wv, chunks;
@@ -80,6 +87,13 @@ struct AttentionLowering {
   /// The key positions [lo, hi) that a query at position `pos` sees.
   std::pair<Value, Value> rowBounds(OpBuilder &nb, Location l, Value pos,
                                     Value limit) const;
+
+  /// Where key `j` of sequence `bi` lies in the keys (or with `value`, the
+  /// values): (the sequence's index, or in a paged cache its block's; the
+  /// slot). The keys from j to the next multiple of bk lie in the same
+  /// sequence or block, at the following slots.
+  std::pair<Value, Value> keySlot(OpBuilder &b, Location loc, Value bi, Value j,
+                                  bool value = false) const;
 
   /// The lanes of keys [j0, j0 + bk) inside the buffer.
   Value keyMask(OpBuilder &kb, Location kl, Value j0) const;

@@ -29,6 +29,12 @@ namespace mlir::tfm::cpu {
 /// code runs on (tfm_set_threads, --threads).
 constexpr StringLiteral kThreadsFn = "tfm_get_threads";
 
+/// The runtime function that gives the fewest rows of A from which a GEMM
+/// on ggml blocks goes through f32 panels of the weight (i64; a decode
+/// step sets it past any batch, so that each of its rows is computed as it
+/// is alone: runtime/src/session.c).
+constexpr StringLiteral kGgmlPanelRowsFn = "tfm_ggml_panel_rows";
+
 /// Marks `par` as the kernel's own distribution, which
 /// tfm-parallelize-outer keeps parallel.
 void markKeepParallel(scf::ParallelOp par);

@@ -117,13 +117,14 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
       // queries attend to it in one fused tfm.attention (grouped heads read
       // their shared K/V head; no textbook form to match).
       UnitAttr ring = op.getRingAttr();
+      Value table = op.getBlockTable();
       Value kc = CacheWriteOp::create(b, loc, cache[0].getType(), kh, cache[0],
-                                      positions, b.getUnitAttr(), ring);
+                                      positions, table, b.getUnitAttr(), ring);
       Value vc = CacheWriteOp::create(b, loc, cache[1].getType(), vh, cache[1],
-                                      positions, UnitAttr(), ring);
+                                      positions, table, UnitAttr(), ring);
       Value o = AttentionOp::create(
           b, loc, headsType(heads, tq), qh, kc, vc, op.getRelative(),
-          op.getLengths(), positions, op.getSinks(), op.getMaskAttr(),
+          op.getLengths(), positions, op.getSinks(), table, op.getMaskAttr(),
           op.getWindowAttr(), op.getScaleAttr(), op.getSoftcapAttr(),
           op.getAlibiSlopesAttr(), op.getRelativeMaxDistanceAttr(),
           op.getRelativeBidirectionalAttr(), b.getUnitAttr(), ring);
@@ -303,9 +304,9 @@ struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
         RankedTensorType::get({qt.getDimSize(0), heads, qt.getDimSize(2), dv},
                               elt),
         query, key, value, Value(), op.getLengths(), op.getPositions(), Value(),
-        op.getMaskAttr(), IntegerAttr(), op.getScaleAttr(), FloatAttr(),
-        DenseF64ArrayAttr(), IntegerAttr(), UnitAttr(), UnitAttr(), UnitAttr(),
-        UnitAttr());
+        Value(), op.getMaskAttr(), IntegerAttr(), op.getScaleAttr(),
+        FloatAttr(), DenseF64ArrayAttr(), IntegerAttr(), UnitAttr(), UnitAttr(),
+        UnitAttr(), UnitAttr());
   }
 
   LogicalResult matchAndRewrite(LatentAttentionOp op,
@@ -400,9 +401,10 @@ struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
     Value o;
     SmallVector<Value> results;
     if (auto cache = op.getCache(); !cache.empty()) {
+      Value table = op.getBlockTable();
       Value kc =
           CacheWriteOp::create(b, loc, cache[0].getType(), latent, cache[0],
-                               positions, b.getUnitAttr(), UnitAttr());
+                               positions, table, b.getUnitAttr(), UnitAttr());
       // The absorbed form: the values are the cache's c_kv rows, read in
       // place ([B', 1, kv_rank, S], transposed); the output [B, H, T,
       // value_dim] after W_uv.
@@ -410,13 +412,14 @@ struct DecomposeLatentAttention : OpRewritePattern<LatentAttentionOp> {
         Value vt = sliceDim(b, loc, kc, 2, 0, rank);
         Value a = AttentionOp::create(
             b, loc, headsType(heads, rank), absorbedQuery(), kc, vt, Value(),
-            op.getLengths(), positions, Value(), op.getMaskAttr(),
+            op.getLengths(), positions, Value(), table, op.getMaskAttr(),
             IntegerAttr(), op.getScaleAttr(), FloatAttr(), DenseF64ArrayAttr(),
             IntegerAttr(), UnitAttr(), b.getUnitAttr(), UnitAttr(),
             b.getUnitAttr());
         return perHeadMatmul(b, loc, a, wuv, /*transposeW=*/true);
       };
-      if (naive) {
+      // The naive form reads the cache as [B', 1, .., S]: not a paged one.
+      if (naive && !table) {
         Value slots = tensor::DimOp::create(b, loc, kc, 3);
         Value dense = arith::CmpIOp::create(
             b, loc, arith::CmpIPredicate::sle, slots,

@@ -34,6 +34,9 @@ struct GpuAttention : OpRewritePattern<AttentionKernelOp> {
                                 PatternRewriter &rw) const override {
     if (!op.hasPureBufferSemantics())
       return rw.notifyMatchFailure(op, "not bufferized yet");
+    if (op.getBlockTable())
+      return op.emitOpError("a paged KV cache (block_table) is not supported "
+                            "on the GPU yet");
     ImplicitLocOpBuilder b(op.getLoc(), rw);
     KB k{b};
     AttentionShape s;

@@ -252,14 +252,19 @@ struct DecodeKernel : AttentionLowering {
                   eb, el, c0, width, cIdx(eb, el, vl), init,
                   [&](OpBuilder &fb, Location fl, Value col, ValueRange acc) {
                     Value j = arith::AddIOp::create(fb, fl, task.jStart, col);
+                    // (A paged cache's slots past the last key may never
+                    // have been written.)
                     Value mask = vector::CreateMaskOp::create(
                         fb, fl, laneMask,
-                        ValueRange{arith::SubIOp::create(fb, fl, tk, j)});
+                        ValueRange{arith::SubIOp::create(
+                            fb, fl, table ? task.limit : tk, j)});
+                    auto [seq, slot] =
+                        keySlot(fb, fl, task.bi, j, /*value=*/true);
                     SmallVector<Value> vrow;
                     for (int64_t i = 0; i < dims; ++i)
                       vrow.push_back(loadF32(
                           fb, fl, lane, v,
-                          ValueRange{task.bi, task.kvh, es[i], j}, mask, zero));
+                          ValueRange{seq, task.kvh, es[i], slot}, mask, zero));
                     SmallVector<Value> next;
                     for (int64_t r = 0; r < n; ++r) {
                       Value p = vector::LoadOp::create(
@@ -431,18 +436,30 @@ struct DecodeKernel : AttentionLowering {
     // The V rows of the block (keys past the end have p = 0:
     // read a valid row instead).
     Value lastKey = arith::SubIOp::create(kb, kl, tk, c1);
+    // In a paged cache the block lies in one page, whose slots past the
+    // sequence's last key may never have been written: the last key's row
+    // instead.
+    Value seq, slot;
+    std::tie(seq, slot) = keySlot(kb, kl, task.bi, j0, /*value=*/true);
+    if (table)
+      lastKey = arith::SubIOp::create(kb, kl, task.limit, c1);
     SmallVector<Value> js;
-    for (int64_t jj = 0; jj < bk; ++jj)
-      js.push_back(arith::MinSIOp::create(
-          kb, kl, arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
-          lastKey));
+    for (int64_t jj = 0; jj < bk; ++jj) {
+      Value j = arith::MinSIOp::create(
+          kb, kl, arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)), lastKey);
+      js.push_back(table
+                       ? arith::AddIOp::create(
+                             kb, kl, slot, arith::SubIOp::create(kb, kl, j, j0))
+                             .getResult()
+                       : j);
+    }
     forScoreBlocks(kb, kl, task, j0,
                    [&](OpBuilder &tb, Location tl, ArrayRef<Value> rows,
                        ArrayRef<Value> sc) {
                      SmallVector<Value> corrV;
                      for (auto [r, rr] : llvm::enumerate(rows))
                        corrV.push_back(softmaxRow(tb, tl, task, rr, r, sc[r]));
-                     accumulatePV(tb, tl, task, js, rows, corrV);
+                     accumulatePV(tb, tl, task, seq, js, rows, corrV);
                    });
   }
 
@@ -466,9 +483,10 @@ struct DecodeKernel : AttentionLowering {
   }
 
   /// O = O * corr + P V for the rows `rowAt` of a register block, a chunk
-  /// of the head at a time: each V vector is loaded once for all the rows.
+  /// of the head at a time: each V vector is loaded once for all the rows
+  /// (the block's values at slots `js` of the values' entry `seq`).
   void accumulatePV(OpBuilder &tb, Location tl, const DecodeTask &task,
-                    ArrayRef<Value> js, ArrayRef<Value> rowAt,
+                    Value seq, ArrayRef<Value> js, ArrayRef<Value> rowAt,
                     ArrayRef<Value> corrV) const {
     Value bi = task.bi, kvh = task.kvh, si = task.si;
     int64_t n = rowAt.size();
@@ -482,7 +500,7 @@ struct DecodeKernel : AttentionLowering {
                                    ValueRange{bi, kvh, si, rowAt[r], col}),
             corrV[r]));
       for (int64_t jj = 0; jj < bk; ++jj) {
-        Value vrow = loadF32(cb, cl, vvT, v, ValueRange{bi, kvh, js[jj], col});
+        Value vrow = loadF32(cb, cl, vvT, v, ValueRange{seq, kvh, js[jj], col});
         for (int64_t r = 0; r < n; ++r) {
           Value pj = memref::LoadOp::create(
               cb, cl, probs,

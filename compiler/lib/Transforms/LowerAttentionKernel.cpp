@@ -37,6 +37,10 @@ AttentionLowering::AttentionLowering(AttentionKernelOp op, int64_t vl,
   sinks = op.getSinks();
   ring = op.getRing() && positions;
   vTransposed = op.getValueTransposed();
+  if ((table = op.getBlockTable())) {
+    pageSize = cast<MemRefType>(kt.getType()).getDimSize(3);
+    valuePaged = true;
+  }
   d = cast<MemRefType>(q.getType()).getDimSize(3);
   dv = cast<MemRefType>(v.getType()).getDimSize(vTransposed ? 2 : 3);
   wv = vl;
@@ -77,7 +81,11 @@ void AttentionLowering::emitCommon(OpBuilder &b, Location loc,
     heads = dim(b, loc, q, 1);
     tq = dim(b, loc, q, 2);
     kvHeads = dim(b, loc, kt, 1);
-    tk = dim(b, loc, kt, 3);
+    // A paged cache: M blocks a sequence.
+    tk = table ? arith::MulIOp::create(b, loc, dim(b, loc, table, 1),
+                                       cIdx(b, loc, pageSize))
+                     .getResult()
+               : dim(b, loc, kt, 3);
   }
   ninf = cF32(b, loc, -INFINITY);
   ninfV = vector::BroadcastOp::create(b, loc, vk, ninf);
@@ -89,11 +97,24 @@ void AttentionLowering::emitCommon(OpBuilder &b, Location loc,
   lanes = vector::StepOp::create(b, loc, idxV);
 }
 
+std::pair<Value, Value> AttentionLowering::keySlot(OpBuilder &b, Location loc,
+                                                   Value bi, Value j,
+                                                   bool value) const {
+  if (!table || (value && !valuePaged))
+    return {bi, j};
+  Value page = cIdx(b, loc, pageSize);
+  Value block = memref::LoadOp::create(
+      b, loc, table, ValueRange{bi, arith::DivUIOp::create(b, loc, j, page)});
+  return {arith::IndexCastOp::create(b, loc, b.getIndexType(), block),
+          arith::RemUIOp::create(b, loc, j, page)};
+}
+
 Value AttentionLowering::transposedValueCopy(OpBuilder &b, Location loc) const {
   auto vt = cast<MemRefType>(v.getType());
   int64_t dyn = ShapedType::kDynamic;
   SmallVector<Value> sizes{bsz};
-  int64_t kvStatic = vt.getDimSize(1), sStatic = vt.getDimSize(3);
+  // A paged cache's copy holds the M x BS positions of each sequence.
+  int64_t kvStatic = vt.getDimSize(1), sStatic = table ? dyn : vt.getDimSize(3);
   if (ShapedType::isDynamic(kvStatic))
     sizes.push_back(kvHeads);
   if (ShapedType::isDynamic(sStatic))
@@ -106,12 +127,23 @@ Value AttentionLowering::transposedValueCopy(OpBuilder &b, Location loc) const {
       b, loc, ValueRange{c0, c0, c0},
       ValueRange{bsz, kvHeads, cIdx(b, loc, dv)}, ValueRange{c1, c1, c1},
       [&](OpBuilder &nb, Location l, ValueRange ivs) {
+        // A paged cache's slots past the sequence's last key may never have
+        // been written: zeros there.
+        Value limit =
+            table ? sequenceBounds(nb, l, ivs[0], Value()).second : Value();
         forRange(nb, l, c0, tk, c1, [&](OpBuilder &jb, Location jl, Value j) {
+          auto [seq, slot] = keySlot(jb, jl, ivs[0], j, /*value=*/true);
           Value x = memref::LoadOp::create(
-              jb, jl, v, ValueRange{ivs[0], ivs[1], ivs[2], j});
+              jb, jl, v, ValueRange{seq, ivs[1], ivs[2], slot});
           // An f16 or bf16 cache's values, copied as f32.
           if (!x.getType().isF32())
             x = arith::ExtFOp::create(jb, jl, jb.getF32Type(), x);
+          if (limit)
+            x = arith::SelectOp::create(
+                jb, jl,
+                arith::CmpIOp::create(jb, jl, arith::CmpIPredicate::slt, j,
+                                      limit),
+                x, cF32(jb, jl, 0.0));
           memref::StoreOp::create(jb, jl, x, copy,
                                   ValueRange{ivs[0], ivs[1], j, ivs[2]});
         });
@@ -252,11 +284,13 @@ SmallVector<Value> AttentionLowering::dotBlock(
     int64_t rows,
     function_ref<std::pair<Value, Value>(int64_t)> queryAt) const {
   SmallVector<Value> init(rows, zeroK);
+  Value seq, slot;
+  std::tie(seq, slot) = keySlot(kb, kl, bi, j0);
   auto loop = scf::ForOp::create(
       kb, kl, c0, cIdx(kb, kl, d), c1, init,
       [&](OpBuilder &db, Location dl, Value dd, ValueRange acc) {
-        Value kv =
-            loadF32(db, dl, vk, kt, ValueRange{bi, kvh, dd, j0}, kMask, zeroK);
+        Value kv = loadF32(db, dl, vk, kt, ValueRange{seq, kvh, dd, slot},
+                           kMask, zeroK);
         SmallVector<Value> next;
         for (int64_t r = 0; r < rows; ++r) {
           auto [head, pos] = queryAt(r);
@@ -373,6 +407,12 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
       return b.notifyMatchFailure(op, "head dimensions must be static");
     Location loc = op.getLoc();
     AttentionLowering a(op, vl);
+    // A block of keys the kernels read must lie in one page: the decode
+    // kernel's are at most 4 vectors.
+    if (a.table && (a.pageSize % (4 * vl) != 0 || a.pageSize % a.bk != 0))
+      return op.emitOpError()
+             << "a paged KV cache needs blocks of a multiple of " << 4 * vl
+             << " positions on this CPU, not " << a.pageSize;
     a.emitCommon(b, loc);
     std::optional<int64_t> group = a.decodeGroup();
     std::optional<AttentionLowering> dec;
@@ -389,6 +429,7 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
         return a.emitPrefill(pb, pl);
       AttentionLowering pa = a;
       pa.v = a.transposedValueCopy(pb, pl);
+      pa.valuePaged = false;
       pa.emitPrefill(pb, pl);
       memref::DeallocOp::create(pb, pl, pa.v);
     };

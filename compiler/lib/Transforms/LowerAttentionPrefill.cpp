@@ -471,12 +471,25 @@ struct PrefillKernel : AttentionLowering {
   /// pvChunks vectors at a time.
   void accumulatePV(OpBuilder &kb, Location kl, const PrefillTask &task,
                     ArrayRef<Value> slot, Value j0) const {
-    // Keys past the end have p = 0; read a valid row.
+    // Keys past the end have p = 0; read a valid row (in a paged cache the
+    // block lies in one page, whose slots past the sequence's last key may
+    // never have been written: the last key's row).
+    Value seq, first;
+    std::tie(seq, first) = keySlot(kb, kl, task.bi, j0, /*value=*/true);
+    bool paged = table && valuePaged;
+    Value lastKey =
+        paged ? arith::SubIOp::create(kb, kl, task.limit, c1).getResult()
+              : task.lastKey;
     SmallVector<Value> js;
-    for (int64_t jj = 0; jj < bk; ++jj)
-      js.push_back(arith::MinSIOp::create(
-          kb, kl, arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)),
-          task.lastKey));
+    for (int64_t jj = 0; jj < bk; ++jj) {
+      Value j = arith::MinSIOp::create(
+          kb, kl, arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)), lastKey);
+      js.push_back(
+          paged ? arith::AddIOp::create(kb, kl, first,
+                                        arith::SubIOp::create(kb, kl, j, j0))
+                      .getResult()
+                : j);
+    }
     for (int64_t rg = 0; rg < rows; rg += pvRows) {
       forChunks(
           kb, kl, chunks / pvChunks, [&](OpBuilder &cb, Location cl, Value cg) {
@@ -498,7 +511,7 @@ struct PrefillKernel : AttentionLowering {
               for (int64_t c = 0; c < pvChunks; ++c)
                 vrow.push_back(
                     loadF32(cb, cl, vvT, v,
-                            ValueRange{task.bi, task.kvh, js[jj], cols[c]}));
+                            ValueRange{seq, task.kvh, js[jj], cols[c]}));
               for (int64_t i = 0; i < pvRows; ++i) {
                 Value pb = vector::BroadcastOp::create(
                     cb, cl, vvT,

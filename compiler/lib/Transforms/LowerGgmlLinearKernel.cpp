@@ -17,7 +17,10 @@
 // From 32 rows of A (a prompt) every type goes another way: each task
 // dequantizes its rows of W, a chunk of K at a time, into an f32 panel and
 // multiplies A by it unquantized (emitPanels), which costs little more than
-// f32 weights once the conversion is shared by many rows of A.
+// f32 weights once the conversion is shared by many rows of A. The
+// threshold comes from the runtime (tfm_ggml_panel_rows: 32, or no limit
+// during a decode step, whose rows must each be computed as they are alone
+// whatever the batch).
 //
 // Every kernel of a module calls one function, tfm_ggml_gemm(A, rows,
 // type, out), which switches on the type once and runs that type's loop
@@ -61,10 +64,9 @@ constexpr StringLiteral kPmaddWd = "llvm.x86.avx2.pmadd.wd";
 /// Rows of W (N) and of A (M) a task covers.
 constexpr int64_t kTaskRowsW = 16;
 constexpr int64_t kTaskRowsA = 64;
-/// Rows of A from which the product goes through f32 panels of the weight,
-/// the panels' depth (values of K: whole K-quant super-blocks) and the rows
-/// of A a panel task covers.
-constexpr int64_t kPanelMinRows = 32;
+/// The depth of the f32 panels of the weight (values of K: whole K-quant
+/// super-blocks) and the rows of A a panel task covers (from
+/// tfm_ggml_panel_rows() rows of A on).
 constexpr int64_t kPanelDepth = 256;
 constexpr int64_t kPanelRowsA = 256;
 
@@ -974,11 +976,16 @@ struct TypeLowering {
       }
   }
 
-  /// The product: a prompt's many rows of A (at least kPanelMinRows) by
+  /// The product: a prompt's many rows of A (tfm_ggml_panel_rows()) by
   /// panels of f32, a decode's few by the register tiles on the blocks.
   void emit(Value mRows, Value nRows) const {
+    Value minRows = arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        func::CallOp::create(b, loc, kGgmlPanelRowsFn,
+                             TypeRange{b.getI64Type()}, ValueRange{})
+            .getResult(0));
     Value many = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, mRows,
-                                       idx(b, kPanelMinRows));
+                                       minRows);
     auto ifOp = scf::IfOp::create(b, loc, many, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
@@ -1225,6 +1232,13 @@ void cpu::defineGgmlGemm(ModuleOp module, int64_t vl) {
     return;
   MLIRContext *ctx = module.getContext();
   Type i32 = IntegerType::get(ctx, 32);
+  if (!module.lookupSymbol(kGgmlPanelRowsFn)) {
+    OpBuilder d(ctx);
+    d.setInsertionPointToStart(module.getBody());
+    func::FuncOp::create(d, module.getLoc(), kGgmlPanelRowsFn,
+                         d.getFunctionType({}, {d.getI64Type()}))
+        .setPrivate();
+  }
   defineTypeSwitch(module, kGgmlGemmFn,
                    {matrixType(ctx), rowsType(ctx), i32, matrixType(ctx)}, 2,
                    [&](OpBuilder &b, Location loc, int32_t type, Block *entry) {

@@ -151,6 +151,11 @@ cl::opt<ComputeType, false, EnumParser<ComputeType>> kvCache(
                           "the cache's bytes)"),
                clEnumValN(ComputeType::bf16, "bf16", "bfloat16")),
     cl::cat(compileCategory));
+cl::opt<int64_t> kvBlock(
+    "kv-block",
+    cl::desc("Positions per block of the paged KV cache (CPU; a multiple of "
+             "64): sequences hold whole blocks of a shared pool"),
+    cl::init(128), cl::cat(compileCategory));
 cl::opt<bool> noAttentionFusion(
     "no-attention-fusion",
     cl::desc("Do not fuse attention: run it as primitive matmul, mask and "
@@ -251,6 +256,7 @@ FailureOr<CompileOptions> readOptions(MLIRContext &ctx) {
   options.fuseNorms = !noNormFusion;
   options.quantize = quantize;
   options.kvCache = kvCache;
+  options.kvBlock = kvBlock;
   options.modelName = modelName;
   options.tensorParallel = tensorParallel;
   options.codegenThreads = codegenThreads;

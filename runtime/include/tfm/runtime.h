@@ -237,13 +237,26 @@ tfm_status tfm_session_decode(tfm_session *s, int64_t n, const int32_t *tokens,
  * where tokens past `len` overwrote keys that the next token would still
  * see, it fails (TFM_ERR_ARGUMENT) and changes nothing.
  * tfm_session_swap: exchanges two sequences (their caches and lengths;
- * an encoder-decoder's sources too), copying only the positions they hold.
+ * an encoder-decoder's sources too): a paged cache exchanges their block
+ * tables; the caches of a sliding window's layers are copied (only the
+ * positions they hold).
+ * tfm_session_share: sequence `dst` (emptied first) takes the first `len`
+ * tokens of sequence `src` by sharing the blocks of a paged cache that
+ * hold them (a sliding window's ring is copied); a block both write into
+ * is copied first. Decoders with a paged KV cache (tfmc --kv-block) only.
+ * tfm_session_kv_blocks: blocks of the paged cache held by sequences, in
+ * the pools now, and at most (max_batch x ceil(max_len / block); all 0
+ * without a paged cache).
  * tfm_session_max_batch / tfm_session_max_len: what the session holds. */
 tfm_status tfm_session_append(tfm_session *s, int64_t seq,
                               const int32_t *tokens, int64_t len,
                               float *logits);
 tfm_status tfm_session_truncate(tfm_session *s, int64_t seq, int64_t len);
 tfm_status tfm_session_swap(tfm_session *s, int64_t a, int64_t b);
+tfm_status tfm_session_share(tfm_session *s, int64_t dst, int64_t src,
+                             int64_t len);
+void tfm_session_kv_blocks(const tfm_session *s, int64_t *used,
+                           int64_t *allocated, int64_t *limit);
 int64_t tfm_session_max_batch(const tfm_session *s);
 int64_t tfm_session_max_len(const tfm_session *s);
 /* Encoder-decoders: gives sequences 0..n-1 the sources src[i] (lens[i]

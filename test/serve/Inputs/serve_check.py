@@ -267,8 +267,9 @@ def metrics(port):
 
 METRICS = ["tfm_requests_total", "tfm_requests_failed_total", "tfm_prompt_tokens_total",
            "tfm_generated_tokens_total", "tfm_requests_running", "tfm_requests_waiting",
-           "tfm_kv_blocks_in_use", "tfm_kv_blocks_total", "tfm_prefix_cache_hits_total",
-           "tfm_prefix_tokens_reused_total", "tfm_requests_cancelled_total"]
+           "tfm_kv_blocks_in_use", "tfm_kv_blocks_allocated", "tfm_kv_blocks_total",
+           "tfm_prefix_cache_hits_total", "tfm_prefix_tokens_reused_total",
+           "tfm_prefix_shared_total", "tfm_requests_cancelled_total"]
 
 
 def wait_metric(port, name, pred, limit=20):
@@ -1181,6 +1182,59 @@ def sc_prefix(cmd, opts):
         return "a shared prefix is reused, the output unchanged"
 
 
+def sc_prefix_running(cmd, opts):
+    """A request whose prompt shares whole prefill chunks with a request
+    still running takes that request's KV blocks (tfm_session_share: the
+    blocks counted, not copied) and gives a fresh server's output; the
+    running one is unchanged; the paged cache's gauges add up."""
+    base = " ".join(prompt_of(700 + k, 12) for k in range(24))
+    first, second = base + " one", base + " two"
+    with Server(cmd, []) as s:
+        shared = len(tokenize(s.port, base))
+        # The first runs long (to the context's end, no EOS wanted).
+        long_tokens = 1024 - shared - 8
+        solo_first = run_cmpl(s.port, first, long_tokens)[:3]
+    with Server(cmd, []) as s:
+        solo_second = run_cmpl(s.port, second, 24)[:3]
+    with Server(cmd, ["--parallel", "2"]) as s:
+        p = s.port
+        check(shared > 256, "the shared prefix is shorter than 2 chunks")
+        m0 = metrics(p)
+        check(m0["tfm_kv_blocks_in_use"] == 0 and m0["tfm_kv_blocks_total"] > 0,
+              "an idle server holds %g of %g KV blocks" % (m0["tfm_kv_blocks_in_use"],
+                                                          m0["tfm_kv_blocks_total"]))
+        res = {}
+
+        def long_first():
+            res["first"] = run_cmpl(p, first, long_tokens)
+
+        t = threading.Thread(target=long_first, daemon=True)
+        t.start()
+        wait_metric(p, "tfm_generated_tokens_total",
+                    lambda v: v > m0["tfm_generated_tokens_total"])
+        got = run_cmpl(p, second, 24)
+        m1 = metrics(p)
+        t.join(120)
+        check("first" in res, "the long request did not end")
+        check(m1["tfm_prefix_shared_total"] == m0["tfm_prefix_shared_total"] + 1,
+              "the second request did not share the running one's blocks "
+              "(tfm_prefix_shared_total %g)" % m1["tfm_prefix_shared_total"])
+        reused = m1["tfm_prefix_tokens_reused_total"] - m0["tfm_prefix_tokens_reused_total"]
+        check(256 <= reused <= shared, "%g tokens reused of a %d-token shared prefix"
+              % (reused, shared))
+        check(got[:3] == solo_second, "the sharing request differs from a fresh server's")
+        check(res["first"][:3] == solo_first, "the running request differs from a fresh "
+              "server's")
+        m2 = wait_metric(p, "tfm_requests_running", lambda v: v == 0)
+        check(0 < m2["tfm_kv_blocks_in_use"] <= m2["tfm_kv_blocks_allocated"]
+              <= m2["tfm_kv_blocks_total"],
+              "KV blocks held %g, allocated %g, at most %g"
+              % (m2["tfm_kv_blocks_in_use"], m2["tfm_kv_blocks_allocated"],
+                 m2["tfm_kv_blocks_total"]))
+        return "a running request's prefix blocks shared (%d tokens), both outputs " \
+            "a fresh server's" % reused
+
+
 def sc_prefix_load(cmd, opts):
     """Prompts that share long prefixes (several whole prefill chunks), 96
     requests from 16 threads: each output is the one a fresh server gives
@@ -1247,7 +1301,7 @@ SCENARIOS = {"basic": sc_basic, "sampling": sc_sampling, "utf8": sc_utf8, "concu
              "slow-headers": sc_slow_headers, "cut": sc_cut,
              "cut-nonstream": sc_cut_nonstream,
              "queue": sc_queue, "queue-burst": sc_queue_burst, "sigterm": sc_sigterm, "prefix": sc_prefix,
-             "prefix-load": sc_prefix_load}
+             "prefix-load": sc_prefix_load, "prefix-running": sc_prefix_running}
 
 
 def run_command(cmd, shell_cmd):

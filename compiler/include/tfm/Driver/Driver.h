@@ -77,6 +77,9 @@ struct CompileOptions {
   /// `--kv-cache`: the element type of the KV caches (CPU): keys and values
   /// are rounded to it as they are written and read back as f32.
   ComputeType kvCache = ComputeType::f32;
+  /// `--kv-block`: positions per block of the paged KV cache (CPU): a
+  /// positive multiple of 64.
+  int64_t kvBlock = 128;
   /// Which model of a file with several.
   std::string modelName;
   /// `--tensor-parallel N`: the model split over N processes (1: none).

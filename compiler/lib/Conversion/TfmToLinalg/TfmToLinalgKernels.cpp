@@ -143,10 +143,11 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
     }
     auto kernel = AttentionKernelOp::create(
         b, loc, TypeRange{rt}, q, kt, v, adaptor.getLengths(),
-        adaptor.getPositions(), bias, adaptor.getSinks(), init,
-        op.getMaskAttr(), op.getWindowAttr(), op.getScaleAttr(),
-        op.getSoftcapAttr(), op.getAlibiSlopesAttr(), distance,
-        op.getRingAttr(), valueTransposed ? b.getUnitAttr() : UnitAttr());
+        adaptor.getPositions(), bias, adaptor.getSinks(),
+        adaptor.getBlockTable(), init, op.getMaskAttr(), op.getWindowAttr(),
+        op.getScaleAttr(), op.getSoftcapAttr(), op.getAlibiSlopesAttr(),
+        distance, op.getRingAttr(),
+        valueTransposed ? b.getUnitAttr() : UnitAttr());
     b.replaceOp(op, kernel.getResult()[0]);
     return success();
   }
@@ -182,7 +183,8 @@ static Value roundToBF16(OpBuilder &b, Location loc, Value x) {
 /// [KV, T, D] block (transposing it for a key cache: the transpose is the
 /// generic's indexing map) and inserted back; bufferized in place, this
 /// writes the block straight into the cache, with no copy of the cache. A
-/// ring buffer is written one position at a time, at slot p mod S.
+/// ring buffer is written one position at a time, at slot p mod S; a paged
+/// cache one run of positions per block the update reaches.
 struct LowerCacheWrite : OpConversionPattern<CacheWriteOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(CacheWriteOp op, OpAdaptor adaptor,
@@ -190,7 +192,7 @@ struct LowerCacheWrite : OpConversionPattern<CacheWriteOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = b.getContext();
     Value update = adaptor.getUpdate(), cache = adaptor.getCache(),
-          positions = adaptor.getPositions();
+          positions = adaptor.getPositions(), table = adaptor.getBlockTable();
     bool transposed = op.getTransposed(), ring = op.getRing();
     auto ut = tensorType(update);
     // A cache of f16 or bf16 holds the update rounded (--kv-cache).
@@ -202,9 +204,11 @@ struct LowerCacheWrite : OpConversionPattern<CacheWriteOp> {
     AffineMap in =
         transposed ? AffineMap::get(4, 0, {dim(0), dim(1), dim(3), dim(2)}, ctx)
                    : b.getMultiDimIdentityMap(4);
-    // Copies update[b, :, t0 : t0 + n, :] to the cache at position `at`.
+    // Copies update[b, :, t0 : t0 + n, :] to the cache at position `at` of
+    // its entry `dst` (a sequence, or a paged cache's block).
     auto write = [&](OpBuilder &nb, Location l, Value into, Value bi,
-                     OpFoldResult t0, OpFoldResult n, Value at) -> Value {
+                     OpFoldResult t0, OpFoldResult n, Value at,
+                     Value dst) -> Value {
       SmallVector<OpFoldResult> ones(4, nb.getIndexAttr(1));
       auto size = [&](int64_t i) -> OpFoldResult {
         return ut.isDynamicDim(i) ? OpFoldResult(dimOf(nb, l, update, i))
@@ -216,7 +220,7 @@ struct LowerCacheWrite : OpConversionPattern<CacheWriteOp> {
                                          size(3)};
       Value block =
           tensor::ExtractSliceOp::create(nb, l, update, srcOff, srcSizes, ones);
-      SmallVector<OpFoldResult> dstOff{OpFoldResult(bi), nb.getIndexAttr(0),
+      SmallVector<OpFoldResult> dstOff{OpFoldResult(dst), nb.getIndexAttr(0),
                                        nb.getIndexAttr(0), nb.getIndexAttr(0)};
       dstOff[posDim] = OpFoldResult(at);
       SmallVector<OpFoldResult> dstSizes(srcSizes);
@@ -246,12 +250,44 @@ struct LowerCacheWrite : OpConversionPattern<CacheWriteOp> {
         b, loc, c0, dimOf(b, loc, update, 0), c1, ValueRange{cache},
         [&](OpBuilder &nb, Location l, Value bi, ValueRange iter) {
           Value p = positionOf(nb, l, positions, bi);
+          if (table) {
+            // Block g of the sequence takes the update's positions
+            // [max(g * BS, p), min((g + 1) * BS, p + T)).
+            Value bs = dimOf(nb, l, cache, posDim);
+            Value t = dimOf(nb, l, update, 2);
+            Value end = arith::AddIOp::create(nb, l, p, t);
+            Value g0 = arith::DivUIOp::create(nb, l, p, bs);
+            Value g1 = arith::CeilDivUIOp::create(nb, l, end, bs);
+            auto pages = scf::ForOp::create(
+                nb, l, g0, g1, c1, ValueRange{iter[0]},
+                [&](OpBuilder &gb, Location gl, Value g, ValueRange it) {
+                  Value lo = arith::MaxUIOp::create(
+                      gb, gl, arith::MulIOp::create(gb, gl, g, bs), p);
+                  Value hi = arith::MinUIOp::create(
+                      gb, gl,
+                      arith::MulIOp::create(
+                          gb, gl, arith::AddIOp::create(gb, gl, g, c1), bs),
+                      end);
+                  Value block = arith::IndexCastOp::create(
+                      gb, gl, gb.getIndexType(),
+                      tensor::ExtractOp::create(gb, gl, table,
+                                                ValueRange{bi, g}));
+                  scf::YieldOp::create(
+                      gb, gl,
+                      write(gb, gl, it[0], bi,
+                            OpFoldResult(arith::SubIOp::create(gb, gl, lo, p)),
+                            OpFoldResult(arith::SubIOp::create(gb, gl, hi, lo)),
+                            arith::RemUIOp::create(gb, gl, lo, bs), block));
+                });
+            scf::YieldOp::create(nb, l, pages.getResult(0));
+            return;
+          }
           if (!ring) {
             OpFoldResult t = ut.isDynamicDim(2)
                                  ? OpFoldResult(dimOf(nb, l, update, 2))
                                  : nb.getIndexAttr(ut.getDimSize(2));
             scf::YieldOp::create(
-                nb, l, write(nb, l, iter[0], bi, nb.getIndexAttr(0), t, p));
+                nb, l, write(nb, l, iter[0], bi, nb.getIndexAttr(0), t, p, bi));
             return;
           }
           Value slots = dimOf(nb, l, cache, posDim);
@@ -262,7 +298,7 @@ struct LowerCacheWrite : OpConversionPattern<CacheWriteOp> {
                     ib, il, arith::AddIOp::create(ib, il, p, t), slots);
                 scf::YieldOp::create(ib, il,
                                      write(ib, il, it[0], bi, OpFoldResult(t),
-                                           ib.getIndexAttr(1), slot));
+                                           ib.getIndexAttr(1), slot, bi));
               });
           scf::YieldOp::create(nb, l, inner.getResult(0));
         });

@@ -49,6 +49,12 @@ struct CacheLayout {
   /// Layer l's sliding window (0: attends to the whole cache); its cache is
   /// a ring buffer of that many positions.
   std::vector<int64_t> windows;
+  /// A paged cache (0: none): the positions of a block. The caches of the
+  /// layers without a sliding window are pools of such blocks ([N, kvHeads,
+  /// headDim, block] and [N, kvHeads, block, headDim]), and the step
+  /// function takes a block table [B, M] (i32) after the positions and an
+  /// encoder-decoder's source lengths.
+  int64_t block = 0;
   /// An encoder-decoder's cross-attention caches.
   struct Encoder {
     int64_t kvHeads = 0;

@@ -23,9 +23,10 @@ include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 
-class Tfm_KernelOp<string mnemonic, list<Trait> traits = []> : Tfm_Op<mnemonic,
-    !listconcat(traits, [DestinationStyleOpInterface,
-     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>])> {
+class Tfm_KernelOp<string mnemonic, list<Trait> traits = []>
+    : Tfm_Op<mnemonic, !listconcat(traits, [DestinationStyleOpInterface,
+                                            DeclareOpInterfaceMethods<
+                                                MemoryEffectsOpInterface>])> {
   let extraClassDeclaration = [{
     ::mlir::MutableOperandRange getDpsInitsMutable() {
       return getOutputMutable();
@@ -34,8 +35,8 @@ class Tfm_KernelOp<string mnemonic, list<Trait> traits = []> : Tfm_Op<mnemonic,
   let hasVerifier = 1;
 }
 
-def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel",
-    [AttrSizedOperandSegments]> {
+def Tfm_LinearKernelOp
+    : Tfm_KernelOp<"linear_kernel", [AttrSizedOperandSegments]> {
   let summary = "output = act(input x weight^T + bias) * mul + residual";
   let description = [{
     `input` [M, K] times the weight, packed in panels `weight_p` [P, K, W]
@@ -55,9 +56,9 @@ def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel",
     ```
   }];
   let arguments = (ins AnyShaped:$input, AnyShaped:$weight_p,
-                   Optional<AnyShaped>:$bias, Optional<AnyShaped>:$mul,
-                   Optional<AnyShaped>:$residual, AnyShaped:$output,
-                   OptionalAttr<Tfm_ActivationAttr>:$activation);
+      Optional<AnyShaped>:$bias, Optional<AnyShaped>:$mul,
+      Optional<AnyShaped>:$residual, AnyShaped:$output,
+      OptionalAttr<Tfm_ActivationAttr>:$activation);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     `ins` `(` $input `,` $weight_p (`,` $bias^)? `:` type($input) `,`
@@ -80,8 +81,8 @@ def Tfm_LinearKernelOp : Tfm_KernelOp<"linear_kernel",
   }];
 }
 
-def Tfm_GgmlLinearKernelOp : Tfm_KernelOp<"ggml_linear_kernel",
-    [AttrSizedOperandSegments]> {
+def Tfm_GgmlLinearKernelOp
+    : Tfm_KernelOp<"ggml_linear_kernel", [AttrSizedOperandSegments]> {
   let summary = "tfm.linear_kernel on a weight in ggml's block-quantized rows";
   let description = [{
     `input` [M, K] (f32) times the weight [N, K] that `rows` holds as N
@@ -102,9 +103,9 @@ def Tfm_GgmlLinearKernelOp : Tfm_KernelOp<"ggml_linear_kernel",
     ```
   }];
   let arguments = (ins AnyShaped:$input, AnyShaped:$rows, AnyShaped:$ggml_type,
-                   Optional<AnyShaped>:$bias, Optional<AnyShaped>:$mul,
-                   Optional<AnyShaped>:$residual, AnyShaped:$output,
-                   OptionalAttr<Tfm_ActivationAttr>:$activation);
+      Optional<AnyShaped>:$bias, Optional<AnyShaped>:$mul,
+      Optional<AnyShaped>:$residual, AnyShaped:$output,
+      OptionalAttr<Tfm_ActivationAttr>:$activation);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     `ins` `(` $input `,` $rows `,` $ggml_type (`,` $bias^)? `:` type($input)
@@ -138,9 +139,8 @@ def Tfm_GgmlEmbedKernelOp : Tfm_KernelOp<"ggml_embed_kernel"> {
     tfm.ggml_embed_kernel ins(%ids, %rows, %type : memref<?x?xi32>, memref<8192xi8>, memref<1xi32>) outs(%x : memref<?x?x64xf32>) {scale = 8.0 : f64}
     ```
   }];
-  let arguments = (ins AnyShaped:$tokens, AnyShaped:$rows,
-                   AnyShaped:$ggml_type, AnyShaped:$output,
-                   OptionalAttr<F64Attr>:$scale);
+  let arguments = (ins AnyShaped:$tokens, AnyShaped:$rows, AnyShaped:$ggml_type,
+      AnyShaped:$output, OptionalAttr<F64Attr>:$scale);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     `ins` `(` $tokens `,` $rows `,` $ggml_type `:` type($tokens) `,`
@@ -155,8 +155,7 @@ def Tfm_GgmlEmbedKernelOp : Tfm_KernelOp<"ggml_embed_kernel"> {
   let hasVerifier = 1;
 }
 
-def Tfm_MoeKernelOp : Tfm_KernelOp<"moe_kernel",
-    [AttrSizedOperandSegments]> {
+def Tfm_MoeKernelOp : Tfm_KernelOp<"moe_kernel", [AttrSizedOperandSegments]> {
   let summary = "a mixture of experts' routed experts, destination style";
   let description = [{
     The kernel form of `tfm.moe_experts` on rows: `input` [M, D] (f32),
@@ -178,9 +177,9 @@ def Tfm_MoeKernelOp : Tfm_KernelOp<"moe_kernel",
     ```
   }];
   let arguments = (ins AnyShaped:$input, AnyShaped:$weights, AnyShaped:$up_p,
-                   Optional<AnyShaped>:$gate_p, AnyShaped:$down_p,
-                   Variadic<AnyShaped>:$biases, AnyShaped:$output,
-                   I64Attr:$hidden, Tfm_ActivationAttr:$activation);
+      Optional<AnyShaped>:$gate_p, AnyShaped:$down_p,
+      Variadic<AnyShaped>:$biases, AnyShaped:$output, I64Attr:$hidden,
+      Tfm_ActivationAttr:$activation);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     `ins` `(` $input `,` $weights `:` type($input) `,` type($weights) `)`
@@ -222,9 +221,8 @@ def Tfm_NormKernelOp : Tfm_KernelOp<"norm_kernel"> {
     ```
   }];
   let arguments = (ins AnyShaped:$input, AnyShaped:$weight,
-                   Optional<AnyShaped>:$bias, AnyShaped:$output,
-                   Tfm_NormKindAttr:$kind, F64Attr:$eps,
-                   DefaultValuedAttr<F64Attr, "0.0">:$offset);
+      Optional<AnyShaped>:$bias, AnyShaped:$output, Tfm_NormKindAttr:$kind,
+      F64Attr:$eps, DefaultValuedAttr<F64Attr, "0.0">:$offset);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     `ins` `(` $input `,` $weight (`,` $bias^)? `:` type($input) `,`
@@ -287,7 +285,7 @@ def Tfm_AllReduceKernelOp : Tfm_KernelOp<"all_reduce_kernel"> {
     ```
   }];
   let arguments = (ins AnyShaped:$input, Optional<AnyShaped>:$bias,
-                   AnyShaped:$output);
+      AnyShaped:$output);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     `ins` `(` $input (`,` $bias^)? `:` type($input) (`,` type($bias)^)? `)`
@@ -315,8 +313,8 @@ def Tfm_AllGatherKernelOp : Tfm_KernelOp<"all_gather_kernel"> {
   }];
 }
 
-def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel",
-    [AttrSizedOperandSegments]> {
+def Tfm_AttentionKernelOp
+    : Tfm_KernelOp<"attention_kernel", [AttrSizedOperandSegments]> {
   let summary = "fused attention, destination style";
   let description = [{
     The kernel form of `tfm.attention`: reads `query` [B, H, T, D], the
@@ -334,28 +332,34 @@ def Tfm_AttentionKernelOp : Tfm_KernelOp<"attention_kernel",
     reads it in place; the others read a transposed copy). Over KV caches
     (`positions`), an f32 attention may read `key` and `value` of f16 or
     bf16 (`tfmc --kv-cache`): the CPU kernels load them as they are stored
-    and extend them to f32 in registers.
+    and extend them to f32 in registers. With `block_table` ([B, M] i32, with
+    `positions`), `key` and `value` are pools of blocks of BS positions
+    ([N, KV, D, BS], [N, KV, BS, Dv] or transposed [N, KV, Dv, BS]) and key
+    position j of sequence b is slot j mod BS of block
+    block_table[b, j / BS] (a paged KV cache; the CPU kernels need BS to be
+    a multiple of their block of keys).
 
     ```mlir
     %o = tfm.attention_kernel ins(%q, %kt, %v : tensor<?x4x?x8xf32>, tensor<?x2x8x?xf32>, tensor<?x2x?x8xf32>) outs(%init : tensor<?x4x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64} -> tensor<?x4x?x8xf32>
     ```
   }];
   let arguments = (ins AnyShaped:$query, AnyShaped:$key, AnyShaped:$value,
-                   Optional<AnyShaped>:$lengths,
-                   Optional<AnyShaped>:$positions, Optional<AnyShaped>:$bias,
-                   Optional<AnyShaped>:$sinks, AnyShaped:$output,
-                   Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
-                   F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
-                   OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
-                   OptionalAttr<I64Attr>:$bias_distance, UnitAttr:$ring,
-                   UnitAttr:$value_transposed);
+      Optional<AnyShaped>:$lengths, Optional<AnyShaped>:$positions,
+      Optional<AnyShaped>:$bias, Optional<AnyShaped>:$sinks,
+      Optional<AnyShaped>:$block_table, AnyShaped:$output,
+      Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window, F64Attr:$scale,
+      OptionalAttr<F64Attr>:$softcap,
+      OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
+      OptionalAttr<I64Attr>:$bias_distance, UnitAttr:$ring,
+      UnitAttr:$value_transposed);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `,` $value (`,` $lengths^)? `:` type($query)
     `,` type($key) `,` type($value) (`,` type($lengths)^)? `)`
     (`positions` `(` $positions^ `:` type($positions) `)`)?
     (`bias` `(` $bias^ `:` type($bias) `)`)?
-    (`sinks` `(` $sinks^ `:` type($sinks) `)`)? `outs` `(`
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`block_table` `(` $block_table^ `:` type($block_table) `)`)? `outs` `(`
     $output `:` type($output) `)` attr-dict (`->` type($result)^)?
   }];
 }

@@ -60,7 +60,7 @@ def Tfm_EmbedOp : Tfm_Op<"embed", [Pure]> {
     ```
   }];
   let arguments = (ins Tfm_IntTensor:$tokens, Tfm_FloatTensor:$table,
-                   UnitAttr:$scale, OptionalAttr<I64Attr>:$vocab_shards);
+      UnitAttr:$scale, OptionalAttr<I64Attr>:$vocab_shards);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat =
       "$tokens `,` $table attr-dict `:` functional-type(operands, results)";
@@ -83,8 +83,7 @@ def Tfm_PositionsOp : Tfm_Op<"positions", [Pure, AttrSizedOperandSegments]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Optional<Tfm_FloatTensor>:$table,
-                   Optional<Tfm_IntTensor>:$positions,
-                   Tfm_PositionKindAttr:$kind);
+      Optional<Tfm_IntTensor>:$positions, Tfm_PositionKindAttr:$kind);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`,` $table^)? (`positions` `(` $positions^ `)`)? attr-dict `:`
@@ -106,8 +105,8 @@ def Tfm_NormOp : Tfm_Op<"norm", [Pure]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weight,
-                   Optional<Tfm_FloatTensor>:$bias, Tfm_NormKindAttr:$kind,
-                   F64Attr:$eps, DefaultValuedAttr<F64Attr, "0.0">:$offset);
+      Optional<Tfm_FloatTensor>:$bias, Tfm_NormKindAttr:$kind, F64Attr:$eps,
+      DefaultValuedAttr<F64Attr, "0.0">:$offset);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
                        "functional-type(operands, results)";
@@ -129,27 +128,24 @@ def Tfm_LinearOp : Tfm_Op<"linear", [Pure, AttrSizedOperandSegments]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weight,
-                   Optional<Tfm_FloatTensor>:$bias,
-                   Optional<Tfm_FloatTensor>:$mul,
-                   Optional<Tfm_FloatTensor>:$residual,
-                   OptionalAttr<Tfm_ActivationAttr>:$activation);
+      Optional<Tfm_FloatTensor>:$bias, Optional<Tfm_FloatTensor>:$mul,
+      Optional<Tfm_FloatTensor>:$residual,
+      OptionalAttr<Tfm_ActivationAttr>:$activation);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? (`mul` $mul^)? (`residual` $residual^)?
     attr-dict `:` functional-type(operands, results)
   }];
-  let builders = [
-    OpBuilder<(ins "Type":$result, "Value":$input, "Value":$weight,
-                   "Value":$bias), [{
+  let builders = [OpBuilder<
+      (ins "Type":$result, "Value":$input, "Value":$weight, "Value":$bias), [{
       build($_builder, $_state, result, input, weight, bias, Value(), Value(),
             ActivationAttr());
-    }]>
-  ];
+    }]>];
   let hasVerifier = 1;
 }
 
-def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
-    [Pure, AttrSizedOperandSegments]> {
+def Tfm_MultiHeadAttentionOp
+    : Tfm_Op<"multi_head_attention", [Pure, AttrSizedOperandSegments]> {
   let summary = "multi-head attention block with its projections";
   let description = [{
     Projects `query` ([B, T, d_model]) with `wq` and `source` ([B, S, d_kv])
@@ -187,7 +183,11 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     row t of sequence b is at position positions[b] + t), and the updated
     caches are the second and third results. With `ring` (a sliding
     window), the caches are ring buffers of S slots: position p is kept in
-    slot p mod S (see tfm.attention).
+    slot p mod S (see tfm.attention). With `block_table` ([B, M], i32: a
+    paged cache), the caches are pools of blocks shared by the sequences,
+    [N, KV, head_dim, BS] and [N, KV, BS, head_dim], and position p of
+    sequence b lives in block block_table[b, p / BS] at slot p mod BS (see
+    tfm.cache_write).
 
     ```mlir
     %y = tfm.multi_head_attention %x, %x weights(%wq, %wk, %wv, %wo)
@@ -198,32 +198,26 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$source,
-                   Tfm_FloatTensor:$wq, Tfm_FloatTensor:$wk,
-                   Tfm_FloatTensor:$wv, Tfm_FloatTensor:$wo,
-                   Variadic<Tfm_FloatTensor>:$biases,
-                   Optional<Tfm_FloatTensor>:$out_bias,
-                   Variadic<Tfm_FloatTensor>:$qk_norm,
-                   Optional<Tfm_FloatTensor>:$relative,
-                   Optional<Tfm_FloatTensor>:$sinks,
-                   Optional<Tfm_IntTensor>:$lengths,
-                   Variadic<Tfm_FloatTensor>:$cache,
-                   Optional<Tfm_IntTensor>:$positions,
-                   I64Attr:$heads, I64Attr:$kv_heads, I64Attr:$head_dim,
-                   Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
-                   F64Attr:$scale,
-                   OptionalAttr<DenseF64ArrayAttr>:$rope_inv_freq,
-                   OptionalAttr<Tfm_RopeStyleAttr>:$rope_style,
-                   OptionalAttr<F64Attr>:$rope_scale,
-                   OptionalAttr<Tfm_NormKindAttr>:$qk_norm_kind,
-                   OptionalAttr<F64Attr>:$qk_norm_eps,
-                   OptionalAttr<F64Attr>:$qk_norm_offset,
-                   UnitAttr:$qk_norm_full, OptionalAttr<F64Attr>:$clip,
-                   OptionalAttr<F64Attr>:$softcap,
-                   OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
-                   OptionalAttr<I64Attr>:$relative_max_distance,
-                   UnitAttr:$relative_bidirectional, UnitAttr:$ring);
+      Tfm_FloatTensor:$wq, Tfm_FloatTensor:$wk, Tfm_FloatTensor:$wv,
+      Tfm_FloatTensor:$wo, Variadic<Tfm_FloatTensor>:$biases,
+      Optional<Tfm_FloatTensor>:$out_bias, Variadic<Tfm_FloatTensor>:$qk_norm,
+      Optional<Tfm_FloatTensor>:$relative, Optional<Tfm_FloatTensor>:$sinks,
+      Optional<Tfm_IntTensor>:$lengths, Variadic<Tfm_FloatTensor>:$cache,
+      Optional<Tfm_IntTensor>:$positions, Optional<Tfm_IntTensor>:$block_table,
+      I64Attr:$heads, I64Attr:$kv_heads, I64Attr:$head_dim,
+      Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window, F64Attr:$scale,
+      OptionalAttr<DenseF64ArrayAttr>:$rope_inv_freq,
+      OptionalAttr<Tfm_RopeStyleAttr>:$rope_style,
+      OptionalAttr<F64Attr>:$rope_scale,
+      OptionalAttr<Tfm_NormKindAttr>:$qk_norm_kind,
+      OptionalAttr<F64Attr>:$qk_norm_eps, OptionalAttr<F64Attr>:$qk_norm_offset,
+      UnitAttr:$qk_norm_full, OptionalAttr<F64Attr>:$clip,
+      OptionalAttr<F64Attr>:$softcap,
+      OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
+      OptionalAttr<I64Attr>:$relative_max_distance,
+      UnitAttr:$relative_bidirectional, UnitAttr:$ring);
   let results = (outs Tfm_FloatTensor:$result,
-                 Variadic<Tfm_FloatTensor>:$cache_out);
+      Variadic<Tfm_FloatTensor>:$cache_out);
   let assemblyFormat = [{
     $query `,` $source `weights` `(` $wq `,` $wk `,` $wv `,` $wo `)`
     (`biases` `(` $biases^ `)`)? (`out_bias` `(` $out_bias^ `)`)?
@@ -231,13 +225,14 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     (`sinks` `(` $sinks^ `)`)?
     (`lengths` `(` $lengths^ `)`)? (`cache` `(` $cache^ `)`)?
     (`positions` `(` $positions^ `)`)?
+    (`block_table` `(` $block_table^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def Tfm_LatentAttentionOp : Tfm_Op<"latent_attention",
-    [Pure, AttrSizedOperandSegments]> {
+def Tfm_LatentAttentionOp
+    : Tfm_Op<"latent_attention", [Pure, AttrSizedOperandSegments]> {
   let summary = "multi-head latent attention block (DeepSeek-V2/V3)";
   let description = [{
     DeepSeek's multi-head latent attention over `input` ([B, T, d_model]),
@@ -264,7 +259,8 @@ def Tfm_LatentAttentionOp : Tfm_Op<"latent_attention",
     o W_uv[h]^T. So the KV cache (`cache`: one transposed cache [B', 1,
     kv_rank + rope_dim, S], with `positions` [B]) holds the latent:
     kv_rank + rope_dim values per token, and the updated cache is the
-    second result.
+    second result. With `block_table` the cache is a pool of blocks
+    [N, 1, kv_rank + rope_dim, BS], as in tfm.multi_head_attention.
 
     ```mlir
     %y = tfm.latent_attention %x weights(%wq, %wkva, %kvnorm, %wkvb, %wo)
@@ -278,28 +274,25 @@ def Tfm_LatentAttentionOp : Tfm_Op<"latent_attention",
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$wq,
-                   Tfm_FloatTensor:$wkv_a, Tfm_FloatTensor:$kv_a_norm,
-                   Tfm_FloatTensor:$wkv_b, Tfm_FloatTensor:$wo,
-                   Optional<Tfm_FloatTensor>:$wq_a,
-                   Optional<Tfm_FloatTensor>:$q_a_norm,
-                   Optional<Tfm_IntTensor>:$lengths,
-                   Variadic<Tfm_FloatTensor>:$cache,
-                   Optional<Tfm_IntTensor>:$positions,
-                   I64Attr:$heads, I64Attr:$head_dim, I64Attr:$rope_dim,
-                   I64Attr:$value_dim, I64Attr:$kv_rank,
-                   Tfm_MaskKindAttr:$mask, F64Attr:$scale,
-                   OptionalAttr<DenseF64ArrayAttr>:$rope_inv_freq,
-                   OptionalAttr<Tfm_RopeStyleAttr>:$rope_style,
-                   OptionalAttr<F64Attr>:$rope_scale,
-                   Tfm_NormKindAttr:$norm_kind, F64Attr:$norm_eps,
-                   OptionalAttr<F64Attr>:$norm_offset);
+      Tfm_FloatTensor:$wkv_a, Tfm_FloatTensor:$kv_a_norm,
+      Tfm_FloatTensor:$wkv_b, Tfm_FloatTensor:$wo,
+      Optional<Tfm_FloatTensor>:$wq_a, Optional<Tfm_FloatTensor>:$q_a_norm,
+      Optional<Tfm_IntTensor>:$lengths, Variadic<Tfm_FloatTensor>:$cache,
+      Optional<Tfm_IntTensor>:$positions, Optional<Tfm_IntTensor>:$block_table,
+      I64Attr:$heads, I64Attr:$head_dim, I64Attr:$rope_dim, I64Attr:$value_dim,
+      I64Attr:$kv_rank, Tfm_MaskKindAttr:$mask, F64Attr:$scale,
+      OptionalAttr<DenseF64ArrayAttr>:$rope_inv_freq,
+      OptionalAttr<Tfm_RopeStyleAttr>:$rope_style,
+      OptionalAttr<F64Attr>:$rope_scale, Tfm_NormKindAttr:$norm_kind,
+      F64Attr:$norm_eps, OptionalAttr<F64Attr>:$norm_offset);
   let results = (outs Tfm_FloatTensor:$result,
-                 Variadic<Tfm_FloatTensor>:$cache_out);
+      Variadic<Tfm_FloatTensor>:$cache_out);
   let assemblyFormat = [{
     $input `weights` `(` $wq `,` $wkv_a `,` $kv_a_norm `,` $wkv_b `,` $wo `)`
     (`query_latent` `(` $wq_a^ `,` $q_a_norm `)`)?
     (`lengths` `(` $lengths^ `)`)? (`cache` `(` $cache^ `)`)?
     (`positions` `(` $positions^ `)`)?
+    (`block_table` `(` $block_table^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -320,10 +313,8 @@ def Tfm_FfnOp : Tfm_Op<"ffn", [Pure, AttrSizedOperandSegments]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$up_weight,
-                   Optional<Tfm_FloatTensor>:$gate_weight,
-                   Tfm_FloatTensor:$down_weight,
-                   Variadic<Tfm_FloatTensor>:$biases,
-                   Tfm_ActivationAttr:$activation);
+      Optional<Tfm_FloatTensor>:$gate_weight, Tfm_FloatTensor:$down_weight,
+      Variadic<Tfm_FloatTensor>:$biases, Tfm_ActivationAttr:$activation);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input `up` `(` $up_weight `)` (`gate` `(` $gate_weight^ `)`)?
@@ -374,20 +365,17 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$router_weight,
-                   Optional<Tfm_FloatTensor>:$router_bias,
-                   Tfm_FloatTensor:$up_weight,
-                   Optional<Tfm_FloatTensor>:$gate_weight,
-                   Tfm_FloatTensor:$down_weight,
-                   Variadic<Tfm_FloatTensor>:$expert_biases,
-                   Variadic<Tfm_FloatTensor>:$shared,
-                   Optional<Tfm_FloatTensor>:$shared_scale,
-                   Optional<Tfm_FloatTensor>:$selection_bias,
-                   I64Attr:$experts_per_token, Tfm_RouterKindAttr:$router,
-                   UnitAttr:$normalize,
-                   DefaultValuedAttr<F64Attr, "1.0">:$routed_scale,
-                   DefaultValuedAttr<I64Attr, "1">:$groups,
-                   DefaultValuedAttr<I64Attr, "1">:$topk_groups,
-                   Tfm_ActivationAttr:$activation);
+      Optional<Tfm_FloatTensor>:$router_bias, Tfm_FloatTensor:$up_weight,
+      Optional<Tfm_FloatTensor>:$gate_weight, Tfm_FloatTensor:$down_weight,
+      Variadic<Tfm_FloatTensor>:$expert_biases,
+      Variadic<Tfm_FloatTensor>:$shared,
+      Optional<Tfm_FloatTensor>:$shared_scale,
+      Optional<Tfm_FloatTensor>:$selection_bias, I64Attr:$experts_per_token,
+      Tfm_RouterKindAttr:$router, UnitAttr:$normalize,
+      DefaultValuedAttr<F64Attr, "1.0">:$routed_scale,
+      DefaultValuedAttr<I64Attr, "1">:$groups,
+      DefaultValuedAttr<I64Attr, "1">:$topk_groups,
+      Tfm_ActivationAttr:$activation);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input `router` `(` $router_weight (`,` $router_bias^)? `)`
@@ -412,7 +400,7 @@ def Tfm_PatchEmbedOp : Tfm_Op<"patch_embed", [Pure]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$pixels, Tfm_FloatTensor:$weight,
-                   Tfm_FloatTensor:$bias, I64Attr:$patch);
+      Tfm_FloatTensor:$bias, I64Attr:$patch);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = "$pixels `,` $weight `,` $bias attr-dict `:` "
                        "functional-type(operands, results)";
@@ -444,7 +432,7 @@ def Tfm_PoolOp : Tfm_Op<"pool", [Pure]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Optional<Tfm_IntTensor>:$lengths,
-                   Tfm_PoolKindAttr:$kind);
+      Tfm_PoolKindAttr:$kind);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = "$input (`lengths` `(` $lengths^ `)`)? attr-dict `:` "
                        "functional-type(operands, results)";
@@ -465,8 +453,8 @@ def Tfm_AllReduceOp : Tfm_Op<"all_reduce", [Pure]> {
     %y = tfm.all_reduce %partial, %bias {ranks = 2 : i64} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$input,
-                   Optional<Tfm_FloatTensor>:$bias, I64Attr:$ranks);
+  let arguments = (ins Tfm_FloatTensor:$input, Optional<Tfm_FloatTensor>:$bias,
+      I64Attr:$ranks);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`,` $bias^)? attr-dict `:` functional-type(operands, results)
@@ -499,13 +487,13 @@ def Tfm_AllGatherOp : Tfm_Op<"all_gather", [Pure]> {
 
 class Tfm_BinaryOp<string mnemonic, string what>
     : Tfm_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
-  let summary = "elementwise " # what;
+  let summary = "elementwise "#what;
   let description = [{
-    Elementwise }] # what # [{ of two tensors of the same type (residual
+    Elementwise }]#what#[{ of two tensors of the same type (residual
     connections, gated feed-forward products).
 
     ```mlir
-    %z = tfm.}] # mnemonic # [{ %x, %y : tensor<?x?x16xf32>
+    %z = tfm.}]#mnemonic#[{ %x, %y : tensor<?x?x16xf32>
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$rhs);
@@ -516,8 +504,7 @@ class Tfm_BinaryOp<string mnemonic, string what>
 def Tfm_AddOp : Tfm_BinaryOp<"add", "sum">;
 def Tfm_MulOp : Tfm_BinaryOp<"mul", "product">;
 
-def Tfm_RouteOp : Tfm_Op<"route",
-    [Pure, AllTypesMatch<["logits", "result"]>]> {
+def Tfm_RouteOp : Tfm_Op<"route", [Pure, AllTypesMatch<["logits", "result"]>]> {
   let summary = "a mixture of experts' routing weights";
   let description = [{
     From the router's `logits` [..., E], the weight of each expert for each
@@ -537,12 +524,11 @@ def Tfm_RouteOp : Tfm_Op<"route",
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$logits,
-                   Optional<Tfm_FloatTensor>:$selection_bias,
-                   I64Attr:$experts_per_token,
-                   Tfm_RouterKindAttr:$router, UnitAttr:$normalize,
-                   DefaultValuedAttr<F64Attr, "1.0">:$routed_scale,
-                   DefaultValuedAttr<I64Attr, "1">:$groups,
-                   DefaultValuedAttr<I64Attr, "1">:$topk_groups);
+      Optional<Tfm_FloatTensor>:$selection_bias, I64Attr:$experts_per_token,
+      Tfm_RouterKindAttr:$router, UnitAttr:$normalize,
+      DefaultValuedAttr<F64Attr, "1.0">:$routed_scale,
+      DefaultValuedAttr<I64Attr, "1">:$groups,
+      DefaultValuedAttr<I64Attr, "1">:$topk_groups);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $logits (`selection_bias` `(` $selection_bias^ `:`
@@ -551,8 +537,7 @@ def Tfm_RouteOp : Tfm_Op<"route",
   let hasVerifier = 1;
 }
 
-def Tfm_MoeExpertsOp : Tfm_Op<"moe_experts",
-    [Pure, AttrSizedOperandSegments]> {
+def Tfm_MoeExpertsOp : Tfm_Op<"moe_experts", [Pure, AttrSizedOperandSegments]> {
   let summary = "the routed experts of a mixture of experts";
   let description = [{
     sum over e of `weights`[..., e] * ffn_e(`input`), ffn_e the `tfm.ffn`
@@ -572,11 +557,9 @@ def Tfm_MoeExpertsOp : Tfm_Op<"moe_experts",
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weights,
-                   Tfm_FloatTensor:$up_weight,
-                   Optional<Tfm_FloatTensor>:$gate_weight,
-                   Tfm_FloatTensor:$down_weight,
-                   Variadic<Tfm_FloatTensor>:$biases,
-                   Tfm_ActivationAttr:$activation);
+      Tfm_FloatTensor:$up_weight, Optional<Tfm_FloatTensor>:$gate_weight,
+      Tfm_FloatTensor:$down_weight, Variadic<Tfm_FloatTensor>:$biases,
+      Tfm_ActivationAttr:$activation);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weights `up` `(` $up_weight `)`
@@ -599,7 +582,7 @@ def Tfm_RowScaleOp : Tfm_Op<"row_scale", [Pure]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$scale,
-                   OptionalAttr<Tfm_ActivationAttr>:$activation);
+      OptionalAttr<Tfm_ActivationAttr>:$activation);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat =
       "$input `,` $scale attr-dict `:` functional-type(operands, results)";
@@ -618,7 +601,7 @@ def Tfm_MatmulOp : Tfm_Op<"matmul", [Pure]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$rhs,
-                   UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+      UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat =
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
@@ -666,15 +649,15 @@ def Tfm_MaskOp : Tfm_Op<"mask", [Pure]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Optional<Tfm_IntTensor>:$lengths,
-                   Tfm_MaskKindAttr:$kind, OptionalAttr<I64Attr>:$window);
+      Tfm_MaskKindAttr:$kind, OptionalAttr<I64Attr>:$window);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = "$input (`lengths` `(` $lengths^ `)`)? attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
 }
 
-def Tfm_SoftmaxOp : Tfm_Op<"softmax",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+def Tfm_SoftmaxOp
+    : Tfm_Op<"softmax", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "softmax along one axis";
   let description = [{
     A row whose entries are all -inf gives zeros. With `sinks` (attention
@@ -687,8 +670,8 @@ def Tfm_SoftmaxOp : Tfm_Op<"softmax",
     %q = tfm.softmax %s sinks(%sinks : tensor<4xf32>) {axis = 3 : i64} : tensor<?x4x?x?xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$input,
-                   Optional<Tfm_FloatTensor>:$sinks, I64Attr:$axis);
+  let arguments = (ins Tfm_FloatTensor:$input, Optional<Tfm_FloatTensor>:$sinks,
+      I64Attr:$axis);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`sinks` `(` $sinks^ `:` type($sinks) `)`)? attr-dict `:`
@@ -697,8 +680,7 @@ def Tfm_SoftmaxOp : Tfm_Op<"softmax",
   let hasVerifier = 1;
 }
 
-def Tfm_ActivationOp : Tfm_Op<"activation",
-    [Pure, SameOperandsAndResultType]> {
+def Tfm_ActivationOp : Tfm_Op<"activation", [Pure, SameOperandsAndResultType]> {
   let summary = "elementwise activation";
   let description = [{
     `relu`, `gelu` (erf), `gelu_tanh` or `silu`; the gated kinds are spelled
@@ -758,8 +740,7 @@ def Tfm_TransposeOp : Tfm_Op<"transpose", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_RopeOp : Tfm_Op<"rope",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "rotary position embedding on [B, H, T, D]";
   let description = [{
     With R = 2 * size(inv_freq) <= D, rotates pairs (i, i + R/2) (`half`) or
@@ -776,9 +757,8 @@ def Tfm_RopeOp : Tfm_Op<"rope",
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input,
-                   Optional<Tfm_IntTensor>:$positions,
-                   DenseF64ArrayAttr:$inv_freq, Tfm_RopeStyleAttr:$style,
-                   OptionalAttr<F64Attr>:$scale);
+      Optional<Tfm_IntTensor>:$positions, DenseF64ArrayAttr:$inv_freq,
+      Tfm_RopeStyleAttr:$style, OptionalAttr<F64Attr>:$scale);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`positions` `(` $positions^ `:` type($positions) `)`)? attr-dict
@@ -834,7 +814,7 @@ def Tfm_RelativeBiasOp : Tfm_Op<"relative_bias", [Pure]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$table,
-                   I64Attr:$max_distance, UnitAttr:$bidirectional);
+      I64Attr:$max_distance, UnitAttr:$bidirectional);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat =
       "$input `,` $table attr-dict `:` functional-type(operands, results)";
@@ -886,7 +866,11 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     e = positions[b] + T positions written, slot j holds position
     e - 1 - ((e - 1 - j) mod S), or none if j >= e. With `sinks` ([H],
     gpt-oss), head h's sink logit joins the softmax's denominator of each
-    row (as `tfm.softmax` with sinks).
+    row (as `tfm.softmax` with sinks). With `block_table` ([B, M], i32, with
+    `positions`), `key` and `value` are pools of blocks of BS positions
+    ([N, KV, D, BS] transposed, [N, KV, BS, Dv]) and key position j of
+    sequence b is slot j mod BS of block block_table[b, j / BS]: a paged KV
+    cache of M * BS positions per sequence.
 
     ```mlir
     %o = tfm.attention %q, %k, %v {mask = #tfm.mask<causal>, scale = 1.250000e-01 : f64}
@@ -894,27 +878,27 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
-                   Tfm_FloatTensor:$value, Optional<Tfm_FloatTensor>:$relative,
-                   Optional<Tfm_IntTensor>:$lengths,
-                   Optional<Tfm_IntTensor>:$positions,
-                   Optional<Tfm_FloatTensor>:$sinks,
-                   Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window,
-                   F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
-                   OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
-                   OptionalAttr<I64Attr>:$relative_max_distance,
-                   UnitAttr:$relative_bidirectional, UnitAttr:$key_transposed,
-                   UnitAttr:$ring, UnitAttr:$value_transposed);
+      Tfm_FloatTensor:$value, Optional<Tfm_FloatTensor>:$relative,
+      Optional<Tfm_IntTensor>:$lengths, Optional<Tfm_IntTensor>:$positions,
+      Optional<Tfm_FloatTensor>:$sinks, Optional<Tfm_IntTensor>:$block_table,
+      Tfm_MaskKindAttr:$mask, OptionalAttr<I64Attr>:$window, F64Attr:$scale,
+      OptionalAttr<F64Attr>:$softcap,
+      OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
+      OptionalAttr<I64Attr>:$relative_max_distance,
+      UnitAttr:$relative_bidirectional, UnitAttr:$key_transposed,
+      UnitAttr:$ring, UnitAttr:$value_transposed);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`relative` `(` $relative^ `)`)?
     (`lengths` `(` $lengths^ `)`)? (`positions` `(` $positions^ `)`)?
-    (`sinks` `(` $sinks^ `)`)? attr-dict `:` functional-type(operands, results)
+    (`sinks` `(` $sinks^ `)`)? (`block_table` `(` $block_table^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def Tfm_CacheWriteOp : Tfm_Op<"cache_write", [Pure,
-    AllTypesMatch<["cache", "result"]>]> {
+def Tfm_CacheWriteOp
+    : Tfm_Op<"cache_write", [Pure, AllTypesMatch<["cache", "result"]>]> {
   let summary = "writes new keys or values into a KV cache";
   let description = [{
     Writes `update` ([B, KV, T, D]) into `cache` at each sequence's position:
@@ -925,19 +909,23 @@ def Tfm_CacheWriteOp : Tfm_Op<"cache_write", [Pure,
     p goes to slot p mod S (a sliding window's ring buffer). The result is
     the updated cache (bufferized in place). The cache may hold f16 or bf16
     where the update is wider (`tfmc --kv-cache`): the values are rounded to
-    the nearest, ties to even, as they are written.
+    the nearest, ties to even, as they are written. With `block_table`
+    ([B, M], i32: a paged cache), `cache` is a pool of N blocks of BS
+    positions ([N, KV, BS, D], or [N, KV, D, BS] transposed) and position p
+    of sequence b goes to slot p mod BS of block block_table[b, p / BS].
 
     ```mlir
     %c2 = tfm.cache_write %k into %c at %pos {transposed} : tensor<?x2x1x8xf32> into tensor<?x2x8x?xf32> at tensor<?xi32>
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$update, Tfm_FloatTensor:$cache,
-                   Tfm_IntTensor:$positions, UnitAttr:$transposed,
-                   UnitAttr:$ring);
+      Tfm_IntTensor:$positions, Optional<Tfm_IntTensor>:$block_table,
+      UnitAttr:$transposed, UnitAttr:$ring);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $update `into` $cache `at` $positions attr-dict `:` type($update) `into`
-    type($cache) `at` type($positions)
+    $update `into` $cache `at` $positions
+    (`pages` $block_table^ `:` type($block_table))? attr-dict `:`
+    type($update) `into` type($cache) `at` type($positions)
   }];
   let hasVerifier = 1;
 }
@@ -990,7 +978,7 @@ def Tfm_GgmlWeightOp : Tfm_Op<"ggml_weight", [Pure]> {
     ```
   }];
   let arguments = (ins RankedTensorOf<[I8]>:$rows,
-                   RankedTensorOf<[I32]>:$ggml_type);
+      RankedTensorOf<[I32]>:$ggml_type);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $rows `,` $ggml_type attr-dict `:` type($rows) `,` type($ggml_type) `->`

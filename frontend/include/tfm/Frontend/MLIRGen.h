@@ -30,6 +30,12 @@ struct ModuleOptions {
   /// keys and values are rounded to it as they are written.
   /// Cross-attention caches keep the compute type.
   std::optional<DType> cacheType;
+  /// Positions per block of a paged KV cache (0: contiguous caches). The
+  /// self-attention caches without a sliding window are then pools of
+  /// blocks that a block table maps each sequence's positions to: the step
+  /// function takes the table, and the forward function's fresh caches
+  /// give each sequence its own blocks.
+  int64_t kvBlock = 0;
 };
 
 /// Builds the model-level tfm IR of `spec`: a module that describes itself
