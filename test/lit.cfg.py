@@ -55,6 +55,18 @@ if str(getattr(config, "tfm_sanitize", "")).upper() in ("ON", "1", "TRUE", "YES"
 else:
     config.substitutions.append(("%ulimit_v", "ulimit -v"))
 
+# The host CPU's AVX512_VNNI (/proc/cpuinfo): tests of a native build's
+# vpdpbusd paths against a build that does not use them.
+try:
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                if "avx512_vnni" in line.split():
+                    config.available_features.add("avx512vnni")
+                break
+except OSError:
+    pass
+
 # TFMC_CACHE_LOG: where test/tfmc-cache.sh logs its hits and misses, if set.
 llvm_config.with_system_environment(["HOME", "TMPDIR", "TFMC_CACHE_LOG"])
 

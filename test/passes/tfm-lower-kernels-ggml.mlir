@@ -1,4 +1,14 @@
 // RUN: tfm-opt %s --tfm-lower-kernels=vector-width=8 --canonicalize --cse | FileCheck %s
+// With AVX512_VNNI (int8-dot) the byte dot products of Q8_0 and Q4_0 are
+// vpdpbusd on 256 bits; without, AVX2's vpmaddubsw + vpmaddwd.
+// RUN: tfm-opt %s --tfm-lower-kernels="vector-width=16 int8-dot=true" | FileCheck %s --check-prefix=VNNI
+// RUN: tfm-opt %s --tfm-lower-kernels=vector-width=16 | FileCheck %s --check-prefix=NOVNNI
+// VNNI-LABEL: func.func private @tfm_ggml_gemm(
+// VNNI: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<8xi32>, vector<32xi8>, vector<32xi8>) -> vector<8xi32>
+// NOVNNI-LABEL: func.func private @tfm_ggml_gemm(
+// NOVNNI-NOT: vpdpbusd
+// NOVNNI: llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
+// NOVNNI-NOT: vpdpbusd
 
 // A linear on a weight in ggml blocks calls the module's one tfm_ggml_gemm
 // (A and the output as strided matrices, the rows as bytes, the type read

@@ -58,6 +58,7 @@ void pipelines::buildCpuLoopsStage(OpPassManager &pm,
     pm.addPass(createTfmOutlineKernels());
   TfmLowerKernelsOptions kernels;
   kernels.vectorWidth = config.vectorWidth;
+  kernels.int8Dot = config.int8Dot;
   pm.addPass(createTfmLowerKernels(kernels));
   pm.addNestedPass<func::FuncOp>(createTfmParallelizeOuter());
   pm.addPass(createCanonicalizerPass());

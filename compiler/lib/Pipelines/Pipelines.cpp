@@ -103,6 +103,7 @@ PipelineConfig CpuPipelineOptions::getConfig() const {
   config.fuseNorms = fuseNorms;
   config.bf16Weights = bf16Weights;
   config.int8Weights = int8Weights;
+  config.int8Dot = int8Dot;
   config.ggmlWeights = ggmlWeights;
   config.outlineKernels = outlineKernels;
   return config;

@@ -60,6 +60,11 @@ constexpr StringLiteral kGgmlRowFn = "tfm_ggml_row";
 constexpr StringLiteral kPsignB = "llvm.x86.avx2.psign.b";
 constexpr StringLiteral kPmaddUbSw = "llvm.x86.avx2.pmadd.ub.sw";
 constexpr StringLiteral kPmaddWd = "llvm.x86.avx2.pmadd.wd";
+/// AVX512_VNNI's (with AVX512VL) byte dot product on 256 bits: acc + the
+/// sums of 4 unsigned x signed byte products per i32 lane, which replaces
+/// vpmaddubsw + vpmaddwd by ones (the same integers: the pairs' sums never
+/// saturate 16 bits here).
+constexpr StringLiteral kVpdpbusd256 = "llvm.x86.avx512.vpdpbusd.256";
 
 /// Rows of W (N) and of A (M) a task covers.
 constexpr int64_t kTaskRowsW = 16;
@@ -132,12 +137,14 @@ struct TypeLowering {
   Location loc;
   int32_t type;
   int64_t vl; // f32 lanes of a vector
+  bool int8Dot; // AVX512_VNNI's vpdpbusd for Q8_0 and Q4_0
   Value a, w, out, k;
   VectorType vt, bytesT, i32T;
 
-  TypeLowering(OpBuilder &b, Location loc, int32_t type, int64_t vl, Value a,
-               Value w, Value out, Value k)
-      : b(b), loc(loc), type(type), vl(vl), a(a), w(w), out(out), k(k) {
+  TypeLowering(OpBuilder &b, Location loc, int32_t type, int64_t vl,
+               bool int8Dot, Value a, Value w, Value out, Value k)
+      : b(b), loc(loc), type(type), vl(vl), int8Dot(int8Dot), a(a), w(w),
+        out(out), k(k) {
     vt = VectorType::get({vl}, b.getF32Type());
     bytesT = VectorType::get({vl}, b.getI8Type());
     i32T = VectorType::get({vl}, b.getI32Type());
@@ -928,6 +935,8 @@ struct TypeLowering {
     Value ones = arith::ConstantOp::create(
         nb, loc, i16x16,
         DenseElementsAttr::get(i16x16, nb.getI16IntegerAttr(1)));
+    Value zeroI32 = arith::ConstantOp::create(
+        nb, loc, i32x8, DenseElementsAttr::get(i32x8, nb.getI32IntegerAttr(0)));
     SmallVector<Value> init(mr * nr, zero), rowBase, rowA;
     for (int64_t j = 0; j < nr; ++j)
       rowBase.push_back(
@@ -956,8 +965,13 @@ struct TypeLowering {
             Value wabs = intrinsic(fb, b32, kPsignB, {wv, wv});
             for (int64_t i = 0; i < mr; ++i) {
               Value ax = intrinsic(fb, b32, kPsignB, {av[i], wv});
-              Value p16 = intrinsic(fb, i16x16, kPmaddUbSw, {wabs, ax});
-              Value p32 = intrinsic(fb, i32x8, kPmaddWd, {p16, ones});
+              Value p32;
+              if (int8Dot) {
+                p32 = intrinsic(fb, i32x8, kVpdpbusd256, {zeroI32, wabs, ax});
+              } else {
+                Value p16 = intrinsic(fb, i16x16, kPmaddUbSw, {wabs, ax});
+                p32 = intrinsic(fb, i32x8, kPmaddWd, {p16, ones});
+              }
               Value f = arith::SIToFPOp::create(fb, loc, f32x8, p32);
               Value sc = vector::BroadcastOp::create(
                   fb, loc, f32x8, arith::MulFOp::create(fb, loc, dw, ad[i]));
@@ -1227,7 +1241,7 @@ struct TypeLowering {
 
 /// Defines tfm_ggml_gemm(A, rows, type, out) in `module` (once): out = A W^T
 /// for W in the rows of the ggml type `type`.
-void cpu::defineGgmlGemm(ModuleOp module, int64_t vl) {
+void cpu::defineGgmlGemm(ModuleOp module, int64_t vl, bool int8Dot) {
   if (module.lookupSymbol<func::FuncOp>(kGgmlGemmFn))
     return;
   MLIRContext *ctx = module.getContext();
@@ -1246,7 +1260,8 @@ void cpu::defineGgmlGemm(ModuleOp module, int64_t vl) {
                            out = entry->getArgument(3);
                      Value m = dim(b, loc, a, 0), k = dim(b, loc, a, 1),
                            n = dim(b, loc, out, 1);
-                     TypeLowering(b, loc, type, vl, a, w, out, k).emit(m, n);
+                     TypeLowering(b, loc, type, vl, int8Dot, a, w, out, k)
+                         .emit(m, n);
                    });
 }
 
@@ -1265,7 +1280,7 @@ void cpu::defineGgmlRow(ModuleOp module, int64_t vl) {
                            row = entry->getArgument(2),
                            out = entry->getArgument(3);
                      Value k = dim(b, loc, out, 0);
-                     TypeLowering(b, loc, type, vl, Value(), w, Value(), k)
+                     TypeLowering(b, loc, type, vl, false, Value(), w, Value(), k)
                          .emitRow(row, out);
                    });
 }

@@ -66,6 +66,9 @@ struct PipelineConfig {
   /// column, multiplied with vpdpbusd by activations quantized per row
   /// (--quantize=int8 on a CPU with AVX512_VNNI).
   bool int8Weights = false;
+  /// CPU: the target has AVX512_VNNI (vpdpbusd), which the GEMMs on ggml's
+  /// Q8_0 and Q4_0 blocks then multiply bytes with.
+  bool int8Dot = false;
   /// CPU: tfm.linear weights in ggml's block-quantized rows of a type
   /// chosen at load (a GGUF checkpoint, --quantize=q8_0 / q4_0 / q4_k ...),
   /// dequantized in registers by tfm.ggml_linear_kernel.
@@ -110,6 +113,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       *this, "int8-weights",
       llvm::cl::desc("Linear weights in int8 with per-column scales, "
                      "multiplied with vpdpbusd (needs AVX512_VNNI)"),
+      llvm::cl::init(false)};
+  Option<bool> int8Dot{
+      *this, "int8-dot",
+      llvm::cl::desc("The CPU has AVX512_VNNI: GEMMs on ggml's Q8_0 and Q4_0 "
+                     "blocks multiply bytes with vpdpbusd"),
       llvm::cl::init(false)};
   Option<bool> ggmlWeights{
       *this, "ggml-weights",

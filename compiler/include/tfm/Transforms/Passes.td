@@ -162,7 +162,10 @@ def TfmLowerKernels : Pass<"tfm-lower-kernels", "ModuleOp"> {
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
-           "f32 lanes of a vector register (16 for AVX-512, 8 for AVX2)">
+           "f32 lanes of a vector register (16 for AVX-512, 8 for AVX2)">,
+    Option<"int8Dot", "int8-dot", "bool", /*default=*/"false",
+           "the CPU has AVX512_VNNI: the byte dot products of the GEMMs on "
+           "ggml's Q8_0 and Q4_0 blocks use vpdpbusd">
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::scf::SCFDialect",
