@@ -136,7 +136,7 @@ struct TypeLowering {
   OpBuilder &b;
   Location loc;
   int32_t type;
-  int64_t vl; // f32 lanes of a vector
+  int64_t vl;   // f32 lanes of a vector
   bool int8Dot; // AVX512_VNNI's vpdpbusd for Q8_0 and Q4_0
   Value a, w, out, k;
   VectorType vt, bytesT, i32T;
@@ -1253,16 +1253,16 @@ void cpu::defineGgmlGemm(ModuleOp module, int64_t vl, bool int8Dot) {
                          d.getFunctionType({}, {d.getI64Type()}))
         .setPrivate();
   }
-  defineTypeSwitch(module, kGgmlGemmFn,
-                   {matrixType(ctx), rowsType(ctx), i32, matrixType(ctx)}, 2,
-                   [&](OpBuilder &b, Location loc, int32_t type, Block *entry) {
-                     Value a = entry->getArgument(0), w = entry->getArgument(1),
-                           out = entry->getArgument(3);
-                     Value m = dim(b, loc, a, 0), k = dim(b, loc, a, 1),
-                           n = dim(b, loc, out, 1);
-                     TypeLowering(b, loc, type, vl, int8Dot, a, w, out, k)
-                         .emit(m, n);
-                   });
+  defineTypeSwitch(
+      module, kGgmlGemmFn,
+      {matrixType(ctx), rowsType(ctx), i32, matrixType(ctx)}, 2,
+      [&](OpBuilder &b, Location loc, int32_t type, Block *entry) {
+        Value a = entry->getArgument(0), w = entry->getArgument(1),
+              out = entry->getArgument(3);
+        Value m = dim(b, loc, a, 0), k = dim(b, loc, a, 1),
+              n = dim(b, loc, out, 1);
+        TypeLowering(b, loc, type, vl, int8Dot, a, w, out, k).emit(m, n);
+      });
 }
 
 /// Defines tfm_ggml_row(rows, type, row, out) in `module` (once): row `row`
@@ -1271,18 +1271,17 @@ void cpu::defineGgmlRow(ModuleOp module, int64_t vl) {
   if (module.lookupSymbol<func::FuncOp>(kGgmlRowFn))
     return;
   MLIRContext *ctx = module.getContext();
-  defineTypeSwitch(module, kGgmlRowFn,
-                   {rowsType(ctx), IntegerType::get(ctx, 32),
-                    IndexType::get(ctx), vectorType(ctx)},
-                   1,
-                   [&](OpBuilder &b, Location loc, int32_t type, Block *entry) {
-                     Value w = entry->getArgument(0),
-                           row = entry->getArgument(2),
-                           out = entry->getArgument(3);
-                     Value k = dim(b, loc, out, 0);
-                     TypeLowering(b, loc, type, vl, false, Value(), w, Value(), k)
-                         .emitRow(row, out);
-                   });
+  defineTypeSwitch(
+      module, kGgmlRowFn,
+      {rowsType(ctx), IntegerType::get(ctx, 32), IndexType::get(ctx),
+       vectorType(ctx)},
+      1, [&](OpBuilder &b, Location loc, int32_t type, Block *entry) {
+        Value w = entry->getArgument(0), row = entry->getArgument(2),
+              out = entry->getArgument(3);
+        Value k = dim(b, loc, out, 0);
+        TypeLowering(b, loc, type, vl, false, Value(), w, Value(), k)
+            .emitRow(row, out);
+      });
 }
 
 namespace {
