@@ -77,9 +77,7 @@ static tfm_status grow_pools(tfm_session *s, int64_t want) {
   int64_t cap = s->capacity * 2 > want ? s->capacity * 2 : want;
   cap = cap < limit ? cap : limit;
   if (cap <= s->capacity)
-    return tfm_fail(TFM_ERR_ARGUMENT,
-                    "the KV cache's %lld blocks are all "
-                    "held",
+    return tfm_fail(TFM_ERR_ARGUMENT, "the KV cache's %lld blocks are all held",
                     (long long)limit);
   size_t bb = block_bytes(s), old = (size_t)s->capacity * bb,
          now = (size_t)cap * bb;
@@ -93,6 +91,8 @@ static tfm_status grow_pools(tfm_session *s, int64_t want) {
                       "(%zu MB a layer)",
                       (long long)cap, now >> 20);
     memset(p + old, 0, now - old);
+    /* Large pools in huge pages, as the contiguous caches were. */
+    tfm_advise_huge_pages(p, now);
     s->cache[i] = p;
   }
   int32_t *refs = realloc(s->refs, (size_t)cap * sizeof *refs);
