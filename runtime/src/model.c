@@ -190,6 +190,11 @@ void tfm_model_print_info(const tfm_model *m, FILE *out) {
                          : "f32",
         d->gen_latent ? ": the latents of latent attention"
                       : ": keys and values");
+    if (d->gen_block > 0)
+      fprintf(out,
+              "KV cache blocks: %lld positions each (held as a sequence "
+              "grows)\n",
+              (long long)d->gen_block);
   }
   if (d->tensor_parallel > 1)
     fprintf(out,
