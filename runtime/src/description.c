@@ -894,9 +894,8 @@ static tfm_status parse_generation(json_t *root, tfm_description *d) {
     return s;
   d->gen_latent = latent && json_is_true(latent);
   /* A paged cache: positions per block (0: contiguous caches). */
-  if (json_object_get(g, "block") &&
-      (s = get_integer(g, what, "block", 0, 1, 1 << 20, &d->gen_block)) !=
-          TFM_OK)
+  if ((s = get_integer(g, what, "block", 1, 1, 1 << 20, &d->gen_block)) !=
+      TFM_OK)
     return s;
   json_t *cdt = field(g, what, "cache_dtype", is_string, "a string", 1, &s);
   if (!cdt && s != TFM_OK)

@@ -270,6 +270,24 @@ TEST(Description, ReadsTheCacheDtype) {
     EXPECT_EQ(d.gen_cache_dtype, c.dtype) << c.extra;
     tfm_description_free(&d);
   }
+  // A paged cache's positions per block.
+  {
+    tfm_description d;
+    std::string json = generation(R"(,"block":128)");
+    ASSERT_EQ(tfm_description_parse(json.c_str(), &d), TFM_OK)
+        << tfm_last_error();
+    EXPECT_EQ(d.gen_block, 128);
+    tfm_description_free(&d);
+    json = generation("");
+    ASSERT_EQ(tfm_description_parse(json.c_str(), &d), TFM_OK);
+    EXPECT_EQ(d.gen_block, 0);
+    tfm_description_free(&d);
+  }
+  expectError(generation(R"(,"block":0)"), TFM_ERR_FORMAT,
+              "'block' of the model's generation entry is 0, outside [1, "
+              "1048576]");
+  expectError(generation(R"(,"block":"128")"), TFM_ERR_FORMAT,
+              "'block' of the model's generation entry must be an integer");
   expectError(generation(R"(,"cache_dtype":"int8")"), TFM_ERR_FORMAT,
               "the model's generation entry: cache_dtype 'int8'; expected "
               "float32, float16 or bfloat16");
