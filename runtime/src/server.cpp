@@ -127,6 +127,11 @@ struct Metrics {
 /// handler to see whether its client is still there.
 thread_local int t_socket = -1;
 
+/// Whether the request this thread handles came as HTTP/1.0, which has no
+/// chunked transfer encoding: a stream is then sent as it comes and the
+/// connection closed at its end.
+thread_local bool t_http10 = false;
+
 /// Whether the peer of `fd` has closed its side (or the connection broke).
 bool peer_gone(int fd) {
   if (fd < 0)
@@ -789,9 +794,10 @@ private:
   /// timeout_s seconds (a client sending a byte a second) is dropped.
   template <typename F>
   void post(const char *path, F handle) {
-    svr.Post(path, [this, handle](const httplib::Request &,
+    svr.Post(path, [this, handle](const httplib::Request &req,
                                   httplib::Response &res,
                                   const httplib::ContentReader &reader) {
+      t_http10 = req.version == "HTTP/1.0";
       std::string body;
       size_t received = 0;
       // A body over kMaxBody is read to its end (up to kDrain) and
@@ -1299,58 +1305,60 @@ private:
       return;
     }
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [this, job, ask, rid](size_t, httplib::DataSink &sink) {
-          bool ok = true;
-          auto send = [&](json_t *chunk) {
-            std::string s = "data: " + dump(chunk) + "\n\n";
-            json_decref(chunk);
-            if (ok && !sink.write(s.data(), s.size()))
-              ok = false;
-            return ok;
-          };
-          if (ask.chat)
-            send(chunk_json(ask, rid, "", true, nullptr, nullptr));
-          Result r = collect(*job, ask,
-                             [&](const std::string &delta, json_t *logprobs) {
-                               return send(chunk_json(ask, rid, delta, false,
-                                                      nullptr, logprobs));
-                             });
-          if (ok && !r.error.empty())
-            send(json_pack("{s:{s:s, s:s}}", "error", "message",
-                           r.error.c_str(), "type", "server_error"));
-          else if (ok)
-            send(chunk_json(ask, rid, "", false, r.finish.c_str(), nullptr));
-          if (ok && ask.usage_in_stream) {
-            json_t *u = chunk_json(ask, rid, "", false, nullptr, nullptr);
-            json_object_set_new(u, "choices", json_array());
-            json_object_set_new(u, "usage", usage(*job, r));
-            send(u);
-          }
-          if (ok) {
-            static const char done[] = "data: [DONE]\n\n";
-            ok = sink.write(done, sizeof done - 1);
-          }
-          if (!ok) {
-            job->cancelled = true;
-            engine->poke();
-            return false;
-          }
-          sink.done();
-          return true;
-        },
-        [this, job](bool success) {
-          bool done;
-          {
-            std::lock_guard<std::mutex> lock(job->mu);
-            done = job->done;
-          }
-          if (!success && !done) {
-            job->cancelled = true;
-            engine->poke();
-          }
-        });
+    auto provider = [this, job, ask, rid](size_t, httplib::DataSink &sink) {
+      bool ok = true;
+      auto send = [&](json_t *chunk) {
+        std::string s = "data: " + dump(chunk) + "\n\n";
+        json_decref(chunk);
+        if (ok && !sink.write(s.data(), s.size()))
+          ok = false;
+        return ok;
+      };
+      if (ask.chat)
+        send(chunk_json(ask, rid, "", true, nullptr, nullptr));
+      Result r =
+          collect(*job, ask, [&](const std::string &delta, json_t *logprobs) {
+            return send(chunk_json(ask, rid, delta, false, nullptr, logprobs));
+          });
+      if (ok && !r.error.empty())
+        send(json_pack("{s:{s:s, s:s}}", "error", "message", r.error.c_str(),
+                       "type", "server_error"));
+      else if (ok)
+        send(chunk_json(ask, rid, "", false, r.finish.c_str(), nullptr));
+      if (ok && ask.usage_in_stream) {
+        json_t *u = chunk_json(ask, rid, "", false, nullptr, nullptr);
+        json_object_set_new(u, "choices", json_array());
+        json_object_set_new(u, "usage", usage(*job, r));
+        send(u);
+      }
+      if (ok) {
+        static const char done[] = "data: [DONE]\n\n";
+        ok = sink.write(done, sizeof done - 1);
+      }
+      if (!ok) {
+        job->cancelled = true;
+        engine->poke();
+        return false;
+      }
+      sink.done();
+      return true;
+    };
+    auto released = [this, job](bool success) {
+      bool done;
+      {
+        std::lock_guard<std::mutex> lock(job->mu);
+        done = job->done;
+      }
+      if (!success && !done) {
+        job->cancelled = true;
+        engine->poke();
+      }
+    };
+    // HTTP/1.0 has no chunks: the events as they come, then the close.
+    if (t_http10)
+      res.set_content_provider("text/event-stream", provider, released);
+    else
+      res.set_chunked_content_provider("text/event-stream", provider, released);
   }
 
   struct Result {

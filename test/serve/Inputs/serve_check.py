@@ -1182,6 +1182,47 @@ def sc_prefix(cmd, opts):
         return "a shared prefix is reused, the output unchanged"
 
 
+def sc_http10(cmd, opts):
+    """An HTTP/1.0 client (no chunked transfer encoding): a stream comes as
+    plain server-sent events, the connection closed at its end, and equals
+    the HTTP/1.1 client's stream; a non-streamed answer has its length."""
+    with Server(cmd, []) as s:
+        p = s.port
+        body = json.dumps(cmpl_body(prompt_of(11, 5), 6, stream=True)).encode()
+        want, _ = stream(p, "/v1/completions", cmpl_body(prompt_of(11, 5), 6, stream=True))
+
+        def raw(data):
+            c = socket.create_connection((HOST, p), timeout=30)
+            c.sendall(b"POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(data) + data)
+            got = b""
+            while True:  # to the close (bounded by the socket's timeout)
+                part = c.recv(65536)
+                if not part:
+                    break
+                got += part
+            c.close()
+            head, _, rest = got.partition(b"\r\n\r\n")
+            return head.decode("latin-1"), rest
+
+        head, rest = raw(body)
+        check(head.startswith("HTTP/1.") and " 200 " in head.split("\r\n")[0],
+              "HTTP/1.0 stream: %r" % head[:60])
+        check("chunked" not in head.lower(), "HTTP/1.0 stream sent chunked: %r" % head)
+        check(rest.startswith(b"data: ") and rest.endswith(b"data: [DONE]\n\n"),
+              "HTTP/1.0 stream body: %r" % rest[:80])
+        got = parse_sse(rest, "HTTP/1.0 stream")
+        strip = lambda evs: [{k: v for k, v in e.items() if k not in ("id", "created")}
+                             if isinstance(e, dict) else e for e in evs]
+        check(strip(got) == strip(want), "HTTP/1.0 stream %r, HTTP/1.1 stream %r"
+              % (got[:2], want[:2]))
+        head, rest = raw(json.dumps(cmpl_body(prompt_of(11, 5), 6)).encode())
+        length = re.search(r"(?im)^content-length:\s*(\d+)", head)
+        check(length and int(length.group(1)) == len(rest),
+              "HTTP/1.0 answer: %r, %d bytes" % (head, len(rest)))
+        return "HTTP/1.0: a plain event stream closed at its end, equal to HTTP/1.1's"
+
+
 def sc_prefix_running(cmd, opts):
     """A request whose prompt shares whole prefill chunks with a request
     still running takes that request's KV blocks (tfm_session_share: the
@@ -1301,7 +1342,8 @@ SCENARIOS = {"basic": sc_basic, "sampling": sc_sampling, "utf8": sc_utf8, "concu
              "slow-headers": sc_slow_headers, "cut": sc_cut,
              "cut-nonstream": sc_cut_nonstream,
              "queue": sc_queue, "queue-burst": sc_queue_burst, "sigterm": sc_sigterm, "prefix": sc_prefix,
-             "prefix-load": sc_prefix_load, "prefix-running": sc_prefix_running}
+             "prefix-load": sc_prefix_load, "prefix-running": sc_prefix_running,
+             "http10": sc_http10}
 
 
 def run_command(cmd, shell_cmd):
