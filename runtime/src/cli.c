@@ -617,6 +617,7 @@ static int run(int argc, char **argv, const char *model_json,
   }
   /* A server listens while the weights load (/health: 503). */
   sopts.threads = (int)threads; /* the server's engine thread runs them */
+  sopts.decoder_start = gen.decoder_start;
   if (serve && tx->serve_start(m, tok, &sopts, &server) != TFM_OK) {
     fail(prog, tfm_last_error());
     goto done;

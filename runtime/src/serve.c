@@ -78,6 +78,10 @@ static int32_t sample(const float *logits, int64_t vocab, double temperature,
 }
 static void release(void *p) { free(p); }
 
+static int model_is_encoder_decoder(const tfm_model *m) {
+  return m->desc.gen_encoder;
+}
+
 static const tfm_server_api api = {
     TFM_SERVER_API_VERSION,
     last_error,
@@ -96,6 +100,8 @@ static const tfm_server_api api = {
     tfm_session_truncate,
     tfm_session_share,
     tfm_session_kv_blocks,
+    tfm_session_encode_seq,
+    model_is_encoder_decoder,
     tfm_tokenizer_encode,
     tfm_tokenizer_decode,
     tfm_tokenizer_vocab_size,
@@ -137,11 +143,13 @@ tfm_status tfm_server_start(tfm_model *m, const struct tfm_tokenizer *tok,
                                    "serve",
                                    tfm_model_name(m));
   }
-  if (m->desc.gen_encoder)
+  if (m->desc.gen_encoder &&
+      (o->decoder_start < 0 || o->decoder_start >= m->desc.vocab))
     return tfm_fail(TFM_ERR_ARGUMENT,
-                    "model '%s' is an encoder-decoder: the server runs "
-                    "decoders only (for now)",
-                    tfm_model_name(m));
+                    "--decoder-start %d is outside model '%s''s vocabulary "
+                    "[0, %lld)",
+                    (int)o->decoder_start, tfm_model_name(m),
+                    (long long)m->desc.vocab);
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, open_library);
   if (!lib.start)

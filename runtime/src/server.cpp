@@ -266,13 +266,16 @@ class Server;
 /// The engine: the session, the sequences and the queue.
 class Engine {
 public:
+  /// `decoder_start`: an encoder-decoder's first target token (-1: a
+  /// decoder).
   Engine(const tfm_server_api *api, tfm_model *m, tfm_session *s, int parallel,
          int64_t ctx, int chunk, int queue_limit, int threads,
-         std::set<int32_t> eog, Metrics &metrics)
+         std::set<int32_t> eog, Metrics &metrics, int32_t decoder_start)
       : api(api), session(s), parallel(parallel), ctx(ctx), chunk(chunk),
         queue_limit(queue_limit), threads(threads), vocab(api->model_vocab(m)),
-        eog(std::move(eog)), metrics(metrics), jobs(parallel), held(parallel),
-        reusable(parallel, 0), stamp(parallel, 0), last(parallel, 0),
+        decoder_start(decoder_start), eog(std::move(eog)), metrics(metrics),
+        jobs(parallel), held(parallel), reusable(parallel, 0),
+        stamp(parallel, 0), last(parallel, 0),
         logits((size_t)parallel * vocab) {}
 
   void start() {
@@ -385,6 +388,9 @@ private:
   /// prefilled so far (computed alone, they are what the new prompt's
   /// prefill would compute).
   int64_t reusable_of(int r) const {
+    // An encoder-decoder's sequences hold targets, not prompts.
+    if (decoder_start >= 0)
+      return 0;
     if (r >= nrun)
       return reusable[r];
     return std::min<int64_t>((int64_t)jobs[r]->computed / chunk * chunk,
@@ -460,8 +466,11 @@ private:
     // Only whole chunks of the prompt are reused (see admit): the blocks
     // past them go back to the pool.
     const Job &job = *jobs[nrun];
-    reusable[nrun] = std::min<int64_t>((int64_t)job.computed / chunk * chunk,
-                                       (int64_t)held[nrun].size());
+    reusable[nrun] =
+        decoder_start >= 0
+            ? 0
+            : std::min<int64_t>((int64_t)job.computed / chunk * chunk,
+                                (int64_t)held[nrun].size());
     if (api->session_truncate(session, nrun, reusable[nrun]) != TFM_OK)
       api->session_truncate(session, nrun, reusable[nrun] = 0);
     held[nrun].resize((size_t)reusable[nrun]);
@@ -500,6 +509,24 @@ private:
       return;
     int seq = ndec;
     Job &job = *jobs[seq];
+    if (decoder_start >= 0) {
+      // An encoder-decoder: the prompt is the source, encoded at once; the
+      // target starts with the decoder's start token.
+      float *row = logits.data();
+      if (api->session_encode_seq(session, seq, job.prompt.data(),
+                                  (int64_t)job.prompt.size()) != TFM_OK ||
+          api->session_append(session, seq, &decoder_start, 1, row) != TFM_OK) {
+        end(job, "error", api->last_error());
+        release(seq);
+        return;
+      }
+      held[seq].assign(1, decoder_start);
+      job.computed = job.prompt.size();
+      ++ndec;
+      if (take(seq, row))
+        release(seq);
+      return;
+    }
     size_t at = job.computed;
     size_t t = std::min<size_t>((size_t)chunk - at % (size_t)chunk,
                                 job.prompt.size() - at);
@@ -608,6 +635,7 @@ private:
   int64_t ctx;
   int chunk, queue_limit, threads;
   int64_t vocab;
+  int32_t decoder_start;
   std::set<int32_t> eog;
   Metrics &metrics;
 
@@ -702,7 +730,8 @@ public:
     engine = std::make_unique<Engine>(
         api, model, session, opts.parallel, ctx,
         (int)std::min<int64_t>(opts.prefill_chunk, ctx), opts.queue,
-        opts.threads, std::move(eog), metrics);
+        opts.threads, std::move(eog), metrics,
+        api->is_encoder_decoder(model) ? opts.decoder_start : -1);
     routes();
     int threads = opts.parallel + opts.queue + 16;
     svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -1279,17 +1308,23 @@ private:
                 is_chat ? "messages" : "prompt");
         return;
       }
-    if (plen >= ctx) {
+    // An encoder-decoder's prompt is its source (up to the context), and
+    // its target has the context less the start token.
+    bool encdec = api->is_encoder_decoder(model);
+    if (encdec ? plen > ctx : plen >= ctx) {
       f = bad("the prompt has " + std::to_string(plen) +
                   " tokens; the server's context is " + std::to_string(ctx) +
-                  " (room for at least one generated token is needed)",
+                  (encdec ? ""
+                          : " (room for at least one generated token "
+                            "is needed)"),
               is_chat ? "messages" : "prompt");
       return;
     }
+    int64_t room = encdec ? ctx - 1 : ctx - plen;
     // max_tokens past the context stops there (finish_reason "length").
     if (job->max_tokens < 0)
-      job->max_tokens = is_chat ? ctx - plen : 16;
-    job->max_tokens = std::min<int64_t>(job->max_tokens, ctx - plen);
+      job->max_tokens = is_chat ? room : 16;
+    job->max_tokens = std::min<int64_t>(job->max_tokens, room);
     uint64_t id = next_id++;
     if (!engine->submit(job)) {
       f = {503, "the server is busy: its queue is full", "", "server_error"};

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define TFM_SERVER_API_VERSION 3
+#define TFM_SERVER_API_VERSION 4
 
 typedef struct tfm_server_api {
   int version;
@@ -47,6 +47,10 @@ typedef struct tfm_server_api {
                               int64_t len);
   void (*session_kv_blocks)(const tfm_session *s, int64_t *used,
                             int64_t *allocated, int64_t *limit);
+  /* Encoder-decoders: a request's source encoded for sequence `seq`. */
+  tfm_status (*session_encode_seq)(tfm_session *s, int64_t seq,
+                                   const int32_t *src, int64_t len);
+  int (*is_encoder_decoder)(const tfm_model *m);
   /* The tokenizer (tokenizer.h). */
   tfm_status (*encode)(const struct tfm_tokenizer *t, const char *text,
                        size_t len, int flags, int32_t **ids, size_t *n);

@@ -713,11 +713,11 @@ tfm_status tfm_session_decode(tfm_session *s, int64_t n, const int32_t *tokens,
   return st;
 }
 
-tfm_status tfm_session_encode(tfm_session *s, int64_t n,
-                              const int32_t *const *src, const int64_t *lens) {
-  tfm_status st = check_call(s, n);
-  if (st != TFM_OK)
-    return st;
+/* Encodes src[i] (lens[i] tokens) for sequence first + i, i < n. */
+static tfm_status encode_sequences(tfm_session *s, int64_t first, int64_t n,
+                                   const int32_t *const *src,
+                                   const int64_t *lens) {
+  tfm_status st = TFM_OK;
   tfm_model *m = s->model;
   const tfm_description *d = &m->desc;
   if (!s->source)
@@ -730,13 +730,15 @@ tfm_status tfm_session_encode(tfm_session *s, int64_t n,
       return tfm_fail(TFM_ERR_ARGUMENT,
                       "source %lld has %lld tokens; the session takes 1 to "
                       "%lld",
-                      (long long)i, (long long)lens[i], (long long)s->max_len);
+                      (long long)(first + i), (long long)lens[i],
+                      (long long)s->max_len);
     for (int64_t k = 0; k < lens[i]; ++k)
       if (src[i][k] < 0 || src[i][k] >= d->vocab)
         return tfm_fail(TFM_ERR_ARGUMENT,
                         "token id %d of source %lld is outside the "
                         "vocabulary [0, %lld)",
-                        (int)src[i][k], (long long)i, (long long)d->vocab);
+                        (int)src[i][k], (long long)(first + i),
+                        (long long)d->vocab);
   }
   /* One source at a time (no padding): src [1, S], its length when the
    * encoder takes it, then sequence i's cross-attention caches. */
@@ -760,12 +762,11 @@ tfm_status tfm_session_encode(tfm_session *s, int64_t n,
         (void *)(uintptr_t)src[i] /* only read */, TFM_I32, 2, {1, len}};
     if (d->gen_encoder_lengths)
       *next++ = (tfm_tensor){&len, TFM_I32, 1, {1}};
+    size_t at = (size_t)(first + i) * seq;
     for (size_t l = 0; l < s->layers; ++l) {
-      *next++ = (tfm_tensor){s->cross[2 * l] + (size_t)i * seq,
-                             TFM_F32,
-                             4,
-                             {1, s->ckv, s->chd, s->max_len}};
-      *next++ = (tfm_tensor){s->cross[2 * l + 1] + (size_t)i * seq,
+      *next++ = (tfm_tensor){
+          s->cross[2 * l] + at, TFM_F32, 4, {1, s->ckv, s->chd, s->max_len}};
+      *next++ = (tfm_tensor){s->cross[2 * l + 1] + at,
                              TFM_F32,
                              4,
                              {1, s->ckv, s->max_len, s->chd}};
@@ -779,11 +780,27 @@ tfm_status tfm_session_encode(tfm_session *s, int64_t n,
                     d->name, (int)rc);
     else {
       /* A new source: the sequence's target starts again. */
-      s->source[i] = len;
-      s->lengths[i] = 0;
+      s->source[first + i] = len;
+      s->lengths[first + i] = 0;
+      if (s->block > 0)
+        release_blocks(s, first + i, 0);
     }
   }
   free(memory);
   free(in);
   return st;
+}
+
+tfm_status tfm_session_encode(tfm_session *s, int64_t n,
+                              const int32_t *const *src, const int64_t *lens) {
+  tfm_status st = check_call(s, n);
+  return st != TFM_OK ? st : encode_sequences(s, 0, n, src, lens);
+}
+
+tfm_status tfm_session_encode_seq(tfm_session *s, int64_t seq,
+                                  const int32_t *src, int64_t len) {
+  tfm_status st = check_call(s, 1);
+  if (st == TFM_OK)
+    st = check_seq(s, seq, "tfm_session_encode_seq");
+  return st != TFM_OK ? st : encode_sequences(s, seq, 1, &src, &len);
 }

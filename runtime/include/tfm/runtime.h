@@ -265,6 +265,9 @@ int64_t tfm_session_max_len(const tfm_session *s);
  * decoder's start token, Hugging Face's decoder_start_token_id). */
 tfm_status tfm_session_encode(tfm_session *s, int64_t n,
                               const int32_t *const *src, const int64_t *lens);
+/* The same for one sequence `seq` of the session (a server's request). */
+tfm_status tfm_session_encode_seq(tfm_session *s, int64_t seq,
+                                  const int32_t *src, int64_t len);
 
 /* Threads (OpenMP) and time. tfm_set_threads sets the number of OpenMP
  * threads of the forward passes the calling thread runs. */

@@ -47,6 +47,8 @@ typedef struct tfm_serve_options {
   int threads;            /* the forward passes' threads (0: default) */
   const char *model_name; /* the id of /v1/models (NULL: the model's) */
   int handle_signals;     /* SIGTERM / SIGINT stop the server gracefully */
+  int32_t decoder_start;  /* encoder-decoders: the target's first token
+                           * (Hugging Face's decoder_start_token_id): 0 */
 } tfm_serve_options;
 
 /* The defaults above. */

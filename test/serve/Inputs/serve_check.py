@@ -1223,6 +1223,33 @@ def sc_http10(cmd, opts):
         return "HTTP/1.0: a plain event stream closed at its end, equal to HTTP/1.1's"
 
 
+def sc_seq2seq(cmd, opts):
+    """An encoder-decoder: the prompt is the source, the completion the
+    target. Four requests at once (each encoded into its own sequence, the
+    targets decoded together) each give the text the executable's own
+    --prompt ... --generate gives, greedy; a source as long as the context
+    is taken, a longer one refused."""
+    prompts = ["translate English to German: hello world", "summarize: the cat sat",
+               "a b c d e f g", "question: why is the sky blue?"]
+    refs = []
+    for q in prompts:
+        out = subprocess.run(list(cmd) + ["--prompt", q, "--generate", "10"],
+                             capture_output=True, timeout=120)
+        check(out.returncode == 0, "%s --prompt: %r" % (cmd[0], out.stderr[-300:]))
+        refs.append(out.stdout.decode().rstrip("\n"))
+    with Server(cmd, []) as s:
+        p = s.port
+        got = in_threads([lambda q=q: run_cmpl(p, q, 10)[0] for q in prompts])
+        for q, g, r in zip(prompts, got, refs):
+            check(g == ("ok", r), "source %r: the server's %r, the executable's %r"
+                  % (q, g, r))
+        ids = tokenize(p, " ".join(WORDS * 40))
+        run_cmpl(p, ids[:s.ctx], 2)
+        r = request(p, "POST", "/v1/completions", cmpl_body(ids[:s.ctx + 1], 2))
+        check(r.status == 400, "a source past the context: status %d" % r.status)
+        return "%d sources served together, each target the executable's" % len(prompts)
+
+
 def sc_prefix_running(cmd, opts):
     """A request whose prompt shares whole prefill chunks with a request
     still running takes that request's KV blocks (tfm_session_share: the
@@ -1343,7 +1370,7 @@ SCENARIOS = {"basic": sc_basic, "sampling": sc_sampling, "utf8": sc_utf8, "concu
              "cut-nonstream": sc_cut_nonstream,
              "queue": sc_queue, "queue-burst": sc_queue_burst, "sigterm": sc_sigterm, "prefix": sc_prefix,
              "prefix-load": sc_prefix_load, "prefix-running": sc_prefix_running,
-             "http10": sc_http10}
+             "http10": sc_http10, "seq2seq": sc_seq2seq}
 
 
 def run_command(cmd, shell_cmd):
