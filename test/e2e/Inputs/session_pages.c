@@ -6,11 +6,7 @@
  * resetting gives them back.
  *
  * Built with -DMODEL=name (the -c object's name; its header is name.h). */
-#define STR2(x) #x
-#define STR(x) STR2(x)
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#include STR(MODEL.h)
+#include "session_test.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,21 +23,6 @@ static tfm_model *model;
 static int64_t vocab;
 static int32_t a[LEN_A], b[LEN_B], c[LEN_A];
 static int differs;
-
-static void check(tfm_status s, const char *what) {
-  if (s != TFM_OK) {
-    fprintf(stderr, "error: %s: %s\n", what, tfm_last_error());
-    exit(1);
-  }
-}
-
-static int32_t argmax(const float *row) {
-  int32_t best = 0;
-  for (int32_t i = 1; i < vocab; ++i)
-    if (row[i] > row[best])
-      best = i;
-  return best;
-}
 
 /* A prompt appended in pieces [cuts[i], cuts[i + 1]), then STEPS greedy
  * tokens: the logits of its last piece and of each step. */
@@ -60,7 +41,7 @@ static void alone(const int32_t *p, const int *cuts, int pieces,
         tfm_session_append(s, 0, p + cuts[i], cuts[i + 1] - cuts[i], r->logits),
         "append");
   for (int k = 0; k < STEPS; ++k) {
-    r->tokens[k] = argmax(r->logits + k * vocab);
+    r->tokens[k] = argmax(r->logits + k * vocab, vocab);
     check(tfm_session_decode(s, 1, &r->tokens[k], r->logits + (k + 1) * vocab),
           "decode");
   }
@@ -83,10 +64,7 @@ static void blocks(tfm_session *s, const char *when) {
 }
 
 int main(void) {
-  check(tfm_model_create(CAT(MODEL, _model_json), CAT(MODEL, _forward), &model),
-        "create");
-  check(tfm_model_set_step(model, CAT(MODEL, _step)), "set_step");
-  check(tfm_model_random_weights(model, 11), "weights");
+  model = open_model(11);
   vocab = tfm_model_vocab(model);
   for (int i = 0; i < LEN_A; ++i)
     a[i] = (i * 7 + 3) % (int32_t)vocab;

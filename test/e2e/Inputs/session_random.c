@@ -10,11 +10,7 @@
  * reads it, or written while shared, shows as wrong logits.
  *
  * Built with -DMODEL=name (the -c object's name; its header is name.h). */
-#define STR2(x) #x
-#define STR(x) STR2(x)
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#include STR(MODEL.h)
+#include "session_test.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -38,13 +34,6 @@ static uint32_t draw(uint32_t n) {
   return (uint32_t)(rng >> 33) % n;
 }
 
-static void check(tfm_status s, const char *what) {
-  if (s != TFM_OK) {
-    fprintf(stderr, "error: %s: %s\n", what, tfm_last_error());
-    exit(1);
-  }
-}
-
 /* Sequence i's logits for one more token, against a session of its own. */
 static double probe(tfm_session *s, int i, float *got, float *want) {
   int32_t t = (int32_t)(7 * i + 3) % (int32_t)vocab;
@@ -65,10 +54,7 @@ static double probe(tfm_session *s, int i, float *got, float *want) {
 }
 
 int main(void) {
-  check(tfm_model_create(CAT(MODEL, _model_json), CAT(MODEL, _forward), &model),
-        "create");
-  check(tfm_model_set_step(model, CAT(MODEL, _step)), "set_step");
-  check(tfm_model_random_weights(model, 13), "weights");
+  model = open_model(13);
   vocab = tfm_model_vocab(model);
   float *got = malloc(sizeof(float) * (size_t)(vocab * SEQS));
   float *want = malloc(sizeof(float) * (size_t)vocab);

@@ -6,11 +6,7 @@
  * of its own.
  *
  * Built with -DMODEL=name (the -c object's name; its header is name.h). */
-#define STR2(x) #x
-#define STR(x) STR2(x)
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#include STR(MODEL.h)
+#include "session_test.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,21 +23,6 @@ static const int32_t prompt1[] = {9, 8, 7, 6, 5, 4, 3};
 static const int32_t prompt2[] = {11, 22, 33, 44, 55};
 static const int32_t *const prompts[] = {prompt0, prompt1, prompt2};
 static const int64_t lens[] = {3, 7, 5};
-
-static int32_t argmax(const float *row) {
-  int32_t best = 0;
-  for (int32_t i = 1; i < vocab; ++i)
-    if (row[i] > row[best])
-      best = i;
-  return best;
-}
-
-static void check(tfm_status s, const char *what) {
-  if (s != TFM_OK) {
-    fprintf(stderr, "error: %s: %s\n", what, tfm_last_error());
-    exit(1);
-  }
-}
 
 static void refused(tfm_status s) {
   if (s == TFM_OK) {
@@ -62,7 +43,7 @@ static void alone(int p) {
   check(tfm_session_prefill(s, 1, prompts + p, lens + p, row), "prefill");
   for (int k = 0; k < STEPS; ++k) {
     memcpy(ref_logits[p] + k * vocab, row, sizeof(float) * (size_t)vocab);
-    ref_tokens[p][k] = argmax(row);
+    ref_tokens[p][k] = argmax(row, vocab);
     if (k + 1 < STEPS)
       check(tfm_session_decode(s, 1, &ref_tokens[p][k], row), "decode");
   }
@@ -78,7 +59,7 @@ static int differs;
 static void take(int seq, const float *row) {
   int p = prompt_of[seq], k = made[seq]++;
   if (memcmp(row, ref_logits[p] + k * vocab, sizeof(float) * (size_t)vocab) ||
-      argmax(row) != ref_tokens[p][k]) {
+      argmax(row, vocab) != ref_tokens[p][k]) {
     fprintf(stderr, "prompt %d, token %d: differs from its run alone\n", p, k);
     differs = 1;
   }
@@ -105,10 +86,7 @@ static void step(tfm_session *s, int n, float *rows) {
 }
 
 int main(void) {
-  check(tfm_model_create(CAT(MODEL, _model_json), CAT(MODEL, _forward), &model),
-        "create");
-  check(tfm_model_set_step(model, CAT(MODEL, _step)), "set_step");
-  check(tfm_model_random_weights(model, 7), "weights");
+  model = open_model(7);
   vocab = tfm_model_vocab(model);
   for (int p = 0; p < 3; ++p) {
     ref_logits[p] = malloc(sizeof(float) * (size_t)(vocab * STEPS));

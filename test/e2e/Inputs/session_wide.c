@@ -3,11 +3,7 @@
  * logits it gets alone, as a server batching requests needs.
  *
  * Built with -DMODEL=name (the -c object's name; its header is name.h). */
-#define STR2(x) #x
-#define STR(x) STR2(x)
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#include STR(MODEL.h)
+#include "session_test.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,21 +16,6 @@
 static tfm_model *model;
 static int64_t vocab;
 
-static void check(tfm_status s, const char *what) {
-  if (s != TFM_OK) {
-    fprintf(stderr, "error: %s: %s\n", what, tfm_last_error());
-    exit(1);
-  }
-}
-
-static int32_t argmax(const float *row) {
-  int32_t best = 0;
-  for (int32_t i = 1; i < vocab; ++i)
-    if (row[i] > row[best])
-      best = i;
-  return best;
-}
-
 /* Sequence i's prompt: 3 + i % 5 tokens. */
 static int64_t prompt(int i, int32_t *p) {
   int64_t n = 3 + i % 5;
@@ -44,10 +25,7 @@ static int64_t prompt(int i, int32_t *p) {
 }
 
 int main(void) {
-  check(tfm_model_create(CAT(MODEL, _model_json), CAT(MODEL, _forward), &model),
-        "create");
-  check(tfm_model_set_step(model, CAT(MODEL, _step)), "set_step");
-  check(tfm_model_random_weights(model, 5), "weights");
+  model = open_model(5);
   vocab = tfm_model_vocab(model);
   size_t row = sizeof(float) * (size_t)vocab;
   float *ref = malloc(row * SEQS * (STEPS + 1));
@@ -59,7 +37,7 @@ int main(void) {
     float *r = ref + (size_t)(i * (STEPS + 1)) * (size_t)vocab;
     check(tfm_session_append(s, 0, p, prompt(i, p), r), "append");
     for (int k = 0; k < STEPS; ++k) {
-      tokens[i][k] = argmax(r + k * vocab);
+      tokens[i][k] = argmax(r + k * vocab, vocab);
       check(tfm_session_decode(s, 1, &tokens[i][k], r + (k + 1) * vocab),
             "decode");
     }

@@ -4,6 +4,7 @@
  * and decoded in batched steps, against each source alone in its own
  * session on two threads at once, against the model's full forward pass;
  * and the errors (prefill before encode, a source past max_len). */
+#include "session_test.h"
 #include "t5.h"
 
 #include <math.h>
@@ -24,21 +25,6 @@ static const int32_t *const sources[] = {src0, src1, src2};
 static const int64_t lens[] = {3, 7, 5};
 static const int32_t start[] = {0, 0, 0};
 
-static int32_t argmax(const float *row) {
-  int32_t best = 0;
-  for (int32_t i = 1; i < VOCAB; ++i)
-    if (row[i] > row[best])
-      best = i;
-  return best;
-}
-
-static void check(tfm_status s, const char *what) {
-  if (s != TFM_OK) {
-    fprintf(stderr, "error: %s: %s\n", what, tfm_last_error());
-    exit(1);
-  }
-}
-
 /* Greedy generation from the sources `first`..`first + n - 1`, batched;
  * tokens and every step's logits out. */
 static void generate(int first, int n, int32_t tokens[][STEPS],
@@ -54,7 +40,7 @@ static void generate(int first, int n, int32_t tokens[][STEPS],
     int32_t next[3];
     for (int b = 0; b < n; ++b) {
       memcpy(logits[b][k], row + b * VOCAB, sizeof(float) * VOCAB);
-      next[b] = tokens[b][k] = argmax(row + b * VOCAB);
+      next[b] = tokens[b][k] = argmax(row + b * VOCAB, VOCAB);
     }
     if (k + 1 < STEPS)
       check(tfm_session_decode(s, n, next, row), "decode");

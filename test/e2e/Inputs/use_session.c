@@ -9,6 +9,7 @@
  * passes and its own session, gives bit for bit what one thread gives.
  * .ci/sanitize also runs this program under ThreadSanitizer. */
 #include "llama.h"
+#include "session_test.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -27,21 +28,6 @@ static const int32_t prompt2[] = {11, 22, 33, 44, 55};
 static const int32_t *const prompts[] = {prompt0, prompt1, prompt2};
 static const int64_t lens[] = {3, 7, 5};
 
-static int32_t argmax(const float *row) {
-  int32_t best = 0;
-  for (int32_t i = 1; i < VOCAB; ++i)
-    if (row[i] > row[best])
-      best = i;
-  return best;
-}
-
-static void check(tfm_status s, const char *what) {
-  if (s != TFM_OK) {
-    fprintf(stderr, "error: %s: %s\n", what, tfm_last_error());
-    exit(1);
-  }
-}
-
 /* Greedy generation of `n` prompts from `first` on, batched; tokens and
  * every step's logits out. */
 static void generate(int first, int n, int32_t tokens[][STEPS],
@@ -55,7 +41,7 @@ static void generate(int first, int n, int32_t tokens[][STEPS],
     int32_t next[3];
     for (int b = 0; b < n; ++b) {
       memcpy(logits[b][k], row + b * VOCAB, sizeof(float) * VOCAB);
-      next[b] = tokens[b][k] = argmax(row + b * VOCAB);
+      next[b] = tokens[b][k] = argmax(row + b * VOCAB, VOCAB);
     }
     if (k + 1 < STEPS)
       check(tfm_session_decode(s, n, next, row), "decode");
