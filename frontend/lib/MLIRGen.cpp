@@ -83,12 +83,16 @@ private:
   /// The key (transposed) and value cache types of self- or
   /// cross-attention `a`: this rank's KV heads (tensor parallelism).
   /// Cross-attention's hold the compute type, self-attention's `cacheElt`.
-  RankedTensorType keyCacheType(const AttentionSpec &a, Type type = {}) {
-    return RankedTensorType::get({kDyn, spec.localKvHeads(a), a.headDim, kDyn},
+  /// `slots`: the positions of a sequence's cache, or of a paged cache's
+  /// block.
+  RankedTensorType keyCacheType(const AttentionSpec &a, Type type = {},
+                                int64_t slots = kDyn) {
+    return RankedTensorType::get({kDyn, spec.localKvHeads(a), a.headDim, slots},
                                  type ? type : elt);
   }
-  RankedTensorType valueCacheType(const AttentionSpec &a, Type type = {}) {
-    return RankedTensorType::get({kDyn, spec.localKvHeads(a), kDyn, a.headDim},
+  RankedTensorType valueCacheType(const AttentionSpec &a, Type type = {},
+                                  int64_t slots = kDyn) {
+    return RankedTensorType::get({kDyn, spec.localKvHeads(a), slots, a.headDim},
                                  type ? type : elt);
   }
   /// The caches of one layer of self-attention `a`: the key and value
@@ -102,9 +106,7 @@ private:
     if (a.latent())
       return {
           RankedTensorType::get({kDyn, 1, a.kvRank + a.ropeDim, s}, cacheElt)};
-    int64_t kv = spec.localKvHeads(a);
-    return {RankedTensorType::get({kDyn, kv, a.headDim, s}, cacheElt),
-            RankedTensorType::get({kDyn, kv, s, a.headDim}, cacheElt)};
+    return {keyCacheType(a, cacheElt, s), valueCacheType(a, cacheElt, s)};
   }
   /// Whether self-attention `a` keeps its cache in blocks (its caches are
   /// written through the block table).

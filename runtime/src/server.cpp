@@ -457,20 +457,16 @@ private:
 
   /// Ends sequence i (its job is done): it goes to the free sequences.
   void release(int i) {
+    // Only whole chunks of the prompt are reused (see admit): the blocks
+    // past them go back to the pool.
+    int64_t keep = reusable_of(i);
     if (i < ndec) {
       swap(i, ndec - 1);
       i = --ndec;
     }
     swap(i, nrun - 1);
     --nrun;
-    // Only whole chunks of the prompt are reused (see admit): the blocks
-    // past them go back to the pool.
-    const Job &job = *jobs[nrun];
-    reusable[nrun] =
-        decoder_start >= 0
-            ? 0
-            : std::min<int64_t>((int64_t)job.computed / chunk * chunk,
-                                (int64_t)held[nrun].size());
+    reusable[nrun] = keep;
     if (api->session_truncate(session, nrun, reusable[nrun]) != TFM_OK)
       api->session_truncate(session, nrun, reusable[nrun] = 0);
     held[nrun].resize((size_t)reusable[nrun]);

@@ -535,6 +535,25 @@ tfm_status tfm_session_append(tfm_session *s, int64_t seq,
   return st;
 }
 
+/* Whether the first `len` tokens of sequence seq are whole in its sliding
+ * windows' rings: a ring of S slots holding old tokens has overwritten
+ * positions [.., old - S), and the next token's window reaches back to
+ * len - w. An error names the call `what`. */
+static tfm_status check_rings(const tfm_session *s, int64_t seq, int64_t len,
+                              const char *what) {
+  const tfm_description *d = &s->model->desc;
+  int64_t old = s->lengths[seq];
+  for (size_t l = 0; len > 0 && d->gen_windows && l < s->layers; ++l) {
+    int64_t w = d->gen_windows[l];
+    if (w > 0 && old - s->slots[l] > len - w)
+      return tfm_fail(TFM_ERR_ARGUMENT,
+                      "%s: layer %zu's sliding window has overwritten keys "
+                      "that token %lld of sequence %lld would see",
+                      what, l, (long long)len, (long long)seq);
+  }
+  return TFM_OK;
+}
+
 tfm_status tfm_session_truncate(tfm_session *s, int64_t seq, int64_t len) {
   tfm_status st = check_seq(s, seq, "tfm_session_truncate");
   if (st != TFM_OK)
@@ -545,18 +564,9 @@ tfm_status tfm_session_truncate(tfm_session *s, int64_t seq, int64_t len) {
                     "tfm_session_truncate: sequence %lld holds %lld tokens; "
                     "it cannot keep %lld",
                     (long long)seq, (long long)old, (long long)len);
-  /* A ring of S slots: the tokens past len overwrote positions
-   * [len - S, old - S); the next token's window reaches back to len - w. */
-  const tfm_description *d = &s->model->desc;
-  for (size_t l = 0; len > 0 && d->gen_windows && l < s->layers; ++l) {
-    int64_t w = d->gen_windows[l];
-    if (w > 0 && old - s->slots[l] > len - w)
-      return tfm_fail(TFM_ERR_ARGUMENT,
-                      "tfm_session_truncate: layer %zu's sliding window "
-                      "has overwritten keys that token %lld of sequence "
-                      "%lld would see",
-                      l, (long long)len, (long long)seq);
-  }
+  st = check_rings(s, seq, len, "tfm_session_truncate");
+  if (st != TFM_OK)
+    return st;
   s->lengths[seq] = len;
   if (s->block > 0)
     release_blocks(s, seq, (len + s->block - 1) / s->block);
@@ -655,18 +665,9 @@ tfm_status tfm_session_share(tfm_session *s, int64_t dst, int64_t src,
                     "tokens of sequence %lld, which holds %lld",
                     (long long)dst, (long long)len, (long long)src,
                     (long long)s->lengths[src]);
-  /* A ring keeps the last S positions of src: those past len must not
-   * have overwritten keys that dst's next token sees (as for truncate). */
-  const tfm_description *d = &s->model->desc;
-  for (size_t l = 0; len > 0 && d->gen_windows && l < s->layers; ++l) {
-    int64_t w = d->gen_windows[l];
-    if (w > 0 && s->lengths[src] - s->slots[l] > len - w)
-      return tfm_fail(TFM_ERR_ARGUMENT,
-                      "tfm_session_share: layer %zu's sliding window has "
-                      "overwritten keys that token %lld of sequence %lld "
-                      "would see",
-                      l, (long long)len, (long long)src);
-  }
+  st = check_rings(s, src, len, "tfm_session_share");
+  if (st != TFM_OK)
+    return st;
   /* Counted before dst lets its own go (they may be the same blocks). */
   int64_t n = (len + s->block - 1) / s->block;
   int32_t *from = s->table + src * s->pages, *to = s->table + dst * s->pages;

@@ -95,6 +95,14 @@ struct AttentionLowering {
   std::pair<Value, Value> keySlot(OpBuilder &b, Location loc, Value bi, Value j,
                                   bool value = false) const;
 
+  /// The values' rows of the block of keys [j0, j0 + bk) of sequence `bi`,
+  /// whose written keys end at `limit`: their entry (keySlot) and one slot
+  /// per key. A key past the end (p = 0) reads a valid row instead: the
+  /// buffer's last, or in a paged cache, whose unwritten slots may hold
+  /// anything, the sequence's last key's (in the same page).
+  std::pair<Value, SmallVector<Value>>
+  valueRows(OpBuilder &b, Location loc, Value bi, Value j0, Value limit) const;
+
   /// The lanes of keys [j0, j0 + bk) inside the buffer.
   Value keyMask(OpBuilder &kb, Location kl, Value j0) const;
 

@@ -433,26 +433,10 @@ struct DecodeKernel : AttentionLowering {
   /// outputs.
   void keyBlock(OpBuilder &kb, Location kl, const DecodeTask &task,
                 Value j0) const {
-    // The V rows of the block (keys past the end have p = 0:
-    // read a valid row instead).
-    Value lastKey = arith::SubIOp::create(kb, kl, tk, c1);
-    // In a paged cache the block lies in one page, whose slots past the
-    // sequence's last key may never have been written: the last key's row
-    // instead.
-    Value seq, slot;
-    std::tie(seq, slot) = keySlot(kb, kl, task.bi, j0, /*value=*/true);
-    if (table)
-      lastKey = arith::SubIOp::create(kb, kl, task.limit, c1);
+    // The V rows of the block (keys past the end have p = 0).
+    Value seq;
     SmallVector<Value> js;
-    for (int64_t jj = 0; jj < bk; ++jj) {
-      Value j = arith::MinSIOp::create(
-          kb, kl, arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)), lastKey);
-      js.push_back(table
-                       ? arith::AddIOp::create(
-                             kb, kl, slot, arith::SubIOp::create(kb, kl, j, j0))
-                             .getResult()
-                       : j);
-    }
+    std::tie(seq, js) = valueRows(kb, kl, task.bi, j0, task.limit);
     forScoreBlocks(kb, kl, task, j0,
                    [&](OpBuilder &tb, Location tl, ArrayRef<Value> rows,
                        ArrayRef<Value> sc) {

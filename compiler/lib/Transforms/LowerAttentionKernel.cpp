@@ -109,6 +109,25 @@ std::pair<Value, Value> AttentionLowering::keySlot(OpBuilder &b, Location loc,
           arith::RemUIOp::create(b, loc, j, page)};
 }
 
+std::pair<Value, SmallVector<Value>>
+AttentionLowering::valueRows(OpBuilder &b, Location loc, Value bi, Value j0,
+                             Value limit) const {
+  bool paged = table && valuePaged;
+  auto [seq, first] = keySlot(b, loc, bi, j0, /*value=*/true);
+  Value last = arith::SubIOp::create(b, loc, paged ? limit : tk, c1);
+  SmallVector<Value> js;
+  for (int64_t jj = 0; jj < bk; ++jj) {
+    Value j = arith::MinSIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, j0, cIdx(b, loc, jj)), last);
+    js.push_back(paged
+                     ? arith::AddIOp::create(
+                           b, loc, first, arith::SubIOp::create(b, loc, j, j0))
+                           .getResult()
+                     : j);
+  }
+  return {seq, js};
+}
+
 Value AttentionLowering::transposedValueCopy(OpBuilder &b, Location loc) const {
   auto vt = cast<MemRefType>(v.getType());
   int64_t dyn = ShapedType::kDynamic;

@@ -95,7 +95,7 @@ Value exp2Vector(OpBuilder &b, Location loc, Value x) {
 /// One task of the prefill kernel: sequence `bi`, head `hi` and the tile
 /// of query rows [t0, t0 + tileCount), and the tile's state.
 struct PrefillTask {
-  Value bi, hi, t0, tileCount, nGroups, kvh, lastRow, lastKey;
+  Value bi, hi, t0, tileCount, nGroups, kvh, lastRow;
   /// The sequence's bounds (sequenceBounds), the positions written in a
   /// ring buffer, the head's ALiBi slope (or null).
   Value offset, limit, written, slopeV;
@@ -197,7 +197,6 @@ struct PrefillKernel : AttentionLowering {
         arith::CeilDivUIOp::create(nb, l, task.tileCount, cIdx(nb, l, rows));
     task.kvh = arith::DivUIOp::create(nb, l, task.hi, group);
     task.lastRow = arith::SubIOp::create(nb, l, tq, c1);
-    task.lastKey = arith::SubIOp::create(nb, l, tk, c1);
     std::tie(task.offset, task.limit) =
         sequenceBounds(nb, l, task.bi, alignedOffset);
     if (ring)
@@ -471,25 +470,10 @@ struct PrefillKernel : AttentionLowering {
   /// pvChunks vectors at a time.
   void accumulatePV(OpBuilder &kb, Location kl, const PrefillTask &task,
                     ArrayRef<Value> slot, Value j0) const {
-    // Keys past the end have p = 0; read a valid row (in a paged cache the
-    // block lies in one page, whose slots past the sequence's last key may
-    // never have been written: the last key's row).
-    Value seq, first;
-    std::tie(seq, first) = keySlot(kb, kl, task.bi, j0, /*value=*/true);
-    bool paged = table && valuePaged;
-    Value lastKey =
-        paged ? arith::SubIOp::create(kb, kl, task.limit, c1).getResult()
-              : task.lastKey;
+    // Keys past the end have p = 0 (valueRows reads a valid row).
+    Value seq;
     SmallVector<Value> js;
-    for (int64_t jj = 0; jj < bk; ++jj) {
-      Value j = arith::MinSIOp::create(
-          kb, kl, arith::AddIOp::create(kb, kl, j0, cIdx(kb, kl, jj)), lastKey);
-      js.push_back(
-          paged ? arith::AddIOp::create(kb, kl, first,
-                                        arith::SubIOp::create(kb, kl, j, j0))
-                      .getResult()
-                : j);
-    }
+    std::tie(seq, js) = valueRows(kb, kl, task.bi, j0, task.limit);
     for (int64_t rg = 0; rg < rows; rg += pvRows) {
       forChunks(
           kb, kl, chunks / pvChunks, [&](OpBuilder &cb, Location cl, Value cg) {

@@ -37,6 +37,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CpuKernelBuilders.h"
+#include "RuntimeFunctions.h"
 
 #include "tfm/ggml_blocks.h"
 
@@ -993,11 +994,12 @@ struct TypeLowering {
   /// The product: a prompt's many rows of A (tfm_ggml_panel_rows()) by
   /// panels of f32, a decode's few by the register tiles on the blocks.
   void emit(Value mRows, Value nRows) const {
-    Value minRows = arith::IndexCastOp::create(
-        b, loc, b.getIndexType(),
-        func::CallOp::create(b, loc, kGgmlPanelRowsFn,
-                             TypeRange{b.getI64Type()}, ValueRange{})
-            .getResult(0));
+    auto call = func::CallOp::create(b, loc, kGgmlPanelRowsFn,
+                                     TypeRange{b.getI64Type()}, ValueRange{});
+    declareRuntimeFunction(b, call, kGgmlPanelRowsFn,
+                           b.getFunctionType({}, {b.getI64Type()}));
+    Value minRows =
+        arith::IndexCastOp::create(b, loc, b.getIndexType(), call.getResult(0));
     Value many = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, mRows,
                                        minRows);
     auto ifOp = scf::IfOp::create(b, loc, many, /*withElseRegion=*/true);
@@ -1246,13 +1248,6 @@ void cpu::defineGgmlGemm(ModuleOp module, int64_t vl, bool int8Dot) {
     return;
   MLIRContext *ctx = module.getContext();
   Type i32 = IntegerType::get(ctx, 32);
-  if (!module.lookupSymbol(kGgmlPanelRowsFn)) {
-    OpBuilder d(ctx);
-    d.setInsertionPointToStart(module.getBody());
-    func::FuncOp::create(d, module.getLoc(), kGgmlPanelRowsFn,
-                         d.getFunctionType({}, {d.getI64Type()}))
-        .setPrivate();
-  }
   defineTypeSwitch(
       module, kGgmlGemmFn,
       {matrixType(ctx), rowsType(ctx), i32, matrixType(ctx)}, 2,
