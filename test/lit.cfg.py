@@ -19,6 +19,18 @@ config.excludes = ["Inputs", "node_modules", "CMakeLists.txt", "lit.cfg.py", "li
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tfm_obj_root, "test")
 
+# A test that hangs fails after ten minutes, named, instead of stalling the
+# whole run (lit kills it with its children; that needs psutil, which the
+# README's install line brings as python3-psutil). The slowest test takes
+# about two minutes on 2 cores.
+try:
+    import psutil  # noqa: F401
+except ImportError:
+    lit_config.fatal("lit's per-test timeout needs the Python module psutil: "
+                     "apt-get install python3-psutil")
+if not lit_config.maxIndividualTestTime:
+    lit_config.maxIndividualTestTime = 600
+
 config.substitutions.append(("%tfm_src", config.tfm_src_root))
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%models", os.path.join(config.tfm_src_root, "models")))

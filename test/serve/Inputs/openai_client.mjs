@@ -36,6 +36,10 @@ function check(cond, what) {
   if (!cond) fail(what);
 }
 
+// The client's timeout stops at a stream's first bytes: a stream that
+// stalls after them fails here instead of hanging the test.
+setTimeout(() => fail("no end in 240 s"), 240_000).unref();
+
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "none", maxRetries: 0,
                             timeout: 60_000 });
 

@@ -1377,11 +1377,18 @@ def run_command(cmd, shell_cmd):
     with Server(cmd, []) as s:
         env = dict(os.environ, PORT=str(s.port),
                    TFM_SERVE_URL="http://%s:%d" % (HOST, s.port))
+        # In a process group of its own: past the limit the shell and what
+        # it started (node, curl) are killed together, so that none is left
+        # holding the test's output open.
+        proc = subprocess.Popen(["sh", "-c", shell_cmd], env=env, start_new_session=True)
         try:
-            r = subprocess.run(["sh", "-c", shell_cmd], env=env, timeout=300)
+            proc.wait(300)
         except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
             print("serve_check: the command ran past 300 s", file=sys.stderr)
             return 1
+        r = proc
         if not s.alive():
             print("serve_check: the server died:\n" + s.stderr(), file=sys.stderr)
             return 1
