@@ -32,8 +32,9 @@
 // llama1b's Q8_0 decode; one accumulator per vector of a sub-block for
 // independent FMA chains). Each row's bytes 4 KB ahead are prefetched
 // (12% on the same decode with 1 KB; 4 KB, which reaches past the 4 KB page
-// the hardware prefetcher stops at, another 9-11%, and 8 KB no more). The epilogue (bias, activation, mul, residual)
-// follows at the call site, over the output.
+// the hardware prefetcher stops at, another 9-11%, and 8 KB no more). The
+// epilogue (bias, activation, mul, residual) follows at the call site, over the
+// output.
 //
 //===----------------------------------------------------------------------===//
 
