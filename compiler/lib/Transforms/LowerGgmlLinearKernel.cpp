@@ -155,6 +155,10 @@ struct TypeLowering {
 
   /// Vectors of f32 in a sub-block of 32 values.
   int64_t vectors() const { return 32 / vl; }
+  /// Rows of W a prompt's panel task covers: two vectors' worth with
+  /// AVX-512 (12 x 2 accumulators: per value of K, 12 broadcasts of A and 2
+  /// loads for 24 FMAs), 16 with AVX2 (6 x 2).
+  int64_t panelW() const { return vl >= 16 ? 32 : 16; }
 
   Value idx(OpBuilder &nb, int64_t v) const { return cIdx(nb, loc, v); }
   Value add(OpBuilder &nb, Value x, Value y) const {
@@ -1012,31 +1016,33 @@ struct TypeLowering {
     emitTiles(mRows, nRows);
   }
 
-  /// Many rows of A: tasks of kTaskRowsW rows of W x kPanelRowsA rows of
+  /// Many rows of A: tasks of panelW() rows of W x kPanelRowsA rows of
   /// A over the threads. A task walks K by chunks of kPanelDepth values: it
   /// dequantizes its rows of W there into an f32 panel [kPanelDepth,
-  /// kTaskRowsW] on its stack (16 KB, each value converted once for all its
-  /// rows of A: a sub-block's vectors along K go to the panel's columns),
-  /// then multiplies its rows of A by the panel in register tiles of mr
-  /// rows of A x the panel's 16 columns (AVX2: 6 x 2 vectors): per value of
-  /// K, mr broadcasts of A and 16 / vl loads of the panel for mr x 16 / vl
-  /// FMAs, the tile added to the output at the end of the chunk. A stays
-  /// f32: the product is the weight's values times A to f32 rounding.
+  /// panelW()] on its stack (32 KB with AVX-512, 16 with AVX2; each value
+  /// converted once for all its rows of A: a sub-block's vectors along K go
+  /// to the panel's columns), then multiplies its rows of A by the panel in
+  /// register tiles of mr rows of A x the panel's columns (AVX-512: 12 x 2
+  /// vectors, AVX2: 6 x 2): per value of K, mr broadcasts of A and 2 loads
+  /// of the panel for 2 mr FMAs, the tile added to the output at the end of
+  /// the chunk. A stays f32: the product is the weight's values times A to
+  /// f32 rounding. (With AVX-512, 32 columns instead of 16, one vector, took
+  /// llama1b's 128-token prompt from 44-48 to 62-69 tokens/s at Q8_0: a
+  /// tile of one vector loads more than it multiplies.)
   void emitPanels(Value mRows, Value nRows) const {
-    const int64_t nv = kTaskRowsW / vl, mr = vl >= 16 ? 12 : 6;
+    const int64_t nv = panelW() / vl, mr = vl >= 16 ? 12 : 6;
     int64_t blockValues = tfm_ggml_blocks_values(type);
     Value rowBytes =
         mul(b, arith::DivUIOp::create(b, loc, k, idx(b, blockValues)),
             tfm_ggml_blocks_bytes(type));
-    Value tasksW =
-        arith::CeilDivUIOp::create(b, loc, nRows, idx(b, kTaskRowsW));
+    Value tasksW = arith::CeilDivUIOp::create(b, loc, nRows, idx(b, panelW()));
     Value tasksA =
         arith::CeilDivUIOp::create(b, loc, mRows, idx(b, kPanelRowsA));
     auto par = scf::ParallelOp::create(
         b, loc, ValueRange{idx(b, 0), idx(b, 0)}, ValueRange{tasksW, tasksA},
         ValueRange{idx(b, 1), idx(b, 1)},
         [&](OpBuilder &pb, Location, ValueRange ivs) {
-          Value n0 = mul(pb, ivs[0], kTaskRowsW);
+          Value n0 = mul(pb, ivs[0], panelW());
           Value m0 = mul(pb, ivs[1], kPanelRowsA);
           Value m1 =
               arith::MinUIOp::create(pb, loc, addc(pb, m0, kPanelRowsA), mRows);
@@ -1046,7 +1052,7 @@ struct TypeLowering {
               mul(pb, arith::DivUIOp::create(pb, loc, span, idx(pb, mr)), mr));
           Value panel = memref::AllocaOp::create(
               pb, loc,
-              MemRefType::get({kPanelDepth, kTaskRowsW}, pb.getF32Type()),
+              MemRefType::get({kPanelDepth, panelW()}, pb.getF32Type()),
               ValueRange{}, pb.getI64IntegerAttr(64));
           forRange(pb, loc, idx(pb, 0), k, idx(pb, kPanelDepth),
                    [&](OpBuilder &cb, Location, Value kc) {
@@ -1072,14 +1078,14 @@ struct TypeLowering {
     markKeepParallel(par);
   }
 
-  /// The panel of W's rows [n0, n0 + kTaskRowsW) over K's [kc, kEnd):
+  /// The panel of W's rows [n0, n0 + panelW()) over K's [kc, kEnd):
   /// panel[k - kc][j] = W[n0 + j][k], 0 for rows past nRows.
   void fillPanel(OpBuilder &cb, Value panel, Value n0, Value nRows,
                  Value rowBytes, Value kc, Value kEnd) const {
     Value zeroV = arith::ConstantOp::create(
         cb, loc, vt, DenseElementsAttr::get(vt, cb.getF32FloatAttr(0)));
     forRange(
-        cb, loc, idx(cb, 0), idx(cb, kTaskRowsW), idx(cb, 1),
+        cb, loc, idx(cb, 0), idx(cb, panelW()), idx(cb, 1),
         [&](OpBuilder &jb, Location, Value j) {
           Value n = add(jb, n0, j);
           Value inside = arith::CmpIOp::create(
@@ -1109,8 +1115,8 @@ struct TypeLowering {
         });
   }
 
-  /// Rows [m, m + mr) of A times the panel (W's rows n0 .. n0 + 15) over
-  /// the chunk [kc, kc + depth) of K: mr x nv vector accumulators, stored
+  /// Rows [m, m + mr) of A times the panel (W's rows n0 .. n0 + panelW() - 1)
+  /// over the chunk [kc, kc + depth) of K: mr x nv vector accumulators, stored
   /// into out (`first` chunk) or added to it; columns past nRows are left.
   void panelTile(OpBuilder &nb, Value panel, Value m, int64_t mr, int64_t nv,
                  Value n0, Value nRows, Value kc, Value depth,
@@ -1138,10 +1144,10 @@ struct TypeLowering {
           scf::YieldOp::create(fb, loc, next);
         });
     Value whole = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ule,
-                                        addc(nb, n0, kTaskRowsW), nRows);
+                                        addc(nb, n0, panelW()), nRows);
     auto ifOp = scf::IfOp::create(nb, loc, whole, /*withElseRegion=*/true);
     {
-      // All 16 columns inside: vectors.
+      // All the panel's columns inside: vectors.
       OpBuilder tb = OpBuilder::atBlockBegin(ifOp.thenBlock());
       for (int64_t i = 0; i < mr; ++i)
         for (int64_t v = 0; v < nv; ++v) {
