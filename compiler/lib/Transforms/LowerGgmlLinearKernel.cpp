@@ -1084,16 +1084,18 @@ struct TypeLowering {
     markKeepParallel(par);
   }
 
-  /// The panel of W's rows [n0, n0 + panelW()) over K's [kc, kEnd):
-  /// panel[k - kc][j] = W[n0 + j][k], 0 for rows past nRows.
-  void fillPanel(OpBuilder &cb, Value panel, Value stage, Value n0, Value nRows,
-                 Value rowBytes, Value kc, Value kEnd) const {
-    if (stage)
-      return fillPanelByBlocks(cb, panel, stage, n0, nRows, rowBytes, kc, kEnd);
+  /// Walks rows [n0, n0 + count) of W over K's [kc, kEnd): `put(fb, j, at,
+  /// v, x)` gets vector v of each sub-block of row n0 + j (values at + v vl
+  /// .. of the chunk), zero for rows past nRows. (Chunks are whole
+  /// super-blocks: kPanelDepth % 256 = 0.)
+  void forEachPanelRow(
+      OpBuilder &cb, Value n0, int64_t count, Value nRows, Value rowBytes,
+      Value kc, Value kEnd,
+      function_ref<void(OpBuilder &, Value, Value, int64_t, Value)> put) const {
     Value zeroV = arith::ConstantOp::create(
         cb, loc, vt, DenseElementsAttr::get(vt, cb.getF32FloatAttr(0)));
     forRange(
-        cb, loc, idx(cb, 0), idx(cb, panelW()), idx(cb, 1),
+        cb, loc, idx(cb, 0), idx(cb, count), idx(cb, 1),
         [&](OpBuilder &jb, Location, Value j) {
           Value n = add(jb, n0, j);
           Value inside = arith::CmpIOp::create(
@@ -1101,25 +1103,34 @@ struct TypeLowering {
           Value rowBase = arith::MulIOp::create(
               jb, loc, arith::SelectOp::create(jb, loc, inside, n, idx(jb, 0)),
               rowBytes);
-          // The sub-block's vectors, each stored down column j.
           auto store = [&](OpBuilder &fb, const SubBlock &sub, Value sb) {
             Value at = arith::SubIOp::create(fb, loc, mul(fb, sb, 32), kc);
-            for (int64_t v = 0; v < vectors(); ++v) {
-              Value x = arith::SelectOp::create(fb, loc, inside,
-                                                vectorOf(fb, sub, v), zeroV);
-              for (int64_t e = 0; e < vl; ++e) {
-                Value xe =
-                    vector::ExtractOp::create(fb, loc, x, ArrayRef<int64_t>{e});
-                memref::StoreOp::create(
-                    fb, loc, xe, panel,
-                    ValueRange{addc(fb, at, v * vl + e), j});
-              }
-            }
+            for (int64_t v = 0; v < vectors(); ++v)
+              put(fb, j, at, v,
+                  arith::SelectOp::create(fb, loc, inside, vectorOf(fb, sub, v),
+                                          zeroV));
           };
-          // (Chunks are whole super-blocks: kPanelDepth % 256 = 0.)
           forEachSubBlock(
               jb, rowBase, arith::DivUIOp::create(jb, loc, kc, idx(jb, 32)),
               arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 32)), store);
+        });
+  }
+
+  /// The panel of W's rows [n0, n0 + panelW()) over K's [kc, kEnd):
+  /// panel[k - kc][j] = W[n0 + j][k], 0 for rows past nRows.
+  void fillPanel(OpBuilder &cb, Value panel, Value stage, Value n0, Value nRows,
+                 Value rowBytes, Value kc, Value kEnd) const {
+    if (stage)
+      return fillPanelByBlocks(cb, panel, stage, n0, nRows, rowBytes, kc, kEnd);
+    // Each sub-block's vectors stored down column j.
+    forEachPanelRow(
+        cb, n0, panelW(), nRows, rowBytes, kc, kEnd,
+        [&](OpBuilder &fb, Value j, Value at, int64_t v, Value x) {
+          for (int64_t e = 0; e < vl; ++e)
+            memref::StoreOp::create(
+                fb, loc,
+                vector::ExtractOp::create(fb, loc, x, ArrayRef<int64_t>{e}),
+                panel, ValueRange{addc(fb, at, v * vl + e), j});
         });
   }
 
@@ -1132,32 +1143,13 @@ struct TypeLowering {
   void fillPanelByBlocks(OpBuilder &cb, Value panel, Value stage, Value n0,
                          Value nRows, Value rowBytes, Value kc,
                          Value kEnd) const {
-    Value zeroV = arith::ConstantOp::create(
-        cb, loc, vt, DenseElementsAttr::get(vt, cb.getF32FloatAttr(0)));
     Value depth = arith::SubIOp::create(cb, loc, kEnd, kc);
     for (int64_t g = 0; g < panelW() / 16; ++g) {
-      forRange(
-          cb, loc, idx(cb, 0), idx(cb, 16), idx(cb, 1),
-          [&](OpBuilder &jb, Location, Value r) {
-            Value n = add(jb, addc(jb, n0, g * 16), r);
-            Value inside = arith::CmpIOp::create(
-                jb, loc, arith::CmpIPredicate::ult, n, nRows);
-            Value rowBase = arith::MulIOp::create(
-                jb, loc,
-                arith::SelectOp::create(jb, loc, inside, n, idx(jb, 0)),
-                rowBytes);
-            auto store = [&](OpBuilder &fb, const SubBlock &sub, Value sb) {
-              Value at = arith::SubIOp::create(fb, loc, mul(fb, sb, 32), kc);
-              for (int64_t v = 0; v < vectors(); ++v)
-                vector::StoreOp::create(
-                    fb, loc,
-                    arith::SelectOp::create(fb, loc, inside,
-                                            vectorOf(fb, sub, v), zeroV),
-                    stage, ValueRange{r, addc(fb, at, v * vl)});
-            };
-            forEachSubBlock(
-                jb, rowBase, arith::DivUIOp::create(jb, loc, kc, idx(jb, 32)),
-                arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 32)), store);
+      forEachPanelRow(
+          cb, addc(cb, n0, g * 16), 16, nRows, rowBytes, kc, kEnd,
+          [&](OpBuilder &fb, Value r, Value at, int64_t v, Value x) {
+            vector::StoreOp::create(fb, loc, x, stage,
+                                    ValueRange{r, addc(fb, at, v * vl)});
           });
       // (depth is a multiple of 32: rows are whole blocks of 32 values.)
       forRange(cb, loc, idx(cb, 0), depth, idx(cb, 16),

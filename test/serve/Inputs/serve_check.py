@@ -1388,11 +1388,10 @@ def run_command(cmd, shell_cmd):
             proc.wait()
             print("serve_check: the command ran past 300 s", file=sys.stderr)
             return 1
-        r = proc
         if not s.alive():
             print("serve_check: the server died:\n" + s.stderr(), file=sys.stderr)
             return 1
-        return r.returncode
+        return proc.returncode
 
 
 def main():
