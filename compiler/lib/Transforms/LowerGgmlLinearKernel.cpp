@@ -15,12 +15,15 @@
 // the sum of A's bytes).
 //
 // From 32 rows of A (a prompt) every type goes another way: each task
-// dequantizes its rows of W, a chunk of K at a time, into an f32 panel and
-// multiplies A by it unquantized (emitPanels), which costs little more than
-// f32 weights once the conversion is shared by many rows of A. The
-// threshold comes from the runtime (tfm_ggml_panel_rows: 32, or no limit
-// during a decode step, whose rows must each be computed as they are alone
-// whatever the batch).
+// unpacks its rows of W, a chunk of K at a time, into a panel shared by
+// many rows of A. With AVX512_VNNI the quantized types' panels are bytes
+// (emitBytePanels: A quantized as for a decode, vpdpbusd on 512 bits, 2.0-
+// 2.4x the f32 panels' speed on llama1b's prompts); otherwise, and for
+// F32, F16 and BF16, the panel is f32 and A stays unquantized
+// (emitPanels), which costs little more than f32 weights. The threshold
+// comes from the runtime (tfm_ggml_panel_rows: 32, or no limit during a
+// decode step, whose rows must each be computed as they are alone whatever
+// the batch).
 //
 // Every kernel of a module calls one function, tfm_ggml_gemm(A, rows,
 // type, out), which switches on the type once and runs that type's loop
@@ -68,6 +71,8 @@ constexpr StringLiteral kPmaddWd = "llvm.x86.avx2.pmadd.wd";
 /// vpmaddubsw + vpmaddwd by ones (the same integers: the pairs' sums never
 /// saturate 16 bits here).
 constexpr StringLiteral kVpdpbusd256 = "llvm.x86.avx512.vpdpbusd.256";
+/// The same on 512 bits (a prompt's byte panels).
+constexpr StringLiteral kVpdpbusd512 = "llvm.x86.avx512.vpdpbusd.512";
 
 /// Rows of W (N) and of A (M) a task covers.
 constexpr int64_t kTaskRowsW = 16;
@@ -876,7 +881,8 @@ struct TypeLowering {
 
   /// A prepared K-quant sub-block's 32 values as bytes: Q4_K's 4 bits and
   /// Q5_K's 5 (unsigned), Q6_K's 6 less 32 (signed).
-  Value kQuantBytes(OpBuilder &nb, const SubBlock &s) const {
+  Value kQuantBytes(OpBuilder &nb, const SubBlock &s,
+                    bool unsignedQ6 = false) const {
     auto b32 = VectorType::get({32}, nb.getI8Type());
     auto splat8 = [&](int64_t c) -> Value {
       return arith::ConstantOp::create(
@@ -897,21 +903,14 @@ struct TypeLowering {
     Value hi = field(s.highs, s.highShift, highBits);
     q = arith::OrIOp::create(nb, loc, q,
                              arith::ShLIOp::create(nb, loc, hi, splat8(4)));
-    if (type == TFM_GGML_BLOCKS_Q6_K)
+    if (type == TFM_GGML_BLOCKS_Q6_K && !unsignedQ6)
       q = arith::SubIOp::create(nb, loc, q, splat8(32));
     return q;
   }
 
-  /// The 32 signed weight bytes of Q8_0 / Q4_0 sub-block `sb` of the row
-  /// at `rowBase`, and their scale.
-  std::pair<Value, Value> weightBytes(OpBuilder &nb, Value rowBase,
-                                      Value sb) const {
-    auto b32 = VectorType::get({32}, nb.getI8Type());
-    Value base = add(nb, rowBase, mul(nb, sb, tfm_ggml_blocks_bytes(type)));
-    Value d = halfAt(nb, base);
-    if (type == TFM_GGML_BLOCKS_Q8_0)
-      return {vector::LoadOp::create(nb, loc, b32, w, addc(nb, base, 2)), d};
-    // Q4_0: the low nibbles are values 0..15, the high ones 16..31, less 8.
+  /// The 32 nibbles of the Q4_0 block at byte `base` as bytes 0..15: the
+  /// low nibbles are values 0..15, the high ones 16..31.
+  Value q4_0Nibbles(OpBuilder &nb, Value base) const {
     auto b16 = VectorType::get({16}, nb.getI8Type());
     Value qs = vector::LoadOp::create(nb, loc, b16, w, addc(nb, base, 2));
     auto splat16 = [&](int64_t c) -> Value {
@@ -923,7 +922,20 @@ struct TypeLowering {
     SmallVector<int64_t> order;
     for (int64_t i = 0; i < 32; ++i)
       order.push_back(i);
-    Value q = vector::ShuffleOp::create(nb, loc, lo, hi, order);
+    return vector::ShuffleOp::create(nb, loc, lo, hi, order);
+  }
+
+  /// The 32 signed weight bytes of Q8_0 / Q4_0 sub-block `sb` of the row
+  /// at `rowBase`, and their scale.
+  std::pair<Value, Value> weightBytes(OpBuilder &nb, Value rowBase,
+                                      Value sb) const {
+    auto b32 = VectorType::get({32}, nb.getI8Type());
+    Value base = add(nb, rowBase, mul(nb, sb, tfm_ggml_blocks_bytes(type)));
+    Value d = halfAt(nb, base);
+    if (type == TFM_GGML_BLOCKS_Q8_0)
+      return {vector::LoadOp::create(nb, loc, b32, w, addc(nb, base, 2)), d};
+    // Q4_0: the nibbles less 8.
+    Value q = q4_0Nibbles(nb, base);
     Value eight = arith::ConstantOp::create(
         nb, loc, b32, DenseElementsAttr::get(b32, nb.getI8IntegerAttr(8)));
     return {arith::SubIOp::create(nb, loc, q, eight), d};
@@ -1011,7 +1023,10 @@ struct TypeLowering {
     auto ifOp = scf::IfOp::create(b, loc, many, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    emitPanels(mRows, nRows);
+    if (bytePanels())
+      emitBytePanels(mRows, nRows);
+    else
+      emitPanels(mRows, nRows);
     b.setInsertionPointToStart(ifOp.elseBlock());
     emitTiles(mRows, nRows);
   }
@@ -1209,6 +1224,16 @@ struct TypeLowering {
           }
           scf::YieldOp::create(fb, loc, next);
         });
+    SmallVector<Value> sums(loop.getResults());
+    storeTile(nb, sums, rows, nv, n0, nRows, first);
+  }
+
+  /// Adds a tile's sums (`sums[i * nv + v]`: row rows[i] of A, columns n0 +
+  /// v vl ..) to out, or stores them there (`first` chunk of K); columns
+  /// past nRows are left.
+  void storeTile(OpBuilder &nb, ArrayRef<Value> sums, ArrayRef<Value> rows,
+                 int64_t nv, Value n0, Value nRows, Value first) const {
+    int64_t mr = rows.size();
     Value whole = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ule,
                                         addc(nb, n0, panelW()), nRows);
     auto ifOp = scf::IfOp::create(nb, loc, whole, /*withElseRegion=*/true);
@@ -1218,7 +1243,7 @@ struct TypeLowering {
       for (int64_t i = 0; i < mr; ++i)
         for (int64_t v = 0; v < nv; ++v) {
           SmallVector<Value, 2> at{rows[i], addc(tb, n0, v * vl)};
-          Value r = loop.getResult(i * nv + v);
+          Value r = sums[i * nv + v];
           Value old = vector::LoadOp::create(tb, loc, vt, out, at);
           Value sum = arith::AddFOp::create(tb, loc, old, r);
           vector::StoreOp::create(
@@ -1237,8 +1262,8 @@ struct TypeLowering {
                 eb, loc, arith::CmpIPredicate::ult, n, nRows);
             scf::IfOp::create(eb, loc, inside, [&](OpBuilder &ib, Location) {
               SmallVector<Value, 2> at{rows[i], n};
-              Value r = vector::ExtractOp::create(
-                  ib, loc, loop.getResult(i * nv + v), ArrayRef<int64_t>{e});
+              Value r = vector::ExtractOp::create(ib, loc, sums[i * nv + v],
+                                                  ArrayRef<int64_t>{e});
               Value old = memref::LoadOp::create(ib, loc, out, at);
               Value sum = arith::AddFOp::create(ib, loc, old, r);
               memref::StoreOp::create(
@@ -1248,6 +1273,294 @@ struct TypeLowering {
             });
           }
     }
+  }
+
+  /// Whether a prompt multiplies in bytes: AVX512_VNNI's vpdpbusd on 512
+  /// bits for the quantized types (emitBytePanels), else f32 panels.
+  bool bytePanels() const { return int8Dot && vl == 16 && int8Path(); }
+  /// Values of K that share a weight scale in a byte panel: Q6_K's 16,
+  /// else a sub-block.
+  int64_t groupValues() const { return type == TFM_GGML_BLOCKS_Q6_K ? 16 : 32; }
+
+  /// Many rows of A with VNNI (the f32 panels of emitPanels in bytes). A
+  /// is quantized to bytes once as for a decode (Q8_0's per 32 values for
+  /// Q8_0 and Q4_0, llama.cpp's Q8_K per 256 for the K-quants), with the
+  /// sums of its bytes per group of groupValues(). Each task fills, a
+  /// chunk of K at a time, a panel of its 32 rows of W as unsigned bytes in
+  /// quads of K ([kPanelDepth / 4, 32] words: word [q, j] holds W[n0 + j]'s
+  /// values 4q .. 4q + 3 of the chunk as u, with w = s u - o), and per
+  /// group each row's s and o ([groups, 32] f32). The register tile is mr
+  /// rows of A x the 32 rows of W, i32 accumulators per group: per quad of
+  /// K, 2 loads of the panel and 2 mr vpdpbusd (A's 4 bytes broadcast),
+  /// then per group the sums scaled into f32 accumulators: acc += da (s
+  /// sum(u q) - o sum(q)), da A's scale. Exact in integers within a group:
+  /// the product is a decode's integer dot product, grouped as a panel is.
+  void emitBytePanels(Value mRows, Value nRows) const {
+    const int64_t nv = panelW() / vl, mr = 6, g = groupValues();
+    int64_t blockValues = tfm_ggml_blocks_values(type);
+    Value rowBytes =
+        mul(b, arith::DivUIOp::create(b, loc, k, idx(b, blockValues)),
+            tfm_ggml_blocks_bytes(type));
+    auto dyn2 = [&](Type t) {
+      return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t);
+    };
+    QuantizedA qa;
+    qa.bytes =
+        memref::AllocOp::create(b, loc, dyn2(b.getI8Type()),
+                                ValueRange{mRows, k}, b.getI64IntegerAttr(64));
+    qa.scales = memref::AllocOp::create(
+        b, loc, dyn2(b.getF32Type()),
+        ValueRange{mRows, arith::DivUIOp::create(
+                              b, loc, k, idx(b, isKQuant() ? 256 : 32))});
+    if (isKQuant())
+      quantizeAK(mRows, qa);
+    else
+      quantizeA(mRows, qa);
+    qa.sums = memref::AllocOp::create(
+        b, loc, dyn2(b.getF32Type()),
+        ValueRange{mRows, arith::DivUIOp::create(b, loc, k, idx(b, g))});
+    sumBytesOfA(mRows, qa);
+    Value tasksW = arith::CeilDivUIOp::create(b, loc, nRows, idx(b, panelW()));
+    Value tasksA =
+        arith::CeilDivUIOp::create(b, loc, mRows, idx(b, kPanelRowsA));
+    auto par = scf::ParallelOp::create(
+        b, loc, ValueRange{idx(b, 0), idx(b, 0)}, ValueRange{tasksW, tasksA},
+        ValueRange{idx(b, 1), idx(b, 1)},
+        [&](OpBuilder &pb, Location, ValueRange ivs) {
+          Value n0 = mul(pb, ivs[0], panelW());
+          Value m0 = mul(pb, ivs[1], kPanelRowsA);
+          Value m1 =
+              arith::MinUIOp::create(pb, loc, addc(pb, m0, kPanelRowsA), mRows);
+          Value span = arith::SubIOp::create(pb, loc, m1, m0);
+          Value fullEnd = add(
+              pb, m0,
+              mul(pb, arith::DivUIOp::create(pb, loc, span, idx(pb, mr)), mr));
+          BytePanel panel;
+          panel.words = memref::AllocaOp::create(
+              pb, loc,
+              MemRefType::get({kPanelDepth / 4, panelW()}, pb.getI32Type()),
+              ValueRange{}, pb.getI64IntegerAttr(64));
+          auto scalesType =
+              MemRefType::get({kPanelDepth / g, panelW()}, pb.getF32Type());
+          panel.scales = memref::AllocaOp::create(
+              pb, loc, scalesType, ValueRange{}, pb.getI64IntegerAttr(64));
+          panel.offsets = memref::AllocaOp::create(
+              pb, loc, scalesType, ValueRange{}, pb.getI64IntegerAttr(64));
+          forRange(pb, loc, idx(pb, 0), k, idx(pb, kPanelDepth),
+                   [&](OpBuilder &cb, Location, Value kc) {
+                     Value kEnd = arith::MinUIOp::create(
+                         cb, loc, addc(cb, kc, kPanelDepth), k);
+                     Value depth = arith::SubIOp::create(cb, loc, kEnd, kc);
+                     Value first = arith::CmpIOp::create(
+                         cb, loc, arith::CmpIPredicate::eq, kc, idx(cb, 0));
+                     fillBytePanel(cb, panel, n0, nRows, rowBytes, kc, kEnd);
+                     forRange(cb, loc, m0, fullEnd, idx(cb, mr),
+                              [&](OpBuilder &tb, Location, Value m) {
+                                bytePanelTile(tb, panel, qa, m, mr, nv, n0,
+                                              nRows, kc, depth, first);
+                              });
+                     forRange(cb, loc, fullEnd, m1, idx(cb, 1),
+                              [&](OpBuilder &tb, Location, Value m) {
+                                bytePanelTile(tb, panel, qa, m, 1, nv, n0,
+                                              nRows, kc, depth, first);
+                              });
+                   });
+          scf::ReduceOp::create(pb, loc);
+        });
+    markKeepParallel(par);
+    for (Value buffer : {qa.bytes, qa.scales, qa.sums})
+      memref::DeallocOp::create(b, loc, buffer);
+  }
+
+  /// A task's byte panel: the words of W's bytes, each group's s and o.
+  struct BytePanel {
+    Value words, scales, offsets;
+  };
+
+  /// qa.sums[m, i] = the sum of qa.bytes[m, i g .. i g + g - 1], g =
+  /// groupValues(), rows in parallel.
+  void sumBytesOfA(Value mRows, const QuantizedA &qa) const {
+    int64_t g = groupValues();
+    auto bytes = VectorType::get({g}, b.getI8Type());
+    auto ints = VectorType::get({g}, b.getI32Type());
+    forEachBlockOfA(
+        mRows, g, [&](OpBuilder &fb, Value m, Value blk, Value col0) {
+          Value x = vector::LoadOp::create(fb, loc, bytes, qa.bytes,
+                                           ValueRange{m, col0});
+          Value sum = vector::ReductionOp::create(
+              fb, loc, vector::CombiningKind::ADD,
+              arith::ExtSIOp::create(fb, loc, ints, x));
+          memref::StoreOp::create(
+              fb, loc, arith::SIToFPOp::create(fb, loc, fb.getF32Type(), sum),
+              qa.sums, ValueRange{m, blk});
+        });
+  }
+
+  /// A prepared sub-block's 32 values as unsigned bytes u, and per group
+  /// of groupValues() the s and o of w = s u - o: Q8_0's bytes plus 128,
+  /// Q4_0's nibbles (o = 8 d), Q4_K's and Q5_K's (o their min), Q6_K's
+  /// 6 bits (o = 32 s).
+  Value unsignedBytes(OpBuilder &nb, const SubBlock &s) const {
+    auto b32 = VectorType::get({32}, nb.getI8Type());
+    switch (type) {
+    case TFM_GGML_BLOCKS_Q8_0: {
+      Value q = vector::LoadOp::create(nb, loc, b32, w, addc(nb, s.base, 2));
+      Value flip = arith::ConstantOp::create(
+          nb, loc, b32, DenseElementsAttr::get(b32, nb.getI8IntegerAttr(-128)));
+      return arith::XOrIOp::create(nb, loc, q, flip);
+    }
+    case TFM_GGML_BLOCKS_Q4_0:
+      return q4_0Nibbles(nb, s.base);
+    default:
+      return kQuantBytes(nb, s, /*unsignedQ6=*/true);
+    }
+  }
+  std::pair<Value, Value> scaleAndOffset(OpBuilder &nb, const SubBlock &s,
+                                         int64_t half) const {
+    Value scale = s.scale[half];
+    int64_t bias = type == TFM_GGML_BLOCKS_Q8_0   ? 128
+                   : type == TFM_GGML_BLOCKS_Q4_0 ? 8
+                   : type == TFM_GGML_BLOCKS_Q6_K ? 32
+                                                  : 0;
+    Value o =
+        bias ? arith::MulFOp::create(nb, loc, scale, cF32(nb, loc, float(bias)))
+                   .getResult()
+             : cF32(nb, loc, 0);
+    if (s.offset[half])
+      o = arith::SubFOp::create(nb, loc, o, s.offset[half]);
+    return {scale, o};
+  }
+
+  /// The byte panel of W's rows [n0, n0 + panelW()) over K's [kc, kEnd)
+  /// (rows past nRows: zeros).
+  void fillBytePanel(OpBuilder &cb, const BytePanel &p, Value n0, Value nRows,
+                     Value rowBytes, Value kc, Value kEnd) const {
+    auto b32 = VectorType::get({32}, cb.getI8Type());
+    auto w8 = VectorType::get({8}, cb.getI32Type());
+    int64_t g = groupValues();
+    forRange(
+        cb, loc, idx(cb, 0), idx(cb, panelW()), idx(cb, 1),
+        [&](OpBuilder &jb, Location, Value j) {
+          Value n = add(jb, n0, j);
+          Value inside = arith::CmpIOp::create(
+              jb, loc, arith::CmpIPredicate::ult, n, nRows);
+          Value rowBase = arith::MulIOp::create(
+              jb, loc, arith::SelectOp::create(jb, loc, inside, n, idx(jb, 0)),
+              rowBytes);
+          Value zeroB = arith::ConstantOp::create(
+              jb, loc, b32,
+              DenseElementsAttr::get(b32, jb.getI8IntegerAttr(0)));
+          Value zeroF = cF32(jb, loc, 0);
+          auto store = [&](OpBuilder &fb, const SubBlock &sub, Value sb) {
+            Value at = arith::SubIOp::create(fb, loc, mul(fb, sb, 32), kc);
+            Value u = arith::SelectOp::create(fb, loc, inside,
+                                              unsignedBytes(fb, sub), zeroB);
+            Value words = vector::BitCastOp::create(fb, loc, w8, u);
+            Value q0 = arith::DivUIOp::create(fb, loc, at, idx(fb, 4));
+            for (int64_t q = 0; q < 8; ++q)
+              memref::StoreOp::create(fb, loc,
+                                      vector::ExtractOp::create(
+                                          fb, loc, words, ArrayRef<int64_t>{q}),
+                                      p.words, ValueRange{addc(fb, q0, q), j});
+            Value g0 = arith::DivUIOp::create(fb, loc, at, idx(fb, g));
+            for (int64_t h = 0; h < 32 / g; ++h) {
+              auto [s, o] = scaleAndOffset(fb, sub, h);
+              Value at = addc(fb, g0, h);
+              memref::StoreOp::create(
+                  fb, loc, arith::SelectOp::create(fb, loc, inside, s, zeroF),
+                  p.scales, ValueRange{at, j});
+              memref::StoreOp::create(
+                  fb, loc, arith::SelectOp::create(fb, loc, inside, o, zeroF),
+                  p.offsets, ValueRange{at, j});
+            }
+          };
+          forEachSubBlock(
+              jb, rowBase, arith::DivUIOp::create(jb, loc, kc, idx(jb, 32)),
+              arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 32)), store);
+        });
+  }
+
+  /// Rows [m, m + mr) of qa times the byte panel over the chunk [kc, kc +
+  /// depth) of K, into out (emitBytePanels).
+  void bytePanelTile(OpBuilder &nb, const BytePanel &p, const QuantizedA &qa,
+                     Value m, int64_t mr, int64_t nv, Value n0, Value nRows,
+                     Value kc, Value depth, Value first) const {
+    auto i32x16 = VectorType::get({16}, nb.getI32Type());
+    auto b64 = VectorType::get({64}, nb.getI8Type());
+    auto b4 = VectorType::get({4}, nb.getI8Type());
+    auto w1 = VectorType::get({1}, nb.getI32Type());
+    int64_t g = groupValues(), aBlock = isKQuant() ? 256 : 32;
+    Value zeroF = arith::ConstantOp::create(
+        nb, loc, vt, DenseElementsAttr::get(vt, nb.getF32FloatAttr(0)));
+    Value zeroI = arith::ConstantOp::create(
+        nb, loc, i32x16,
+        DenseElementsAttr::get(i32x16, nb.getI32IntegerAttr(0)));
+    SmallVector<Value> init(mr * nv, zeroF), rows;
+    for (int64_t i = 0; i < mr; ++i)
+      rows.push_back(addc(nb, m, i));
+    Value groups = arith::DivUIOp::create(nb, loc, depth, idx(nb, g));
+    auto loop = scf::ForOp::create(
+        nb, loc, idx(nb, 0), groups, idx(nb, 1), init,
+        [&](OpBuilder &fb, Location, Value gi, ValueRange acc) {
+          SmallVector<Value> next(acc.begin(), acc.end());
+          SmallVector<Value> isum(mr * nv, zeroI);
+          Value col = add(fb, kc, mul(fb, gi, g));
+          for (int64_t q = 0; q < g / 4; ++q) {
+            Value qi = addc(fb, mul(fb, gi, g / 4), q);
+            SmallVector<Value> wv;
+            for (int64_t v = 0; v < nv; ++v)
+              wv.push_back(vector::BitCastOp::create(
+                  fb, loc, b64,
+                  vector::LoadOp::create(fb, loc, i32x16, p.words,
+                                         ValueRange{qi, idx(fb, v * vl)})));
+            for (int64_t i = 0; i < mr; ++i) {
+              Value four = vector::LoadOp::create(
+                  fb, loc, b4, qa.bytes,
+                  ValueRange{rows[i], addc(fb, col, 4 * q)});
+              Value word = vector::ExtractOp::create(
+                  fb, loc, vector::BitCastOp::create(fb, loc, w1, four),
+                  ArrayRef<int64_t>{0});
+              Value ab = vector::BitCastOp::create(
+                  fb, loc, b64,
+                  vector::BroadcastOp::create(fb, loc, i32x16, word));
+              for (int64_t v = 0; v < nv; ++v)
+                isum[i * nv + v] = intrinsic(fb, i32x16, kVpdpbusd512,
+                                             {isum[i * nv + v], wv[v], ab});
+            }
+          }
+          SmallVector<Value> sv, ov;
+          for (int64_t v = 0; v < nv; ++v) {
+            sv.push_back(vector::LoadOp::create(
+                fb, loc, vt, p.scales, ValueRange{gi, idx(fb, v * vl)}));
+            ov.push_back(vector::LoadOp::create(
+                fb, loc, vt, p.offsets, ValueRange{gi, idx(fb, v * vl)}));
+          }
+          for (int64_t i = 0; i < mr; ++i) {
+            Value da = memref::LoadOp::create(
+                fb, loc, qa.scales,
+                ValueRange{rows[i], arith::DivUIOp::create(fb, loc, col,
+                                                           idx(fb, aBlock))});
+            Value sa = memref::LoadOp::create(
+                fb, loc, qa.sums,
+                ValueRange{rows[i],
+                           arith::DivUIOp::create(fb, loc, col, idx(fb, g))});
+            Value dav = splatF(fb, da);
+            Value minus = splatF(
+                fb, arith::NegFOp::create(
+                        fb, loc, arith::MulFOp::create(fb, loc, sa, da)));
+            for (int64_t v = 0; v < nv; ++v) {
+              Value f = toF32(fb, isum[i * nv + v]);
+              Value scaled = arith::MulFOp::create(fb, loc, sv[v], dav);
+              Value x =
+                  vector::FMAOp::create(fb, loc, f, scaled, next[i * nv + v]);
+              next[i * nv + v] =
+                  vector::FMAOp::create(fb, loc, ov[v], minus, x);
+            }
+          }
+          scf::YieldOp::create(fb, loc, next);
+        });
+    SmallVector<Value> sums(loop.getResults());
+    storeTile(nb, sums, rows, nv, n0, nRows, first);
   }
 
   /// Few rows of A: tasks of kTaskRowsW rows of W x kTaskRowsA rows of A
