@@ -82,6 +82,10 @@ constexpr int64_t kTaskRowsA = 64;
 /// tfm_ggml_panel_rows() rows of A on).
 constexpr int64_t kPanelDepth = 256;
 constexpr int64_t kPanelRowsA = 256;
+/// The rows of A a byte panel's task covers: a byte panel costs more to
+/// fill per multiply than an f32 one, and A's bytes are a quarter of its
+/// values (512 rows x a chunk: 128 KB).
+constexpr int64_t kBytePanelRowsA = 512;
 
 /// A [M, K] and out [M, N] as the shared function takes them: rows of
 /// contiguous values at any row stride and offset.
@@ -177,6 +181,10 @@ struct TypeLowering {
   }
   Value splatF(OpBuilder &nb, Value s) const {
     return vector::BroadcastOp::create(nb, loc, vt, s);
+  }
+  Value splatF16(OpBuilder &nb, Value s) const {
+    return vector::BroadcastOp::create(
+        nb, loc, VectorType::get({16}, nb.getF32Type()), s);
   }
 
   /// The byte at `off` as i32, zero-extended.
@@ -1169,31 +1177,38 @@ struct TypeLowering {
       // (depth is a multiple of 32: rows are whole blocks of 32 values.)
       forRange(cb, loc, idx(cb, 0), depth, idx(cb, 16),
                [&](OpBuilder &tb, Location, Value k0) {
-                 SmallVector<Value, 16> rows;
-                 for (int64_t i = 0; i < 16; ++i)
-                   rows.push_back(vector::LoadOp::create(
-                       tb, loc, vt, stage, ValueRange{idx(tb, i), k0}));
-                 for (int64_t bit = 8; bit >= 1; bit /= 2) {
-                   SmallVector<int64_t, 16> lo, hi;
-                   for (int64_t c = 0; c < 16; ++c) {
-                     lo.push_back(c & bit ? 16 + c - bit : c);
-                     hi.push_back(c & bit ? 16 + c : c + bit);
-                   }
-                   for (int64_t i = 0; i < 16; ++i) {
-                     if (i & bit)
-                       continue;
-                     Value x = rows[i], y = rows[i + bit];
-                     rows[i] = vector::ShuffleOp::create(tb, loc, x, y, lo);
-                     rows[i + bit] =
-                         vector::ShuffleOp::create(tb, loc, x, y, hi);
-                   }
-                 }
-                 for (int64_t i = 0; i < 16; ++i)
-                   vector::StoreOp::create(
-                       tb, loc, rows[i], panel,
-                       ValueRange{addc(tb, k0, i), idx(tb, g * 16)});
+                 transposeBlock(tb, stage, panel, k0, g * 16, vt);
                });
     }
+  }
+
+  /// dst[k0 + i][col0 + c] = stage[c][k0 + i] for i, c < 16 (16 values of
+  /// 32 bits a vector `t`): the block is transposed in registers by four
+  /// rounds of 16 two-vector shuffles, round b exchanging bit b of the row
+  /// with bit b of the column (b = 8, 4, 2, 1).
+  void transposeBlock(OpBuilder &tb, Value stage, Value dst, Value k0,
+                      int64_t col0, VectorType t) const {
+    SmallVector<Value, 16> rows;
+    for (int64_t i = 0; i < 16; ++i)
+      rows.push_back(vector::LoadOp::create(tb, loc, t, stage,
+                                            ValueRange{idx(tb, i), k0}));
+    for (int64_t bit = 8; bit >= 1; bit /= 2) {
+      SmallVector<int64_t, 16> lo, hi;
+      for (int64_t c = 0; c < 16; ++c) {
+        lo.push_back(c & bit ? 16 + c - bit : c);
+        hi.push_back(c & bit ? 16 + c : c + bit);
+      }
+      for (int64_t i = 0; i < 16; ++i) {
+        if (i & bit)
+          continue;
+        Value x = rows[i], y = rows[i + bit];
+        rows[i] = vector::ShuffleOp::create(tb, loc, x, y, lo);
+        rows[i + bit] = vector::ShuffleOp::create(tb, loc, x, y, hi);
+      }
+    }
+    for (int64_t i = 0; i < 16; ++i)
+      vector::StoreOp::create(tb, loc, rows[i], dst,
+                              ValueRange{addc(tb, k0, i), idx(tb, col0)});
   }
 
   /// Rows [m, m + mr) of A times the panel (W's rows n0 .. n0 + panelW() - 1)
@@ -1322,15 +1337,15 @@ struct TypeLowering {
     sumBytesOfA(mRows, qa);
     Value tasksW = arith::CeilDivUIOp::create(b, loc, nRows, idx(b, panelW()));
     Value tasksA =
-        arith::CeilDivUIOp::create(b, loc, mRows, idx(b, kPanelRowsA));
+        arith::CeilDivUIOp::create(b, loc, mRows, idx(b, kBytePanelRowsA));
     auto par = scf::ParallelOp::create(
         b, loc, ValueRange{idx(b, 0), idx(b, 0)}, ValueRange{tasksW, tasksA},
         ValueRange{idx(b, 1), idx(b, 1)},
         [&](OpBuilder &pb, Location, ValueRange ivs) {
           Value n0 = mul(pb, ivs[0], panelW());
-          Value m0 = mul(pb, ivs[1], kPanelRowsA);
-          Value m1 =
-              arith::MinUIOp::create(pb, loc, addc(pb, m0, kPanelRowsA), mRows);
+          Value m0 = mul(pb, ivs[1], kBytePanelRowsA);
+          Value m1 = arith::MinUIOp::create(
+              pb, loc, addc(pb, m0, kBytePanelRowsA), mRows);
           Value span = arith::SubIOp::create(pb, loc, m1, m0);
           Value fullEnd = add(
               pb, m0,
@@ -1346,6 +1361,9 @@ struct TypeLowering {
               pb, loc, scalesType, ValueRange{}, pb.getI64IntegerAttr(64));
           panel.offsets = memref::AllocaOp::create(
               pb, loc, scalesType, ValueRange{}, pb.getI64IntegerAttr(64));
+          Value stage = memref::AllocaOp::create(
+              pb, loc, MemRefType::get({16, kPanelDepth / 4}, pb.getI32Type()),
+              ValueRange{}, pb.getI64IntegerAttr(64));
           forRange(pb, loc, idx(pb, 0), k, idx(pb, kPanelDepth),
                    [&](OpBuilder &cb, Location, Value kc) {
                      Value kEnd = arith::MinUIOp::create(
@@ -1353,7 +1371,8 @@ struct TypeLowering {
                      Value depth = arith::SubIOp::create(cb, loc, kEnd, kc);
                      Value first = arith::CmpIOp::create(
                          cb, loc, arith::CmpIPredicate::eq, kc, idx(cb, 0));
-                     fillBytePanel(cb, panel, n0, nRows, rowBytes, kc, kEnd);
+                     fillBytePanel(cb, panel, stage, n0, nRows, rowBytes, kc,
+                                   kEnd);
                      forRange(cb, loc, m0, fullEnd, idx(cb, mr),
                               [&](OpBuilder &tb, Location, Value m) {
                                 bytePanelTile(tb, panel, qa, m, mr, nv, n0,
@@ -1432,52 +1451,138 @@ struct TypeLowering {
   }
 
   /// The byte panel of W's rows [n0, n0 + panelW()) over K's [kc, kEnd)
-  /// (rows past nRows: zeros).
-  void fillBytePanel(OpBuilder &cb, const BytePanel &p, Value n0, Value nRows,
-                     Value rowBytes, Value kc, Value kEnd) const {
+  /// (rows past nRows: zeros). 16 rows at a time go to `stage` [16,
+  /// kPanelDepth / 4] of words, each sub-block's bytes stored as a vector,
+  /// and each 16 x 16 block of words to the panel transposed in registers
+  /// (transposeBlock). The K-quants' scales and offsets come a super-block
+  /// at a time, from its packed scale bytes unpacked at once (kScales).
+  void fillBytePanel(OpBuilder &cb, const BytePanel &p, Value stage, Value n0,
+                     Value nRows, Value rowBytes, Value kc, Value kEnd) const {
     auto b32 = VectorType::get({32}, cb.getI8Type());
     auto w8 = VectorType::get({8}, cb.getI32Type());
+    auto w16 = VectorType::get({16}, cb.getI32Type());
     int64_t g = groupValues();
-    forRange(
-        cb, loc, idx(cb, 0), idx(cb, panelW()), idx(cb, 1),
-        [&](OpBuilder &jb, Location, Value j) {
-          Value n = add(jb, n0, j);
-          Value inside = arith::CmpIOp::create(
-              jb, loc, arith::CmpIPredicate::ult, n, nRows);
-          Value rowBase = arith::MulIOp::create(
-              jb, loc, arith::SelectOp::create(jb, loc, inside, n, idx(jb, 0)),
-              rowBytes);
-          Value zeroB = arith::ConstantOp::create(
-              jb, loc, b32,
-              DenseElementsAttr::get(b32, jb.getI8IntegerAttr(0)));
-          Value zeroF = cF32(jb, loc, 0);
-          auto store = [&](OpBuilder &fb, const SubBlock &sub, Value sb) {
-            Value at = arith::SubIOp::create(fb, loc, mul(fb, sb, 32), kc);
-            Value u = arith::SelectOp::create(fb, loc, inside,
-                                              unsignedBytes(fb, sub), zeroB);
-            Value words = vector::BitCastOp::create(fb, loc, w8, u);
-            Value q0 = arith::DivUIOp::create(fb, loc, at, idx(fb, 4));
-            for (int64_t q = 0; q < 8; ++q)
-              memref::StoreOp::create(fb, loc,
-                                      vector::ExtractOp::create(
-                                          fb, loc, words, ArrayRef<int64_t>{q}),
-                                      p.words, ValueRange{addc(fb, q0, q), j});
-            Value g0 = arith::DivUIOp::create(fb, loc, at, idx(fb, g));
-            for (int64_t h = 0; h < 32 / g; ++h) {
-              auto [s, o] = scaleAndOffset(fb, sub, h);
-              Value at = addc(fb, g0, h);
+    Value quads = arith::DivUIOp::create(
+        cb, loc, arith::SubIOp::create(cb, loc, kEnd, kc), idx(cb, 4));
+    for (int64_t half = 0; half < panelW() / 16; ++half) {
+      forRange(
+          cb, loc, idx(cb, 0), idx(cb, 16), idx(cb, 1),
+          [&](OpBuilder &jb, Location, Value r) {
+            Value j = addc(jb, r, half * 16);
+            Value n = add(jb, n0, j);
+            Value inside = arith::CmpIOp::create(
+                jb, loc, arith::CmpIPredicate::ult, n, nRows);
+            Value rowBase = arith::MulIOp::create(
+                jb, loc,
+                arith::SelectOp::create(jb, loc, inside, n, idx(jb, 0)),
+                rowBytes);
+            Value zeroB = arith::ConstantOp::create(
+                jb, loc, b32,
+                DenseElementsAttr::get(b32, jb.getI8IntegerAttr(0)));
+            Value zeroF = cF32(jb, loc, 0);
+            // Sub-block sb's bytes u into the stage's row r.
+            auto putBytes = [&](OpBuilder &fb, Value u, Value sb) {
+              Value at = arith::SubIOp::create(fb, loc, mul(fb, sb, 32), kc);
+              Value words = vector::BitCastOp::create(
+                  fb, loc, w8,
+                  arith::SelectOp::create(fb, loc, inside, u, zeroB));
+              vector::StoreOp::create(
+                  fb, loc, words, stage,
+                  ValueRange{r,
+                             arith::DivUIOp::create(fb, loc, at, idx(fb, 4))});
+            };
+            // Group `grp` of the chunk's s and o for column j.
+            auto putScale = [&](OpBuilder &fb, Value sc, Value o, Value grp) {
               memref::StoreOp::create(
-                  fb, loc, arith::SelectOp::create(fb, loc, inside, s, zeroF),
-                  p.scales, ValueRange{at, j});
+                  fb, loc, arith::SelectOp::create(fb, loc, inside, sc, zeroF),
+                  p.scales, ValueRange{grp, j});
               memref::StoreOp::create(
                   fb, loc, arith::SelectOp::create(fb, loc, inside, o, zeroF),
-                  p.offsets, ValueRange{at, j});
+                  p.offsets, ValueRange{grp, j});
+            };
+            if (!isKQuant()) {
+              forRange(jb, loc,
+                       arith::DivUIOp::create(jb, loc, kc, idx(jb, 32)),
+                       arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 32)),
+                       idx(jb, 1), [&](OpBuilder &fb, Location, Value sb) {
+                         SubBlock sub = prepare(fb, rowBase, sb);
+                         putBytes(fb, unsignedBytes(fb, sub), sb);
+                         auto [sc, o] = scaleAndOffset(fb, sub, 0);
+                         putScale(fb, sc, o,
+                                  arith::SubIOp::create(
+                                      fb, loc, sb,
+                                      arith::DivUIOp::create(fb, loc, kc,
+                                                             idx(fb, 32))));
+                       });
+              return;
             }
-          };
-          forEachSubBlock(
-              jb, rowBase, arith::DivUIOp::create(jb, loc, kc, idx(jb, 32)),
-              arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 32)), store);
-        });
+            forRange(
+                jb, loc, arith::DivUIOp::create(jb, loc, kc, idx(jb, 256)),
+                arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 256)), idx(jb, 1),
+                [&](OpBuilder &fb, Location, Value blk) {
+                  Value base = add(fb, rowBase,
+                                   mul(fb, blk, tfm_ggml_blocks_bytes(type)));
+                  // Every group's s and o from the super-block's scales at
+                  // once.
+                  Value lanes = kScales(fb, base);
+                  int64_t groups = 256 / g;
+                  auto fv = VectorType::get({groups}, fb.getF32Type());
+                  SmallVector<int64_t> low, high;
+                  for (int64_t i = 0; i < 8; ++i) {
+                    low.push_back(i);
+                    high.push_back(8 + i);
+                  }
+                  Value sv, ov;
+                  if (type == TFM_GGML_BLOCKS_Q6_K) {
+                    Value d = splatF16(fb, halfAt(fb, addc(fb, base, 208)));
+                    sv = arith::MulFOp::create(
+                        fb, loc, arith::SIToFPOp::create(fb, loc, fv, lanes),
+                        d);
+                    ov = arith::MulFOp::create(
+                        fb, loc, sv,
+                        vector::BroadcastOp::create(fb, loc, fv,
+                                                    cF32(fb, loc, 32)));
+                  } else {
+                    auto lanes8 = [&](ArrayRef<int64_t> which) -> Value {
+                      return arith::UIToFPOp::create(
+                          fb, loc, fv,
+                          vector::ShuffleOp::create(fb, loc, lanes, lanes,
+                                                    which));
+                    };
+                    sv = arith::MulFOp::create(
+                        fb, loc, lanes8(low),
+                        vector::BroadcastOp::create(fb, loc, fv,
+                                                    halfAt(fb, base)));
+                    ov = arith::MulFOp::create(
+                        fb, loc, lanes8(high),
+                        vector::BroadcastOp::create(
+                            fb, loc, fv, halfAt(fb, addc(fb, base, 2))));
+                  }
+                  Value grp0 = arith::DivUIOp::create(
+                      fb, loc,
+                      arith::SubIOp::create(fb, loc, mul(fb, blk, 256), kc),
+                      idx(fb, g));
+                  for (int64_t i = 0; i < groups; ++i)
+                    putScale(fb,
+                             vector::ExtractOp::create(fb, loc, sv,
+                                                       ArrayRef<int64_t>{i}),
+                             vector::ExtractOp::create(fb, loc, ov,
+                                                       ArrayRef<int64_t>{i}),
+                             addc(fb, grp0, i));
+                  for (int64_t sj = 0; sj < 8; ++sj)
+                    putBytes(fb,
+                             kQuantBytes(fb, kOffsets(fb, base, sj),
+                                         /*unsignedQ6=*/true),
+                             addc(fb, mul(fb, blk, 8), sj));
+                });
+          });
+      // (The chunk's quads are a multiple of 8; a block past them carries
+      // what the stage held, into panel words no group reads.)
+      forRange(cb, loc, idx(cb, 0), quads, idx(cb, 16),
+               [&](OpBuilder &tb, Location, Value k0) {
+                 transposeBlock(tb, stage, p.words, k0, half * 16, w16);
+               });
+    }
   }
 
   /// Rows [m, m + mr) of qa times the byte panel over the chunk [kc, kc +
