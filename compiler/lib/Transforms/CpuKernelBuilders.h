@@ -103,7 +103,8 @@ void populateLowerLinearKernelPattern(RewritePatternSet &patterns,
 /// defineGgmlGemm adds to the module first.
 void populateLowerGgmlLinearKernelPattern(RewritePatternSet &patterns,
                                           int64_t vectorWidth);
-void defineGgmlGemm(ModuleOp module, int64_t vectorWidth, bool int8Dot);
+void defineGgmlGemm(ModuleOp module, int64_t vectorWidth, bool int8Dot,
+                    bool bf16Dot);
 /// tfm.ggml_embed_kernel (LowerGgmlLinearKernel.cpp): calls of
 /// tfm_ggml_row, which defineGgmlRow adds to the module first.
 void defineGgmlRow(ModuleOp module, int64_t vectorWidth);
