@@ -67,16 +67,14 @@ if str(getattr(config, "tfm_sanitize", "")).upper() in ("ON", "1", "TRUE", "YES"
 else:
     config.substitutions.append(("%ulimit_v", "ulimit -v"))
 
-# The host CPU's AVX512_VNNI and AVX512_BF16 (/proc/cpuinfo): tests of a
-# native build's vpdpbusd and vdpbf16ps paths.
+# The host CPU's AVX512_VNNI (/proc/cpuinfo): tests of a native build's
+# vpdpbusd paths against a build that does not use them.
 try:
     with open("/proc/cpuinfo") as f:
         for line in f:
             if line.startswith("flags"):
                 if "avx512_vnni" in line.split():
                     config.available_features.add("avx512vnni")
-                if "avx512_bf16" in line.split():
-                    config.available_features.add("avx512bf16")
                 break
 except OSError:
     pass

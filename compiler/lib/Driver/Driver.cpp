@@ -603,7 +603,6 @@ LogicalResult Compilation::lower(const ModelDescription *model, StringRef name,
   config.bf16Weights =
       !cuda && model && model->dtype == "bf16" && host->bf16Dot;
   config.int8Dot = !cuda && host->int8Dot;
-  config.bf16Dot = !cuda && host->bf16Dot;
   // --quantize=int8: the linears' weights in int8 where the CPU multiplies
   // them (AVX512_VNNI); elsewhere they stay as they were, with a warning.
   if (options.quantize == Quantize::Int8 && model) {

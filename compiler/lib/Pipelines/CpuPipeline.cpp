@@ -59,7 +59,6 @@ void pipelines::buildCpuLoopsStage(OpPassManager &pm,
   TfmLowerKernelsOptions kernels;
   kernels.vectorWidth = config.vectorWidth;
   kernels.int8Dot = config.int8Dot;
-  kernels.bf16Dot = config.bf16Dot;
   pm.addPass(createTfmLowerKernels(kernels));
   pm.addNestedPass<func::FuncOp>(createTfmParallelizeOuter());
   pm.addPass(createCanonicalizerPass());

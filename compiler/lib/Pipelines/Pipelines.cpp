@@ -104,7 +104,6 @@ PipelineConfig CpuPipelineOptions::getConfig() const {
   config.bf16Weights = bf16Weights;
   config.int8Weights = int8Weights;
   config.int8Dot = int8Dot;
-  config.bf16Dot = bf16Dot;
   config.ggmlWeights = ggmlWeights;
   config.outlineKernels = outlineKernels;
   return config;

@@ -103,8 +103,7 @@ void populateLowerLinearKernelPattern(RewritePatternSet &patterns,
 /// defineGgmlGemm adds to the module first.
 void populateLowerGgmlLinearKernelPattern(RewritePatternSet &patterns,
                                           int64_t vectorWidth);
-void defineGgmlGemm(ModuleOp module, int64_t vectorWidth, bool int8Dot,
-                    bool bf16Dot);
+void defineGgmlGemm(ModuleOp module, int64_t vectorWidth, bool int8Dot);
 /// tfm.ggml_embed_kernel (LowerGgmlLinearKernel.cpp): calls of
 /// tfm_ggml_row, which defineGgmlRow adds to the module first.
 void defineGgmlRow(ModuleOp module, int64_t vectorWidth);

@@ -50,7 +50,6 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
@@ -151,14 +150,13 @@ struct TypeLowering {
   int32_t type;
   int64_t vl;   // f32 lanes of a vector
   bool int8Dot; // AVX512_VNNI's vpdpbusd for Q8_0 and Q4_0
-  bool bf16Dot; // AVX512_BF16's vdpbf16ps for a prompt on BF16 rows
   Value a, w, out, k;
   VectorType vt, bytesT, i32T;
 
   TypeLowering(OpBuilder &b, Location loc, int32_t type, int64_t vl,
-               bool int8Dot, bool bf16Dot, Value a, Value w, Value out, Value k)
-      : b(b), loc(loc), type(type), vl(vl), int8Dot(int8Dot), bf16Dot(bf16Dot),
-        a(a), w(w), out(out), k(k) {
+               bool int8Dot, Value a, Value w, Value out, Value k)
+      : b(b), loc(loc), type(type), vl(vl), int8Dot(int8Dot), a(a), w(w),
+        out(out), k(k) {
     vt = VectorType::get({vl}, b.getF32Type());
     bytesT = VectorType::get({vl}, b.getI8Type());
     i32T = VectorType::get({vl}, b.getI32Type());
@@ -1035,8 +1033,6 @@ struct TypeLowering {
     b.setInsertionPointToStart(ifOp.thenBlock());
     if (bytePanels())
       emitBytePanels(mRows, nRows);
-    else if (pairPanels())
-      emitPairPanels(mRows, nRows);
     else
       emitPanels(mRows, nRows);
     b.setInsertionPointToStart(ifOp.elseBlock());
@@ -1292,194 +1288,6 @@ struct TypeLowering {
             });
           }
     }
-  }
-
-  /// Whether a prompt multiplies BF16 rows in bf16 pairs: AVX512_BF16's
-  /// vdpbf16ps (emitPairPanels), else f32 panels.
-  bool pairPanels() const {
-    return bf16Dot && vl == 16 && type == TFM_GGML_BLOCKS_BF16;
-  }
-
-  /// Many rows of A on BF16 rows with AVX512_BF16, as llama.cpp multiplies
-  /// BF16 weights: A is rounded to bf16 once (to nearest even), and each
-  /// task fills, a chunk of K at a time, a panel of its 32 rows of W in
-  /// pairs of K ([kPanelDepth / 2, 32] words: word [p, j] holds W[n0 + j]'s
-  /// values 2p and 2p + 1 of the chunk, the row's own bytes, 16 rows at a
-  /// time through a stage transposed in registers). The register tile is
-  /// 12 rows of A x the 32 rows of W: per pair of K, 2 loads of the panel,
-  /// 12 broadcasts of A's pair and 24 vdpbf16ps into f32 accumulators (twice
-  /// the products of the f32 panels' FMAs).
-  void emitPairPanels(Value mRows, Value nRows) const {
-    const int64_t nv = panelW() / vl, mr = 12;
-    Value rowBytes = mul(b, k, 2);
-    auto dyn2 = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                                b.getI16Type());
-    Value ab = memref::AllocOp::create(b, loc, dyn2, ValueRange{mRows, k},
-                                       b.getI64IntegerAttr(64));
-    roundAToBF16(mRows, ab);
-    Value tasksW = arith::CeilDivUIOp::create(b, loc, nRows, idx(b, panelW()));
-    Value tasksA =
-        arith::CeilDivUIOp::create(b, loc, mRows, idx(b, kPanelRowsA));
-    auto par = scf::ParallelOp::create(
-        b, loc, ValueRange{idx(b, 0), idx(b, 0)}, ValueRange{tasksW, tasksA},
-        ValueRange{idx(b, 1), idx(b, 1)},
-        [&](OpBuilder &pb, Location, ValueRange ivs) {
-          Value n0 = mul(pb, ivs[0], panelW());
-          Value m0 = mul(pb, ivs[1], kPanelRowsA);
-          Value m1 =
-              arith::MinUIOp::create(pb, loc, addc(pb, m0, kPanelRowsA), mRows);
-          Value span = arith::SubIOp::create(pb, loc, m1, m0);
-          Value fullEnd = add(
-              pb, m0,
-              mul(pb, arith::DivUIOp::create(pb, loc, span, idx(pb, mr)), mr));
-          auto wordsType = [&](int64_t rows, int64_t cols) {
-            return MemRefType::get({rows, cols}, pb.getI32Type());
-          };
-          Value words = memref::AllocaOp::create(
-              pb, loc, wordsType(kPanelDepth / 2, panelW()), ValueRange{},
-              pb.getI64IntegerAttr(64));
-          Value stage =
-              memref::AllocaOp::create(pb, loc, wordsType(16, kPanelDepth / 2),
-                                       ValueRange{}, pb.getI64IntegerAttr(64));
-          forRange(pb, loc, idx(pb, 0), k, idx(pb, kPanelDepth),
-                   [&](OpBuilder &cb, Location, Value kc) {
-                     Value kEnd = arith::MinUIOp::create(
-                         cb, loc, addc(cb, kc, kPanelDepth), k);
-                     Value depth = arith::SubIOp::create(cb, loc, kEnd, kc);
-                     Value first = arith::CmpIOp::create(
-                         cb, loc, arith::CmpIPredicate::eq, kc, idx(cb, 0));
-                     fillPairPanel(cb, words, stage, n0, nRows, rowBytes, kc,
-                                   kEnd);
-                     forRange(cb, loc, m0, fullEnd, idx(cb, mr),
-                              [&](OpBuilder &tb, Location, Value m) {
-                                pairPanelTile(tb, words, ab, m, mr, nv, n0,
-                                              nRows, kc, depth, first);
-                              });
-                     forRange(cb, loc, fullEnd, m1, idx(cb, 1),
-                              [&](OpBuilder &tb, Location, Value m) {
-                                pairPanelTile(tb, words, ab, m, 1, nv, n0,
-                                              nRows, kc, depth, first);
-                              });
-                   });
-          scf::ReduceOp::create(pb, loc);
-        });
-    markKeepParallel(par);
-    memref::DeallocOp::create(b, loc, ab);
-  }
-
-  /// ab [M, K] i16 = A's values rounded to bf16, to nearest even (the bits
-  /// plus 0x7fff plus the lowest kept bit, then the high half; llama.cpp's
-  /// GGML_FP32_TO_BF16 for finite values), rows in parallel.
-  void roundAToBF16(Value mRows, Value ab) const {
-    auto i32x16 = VectorType::get({16}, b.getI32Type());
-    auto i16x16 = VectorType::get({16}, b.getI16Type());
-    forEachBlockOfA(mRows, 16, [&](OpBuilder &fb, Value m, Value, Value col0) {
-      Value x = vector::LoadOp::create(fb, loc, vt, a, ValueRange{m, col0});
-      Value bits = vector::BitCastOp::create(fb, loc, i32x16, x);
-      Value lsb = bits_(fb, bits, 16, 1);
-      Value rounded = arith::AddIOp::create(
-          fb, loc, bits,
-          arith::AddIOp::create(fb, loc, lsb, splatI(fb, 0x7fff)));
-      Value high = arith::TruncIOp::create(
-          fb, loc, i16x16,
-          arith::ShRUIOp::create(fb, loc, rounded, splatI(fb, 16)));
-      vector::StoreOp::create(fb, loc, high, ab, ValueRange{m, col0});
-    });
-  }
-  /// (x >> shift) & mask on i32 lanes, constants.
-  Value bits_(OpBuilder &nb, Value x, int64_t shift, int64_t mask) const {
-    return arith::AndIOp::create(
-        nb, loc, arith::ShRUIOp::create(nb, loc, x, splatI(nb, shift)),
-        splatI(nb, mask));
-  }
-
-  /// The pair panel of W's rows [n0, n0 + panelW()) over K's [kc, kEnd)
-  /// (rows past nRows: zeros): each sub-block's 32 values are 16 words of
-  /// its row, stored in the stage and transposed 16 x 16 into the panel.
-  void fillPairPanel(OpBuilder &cb, Value words, Value stage, Value n0,
-                     Value nRows, Value rowBytes, Value kc, Value kEnd) const {
-    auto w16 = VectorType::get({16}, cb.getI32Type());
-    auto b64 = VectorType::get({64}, cb.getI8Type());
-    Value pairs = arith::DivUIOp::create(
-        cb, loc, arith::SubIOp::create(cb, loc, kEnd, kc), idx(cb, 2));
-    Value zero = arith::ConstantOp::create(
-        cb, loc, w16, DenseElementsAttr::get(w16, cb.getI32IntegerAttr(0)));
-    for (int64_t half = 0; half < panelW() / 16; ++half) {
-      forRange(cb, loc, idx(cb, 0), idx(cb, 16), idx(cb, 1),
-               [&](OpBuilder &jb, Location, Value r) {
-                 Value n = add(jb, n0, addc(jb, r, half * 16));
-                 Value inside = arith::CmpIOp::create(
-                     jb, loc, arith::CmpIPredicate::ult, n, nRows);
-                 Value rowBase = arith::MulIOp::create(
-                     jb, loc,
-                     arith::SelectOp::create(jb, loc, inside, n, idx(jb, 0)),
-                     rowBytes);
-                 forRange(
-                     jb, loc, arith::DivUIOp::create(jb, loc, kc, idx(jb, 32)),
-                     arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 32)),
-                     idx(jb, 1), [&](OpBuilder &fb, Location, Value sb) {
-                       Value raw = vector::LoadOp::create(
-                           fb, loc, b64, w, add(fb, rowBase, mul(fb, sb, 64)));
-                       Value x = arith::SelectOp::create(
-                           fb, loc, inside,
-                           vector::BitCastOp::create(fb, loc, w16, raw), zero);
-                       Value at = arith::SubIOp::create(
-                           fb, loc, mul(fb, sb, 16),
-                           arith::DivUIOp::create(fb, loc, kc, idx(fb, 2)));
-                       vector::StoreOp::create(fb, loc, x, stage,
-                                               ValueRange{r, at});
-                     });
-               });
-      // (A chunk's pairs are a multiple of 16.)
-      forRange(cb, loc, idx(cb, 0), pairs, idx(cb, 16),
-               [&](OpBuilder &tb, Location, Value k0) {
-                 transposeBlock(tb, stage, words, k0, half * 16, w16);
-               });
-    }
-  }
-
-  /// Rows [m, m + mr) of ab times the pair panel over the chunk [kc, kc +
-  /// depth) of K, into out (emitPairPanels).
-  void pairPanelTile(OpBuilder &nb, Value words, Value ab, Value m, int64_t mr,
-                     int64_t nv, Value n0, Value nRows, Value kc, Value depth,
-                     Value first) const {
-    auto i32x16 = VectorType::get({16}, nb.getI32Type());
-    auto bf32 = VectorType::get({32}, nb.getBF16Type());
-    auto h2 = VectorType::get({2}, nb.getI16Type());
-    auto w1 = VectorType::get({1}, nb.getI32Type());
-    Value zero = arith::ConstantOp::create(
-        nb, loc, vt, DenseElementsAttr::get(vt, nb.getF32FloatAttr(0)));
-    SmallVector<Value> init(mr * nv, zero), rows;
-    for (int64_t i = 0; i < mr; ++i)
-      rows.push_back(addc(nb, m, i));
-    Value pairs = arith::DivUIOp::create(nb, loc, depth, idx(nb, 2));
-    auto loop = scf::ForOp::create(
-        nb, loc, idx(nb, 0), pairs, idx(nb, 1), init,
-        [&](OpBuilder &fb, Location, Value p, ValueRange acc) {
-          SmallVector<Value> next(acc.begin(), acc.end()), wv;
-          Value col = add(fb, kc, mul(fb, p, 2));
-          for (int64_t v = 0; v < nv; ++v)
-            wv.push_back(vector::BitCastOp::create(
-                fb, loc, bf32,
-                vector::LoadOp::create(fb, loc, i32x16, words,
-                                       ValueRange{p, idx(fb, v * vl)})));
-          for (int64_t i = 0; i < mr; ++i) {
-            Value two = vector::LoadOp::create(fb, loc, h2, ab,
-                                               ValueRange{rows[i], col});
-            Value word = vector::ExtractOp::create(
-                fb, loc, vector::BitCastOp::create(fb, loc, w1, two),
-                ArrayRef<int64_t>{0});
-            Value av = vector::BitCastOp::create(
-                fb, loc, bf32,
-                vector::BroadcastOp::create(fb, loc, i32x16, word));
-            for (int64_t v = 0; v < nv; ++v)
-              next[i * nv + v] = x86vector::DotBF16Op::create(
-                  fb, loc, next[i * nv + v], av, wv[v]);
-          }
-          scf::YieldOp::create(fb, loc, next);
-        });
-    SmallVector<Value> sums(loop.getResults());
-    storeTile(nb, sums, rows, nv, n0, nRows, first);
   }
 
   /// Whether a prompt multiplies in bytes: AVX512_VNNI's vpdpbusd on 512
@@ -1927,23 +1735,21 @@ struct TypeLowering {
 
 /// Defines tfm_ggml_gemm(A, rows, type, out) in `module` (once): out = A W^T
 /// for W in the rows of the ggml type `type`.
-void cpu::defineGgmlGemm(ModuleOp module, int64_t vl, bool int8Dot,
-                         bool bf16Dot) {
+void cpu::defineGgmlGemm(ModuleOp module, int64_t vl, bool int8Dot) {
   if (module.lookupSymbol<func::FuncOp>(kGgmlGemmFn))
     return;
   MLIRContext *ctx = module.getContext();
   Type i32 = IntegerType::get(ctx, 32);
-  defineTypeSwitch(module, kGgmlGemmFn,
-                   {matrixType(ctx), rowsType(ctx), i32, matrixType(ctx)}, 2,
-                   [&](OpBuilder &b, Location loc, int32_t type, Block *entry) {
-                     Value a = entry->getArgument(0), w = entry->getArgument(1),
-                           out = entry->getArgument(3);
-                     Value m = dim(b, loc, a, 0), k = dim(b, loc, a, 1),
-                           n = dim(b, loc, out, 1);
-                     TypeLowering(b, loc, type, vl, int8Dot, bf16Dot, a, w, out,
-                                  k)
-                         .emit(m, n);
-                   });
+  defineTypeSwitch(
+      module, kGgmlGemmFn,
+      {matrixType(ctx), rowsType(ctx), i32, matrixType(ctx)}, 2,
+      [&](OpBuilder &b, Location loc, int32_t type, Block *entry) {
+        Value a = entry->getArgument(0), w = entry->getArgument(1),
+              out = entry->getArgument(3);
+        Value m = dim(b, loc, a, 0), k = dim(b, loc, a, 1),
+              n = dim(b, loc, out, 1);
+        TypeLowering(b, loc, type, vl, int8Dot, a, w, out, k).emit(m, n);
+      });
 }
 
 /// Defines tfm_ggml_row(rows, type, row, out) in `module` (once): row `row`
@@ -1960,7 +1766,7 @@ void cpu::defineGgmlRow(ModuleOp module, int64_t vl) {
         Value w = entry->getArgument(0), row = entry->getArgument(2),
               out = entry->getArgument(3);
         Value k = dim(b, loc, out, 0);
-        TypeLowering(b, loc, type, vl, false, false, Value(), w, Value(), k)
+        TypeLowering(b, loc, type, vl, false, Value(), w, Value(), k)
             .emitRow(row, out);
       });
 }

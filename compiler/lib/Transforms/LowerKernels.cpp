@@ -137,7 +137,7 @@ struct TfmLowerKernelsPass
     if (getOperation()
             .walk([](GgmlLinearKernelOp) { return WalkResult::interrupt(); })
             .wasInterrupted())
-      defineGgmlGemm(getOperation(), vectorWidth, int8Dot, bf16Dot);
+      defineGgmlGemm(getOperation(), vectorWidth, int8Dot);
     if (getOperation()
             .walk([](GgmlEmbedKernelOp) { return WalkResult::interrupt(); })
             .wasInterrupted())

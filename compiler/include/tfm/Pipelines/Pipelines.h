@@ -69,9 +69,6 @@ struct PipelineConfig {
   /// CPU: the target has AVX512_VNNI (vpdpbusd), which the GEMMs on ggml's
   /// Q8_0 and Q4_0 blocks then multiply bytes with.
   bool int8Dot = false;
-  /// CPU: the target has AVX512_BF16 (vdpbf16ps), which a prompt's GEMM on
-  /// ggml's BF16 rows then multiplies pairs with.
-  bool bf16Dot = false;
   /// CPU: tfm.linear weights in ggml's block-quantized rows of a type
   /// chosen at load (a GGUF checkpoint, --quantize=q8_0 / q4_0 / q4_k ...),
   /// dequantized in registers by tfm.ggml_linear_kernel.
@@ -121,11 +118,6 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       *this, "int8-dot",
       llvm::cl::desc("The CPU has AVX512_VNNI: GEMMs on ggml's Q8_0 and Q4_0 "
                      "blocks multiply bytes with vpdpbusd"),
-      llvm::cl::init(false)};
-  Option<bool> bf16Dot{
-      *this, "bf16-dot",
-      llvm::cl::desc("The CPU has AVX512_BF16: a prompt's GEMM on ggml's BF16 "
-                     "rows multiplies pairs with vdpbf16ps"),
       llvm::cl::init(false)};
   Option<bool> ggmlWeights{
       *this, "ggml-weights",

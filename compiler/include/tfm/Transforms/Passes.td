@@ -165,10 +165,7 @@ def TfmLowerKernels : Pass<"tfm-lower-kernels", "ModuleOp"> {
            "f32 lanes of a vector register (16 for AVX-512, 8 for AVX2)">,
     Option<"int8Dot", "int8-dot", "bool", /*default=*/"false",
            "the CPU has AVX512_VNNI: the byte dot products of the GEMMs on "
-           "ggml's Q8_0 and Q4_0 blocks use vpdpbusd">,
-    Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
-           "the CPU has AVX512_BF16: a prompt's GEMM on ggml's BF16 rows "
-           "multiplies bf16 pairs with vdpbf16ps">
+           "ggml's Q8_0 and Q4_0 blocks use vpdpbusd">
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::scf::SCFDialect",

@@ -10,9 +10,7 @@ then all arithmetic in float64 with no activation quantization (but
         logits [1, T, vocab]; with --act8 (e.g. Q8_0,Q4_0,Q6_K) the input
         of every matrix of those types rounded first as llama.cpp (and
         tfm's integer kernels) round activations: to Q8_0 blocks of 32, for
-        K-quants to Q8_K blocks of 256; BF16 among them: to bf16, to
-        nearest even (llama.cpp's vec_dot type for BF16, and tfm's
-        vdpbf16ps panels); with
+        K-quants to Q8_K blocks of 256; with
         --steps, the logits [1, N, vocab] of the N steps that generated
         IDS [1, N] after TOKENS (tfm --generate N --logits)
     ref_llama.py --dequant Q.gguf DEQ.gguf         every tensor of Q.gguf
@@ -187,14 +185,6 @@ def quantize_q8_K(x):
 K_QUANTS = ("Q4_K", "Q5_K", "Q6_K")
 
 
-def round_bf16(x):
-    """x [T, K] in f32, rounded to bf16 to nearest even (ggml's
-    GGML_FP32_TO_BF16 on finite values), and back."""
-    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
-    return u.astype(np.uint32).view(np.float32).astype(np.float64)
-
-
 def forward(meta, w, tokens, act8=()):
     H = meta["llama.attention.head_count"]
     KV = meta["llama.attention.head_count_kv"]
@@ -215,9 +205,7 @@ def forward(meta, w, tokens, act8=()):
         return out
 
     def linear(x, name):
-        if w[name][1] == "BF16" and "BF16" in act8:
-            x = round_bf16(x)
-        elif w[name][1] in act8:
+        if w[name][1] in act8:
             x = quantize_q8_K(x) if w[name][1] in K_QUANTS else quantize_q8_0(x)
         return x @ w[name][0].T
 
