@@ -453,6 +453,14 @@ struct TypeLowering {
            type == TFM_GGML_BLOCKS_Q6_K;
   }
 
+  /// The bytes of a row of W (K values in the type's blocks).
+  Value bytesOfRow() const {
+    return mul(
+        b,
+        arith::DivUIOp::create(b, loc, k, idx(b, tfm_ggml_blocks_values(type))),
+        tfm_ggml_blocks_bytes(type));
+  }
+
   /// Prefetches the weight's bytes kPrefetchBytes ahead of sub-block `sb`
   /// of the row at `rowBase`: a tile reads its rows side by side, short
   /// streams the hardware prefetcher locks on to late (a hint: no fault
@@ -631,10 +639,7 @@ struct TypeLowering {
   /// Row `row` of the weight, dequantized into `dst` [K] (the embedding's
   /// gather).
   void emitRow(Value row, Value dst) const {
-    int64_t blockValues = tfm_ggml_blocks_values(type);
-    Value rowBytes =
-        mul(b, arith::DivUIOp::create(b, loc, k, idx(b, blockValues)),
-            tfm_ggml_blocks_bytes(type));
+    Value rowBytes = bytesOfRow();
     Value rowBase = arith::MulIOp::create(b, loc, row, rowBytes);
     Value subBlocks = arith::DivUIOp::create(b, loc, k, idx(b, 32));
     forEachSubBlock(b, rowBase, idx(b, 0), subBlocks,
@@ -661,6 +666,45 @@ struct TypeLowering {
   /// product also needs the sum of A's bytes (llama.cpp's bsums).
   bool hasMins() const {
     return type == TFM_GGML_BLOCKS_Q4_K || type == TFM_GGML_BLOCKS_Q5_K;
+  }
+
+  /// A quantized to bytes for the integer products (quantizeA: Q8_0 and
+  /// Q4_0; quantizeAK: the K-quants), in buffers of its own (freeQuantized
+  /// frees them), with the sums of its bytes per `sumsPer` values (0:
+  /// none; per 32 for the K-quants, quantizeAK's own).
+  QuantizedA quantizeForDots(Value mRows, int64_t sumsPer) const {
+    auto dyn2 = [&](Type t) {
+      return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t);
+    };
+    auto per = [&](int64_t values) -> Value {
+      return arith::DivUIOp::create(b, loc, k, idx(b, values));
+    };
+    QuantizedA qa;
+    qa.bytes =
+        memref::AllocOp::create(b, loc, dyn2(b.getI8Type()),
+                                ValueRange{mRows, k}, b.getI64IntegerAttr(64));
+    qa.scales =
+        memref::AllocOp::create(b, loc, dyn2(b.getF32Type()),
+                                ValueRange{mRows, per(isKQuant() ? 256 : 32)});
+    if (sumsPer)
+      qa.sums = memref::AllocOp::create(b, loc, dyn2(b.getF32Type()),
+                                        ValueRange{mRows, per(sumsPer)});
+    bool ownSums = isKQuant() && sumsPer == 32;
+    QuantizedA into = qa;
+    if (!ownSums)
+      into.sums = Value();
+    if (isKQuant())
+      quantizeAK(mRows, into);
+    else
+      quantizeA(mRows, into);
+    if (sumsPer && !ownSums)
+      sumBytesOfA(mRows, qa, sumsPer);
+    return qa;
+  }
+  void freeQuantized(const QuantizedA &qa) const {
+    for (Value buffer : {qa.bytes, qa.scales, qa.sums})
+      if (buffer)
+        memref::DeallocOp::create(b, loc, buffer);
   }
 
   /// Quantizes A into `qa` as llama.cpp's Q8_K (quantize_row_q8_K) for the
@@ -1054,35 +1098,59 @@ struct TypeLowering {
   /// tile of one vector loads more than it multiplies.)
   void emitPanels(Value mRows, Value nRows) const {
     const int64_t nv = panelW() / vl, mr = vl >= 16 ? 12 : 6;
-    int64_t blockValues = tfm_ggml_blocks_values(type);
-    Value rowBytes =
-        mul(b, arith::DivUIOp::create(b, loc, k, idx(b, blockValues)),
-            tfm_ggml_blocks_bytes(type));
+    Value rowBytes = bytesOfRow();
+    Value panel, stage;
+    forEachPanelTask(
+        mRows, nRows, kPanelRowsA, mr,
+        [&](OpBuilder &pb) {
+          panel = memref::AllocaOp::create(
+              pb, loc,
+              MemRefType::get({kPanelDepth, panelW()}, pb.getF32Type()),
+              ValueRange{}, pb.getI64IntegerAttr(64));
+          // AVX-512's fill goes through a stage of 16 rows (16 KB).
+          stage = Value();
+          if (vl == 16)
+            stage = memref::AllocaOp::create(
+                pb, loc, MemRefType::get({16, kPanelDepth}, pb.getF32Type()),
+                ValueRange{}, pb.getI64IntegerAttr(64));
+        },
+        [&](OpBuilder &cb, Value n0, Value kc, Value kEnd) {
+          fillPanel(cb, panel, stage, n0, nRows, rowBytes, kc, kEnd);
+        },
+        [&](OpBuilder &tb, Value n0, Value m, int64_t rows, Value kc,
+            Value depth, Value first) {
+          panelTile(tb, panel, m, rows, nv, n0, nRows, kc, depth, first);
+        });
+  }
+
+  /// The loop nest of a prompt's panels: tasks of panelW() rows of W x
+  /// `rowsA` rows of A over the threads. A task first allocates its
+  /// buffers (`task`), then walks K by chunks [kc, kEnd) of kPanelDepth
+  /// values: `fill` fills its panel of W there, and `tile(tb, n0, m, rows,
+  /// kc, depth, first)` multiplies its rows of A by it, `mr` rows at a time
+  /// and the rest one by one (`first`: the chunk at the start of K).
+  void
+  forEachPanelTask(Value mRows, Value nRows, int64_t rowsA, int64_t mr,
+                   function_ref<void(OpBuilder &)> task,
+                   function_ref<void(OpBuilder &, Value, Value, Value)> fill,
+                   function_ref<void(OpBuilder &, Value, Value, int64_t, Value,
+                                     Value, Value)>
+                       tile) const {
     Value tasksW = arith::CeilDivUIOp::create(b, loc, nRows, idx(b, panelW()));
-    Value tasksA =
-        arith::CeilDivUIOp::create(b, loc, mRows, idx(b, kPanelRowsA));
+    Value tasksA = arith::CeilDivUIOp::create(b, loc, mRows, idx(b, rowsA));
     auto par = scf::ParallelOp::create(
         b, loc, ValueRange{idx(b, 0), idx(b, 0)}, ValueRange{tasksW, tasksA},
         ValueRange{idx(b, 1), idx(b, 1)},
         [&](OpBuilder &pb, Location, ValueRange ivs) {
           Value n0 = mul(pb, ivs[0], panelW());
-          Value m0 = mul(pb, ivs[1], kPanelRowsA);
+          Value m0 = mul(pb, ivs[1], rowsA);
           Value m1 =
-              arith::MinUIOp::create(pb, loc, addc(pb, m0, kPanelRowsA), mRows);
+              arith::MinUIOp::create(pb, loc, addc(pb, m0, rowsA), mRows);
           Value span = arith::SubIOp::create(pb, loc, m1, m0);
           Value fullEnd = add(
               pb, m0,
               mul(pb, arith::DivUIOp::create(pb, loc, span, idx(pb, mr)), mr));
-          Value panel = memref::AllocaOp::create(
-              pb, loc,
-              MemRefType::get({kPanelDepth, panelW()}, pb.getF32Type()),
-              ValueRange{}, pb.getI64IntegerAttr(64));
-          // AVX-512's fill goes through a stage of 16 rows (16 KB).
-          Value stage;
-          if (vl == 16)
-            stage = memref::AllocaOp::create(
-                pb, loc, MemRefType::get({16, kPanelDepth}, pb.getF32Type()),
-                ValueRange{}, pb.getI64IntegerAttr(64));
+          task(pb);
           forRange(pb, loc, idx(pb, 0), k, idx(pb, kPanelDepth),
                    [&](OpBuilder &cb, Location, Value kc) {
                      Value kEnd = arith::MinUIOp::create(
@@ -1090,16 +1158,14 @@ struct TypeLowering {
                      Value depth = arith::SubIOp::create(cb, loc, kEnd, kc);
                      Value first = arith::CmpIOp::create(
                          cb, loc, arith::CmpIPredicate::eq, kc, idx(cb, 0));
-                     fillPanel(cb, panel, stage, n0, nRows, rowBytes, kc, kEnd);
+                     fill(cb, n0, kc, kEnd);
                      forRange(cb, loc, m0, fullEnd, idx(cb, mr),
                               [&](OpBuilder &tb, Location, Value m) {
-                                panelTile(tb, panel, m, mr, nv, n0, nRows, kc,
-                                          depth, first);
+                                tile(tb, n0, m, mr, kc, depth, first);
                               });
                      forRange(cb, loc, fullEnd, m1, idx(cb, 1),
                               [&](OpBuilder &tb, Location, Value m) {
-                                panelTile(tb, panel, m, 1, nv, n0, nRows, kc,
-                                          depth, first);
+                                tile(tb, n0, m, 1, kc, depth, first);
                               });
                    });
           scf::ReduceOp::create(pb, loc);
@@ -1312,83 +1378,34 @@ struct TypeLowering {
   /// the product is a decode's integer dot product, grouped as a panel is.
   void emitBytePanels(Value mRows, Value nRows) const {
     const int64_t nv = panelW() / vl, mr = 6, g = groupValues();
-    int64_t blockValues = tfm_ggml_blocks_values(type);
-    Value rowBytes =
-        mul(b, arith::DivUIOp::create(b, loc, k, idx(b, blockValues)),
-            tfm_ggml_blocks_bytes(type));
-    auto dyn2 = [&](Type t) {
-      return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t);
-    };
-    QuantizedA qa;
-    qa.bytes =
-        memref::AllocOp::create(b, loc, dyn2(b.getI8Type()),
-                                ValueRange{mRows, k}, b.getI64IntegerAttr(64));
-    qa.scales = memref::AllocOp::create(
-        b, loc, dyn2(b.getF32Type()),
-        ValueRange{mRows, arith::DivUIOp::create(
-                              b, loc, k, idx(b, isKQuant() ? 256 : 32))});
-    if (isKQuant())
-      quantizeAK(mRows, qa);
-    else
-      quantizeA(mRows, qa);
-    qa.sums = memref::AllocOp::create(
-        b, loc, dyn2(b.getF32Type()),
-        ValueRange{mRows, arith::DivUIOp::create(b, loc, k, idx(b, g))});
-    sumBytesOfA(mRows, qa);
-    Value tasksW = arith::CeilDivUIOp::create(b, loc, nRows, idx(b, panelW()));
-    Value tasksA =
-        arith::CeilDivUIOp::create(b, loc, mRows, idx(b, kBytePanelRowsA));
-    auto par = scf::ParallelOp::create(
-        b, loc, ValueRange{idx(b, 0), idx(b, 0)}, ValueRange{tasksW, tasksA},
-        ValueRange{idx(b, 1), idx(b, 1)},
-        [&](OpBuilder &pb, Location, ValueRange ivs) {
-          Value n0 = mul(pb, ivs[0], panelW());
-          Value m0 = mul(pb, ivs[1], kBytePanelRowsA);
-          Value m1 = arith::MinUIOp::create(
-              pb, loc, addc(pb, m0, kBytePanelRowsA), mRows);
-          Value span = arith::SubIOp::create(pb, loc, m1, m0);
-          Value fullEnd = add(
-              pb, m0,
-              mul(pb, arith::DivUIOp::create(pb, loc, span, idx(pb, mr)), mr));
-          BytePanel panel;
-          panel.words = memref::AllocaOp::create(
-              pb, loc,
-              MemRefType::get({kPanelDepth / 4, panelW()}, pb.getI32Type()),
-              ValueRange{}, pb.getI64IntegerAttr(64));
-          auto scalesType =
-              MemRefType::get({kPanelDepth / g, panelW()}, pb.getF32Type());
-          panel.scales = memref::AllocaOp::create(
-              pb, loc, scalesType, ValueRange{}, pb.getI64IntegerAttr(64));
-          panel.offsets = memref::AllocaOp::create(
-              pb, loc, scalesType, ValueRange{}, pb.getI64IntegerAttr(64));
-          Value stage = memref::AllocaOp::create(
+    Value rowBytes = bytesOfRow();
+    QuantizedA qa = quantizeForDots(mRows, g);
+    BytePanel panel;
+    Value stage;
+    forEachPanelTask(
+        mRows, nRows, kBytePanelRowsA, mr,
+        [&](OpBuilder &pb) {
+          auto panelOf = [&](int64_t rows, Type t) -> Value {
+            return memref::AllocaOp::create(
+                pb, loc, MemRefType::get({rows, panelW()}, t), ValueRange{},
+                pb.getI64IntegerAttr(64));
+          };
+          panel.words = panelOf(kPanelDepth / 4, pb.getI32Type());
+          panel.scales = panelOf(kPanelDepth / g, pb.getF32Type());
+          panel.offsets = panelOf(kPanelDepth / g, pb.getF32Type());
+          stage = memref::AllocaOp::create(
               pb, loc, MemRefType::get({16, kPanelDepth / 4}, pb.getI32Type()),
               ValueRange{}, pb.getI64IntegerAttr(64));
-          forRange(pb, loc, idx(pb, 0), k, idx(pb, kPanelDepth),
-                   [&](OpBuilder &cb, Location, Value kc) {
-                     Value kEnd = arith::MinUIOp::create(
-                         cb, loc, addc(cb, kc, kPanelDepth), k);
-                     Value depth = arith::SubIOp::create(cb, loc, kEnd, kc);
-                     Value first = arith::CmpIOp::create(
-                         cb, loc, arith::CmpIPredicate::eq, kc, idx(cb, 0));
-                     fillBytePanel(cb, panel, stage, n0, nRows, rowBytes, kc,
-                                   kEnd);
-                     forRange(cb, loc, m0, fullEnd, idx(cb, mr),
-                              [&](OpBuilder &tb, Location, Value m) {
-                                bytePanelTile(tb, panel, qa, m, mr, nv, n0,
-                                              nRows, kc, depth, first);
-                              });
-                     forRange(cb, loc, fullEnd, m1, idx(cb, 1),
-                              [&](OpBuilder &tb, Location, Value m) {
-                                bytePanelTile(tb, panel, qa, m, 1, nv, n0,
-                                              nRows, kc, depth, first);
-                              });
-                   });
-          scf::ReduceOp::create(pb, loc);
+        },
+        [&](OpBuilder &cb, Value n0, Value kc, Value kEnd) {
+          fillBytePanel(cb, panel, stage, n0, nRows, rowBytes, kc, kEnd);
+        },
+        [&](OpBuilder &tb, Value n0, Value m, int64_t rows, Value kc,
+            Value depth, Value first) {
+          bytePanelTile(tb, panel, qa, m, rows, nv, n0, nRows, kc, depth,
+                        first);
         });
-    markKeepParallel(par);
-    for (Value buffer : {qa.bytes, qa.scales, qa.sums})
-      memref::DeallocOp::create(b, loc, buffer);
+    freeQuantized(qa);
   }
 
   /// A task's byte panel: the words of W's bytes, each group's s and o.
@@ -1396,10 +1413,9 @@ struct TypeLowering {
     Value words, scales, offsets;
   };
 
-  /// qa.sums[m, i] = the sum of qa.bytes[m, i g .. i g + g - 1], g =
-  /// groupValues(), rows in parallel.
-  void sumBytesOfA(Value mRows, const QuantizedA &qa) const {
-    int64_t g = groupValues();
+  /// qa.sums[m, i] = the sum of qa.bytes[m, i g .. i g + g - 1], rows in
+  /// parallel.
+  void sumBytesOfA(Value mRows, const QuantizedA &qa, int64_t g) const {
     auto bytes = VectorType::get({g}, b.getI8Type());
     auto ints = VectorType::get({g}, b.getI32Type());
     forEachBlockOfA(
@@ -1415,39 +1431,21 @@ struct TypeLowering {
         });
   }
 
-  /// A prepared sub-block's 32 values as unsigned bytes u, and per group
-  /// of groupValues() the s and o of w = s u - o: Q8_0's bytes plus 128,
-  /// Q4_0's nibbles (o = 8 d), Q4_K's and Q5_K's (o their min), Q6_K's
-  /// 6 bits (o = 32 s).
-  Value unsignedBytes(OpBuilder &nb, const SubBlock &s) const {
+  /// A Q8_0 or Q4_0 sub-block's 32 values as unsigned bytes u, and the
+  /// offset o of w = d u - o: Q8_0's bytes plus 128 (o = 128 d), Q4_0's
+  /// nibbles (o = 8 d).
+  std::pair<Value, Value> unsignedBytes(OpBuilder &nb,
+                                        const SubBlock &s) const {
+    Value d = s.scale[0];
+    if (type == TFM_GGML_BLOCKS_Q4_0)
+      return {q4_0Nibbles(nb, s.base),
+              arith::MulFOp::create(nb, loc, d, cF32(nb, loc, 8))};
     auto b32 = VectorType::get({32}, nb.getI8Type());
-    switch (type) {
-    case TFM_GGML_BLOCKS_Q8_0: {
-      Value q = vector::LoadOp::create(nb, loc, b32, w, addc(nb, s.base, 2));
-      Value flip = arith::ConstantOp::create(
-          nb, loc, b32, DenseElementsAttr::get(b32, nb.getI8IntegerAttr(-128)));
-      return arith::XOrIOp::create(nb, loc, q, flip);
-    }
-    case TFM_GGML_BLOCKS_Q4_0:
-      return q4_0Nibbles(nb, s.base);
-    default:
-      return kQuantBytes(nb, s, /*unsignedQ6=*/true);
-    }
-  }
-  std::pair<Value, Value> scaleAndOffset(OpBuilder &nb, const SubBlock &s,
-                                         int64_t half) const {
-    Value scale = s.scale[half];
-    int64_t bias = type == TFM_GGML_BLOCKS_Q8_0   ? 128
-                   : type == TFM_GGML_BLOCKS_Q4_0 ? 8
-                   : type == TFM_GGML_BLOCKS_Q6_K ? 32
-                                                  : 0;
-    Value o =
-        bias ? arith::MulFOp::create(nb, loc, scale, cF32(nb, loc, float(bias)))
-                   .getResult()
-             : cF32(nb, loc, 0);
-    if (s.offset[half])
-      o = arith::SubFOp::create(nb, loc, o, s.offset[half]);
-    return {scale, o};
+    Value q = vector::LoadOp::create(nb, loc, b32, w, addc(nb, s.base, 2));
+    Value flip = arith::ConstantOp::create(
+        nb, loc, b32, DenseElementsAttr::get(b32, nb.getI8IntegerAttr(-128)));
+    return {arith::XOrIOp::create(nb, loc, q, flip),
+            arith::MulFOp::create(nb, loc, d, cF32(nb, loc, 128))};
   }
 
   /// The byte panel of W's rows [n0, n0 + panelW()) over K's [kc, kEnd)
@@ -1506,9 +1504,9 @@ struct TypeLowering {
                        arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 32)),
                        idx(jb, 1), [&](OpBuilder &fb, Location, Value sb) {
                          SubBlock sub = prepare(fb, rowBase, sb);
-                         putBytes(fb, unsignedBytes(fb, sub), sb);
-                         auto [sc, o] = scaleAndOffset(fb, sub, 0);
-                         putScale(fb, sc, o,
+                         auto [u, o] = unsignedBytes(fb, sub);
+                         putBytes(fb, u, sb);
+                         putScale(fb, sub.scale[0], o,
                                   arith::SubIOp::create(
                                       fb, loc, sb,
                                       arith::DivUIOp::create(fb, loc, kc,
@@ -1671,31 +1669,10 @@ struct TypeLowering {
   /// Few rows of A: tasks of kTaskRowsW rows of W x kTaskRowsA rows of A
   /// over the threads, register tiles on the blocks.
   void emitTiles(Value mRows, Value nRows) const {
-    int64_t blockValues = tfm_ggml_blocks_values(type);
-    Value rowBytes =
-        mul(b, arith::DivUIOp::create(b, loc, k, idx(b, blockValues)),
-            tfm_ggml_blocks_bytes(type));
+    Value rowBytes = bytesOfRow();
     QuantizedA qa;
-    if (int8Path()) {
-      auto dyn2 = [&](Type t) {
-        return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t);
-      };
-      Value subBlocks = arith::DivUIOp::create(b, loc, k, idx(b, 32));
-      Value scaleBlocks =
-          arith::DivUIOp::create(b, loc, k, idx(b, isKQuant() ? 256 : 32));
-      qa.bytes = memref::AllocOp::create(b, loc, dyn2(b.getI8Type()),
-                                         ValueRange{mRows, k},
-                                         b.getI64IntegerAttr(64));
-      qa.scales = memref::AllocOp::create(b, loc, dyn2(b.getF32Type()),
-                                          ValueRange{mRows, scaleBlocks});
-      if (hasMins())
-        qa.sums = memref::AllocOp::create(b, loc, dyn2(b.getF32Type()),
-                                          ValueRange{mRows, subBlocks});
-      if (isKQuant())
-        quantizeAK(mRows, qa);
-      else
-        quantizeA(mRows, qa);
-    }
+    if (int8Path())
+      qa = quantizeForDots(mRows, hasMins() ? 32 : 0);
     Value tasksW =
         arith::CeilDivUIOp::create(b, loc, nRows, idx(b, kTaskRowsW));
     Value tasksA =
@@ -1725,9 +1702,7 @@ struct TypeLowering {
           scf::ReduceOp::create(pb, loc);
         });
     markKeepParallel(par);
-    for (Value buffer : {qa.bytes, qa.scales, qa.sums})
-      if (buffer)
-        memref::DeallocOp::create(b, loc, buffer);
+    freeQuantized(qa);
   }
 };
 
