@@ -93,8 +93,17 @@ FailureOr<HostCpu> mlir::tfm::resolveHostCpu(StringRef name,
 
 std::unique_ptr<llvm::TargetMachine>
 mlir::tfm::createTargetMachine(const HostCpu &target, std::string &error) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
+  // Once per process: the kernel cache's misses create target machines on
+  // several threads, and LLVM's target registration is not thread-safe (two
+  // threads registering x86-64 at once put it in the registry twice, and
+  // lookupTarget then fails with "Cannot choose between targets", or link
+  // it to itself, and lookupTarget never returns).
+  static const bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!t)
