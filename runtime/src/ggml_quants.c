@@ -326,10 +326,12 @@ int tfm_ggml_can_dequantize(int32_t type) { return dequantizer(type) != NULL; }
 
 size_t tfm_ggml_row_bytes(int32_t type, int64_t n) {
   int64_t block, bytes;
+  size_t total;
   if (!tfm_ggml_type_info(type, NULL, &block, &bytes) || n < 0 ||
-      n % block != 0)
+      n % block != 0 ||
+      __builtin_mul_overflow((size_t)(n / block), (size_t)bytes, &total))
     return 0;
-  return (size_t)(n / block * bytes);
+  return total;
 }
 
 tfm_status tfm_ggml_dequantize(int32_t type, const void *src, float *dst,

@@ -21,7 +21,7 @@ int tfm_ggml_can_dequantize(int32_t type);
 
 /* The bytes of `n` elements of `type` (n a multiple of its block); 0 for a
  * type that gguf.h's tfm_ggml_type_info does not know or an `n` that is not
- * a whole number of blocks. */
+ * a whole number of blocks, or whose bytes do not fit a size_t. */
 size_t tfm_ggml_row_bytes(int32_t type, int64_t n);
 
 /* `n` elements of `type` at `src` (n a multiple of its block; blocks need

@@ -69,6 +69,11 @@ TEST(GgmlQuants, RowBytes) {
   EXPECT_EQ(tfm_ggml_row_bytes(TFM_GGML_Q8_0, 33), 0u); // not whole blocks
   EXPECT_EQ(tfm_ggml_row_bytes(4, 32), 0u);             // removed type
   EXPECT_EQ(tfm_ggml_row_bytes(-1, 32), 0u);
+  // A row of a tensor with no elements may be as long as the header says:
+  // its bytes are counted without overflowing (the fuzzer's UBSan finding).
+  EXPECT_EQ(tfm_ggml_row_bytes(TFM_GGML_F16, int64_t{1} << 62),
+            size_t{1} << 63);
+  EXPECT_EQ(tfm_ggml_row_bytes(TFM_GGML_F32, (int64_t{1} << 62) + 3), 0u);
 }
 
 TEST(GgmlQuants, Refused) {
