@@ -182,10 +182,6 @@ struct TypeLowering {
   Value splatF(OpBuilder &nb, Value s) const {
     return vector::BroadcastOp::create(nb, loc, vt, s);
   }
-  Value splatF16(OpBuilder &nb, Value s) const {
-    return vector::BroadcastOp::create(
-        nb, loc, VectorType::get({16}, nb.getF32Type()), s);
-  }
 
   /// The byte at `off` as i32, zero-extended.
   Value byteAt(OpBuilder &nb, Value off) const {
@@ -1183,15 +1179,9 @@ struct TypeLowering {
       function_ref<void(OpBuilder &, Value, Value, int64_t, Value)> put) const {
     Value zeroV = arith::ConstantOp::create(
         cb, loc, vt, DenseElementsAttr::get(vt, cb.getF32FloatAttr(0)));
-    forRange(
-        cb, loc, idx(cb, 0), idx(cb, count), idx(cb, 1),
-        [&](OpBuilder &jb, Location, Value j) {
-          Value n = add(jb, n0, j);
-          Value inside = arith::CmpIOp::create(
-              jb, loc, arith::CmpIPredicate::ult, n, nRows);
-          Value rowBase = arith::MulIOp::create(
-              jb, loc, arith::SelectOp::create(jb, loc, inside, n, idx(jb, 0)),
-              rowBytes);
+    forEachRowOfW(
+        cb, n0, count, nRows, rowBytes,
+        [&](OpBuilder &jb, Value j, Value inside, Value rowBase) {
           auto store = [&](OpBuilder &fb, const SubBlock &sub, Value sb) {
             Value at = arith::SubIOp::create(fb, loc, mul(fb, sb, 32), kc);
             for (int64_t v = 0; v < vectors(); ++v)
@@ -1203,6 +1193,26 @@ struct TypeLowering {
               jb, rowBase, arith::DivUIOp::create(jb, loc, kc, idx(jb, 32)),
               arith::DivUIOp::create(jb, loc, kEnd, idx(jb, 32)), store);
         });
+  }
+
+  /// Walks rows [n0, n0 + count) of W: `body(jb, j, inside, rowBase)` for
+  /// row n0 + j, `inside` whether it is below nRows, `rowBase` its first
+  /// byte (row 0's for rows past nRows, whose values the body replaces by
+  /// zeros).
+  void forEachRowOfW(
+      OpBuilder &cb, Value n0, int64_t count, Value nRows, Value rowBytes,
+      function_ref<void(OpBuilder &, Value, Value, Value)> body) const {
+    forRange(cb, loc, idx(cb, 0), idx(cb, count), idx(cb, 1),
+             [&](OpBuilder &jb, Location, Value j) {
+               Value n = add(jb, n0, j);
+               Value inside = arith::CmpIOp::create(
+                   jb, loc, arith::CmpIPredicate::ult, n, nRows);
+               Value rowBase = arith::MulIOp::create(
+                   jb, loc,
+                   arith::SelectOp::create(jb, loc, inside, n, idx(jb, 0)),
+                   rowBytes);
+               body(jb, j, inside, rowBase);
+             });
   }
 
   /// The panel of W's rows [n0, n0 + panelW()) over K's [kc, kEnd):
@@ -1463,17 +1473,10 @@ struct TypeLowering {
     Value quads = arith::DivUIOp::create(
         cb, loc, arith::SubIOp::create(cb, loc, kEnd, kc), idx(cb, 4));
     for (int64_t half = 0; half < panelW() / 16; ++half) {
-      forRange(
-          cb, loc, idx(cb, 0), idx(cb, 16), idx(cb, 1),
-          [&](OpBuilder &jb, Location, Value r) {
+      forEachRowOfW(
+          cb, addc(cb, n0, half * 16), 16, nRows, rowBytes,
+          [&](OpBuilder &jb, Value r, Value inside, Value rowBase) {
             Value j = addc(jb, r, half * 16);
-            Value n = add(jb, n0, j);
-            Value inside = arith::CmpIOp::create(
-                jb, loc, arith::CmpIPredicate::ult, n, nRows);
-            Value rowBase = arith::MulIOp::create(
-                jb, loc,
-                arith::SelectOp::create(jb, loc, inside, n, idx(jb, 0)),
-                rowBytes);
             Value zeroB = arith::ConstantOp::create(
                 jb, loc, b32,
                 DenseElementsAttr::get(b32, jb.getI8IntegerAttr(0)));
@@ -1525,14 +1528,10 @@ struct TypeLowering {
                   Value lanes = kScales(fb, base);
                   int64_t groups = 256 / g;
                   auto fv = VectorType::get({groups}, fb.getF32Type());
-                  SmallVector<int64_t> low, high;
-                  for (int64_t i = 0; i < 8; ++i) {
-                    low.push_back(i);
-                    high.push_back(8 + i);
-                  }
                   Value sv, ov;
                   if (type == TFM_GGML_BLOCKS_Q6_K) {
-                    Value d = splatF16(fb, halfAt(fb, addc(fb, base, 208)));
+                    Value d = vector::BroadcastOp::create(
+                        fb, loc, fv, halfAt(fb, addc(fb, base, 208)));
                     sv = arith::MulFOp::create(
                         fb, loc, arith::SIToFPOp::create(fb, loc, fv, lanes),
                         d);
@@ -1541,6 +1540,13 @@ struct TypeLowering {
                         vector::BroadcastOp::create(fb, loc, fv,
                                                     cF32(fb, loc, 32)));
                   } else {
+                    // Q4_K / Q5_K: lanes 0..7 the groups' scales, 8..15
+                    // their mins.
+                    SmallVector<int64_t> low, high;
+                    for (int64_t i = 0; i < 8; ++i) {
+                      low.push_back(i);
+                      high.push_back(8 + i);
+                    }
                     auto lanes8 = [&](ArrayRef<int64_t> which) -> Value {
                       return arith::UIToFPOp::create(
                           fb, loc, fv,
