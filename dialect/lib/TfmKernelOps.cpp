@@ -151,9 +151,15 @@ LogicalResult LinearKernelOp::verify() {
                             "bias 1-D";
   auto in = bufShape(getInput()), w = bufShape(getWeightP()),
        out = bufShape(getOutput());
-  if (ShapedType::isDynamic(w[0]) || ShapedType::isDynamic(w[1]) ||
-      ShapedType::isDynamic(w[2]) || ShapedType::isDynamic(out[1]))
-    return emitOpError() << "weight_p and the output columns must be static";
+  // f32 panels may leave P, K and N to run time (a kernel shared by every
+  // shape, tfm-outline-kernels); the panel width is the register tile's.
+  if (ShapedType::isDynamic(w[2]))
+    return emitOpError() << "weight_p's panel width must be static";
+  if ((pairs || quads) &&
+      (ShapedType::isDynamic(w[0]) || ShapedType::isDynamic(w[1]) ||
+       ShapedType::isDynamic(out[1])))
+    return emitOpError() << "weight_p and the output columns must be static "
+                            "for weights in bf16 pairs or int8 quads";
   if (pairs || quads) {
     // K is known from a packed input only up to its padding: the panel's
     // rows were checked against its columns above.
@@ -166,7 +172,8 @@ LogicalResult LinearKernelOp::verify() {
                          << " rows per panel";
   if (!dimsCompatible(out[0], in[0]))
     return emitOpError() << "output must have " << dimStr(in[0]) << " rows";
-  if (!pairs && !quads &&
+  if (!pairs && !quads && !ShapedType::isDynamic(w[0]) &&
+      !ShapedType::isDynamic(out[1]) &&
       !panelsFit(w[0], tfm_packed_panel_of(packing, w[2]), out[1]))
     return emitOpError() << "output has " << out[1] << " columns, which "
                          << w[0] << " panels of " << w[2] << " do not fit";

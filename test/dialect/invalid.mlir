@@ -1304,6 +1304,22 @@ func.func @norm_kernel_weight(%x: memref<?x16xf32>, %w: memref<8xf32>, %y: memre
 
 // -----
 
+func.func @linear_kernel_panel_width(%x: memref<?x16xf32>, %w: memref<1x16x?xf32>, %y: memref<?x32xf32>) {
+  // expected-error @+1 {{weight_p's panel width must be static}}
+  tfm.linear_kernel ins(%x, %w : memref<?x16xf32>, memref<1x16x?xf32>) outs(%y : memref<?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @linear_kernel_dynamic_pairs(%x: memref<?x16xf32>, %w: memref<?x8x64xbf16>, %y: memref<?x?xf32>) {
+  // expected-error @+1 {{weight_p and the output columns must be static for weights in bf16 pairs or int8 quads}}
+  tfm.linear_kernel ins(%x, %w : memref<?x16xf32>, memref<?x8x64xbf16>) outs(%y : memref<?x?xf32>)
+  return
+}
+
+// -----
+
 func.func @linear_kernel_packed_input(%x: memref<?x14xbf16>, %w: memref<1x8x64xbf16>, %y: memref<?x32xf32>) {
   // expected-error @+1 {{a packed input for this weight has 16 columns, not 14}}
   tfm.linear_kernel ins(%x, %w : memref<?x14xbf16>, memref<1x8x64xbf16>) outs(%y : memref<?x32xf32>)

@@ -235,6 +235,15 @@ func.func @epilogues(%x: tensor<?x?x16xf32>, %w: tensor<16x16xf32>, %m: tensor<?
   return %l : tensor<?x?x16xf32>
 }
 
+// On f32 panels P, K and N may be dynamic (a kernel shared by every shape,
+// tfm-outline-kernels); the panel width stays static.
+// CHECK-LABEL: func.func @linear_kernel_any_shape
+// CHECK: tfm.linear_kernel ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<?x?xf32>, memref<?x?x32xf32>, memref<?xf32>) residual(%{{.*}} : memref<?x?x?xf32>) outs(%{{.*}} : memref<?x?xf32>)
+func.func @linear_kernel_any_shape(%x: memref<?x?xf32>, %w: memref<?x?x32xf32>, %b: memref<?xf32>, %r: memref<?x?x?xf32>, %y: memref<?x?xf32>) {
+  tfm.linear_kernel ins(%x, %w, %b : memref<?x?xf32>, memref<?x?x32xf32>, memref<?xf32>) residual(%r : memref<?x?x?xf32>) outs(%y : memref<?x?xf32>)
+  return
+}
+
 // Norm kernels (convert-tfm-to-linalg{norm-kernels}): f32 rows, rows in bf16
 // pairs or int8 quads, and a linear reading packed rows.
 // CHECK-LABEL: func.func @norm_kernels

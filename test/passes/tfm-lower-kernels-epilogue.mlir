@@ -38,3 +38,28 @@ func.func @masked(%x: memref<?x16xf32>, %w: memref<1x16x32xf32>, %r: memref<?x4x
   tfm.linear_kernel ins(%x, %w : memref<?x16xf32>, memref<1x16x32xf32>) residual(%r : memref<?x4xf32>) outs(%y : memref<?x4xf32>)
   return
 }
+
+// -----
+
+// P, K and N at run time (a kernel shared by every shape): K bounds the
+// product loop, N / 32 whole panels run in the parallel tasks, and a
+// partial last panel, if N % 32 says there is one, runs after through masks
+// of its remaining columns.
+// CHECK-LABEL: func.func @any_shape
+// CHECK-SAME: (%[[X:.*]]: memref<?x?xf32>, %[[W:.*]]: memref<?x?x32xf32>, %[[Y:.*]]: memref<?x?xf32>)
+// CHECK-DAG: %[[K:.*]] = memref.dim %[[W]], %c1
+// CHECK-DAG: %[[N:.*]] = memref.dim %[[Y]], %c1
+// CHECK-DAG: %[[FULL:.*]] = arith.divui %[[N]], %c32
+// CHECK: scf.parallel
+// CHECK: scf.for %{{.*}} = %c0 to %[[K]] step %c1 iter_args
+// CHECK: vector.store
+// CHECK: %[[TAIL:.*]] = arith.remui %[[N]], %c32
+// CHECK: %[[HAS:.*]] = arith.cmpi ne, %[[TAIL]], %c0
+// CHECK: scf.if %[[HAS]] {
+// CHECK: %[[MASK:.*]] = vector.create_mask %{{.*}} : vector<16xi1>
+// CHECK: scf.for %{{.*}} = %c0 to %[[K]] step %c1 iter_args
+// CHECK: vector.maskedstore %[[Y]][%{{.*}}, %{{.*}}], %[[MASK]]
+func.func @any_shape(%x: memref<?x?xf32>, %w: memref<?x?x32xf32>, %y: memref<?x?xf32>) {
+  tfm.linear_kernel ins(%x, %w : memref<?x?xf32>, memref<?x?x32xf32>) outs(%y : memref<?x?xf32>)
+  return
+}

@@ -125,10 +125,16 @@ struct LinearLowering {
   tfm_packing packing;
   bool pairs, quads;
   /// The panels, the words of K a column holds in one (K for f32), the
-  /// columns of a panel and of the output.
+  /// columns of a panel and of the output: static, or (f32 panels of a
+  /// kernel shared by every shape) dynamic, read from the buffers at run
+  /// time.
   int64_t panels, steps, panel, n;
   // Set by emitCommon.
-  int64_t kCols, tail, tileRows;
+  int64_t kCols, tileRows;
+  /// The columns of a partial last panel (0: none), with a static N.
+  int64_t tail = 0;
+  /// The words of K as a value (a constant when static).
+  Value stepsV;
   VectorType vt, maskT, pairT, pairIntT, quadT, accIntT;
   Value m, c0, c1, zeroV;
   /// A in bf16 pairs or int8 quads for such weights, and the buffer it was
@@ -155,7 +161,9 @@ struct LinearLowering {
               : quads ? TFM_PACKING_INT8_QUADS
                       : TFM_PACKING_F32;
     panels = wType.getDimSize(0);
-    steps = tfm_packed_steps_of(packing, wType.getDimSize(1));
+    steps = ShapedType::isDynamic(wType.getDimSize(1))
+                ? ShapedType::kDynamic
+                : tfm_packed_steps_of(packing, wType.getDimSize(1));
     panel = tfm_packed_panel_of(packing, wType.getDimSize(2));
     n = cast<MemRefType>(out.getType()).getDimSize(1);
   }
@@ -163,13 +171,16 @@ struct LinearLowering {
   /// The constants and sizes, and A packed for bf16 or int8 weights.
   void emitCommon(OpBuilder &b, Location loc) {
     kCols = panel / vl;
-    tail = n % panel; // columns in a partial last panel (0: none)
+    if (!ShapedType::isDynamic(n))
+      tail = n % panel;
     tileRows = gemmTileRows(vl);
     vt = VectorType::get({vl}, b.getF32Type());
     maskT = VectorType::get({vl}, b.getI1Type());
     m = dim(b, loc, a, 0);
     c0 = cIdx(b, loc, 0);
     c1 = cIdx(b, loc, 1);
+    stepsV =
+        ShapedType::isDynamic(steps) ? dim(b, loc, wp, 1) : cIdx(b, loc, steps);
     zeroV = arith::ConstantOp::create(
         b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(0.0)));
     pairT = VectorType::get({2 * vl}, b.getBF16Type());
@@ -292,7 +303,7 @@ struct LinearLowering {
   scf::ForOp productLoop(OpBuilder &nb, Location l, const Tile &t,
                          ValueRange init) const {
     return scf::ForOp::create(
-        nb, l, c0, cIdx(nb, l, steps), c1, init,
+        nb, l, c0, stepsV, c1, init,
         [&](OpBuilder &bb, Location ll, Value kk, ValueRange acc) {
           // The panel is zero-padded: whole-vector loads are in bounds.
           // No software prefetch: the hardware's follows the panel, and
@@ -431,9 +442,17 @@ struct LinearLowering {
   /// thread reuse a panel group from L2; M = 1 (decode) still has a task
   /// per panel group, and a few panels with many rows (N = 64) still have
   /// a task per row group. A partial last panel runs after, on one
-  /// thread, through masks.
+  /// thread, through masks. With a dynamic N the whole panels and the
+  /// partial one are counted at run time.
   void emitTasks(OpBuilder &b, Location loc) const {
-    int64_t fullPanels = tail ? panels - 1 : panels;
+    bool dynamicN = ShapedType::isDynamic(n);
+    Value nV = dynamicN ? dim(b, loc, out, 1) : Value();
+    // The panels fit N exactly (the verifier's rule): N / panel whole ones.
+    int64_t fullPanels = dynamicN ? ShapedType::kDynamic : n / panel;
+    Value fullPanelsV =
+        dynamicN ? arith::DivUIOp::create(b, loc, nV, cIdx(b, loc, panel))
+                       .getResult()
+                 : cIdx(b, loc, fullPanels);
     // At least one group and one tile a group: M may be 0.
     Value groups = arith::MaxUIOp::create(
         b, loc,
@@ -444,20 +463,23 @@ struct LinearLowering {
     Value groupRows =
         arith::MulIOp::create(b, loc, arith::MaxUIOp::create(b, loc, tiles, c1),
                               cIdx(b, loc, tileRows));
-    if (fullPanels > 0) {
+    if (dynamicN || fullPanels > 0) {
       Value rowGroups = arith::CeilDivUIOp::create(b, loc, m, groupRows);
-      int64_t panelGroups =
-          (fullPanels + kGemmPanelGroup - 1) / kGemmPanelGroup;
+      Value panelGroups =
+          dynamicN ? arith::CeilDivUIOp::create(b, loc, fullPanelsV,
+                                                cIdx(b, loc, kGemmPanelGroup))
+                         .getResult()
+                   : cIdx(b, loc,
+                          (fullPanels + kGemmPanelGroup - 1) / kGemmPanelGroup);
       auto par = scf::ParallelOp::create(
-          b, loc, ValueRange{c0, c0},
-          ValueRange{cIdx(b, loc, panelGroups), rowGroups}, ValueRange{c1, c1},
-          [&](OpBuilder &nb, Location l, ValueRange ivs) {
+          b, loc, ValueRange{c0, c0}, ValueRange{panelGroups, rowGroups},
+          ValueRange{c1, c1}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
             Value p0 = arith::MulIOp::create(nb, l, ivs[0],
                                              cIdx(nb, l, kGemmPanelGroup));
             Value p1 = arith::MinSIOp::create(
                 nb, l,
                 arith::AddIOp::create(nb, l, p0, cIdx(nb, l, kGemmPanelGroup)),
-                cIdx(nb, l, fullPanels));
+                fullPanelsV);
             Value r0 = arith::MulIOp::create(nb, l, ivs[1], groupRows);
             Value r1 = arith::MinSIOp::create(
                 nb, l, arith::AddIOp::create(nb, l, r0, groupRows), m);
@@ -473,8 +495,31 @@ struct LinearLowering {
         masks.push_back(vector::CreateMaskOp::create(
             b, loc, maskT, ValueRange{cIdx(b, loc, valid)}));
       }
-      task(b, loc, c0, m, cIdx(b, loc, fullPanels), cIdx(b, loc, panels),
-           masks);
+      task(b, loc, c0, m, cIdx(b, loc, fullPanels),
+           cIdx(b, loc, fullPanels + 1), masks);
+    }
+    if (dynamicN) {
+      // The partial last panel, if N has one: its masks from N.
+      Value tailV = arith::RemUIOp::create(b, loc, nV, cIdx(b, loc, panel));
+      Value hasTail =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, tailV, c0);
+      scf::IfOp::create(b, loc, hasTail, [&](OpBuilder &ib, Location il) {
+        SmallVector<Value> masks;
+        for (int64_t c = 0; c < kCols; ++c) {
+          Value valid = arith::MaxSIOp::create(
+              ib, il,
+              arith::MinSIOp::create(
+                  ib, il,
+                  arith::SubIOp::create(ib, il, tailV, cIdx(ib, il, c * vl)),
+                  cIdx(ib, il, vl)),
+              c0);
+          masks.push_back(
+              vector::CreateMaskOp::create(ib, il, maskT, ValueRange{valid}));
+        }
+        task(ib, il, c0, m, fullPanelsV,
+             arith::AddIOp::create(ib, il, fullPanelsV, c1), masks);
+        scf::YieldOp::create(ib, il);
+      });
     }
     if (aOwned)
       memref::DeallocOp::create(b, loc, aOwned);

@@ -16,7 +16,11 @@
 //                                            {tfm.shared_kernel}
 //
 // Every operand (a buffer) becomes an argument. The kernels are large loop
-// nests: the call costs nothing against them.
+// nests: the call costs nothing against them. A tfm.linear_kernel on f32
+// panels takes its buffers with every size dynamic but the panel width
+// (memref.cast at the call): its loop nest reads M, N and K at run time,
+// so one function serves every shape of a CPU, in a model and across
+// models, and the kernel cache compiles it once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +31,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
@@ -46,6 +51,26 @@ bool isOutlined(Operation *op) {
   return isa<LinearKernelOp, NormKernelOp, AttentionKernelOp, MoeKernelOp>(
              op) &&
          op->getNumResults() == 0;
+}
+
+/// The type the shared function of kernel `op` takes for its operand `v`:
+/// the operand's own, or for a tfm.linear_kernel on f32 panels (not bf16
+/// pairs or int8 quads, whose packing reads K) every size dynamic but the
+/// weight's panel width. Buffers of other layouts (views) keep theirs.
+Type argumentType(Operation *op, Value v) {
+  auto linear = dyn_cast<LinearKernelOp>(op);
+  auto type = dyn_cast<MemRefType>(v.getType());
+  if (!linear || !type || !type.getLayout().isIdentity())
+    return v.getType();
+  auto weight = cast<MemRefType>(linear.getWeightP().getType());
+  if (weight.getElementType() !=
+      cast<MemRefType>(linear.getOutput().getType()).getElementType())
+    return type;
+  SmallVector<int64_t> shape(type.getRank(), ShapedType::kDynamic);
+  if (v == linear.getWeightP())
+    shape.back() = type.getShape().back();
+  return MemRefType::get(shape, type.getElementType(),
+                         MemRefLayoutAttrInterface(), type.getMemorySpace());
 }
 
 struct TfmOutlineKernelsPass
@@ -68,7 +93,7 @@ struct TfmOutlineKernelsPass
       SmallVector<Type> argTypes;
       for (Value v : op->getOperands())
         if (args.insert(v))
-          argTypes.push_back(v.getType());
+          argTypes.push_back(argumentType(op, v));
       OpBuilder b(ctx);
       Location loc = UnknownLoc::get(ctx);
       auto fn = func::FuncOp::create(b, loc, "tfm_kernel",
@@ -103,8 +128,13 @@ struct TfmOutlineKernelsPass
         symbols.insert(fn);
       }
       OpBuilder at(op);
-      func::CallOp::create(at, op->getLoc(), name, TypeRange{},
-                           args.getArrayRef());
+      SmallVector<Value> callArgs;
+      for (auto [v, type] : llvm::zip(args, argTypes))
+        callArgs.push_back(v.getType() == type ? v
+                                               : memref::CastOp::create(
+                                                     at, op->getLoc(), type, v)
+                                                     .getResult());
+      func::CallOp::create(at, op->getLoc(), name, TypeRange{}, callArgs);
       op->erase();
     }
   }

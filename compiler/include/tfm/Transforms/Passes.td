@@ -141,11 +141,14 @@ def TfmOutlineKernels : Pass<"tfm-outline-kernels", "ModuleOp"> {
     `tfm.attention_kernel` and `tfm.moe_kernel` on buffers into a private
     function named after a hash of its IR (`tfm_kernel_<hash>`: equal
     kernels share one) and calls it, its operands (buffers) as arguments.
-    The functions are marked `tfm.shared_kernel`, so the driver
-    compiles each once per CPU and tfmc into its kernel cache. Runs before
-    `tfm-lower-kernels`.
+    A `tfm.linear_kernel` on f32 panels takes its buffers with every size
+    dynamic but the panel width (`memref.cast` at the call), so one
+    function serves every M, N and K. The functions are marked
+    `tfm.shared_kernel`, so the driver compiles each once per CPU and tfmc
+    into its kernel cache. Runs before `tfm-lower-kernels`.
   }];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 def TfmLowerKernels : Pass<"tfm-lower-kernels", "ModuleOp"> {

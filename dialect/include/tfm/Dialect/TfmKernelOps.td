@@ -48,7 +48,10 @@ def Tfm_LinearKernelOp
     the result (the output operand is only a destination); One-Shot
     Bufferize turns it into the buffer form, which tfm-lower-kernels lowers
     to a register-blocked vector micro-kernel that applies the epilogue to
-    its registers before it stores them.
+    its registers before it stores them. The panel width W is static; on
+    f32 panels P, K and N may be dynamic too (the loop nest reads them at
+    run time: tfm-outline-kernels shares one function among every shape),
+    while bf16 pairs and int8 quads need them static.
 
     ```mlir
     %y = tfm.linear_kernel ins(%x, %wp, %b : tensor<?x16xf32>, tensor<2x16x32xf32>, tensor<64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
