@@ -124,6 +124,18 @@ LogicalResult TfmDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be on a function with a body";
     return success();
   }
+  if (name == KvGroupAttrHelper::getNameStr()) {
+    auto group = dyn_cast<IntegerAttr>(value);
+    if (!group || !group.getType().isSignlessInteger(64) || group.getInt() <= 0)
+      return op->emitOpError()
+             << "'" << name << "' must be a positive i64, got " << value;
+    auto attention = dyn_cast<AttentionKernelOp>(op);
+    if (!attention || !attention.getPositions())
+      return op->emitOpError() << "'" << name
+                               << "' must be on a tfm.attention_kernel over "
+                                  "a KV cache (positions)";
+    return success();
+  }
   return op->emitOpError() << "has an unknown tfm attribute '" << name << "'";
 }
 

@@ -1304,6 +1304,22 @@ func.func @norm_kernel_weight(%x: memref<?x16xf32>, %w: memref<8xf32>, %y: memre
 
 // -----
 
+func.func @kv_group_value(%q: memref<?x?x?x8xf32>, %k: memref<?x?x8x128xf32>, %v: memref<?x?x128x8xf32>, %p: memref<?xi32>, %t: memref<?x?xi32>, %o: memref<?x?x?x8xf32>) {
+  // expected-error @+1 {{'tfm.kv_group' must be a positive i64, got 0 : i64}}
+  tfm.attention_kernel ins(%q, %k, %v : memref<?x?x?x8xf32>, memref<?x?x8x128xf32>, memref<?x?x128x8xf32>) positions(%p : memref<?xi32>) block_table(%t : memref<?x?xi32>) outs(%o : memref<?x?x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64, tfm.kv_group = 0 : i64}
+  return
+}
+
+// -----
+
+func.func @kv_group_no_cache(%q: memref<?x?x?x8xf32>, %k: memref<?x?x8x?xf32>, %v: memref<?x?x?x8xf32>, %o: memref<?x?x?x8xf32>) {
+  // expected-error @+1 {{'tfm.kv_group' must be on a tfm.attention_kernel over a KV cache (positions)}}
+  tfm.attention_kernel ins(%q, %k, %v : memref<?x?x?x8xf32>, memref<?x?x8x?xf32>, memref<?x?x?x8xf32>) outs(%o : memref<?x?x?x8xf32>) {mask = #tfm.mask<causal>, scale = 0.35 : f64, tfm.kv_group = 2 : i64}
+  return
+}
+
+// -----
+
 func.func @linear_kernel_panel_width(%x: memref<?x16xf32>, %w: memref<1x16x?xf32>, %y: memref<?x32xf32>) {
   // expected-error @+1 {{weight_p's panel width must be static}}
   tfm.linear_kernel ins(%x, %w : memref<?x16xf32>, memref<1x16x?xf32>) outs(%y : memref<?x32xf32>)

@@ -317,9 +317,14 @@ struct DecodeKernel : AttentionLowering {
     // cache-line aligned.
     Type f32 = b.getF32Type();
     int64_t dyn = ShapedType::kDynamic;
+    // Dimension 1, the KV heads, may be dynamic (a shared kernel).
     auto alloc = [&](ArrayRef<int64_t> shape, ValueRange sizes) -> Value {
-      return memref::AllocOp::create(b, loc, MemRefType::get(shape, f32), sizes,
-                                     b.getI64IntegerAttr(kCacheLine));
+      SmallVector<Value> dynSizes{sizes.front()};
+      if (ShapedType::isDynamic(kv))
+        dynSizes.push_back(kvHeads);
+      dynSizes.append(sizes.begin() + 1, sizes.end());
+      return memref::AllocOp::create(b, loc, MemRefType::get(shape, f32),
+                                     dynSizes, b.getI64IntegerAttr(kCacheLine));
     };
     stats = alloc({dyn, kv, dyn, dyn, kCacheLine / 4}, {bsz, splits, rowsT});
     maxLane = c0;

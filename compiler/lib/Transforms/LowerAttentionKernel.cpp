@@ -172,10 +172,16 @@ Value AttentionLowering::transposedValueCopy(OpBuilder &b, Location loc) const {
 }
 
 std::optional<int64_t> AttentionLowering::decodeGroup() const {
+  if (!positions)
+    return std::nullopt;
+  // Dynamic head counts (a shared kernel) say their group in tfm.kv_group.
+  if (IntegerAttr group =
+          TfmDialect::KvGroupAttrHelper(q.getContext()).getAttr(op))
+    return group.getInt();
   int64_t h = cast<MemRefType>(q.getType()).getDimSize(1);
   int64_t kv = cast<MemRefType>(kt.getType()).getDimSize(1);
-  if (!positions || ShapedType::isDynamic(h) || ShapedType::isDynamic(kv) ||
-      kv == 0 || h % kv != 0)
+  if (ShapedType::isDynamic(h) || ShapedType::isDynamic(kv) || kv == 0 ||
+      h % kv != 0)
     return std::nullopt;
   return h / kv;
 }

@@ -20,7 +20,11 @@
 // panels takes its buffers with every size dynamic but the panel width
 // (memref.cast at the call): its loop nest reads M, N and K at run time,
 // so one function serves every shape of a CPU, in a model and across
-// models, and the kernel cache compiles it once.
+// models, and the kernel cache compiles it once. A tfm.attention_kernel
+// takes its head counts dynamic (the query's, output's, key's and value's
+// dimension 1, the sinks'): over a KV cache the query heads per KV head,
+// which its decode kernel unrolls, stay static as tfm.kv_group, so models
+// of one head size, mask and group share it whatever their head counts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,9 +62,23 @@ bool isOutlined(Operation *op) {
 /// pairs or int8 quads, whose packing reads K) every size dynamic but the
 /// weight's panel width. Buffers of other layouts (views) keep theirs.
 Type argumentType(Operation *op, Value v) {
-  auto linear = dyn_cast<LinearKernelOp>(op);
   auto type = dyn_cast<MemRefType>(v.getType());
-  if (!linear || !type || !type.getLayout().isIdentity())
+  if (!type)
+    return v.getType();
+  // Attention: the head counts (dimension 1 of the 4-D operands, the sinks'
+  // only one), the layout as it is.
+  if (auto attention = dyn_cast<AttentionKernelOp>(op)) {
+    bool heads = v == attention.getQuery() || v == attention.getKey() ||
+                 v == attention.getValue() || v == attention.getOutput();
+    if (!heads && v != attention.getSinks())
+      return type;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[heads ? 1 : 0] = ShapedType::kDynamic;
+    return MemRefType::get(shape, type.getElementType(), type.getLayout(),
+                           type.getMemorySpace());
+  }
+  auto linear = dyn_cast<LinearKernelOp>(op);
+  if (!linear || !type.getLayout().isIdentity())
     return v.getType();
   auto weight = cast<MemRefType>(linear.getWeightP().getType());
   if (weight.getElementType() !=
@@ -71,6 +89,17 @@ Type argumentType(Operation *op, Value v) {
     shape.back() = type.getShape().back();
   return MemRefType::get(shape, type.getElementType(),
                          MemRefLayoutAttrInterface(), type.getMemorySpace());
+}
+
+/// The query heads per KV head of attention over a KV cache with static
+/// head counts.
+std::optional<int64_t> kvGroup(AttentionKernelOp op) {
+  int64_t h = cast<MemRefType>(op.getQuery().getType()).getDimSize(1);
+  int64_t kv = cast<MemRefType>(op.getKey().getType()).getDimSize(1);
+  if (!op.getPositions() || ShapedType::isDynamic(h) ||
+      ShapedType::isDynamic(kv) || kv <= 0 || h % kv != 0)
+    return std::nullopt;
+  return h / kv;
 }
 
 struct TfmOutlineKernelsPass
@@ -105,6 +134,12 @@ struct TfmOutlineKernelsPass
         map.map(v, arg);
       Operation *copy = b.clone(*op, map);
       copy->setLoc(loc);
+      // The decode kernel's group, which the dynamic head counts no longer
+      // say.
+      if (auto attention = dyn_cast<AttentionKernelOp>(op))
+        if (std::optional<int64_t> group = kvGroup(attention))
+          TfmDialect::KvGroupAttrHelper(ctx).setAttr(
+              copy, IntegerAttr::get(IntegerType::get(ctx, 64), *group));
       func::ReturnOp::create(b, loc);
       fn.setPrivate();
       // Its name: a hash of its IR, locations left out.

@@ -143,7 +143,9 @@ def TfmOutlineKernels : Pass<"tfm-outline-kernels", "ModuleOp"> {
     kernels share one) and calls it, its operands (buffers) as arguments.
     A `tfm.linear_kernel` on f32 panels takes its buffers with every size
     dynamic but the panel width (`memref.cast` at the call), so one
-    function serves every M, N and K. The functions are marked
+    function serves every M, N and K; a `tfm.attention_kernel` takes its
+    head counts dynamic, over a KV cache with the query heads per KV head
+    that its decode kernel unrolls in `tfm.kv_group`. The functions are marked
     `tfm.shared_kernel`, so the driver compiles each once per CPU and tfmc
     into its kernel cache. Runs before `tfm-lower-kernels`.
   }];

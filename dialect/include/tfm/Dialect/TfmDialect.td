@@ -46,6 +46,10 @@ def Tfm_Dialect : Dialect {
   //                      depends on no model (every shape and type at run
   //                      time, no other symbol); the driver compiles it once
   //                      per CPU and keeps it in the kernel cache;
+  //   tfm.kv_group       on a tfm.attention_kernel over a KV cache whose
+  //                      head counts are dynamic (tfm-outline-kernels): the
+  //                      query heads per KV head (i64 > 0), which the
+  //                      decode kernel unrolls;
   //   tfm.model          on a model's module (MLIRGen): its description,
   //                      entry points and cache layout
   //                      (tfm/Dialect/ModelDescription.h).
@@ -54,7 +58,8 @@ def Tfm_Dialect : Dialect {
     "::mlir::DictionaryAttr":$model,
     "::mlir::IntegerAttr":$num_inputs,
     "::mlir::UnitAttr":$keep_parallel,
-    "::mlir::UnitAttr":$shared_kernel
+    "::mlir::UnitAttr":$shared_kernel,
+    "::mlir::IntegerAttr":$kv_group
   );
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
