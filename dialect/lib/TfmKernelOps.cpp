@@ -307,6 +307,19 @@ LogicalResult NormKernelOp::verify() {
   return success();
 }
 
+std::optional<int64_t> AttentionKernelOp::getDecodeGroup() {
+  if (!getPositions())
+    return std::nullopt;
+  if (IntegerAttr group =
+          TfmDialect::KvGroupAttrHelper(getContext()).getAttr(getOperation()))
+    return group.getInt();
+  int64_t h = bufShape(getQuery())[1], kv = bufShape(getKey())[1];
+  if (ShapedType::isDynamic(h) || ShapedType::isDynamic(kv) || kv <= 0 ||
+      h % kv != 0)
+    return std::nullopt;
+  return h / kv;
+}
+
 LogicalResult AttentionKernelOp::verify() {
   Type elt = cast<ShapedType>(getQuery().getType()).getElementType();
   for (Value v : {getQuery(), getKey(), getValue(), getOutput()})

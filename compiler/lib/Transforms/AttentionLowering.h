@@ -74,10 +74,6 @@ struct AttentionLowering {
   void emitCommon(OpBuilder &b, Location loc,
                   const AttentionLowering *sizes = nullptr);
 
-  /// The query heads per KV head when both counts are static and the
-  /// attention reads a KV cache: the decode kernel's grouping.
-  std::optional<int64_t> decodeGroup() const;
-
   /// The position of query row 0 of sequence `bi` (`alignedOffset` without
   /// positions) and the end of its visible keys (unwritten cache slots and
   /// lengths excluded): (offset, limit).

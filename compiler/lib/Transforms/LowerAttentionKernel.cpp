@@ -171,21 +171,6 @@ Value AttentionLowering::transposedValueCopy(OpBuilder &b, Location loc) const {
   return copy;
 }
 
-std::optional<int64_t> AttentionLowering::decodeGroup() const {
-  if (!positions)
-    return std::nullopt;
-  // Dynamic head counts (a shared kernel) say their group in tfm.kv_group.
-  if (IntegerAttr group =
-          TfmDialect::KvGroupAttrHelper(q.getContext()).getAttr(op))
-    return group.getInt();
-  int64_t h = cast<MemRefType>(q.getType()).getDimSize(1);
-  int64_t kv = cast<MemRefType>(kt.getType()).getDimSize(1);
-  if (ShapedType::isDynamic(h) || ShapedType::isDynamic(kv) || kv == 0 ||
-      h % kv != 0)
-    return std::nullopt;
-  return h / kv;
-}
-
 std::pair<Value, Value>
 AttentionLowering::sequenceBounds(OpBuilder &nb, Location l, Value bi,
                                   Value alignedOffset) const {
@@ -439,7 +424,7 @@ struct LowerAttentionKernel : OpRewritePattern<AttentionKernelOp> {
              << "a paged KV cache needs blocks of a multiple of " << 4 * vl
              << " positions on this CPU, not " << a.pageSize;
     a.emitCommon(b, loc);
-    std::optional<int64_t> group = a.decodeGroup();
+    std::optional<int64_t> group = op.getDecodeGroup();
     std::optional<AttentionLowering> dec;
     if (group) {
       // Decode: blocks of keys as wide as the scores of a register block

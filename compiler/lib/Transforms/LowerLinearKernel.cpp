@@ -27,11 +27,10 @@
 #include "CpuKernelBuilders.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/PatternMatch.h"
-
-#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -124,15 +123,12 @@ struct LinearLowering {
   /// of each column.
   tfm_packing packing;
   bool pairs, quads;
-  /// The panels, the words of K a column holds in one (K for f32), the
-  /// columns of a panel and of the output: static, or (f32 panels of a
-  /// kernel shared by every shape) dynamic, read from the buffers at run
-  /// time.
-  int64_t panels, steps, panel, n;
+  /// The words of K a column holds in a panel (K for f32), the columns of
+  /// a panel and of the output: static, or (f32 panels of a kernel shared
+  /// by every shape) K and N dynamic, read from the buffers at run time.
+  int64_t steps, panel, n;
   // Set by emitCommon.
   int64_t kCols, tileRows;
-  /// The columns of a partial last panel (0: none), with a static N.
-  int64_t tail = 0;
   /// The words of K as a value (a constant when static).
   Value stepsV;
   VectorType vt, maskT, pairT, pairIntT, quadT, accIntT;
@@ -160,7 +156,6 @@ struct LinearLowering {
     packing = pairs   ? TFM_PACKING_BF16_PAIRS
               : quads ? TFM_PACKING_INT8_QUADS
                       : TFM_PACKING_F32;
-    panels = wType.getDimSize(0);
     steps = ShapedType::isDynamic(wType.getDimSize(1))
                 ? ShapedType::kDynamic
                 : tfm_packed_steps_of(packing, wType.getDimSize(1));
@@ -171,8 +166,6 @@ struct LinearLowering {
   /// The constants and sizes, and A packed for bf16 or int8 weights.
   void emitCommon(OpBuilder &b, Location loc) {
     kCols = panel / vl;
-    if (!ShapedType::isDynamic(n))
-      tail = n % panel;
     tileRows = gemmTileRows(vl);
     vt = VectorType::get({vl}, b.getF32Type());
     maskT = VectorType::get({vl}, b.getI1Type());
@@ -445,14 +438,12 @@ struct LinearLowering {
   /// thread, through masks. With a dynamic N the whole panels and the
   /// partial one are counted at run time.
   void emitTasks(OpBuilder &b, Location loc) const {
-    bool dynamicN = ShapedType::isDynamic(n);
-    Value nV = dynamicN ? dim(b, loc, out, 1) : Value();
-    // The panels fit N exactly (the verifier's rule): N / panel whole ones.
-    int64_t fullPanels = dynamicN ? ShapedType::kDynamic : n / panel;
-    Value fullPanelsV =
-        dynamicN ? arith::DivUIOp::create(b, loc, nV, cIdx(b, loc, panel))
-                       .getResult()
-                 : cIdx(b, loc, fullPanels);
+    // The panels fit N exactly (the verifier's rule): N / panel whole ones,
+    // then a partial one of N % panel columns (constants where N is
+    // static).
+    Value nV = ShapedType::isDynamic(n) ? dim(b, loc, out, 1) : cIdx(b, loc, n);
+    Value panelV = cIdx(b, loc, panel);
+    Value fullPanels = b.createOrFold<arith::DivUIOp>(loc, nV, panelV);
     // At least one group and one tile a group: M may be 0.
     Value groups = arith::MaxUIOp::create(
         b, loc,
@@ -463,14 +454,10 @@ struct LinearLowering {
     Value groupRows =
         arith::MulIOp::create(b, loc, arith::MaxUIOp::create(b, loc, tiles, c1),
                               cIdx(b, loc, tileRows));
-    if (dynamicN || fullPanels > 0) {
+    if (!isConstantIntValue(fullPanels, 0)) {
       Value rowGroups = arith::CeilDivUIOp::create(b, loc, m, groupRows);
-      Value panelGroups =
-          dynamicN ? arith::CeilDivUIOp::create(b, loc, fullPanelsV,
-                                                cIdx(b, loc, kGemmPanelGroup))
-                         .getResult()
-                   : cIdx(b, loc,
-                          (fullPanels + kGemmPanelGroup - 1) / kGemmPanelGroup);
+      Value panelGroups = b.createOrFold<arith::CeilDivUIOp>(
+          loc, fullPanels, cIdx(b, loc, kGemmPanelGroup));
       auto par = scf::ParallelOp::create(
           b, loc, ValueRange{c0, c0}, ValueRange{panelGroups, rowGroups},
           ValueRange{c1, c1}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
@@ -479,7 +466,7 @@ struct LinearLowering {
             Value p1 = arith::MinSIOp::create(
                 nb, l,
                 arith::AddIOp::create(nb, l, p0, cIdx(nb, l, kGemmPanelGroup)),
-                fullPanelsV);
+                fullPanels);
             Value r0 = arith::MulIOp::create(nb, l, ivs[1], groupRows);
             Value r1 = arith::MinSIOp::create(
                 nb, l, arith::AddIOp::create(nb, l, r0, groupRows), m);
@@ -488,36 +475,32 @@ struct LinearLowering {
       if (!serial)
         markKeepParallel(par);
     }
-    if (tail) {
+    // The partial last panel, through masks of its columns.
+    Value tail = b.createOrFold<arith::RemUIOp>(loc, nV, panelV);
+    auto partialPanel = [&](OpBuilder &pb, Location pl) {
       SmallVector<Value> masks;
       for (int64_t c = 0; c < kCols; ++c) {
-        int64_t valid = std::clamp<int64_t>(tail - c * vl, 0, vl);
-        masks.push_back(vector::CreateMaskOp::create(
-            b, loc, maskT, ValueRange{cIdx(b, loc, valid)}));
+        Value valid = pb.createOrFold<arith::MaxSIOp>(
+            pl,
+            pb.createOrFold<arith::MinSIOp>(
+                pl,
+                pb.createOrFold<arith::SubIOp>(pl, tail, cIdx(pb, pl, c * vl)),
+                cIdx(pb, pl, vl)),
+            c0);
+        masks.push_back(
+            vector::CreateMaskOp::create(pb, pl, maskT, ValueRange{valid}));
       }
-      task(b, loc, c0, m, cIdx(b, loc, fullPanels),
-           cIdx(b, loc, fullPanels + 1), masks);
-    }
-    if (dynamicN) {
-      // The partial last panel, if N has one: its masks from N.
-      Value tailV = arith::RemUIOp::create(b, loc, nV, cIdx(b, loc, panel));
+      task(pb, pl, c0, m, fullPanels,
+           pb.createOrFold<arith::AddIOp>(pl, fullPanels, c1), masks);
+    };
+    if (std::optional<int64_t> staticTail = getConstantIntValue(tail)) {
+      if (*staticTail)
+        partialPanel(b, loc);
+    } else {
       Value hasTail =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, tailV, c0);
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, tail, c0);
       scf::IfOp::create(b, loc, hasTail, [&](OpBuilder &ib, Location il) {
-        SmallVector<Value> masks;
-        for (int64_t c = 0; c < kCols; ++c) {
-          Value valid = arith::MaxSIOp::create(
-              ib, il,
-              arith::MinSIOp::create(
-                  ib, il,
-                  arith::SubIOp::create(ib, il, tailV, cIdx(ib, il, c * vl)),
-                  cIdx(ib, il, vl)),
-              c0);
-          masks.push_back(
-              vector::CreateMaskOp::create(ib, il, maskT, ValueRange{valid}));
-        }
-        task(ib, il, c0, m, fullPanelsV,
-             arith::AddIOp::create(ib, il, fullPanelsV, c1), masks);
+        partialPanel(ib, il);
         scf::YieldOp::create(ib, il);
       });
     }

@@ -91,17 +91,6 @@ Type argumentType(Operation *op, Value v) {
                          MemRefLayoutAttrInterface(), type.getMemorySpace());
 }
 
-/// The query heads per KV head of attention over a KV cache with static
-/// head counts.
-std::optional<int64_t> kvGroup(AttentionKernelOp op) {
-  int64_t h = cast<MemRefType>(op.getQuery().getType()).getDimSize(1);
-  int64_t kv = cast<MemRefType>(op.getKey().getType()).getDimSize(1);
-  if (!op.getPositions() || ShapedType::isDynamic(h) ||
-      ShapedType::isDynamic(kv) || kv <= 0 || h % kv != 0)
-    return std::nullopt;
-  return h / kv;
-}
-
 struct TfmOutlineKernelsPass
     : mlir::tfm::impl::TfmOutlineKernelsBase<TfmOutlineKernelsPass> {
   void runOnOperation() override {
@@ -137,7 +126,7 @@ struct TfmOutlineKernelsPass
       // The decode kernel's group, which the dynamic head counts no longer
       // say.
       if (auto attention = dyn_cast<AttentionKernelOp>(op))
-        if (std::optional<int64_t> group = kvGroup(attention))
+        if (std::optional<int64_t> group = attention.getDecodeGroup())
           TfmDialect::KvGroupAttrHelper(ctx).setAttr(
               copy, IntegerAttr::get(IntegerType::get(ctx, 64), *group));
       func::ReturnOp::create(b, loc);

@@ -365,6 +365,16 @@ def Tfm_AttentionKernelOp
     (`block_table` `(` $block_table^ `:` type($block_table) `)`)? `outs` `(`
     $output `:` type($output) `)` attr-dict (`->` type($result)^)?
   }];
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputMutable();
+    }
+    /// Over a KV cache (positions), the query heads per KV head, which the
+    /// CPU decode kernel unrolls: `tfm.kv_group` where the head counts are
+    /// dynamic (a shared kernel, tfm-outline-kernels), else heads /
+    /// kv_heads when both are static; none without a KV cache.
+    std::optional<int64_t> getDecodeGroup();
+  }];
 }
 
 #endif // TFM_KERNEL_OPS_TD
