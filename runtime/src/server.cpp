@@ -231,6 +231,13 @@ class HttpServer final : public httplib::Server {
 public:
   int timeout = 10;
 
+  /// cpp-httplib listens with a backlog of 5 connections. Past it, a burst
+  /// of clients connecting at once (16 on a busy machine) got SYN cookies,
+  /// and the kernel reset those whose request came in more than one segment
+  /// (http.client sends a POST's body after its headers). Listening again on
+  /// the bound socket sets the system's limit (somaxconn) instead.
+  bool widen_backlog() { return ::listen(svr_sock_, SOMAXCONN) == 0; }
+
 private:
   bool process_and_close_socket(socket_t sock) override {
     Connection conn(sock, timeout);
@@ -736,7 +743,7 @@ public:
     port = opts.port;
     bool bound = port == 0 ? (port = svr.bind_to_any_port(host)) > 0
                            : svr.bind_to_port(host, port);
-    if (!bound) {
+    if (!bound || !svr.widen_backlog()) {
       err = "cannot listen on " + host + ":" + std::to_string(opts.port) +
             ": " + std::strerror(errno);
       return false;
