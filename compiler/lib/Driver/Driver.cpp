@@ -672,6 +672,10 @@ LogicalResult Compilation::lower(const ModelDescription *model, StringRef name,
   // The model function's interface is read on buffers, the stage before the
   // LLVM dialect on every target.
   Stage onBuffers = cuda ? Stage::NVVM : Stage::Loops;
+  // With the kernel cache, the outlined kernels stay kernel ops through the
+  // loops stage: only those the cache lacks are lowered (and compiled).
+  bool kernelCache = !cuda && options.useKernelCache && emitter.takesObjects();
+  config.lowerSharedKernels = !kernelCache;
   if (failed(runPipeline(module, config, Stage::Primitive, onBuffers)))
     return failure();
   FailureOr<HostInterface> iface =
@@ -684,9 +688,8 @@ LogicalResult Compilation::lower(const ModelDescription *model, StringRef name,
     for (const std::string &t : temporaries)
       llvm::sys::fs::remove(t);
   });
-  if (!cuda && options.useKernelCache && emitter.takesObjects() &&
-      failed(sharedKernelObjects(module, config, *host, emitter, objects,
-                                 temporaries)))
+  if (kernelCache && failed(sharedKernelObjects(module, config, *host, emitter,
+                                                objects, temporaries)))
     return failure();
   if (failed(
           runPipeline(module, config, Stage::LLVMDialect, Stage::LLVMDialect)))
@@ -700,8 +703,14 @@ Compilation::sharedKernelObjects(ModuleOp module, const PipelineConfig &config,
                                  SmallVectorImpl<std::string> &objects,
                                  SmallVectorImpl<std::string> &temporaries) {
   TimingScope scope = timing.nest("shared kernels");
+  // The key's target: the CPU, and the lowering's options (which follow
+  // from it).
   FailureOr<std::vector<SharedKernels>> kernels = extractSharedKernels(
-      module, cpu.cpu + " " + cpu.features, tfmcIdentity());
+      module,
+      llvm::formatv("{0} {1} vector-width={2} int8-dot={3}", cpu.cpu,
+                    cpu.features, config.vectorWidth, config.int8Dot)
+          .str(),
+      tfmcIdentity());
   if (failed(kernels))
     return failure();
   if (kernels->empty())
@@ -735,6 +744,25 @@ Compilation::sharedKernelObjects(ModuleOp module, const PipelineConfig &config,
       temporaries.push_back(path);
     }
     progress.step(model, "compiling a shared kernel into " + path);
+    // Its kernel ops lowered (the ggml functions the model's lowering
+    // defined are lowered already), then the LLVM dialect.
+    bool kernelOps = k.module
+                         ->walk([](Operation *op) {
+                           return isa<TfmDialect>(op->getDialect())
+                                      ? WalkResult::interrupt()
+                                      : WalkResult::advance();
+                         })
+                         .wasInterrupted();
+    if (kernelOps) {
+      PassManager pm(&ctx);
+      if (failed(applyPassManagerCLOptions(pm)))
+        return failure();
+      TimingScope lowering = scope.nest("lowering shared kernels");
+      pm.enableTiming(lowering);
+      buildCpuSharedKernelLowering(pm, config);
+      if (failed(pm.run(*k.module)))
+        return failure();
+    }
     if (failed(runPipeline(*k.module, config, Stage::LLVMDialect,
                            Stage::LLVMDialect)))
       return failure();

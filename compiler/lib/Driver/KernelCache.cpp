@@ -74,8 +74,9 @@ static FailureOr<SharedKernels> extractGroup(ModuleOp module,
     fn.setPublic();
   }
 
-  // The key: the kernels as they are before the LLVM dialect, what their
-  // machine code is generated for, and by what.
+  // The key: the kernels as tfm-outline-kernels made them (kernel ops, not
+  // yet lowered: a hit costs no lowering), what their machine code is
+  // generated for (with the lowering's options), and by what.
   std::string text;
   {
     llvm::raw_string_ostream os(text);
@@ -84,7 +85,7 @@ static FailureOr<SharedKernels> extractGroup(ModuleOp module,
   std::string triple = llvm::sys::getDefaultTargetTriple();
   llvm::MD5 md5;
   for (StringRef part :
-       {StringRef("tfm kernel cache 2"), StringRef(LLVM_VERSION_STRING), tool,
+       {StringRef("tfm kernel cache 3"), StringRef(LLVM_VERSION_STRING), tool,
         StringRef(triple), target, StringRef(text)}) {
     md5.update(part);
     md5.update(StringRef("\0", 1));

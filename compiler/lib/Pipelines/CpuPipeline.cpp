@@ -21,6 +21,20 @@ using namespace mlir;
 using namespace mlir::tfm;
 using namespace mlir::tfm::pipelines;
 
+/// The kernels' lowering, the end of the loops stage: loop nests, their
+/// outer loops parallel.
+static void addKernelLowering(OpPassManager &pm, const PipelineConfig &config,
+                              bool skipShared) {
+  TfmLowerKernelsOptions kernels;
+  kernels.vectorWidth = config.vectorWidth;
+  kernels.int8Dot = config.int8Dot;
+  kernels.skipSharedKernels = skipShared;
+  pm.addPass(createTfmLowerKernels(kernels));
+  pm.addNestedPass<func::FuncOp>(createTfmParallelizeOuter());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 void pipelines::buildCpuLinalgStage(OpPassManager &pm,
                                     const PipelineConfig &config) {
   TfmModelAbiOptions abi;
@@ -53,16 +67,17 @@ void pipelines::buildCpuLoopsStage(OpPassManager &pm,
               "buffer-deallocation-pipeline, convert-bufferization-to-memref, "
               "func.func(convert-linalg-to-parallel-loops)");
   // Each kernel a function of its own, which the driver's kernel cache
-  // compiles once.
+  // compiles once (and lowers only if the cache lacks it, where
+  // lowerSharedKernels is off).
   if (config.outlineKernels)
     pm.addPass(createTfmOutlineKernels());
-  TfmLowerKernelsOptions kernels;
-  kernels.vectorWidth = config.vectorWidth;
-  kernels.int8Dot = config.int8Dot;
-  pm.addPass(createTfmLowerKernels(kernels));
-  pm.addNestedPass<func::FuncOp>(createTfmParallelizeOuter());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  addKernelLowering(pm, config,
+                    config.outlineKernels && !config.lowerSharedKernels);
+}
+
+void mlir::tfm::buildCpuSharedKernelLowering(OpPassManager &pm,
+                                             const PipelineConfig &config) {
+  addKernelLowering(pm, config, /*skipShared=*/false);
 }
 
 void pipelines::buildCpuLLVMStage(OpPassManager &pm, const PipelineConfig &) {

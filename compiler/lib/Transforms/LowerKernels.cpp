@@ -89,9 +89,31 @@ struct TfmLowerKernelsPass
   using TfmLowerKernelsBase::TfmLowerKernelsBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    // With skip-shared-kernels, the functions tfm-outline-kernels made are
+    // left as they are; everything else is lowered.
+    llvm::SmallPtrSet<Operation *, 16> skipped;
+    if (skipSharedKernels) {
+      TfmDialect::SharedKernelAttrHelper shared(ctx);
+      for (auto fn : getOperation().getOps<func::FuncOp>())
+        if (shared.isAttrPresent(fn))
+          skipped.insert(fn);
+    }
+    auto lowered = [&] {
+      SmallVector<Operation *> ops;
+      for (Operation &op : getOperation().getBody()->getOperations())
+        if (!skipped.contains(&op))
+          ops.push_back(&op);
+      return ops;
+    };
     // The CPU kernels compute in f32 (f16 and bf16 kernels are the GPU's),
     // the linear's weight in bf16 pairs or int8 quads aside.
-    WalkResult types = getOperation().walk([&](Operation *op) {
+    auto walkLowered = [&](auto fn) {
+      for (Operation *op : lowered())
+        if (op->walk(fn).wasInterrupted())
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    };
+    WalkResult types = walkLowered([&](Operation *op) {
       if (!isa<LinearKernelOp, AttentionKernelOp>(op))
         return WalkResult::advance();
       auto lin = dyn_cast<LinearKernelOp>(op);
@@ -155,11 +177,17 @@ struct TfmLowerKernelsPass
     populateLowerKernelPatterns(patterns, vectorWidth);
     populateLowerCollectivePatterns(patterns);
     patterns.add<LowerStridedCopy>(ctx);
-    if (failed(applyPartialConversion(getOperation(), target,
-                                      std::move(patterns))))
+    // The ggml functions defined above are among the lowered ops.
+    SmallVector<Operation *> ops = lowered();
+    if (failed(applyPartialConversion(ops, target, std::move(patterns))))
       return signalPassFailure();
     // Fold the kernels' index arithmetic and share their constants.
-    (void)applyPatternsGreedily(getOperation(), FrozenRewritePatternSet());
+    if (skipped.empty()) {
+      (void)applyPatternsGreedily(getOperation(), FrozenRewritePatternSet());
+      return;
+    }
+    for (Operation *op : lowered())
+      (void)applyPatternsGreedily(op, FrozenRewritePatternSet());
   }
 };
 

@@ -76,6 +76,10 @@ struct PipelineConfig {
   /// CPU: run tfm-outline-kernels (each kernel a function of its own, which
   /// the driver's kernel cache compiles once; off: kernels inline).
   bool outlineKernels = true;
+  /// CPU: with outlineKernels, lower the outlined kernels in the loops
+  /// stage (off: they stay kernel ops, and the driver lowers those its
+  /// kernel cache lacks with buildCpuSharedKernelLowering).
+  bool lowerSharedKernels = true;
 };
 
 /// Adds the stages `first` to `last` (inclusive, both in `Primitive` ..
@@ -83,6 +87,12 @@ struct PipelineConfig {
 void buildTfmPipeline(OpPassManager &pm, const PipelineConfig &config,
                       Stage first = Stage::Primitive,
                       Stage last = Stage::LLVMDialect);
+
+/// CPU: lowers the kernel ops of a module of shared kernels (the functions
+/// tfm-outline-kernels made, which the loops stage left as kernel ops with
+/// `lowerSharedKernels` off) as the loops stage lowers them in a model.
+void buildCpuSharedKernelLowering(OpPassManager &pm,
+                                  const PipelineConfig &config);
 
 struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
   Option<int64_t> vectorWidth{

@@ -164,13 +164,21 @@ def TfmLowerKernels : Pass<"tfm-lower-kernels", "ModuleOp"> {
     query heads of a KV group together, keys split across threads, partial
     results merged), which asks the runtime for the thread count: a module
     pass, because it declares `tfm_get_threads` in the module.
+
+    With `skip-shared-kernels`, the functions that `tfm-outline-kernels`
+    marked `tfm.shared_kernel` are left as they are: the driver lowers
+    only those its kernel cache does not hold, in a module of their own.
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
            "f32 lanes of a vector register (16 for AVX-512, 8 for AVX2)">,
     Option<"int8Dot", "int8-dot", "bool", /*default=*/"false",
            "the CPU has AVX512_VNNI: the byte dot products of the GEMMs on "
-           "ggml's Q8_0 and Q4_0 blocks use vpdpbusd">
+           "ggml's Q8_0 and Q4_0 blocks use vpdpbusd">,
+    Option<"skipSharedKernels", "skip-shared-kernels", "bool",
+           /*default=*/"false",
+           "leave the kernel ops of functions marked tfm.shared_kernel as "
+           "they are (the driver lowers those its kernel cache lacks)">
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::scf::SCFDialect",
