@@ -26,6 +26,15 @@
 // which its decode kernel unrolls, stay static as tfm.kv_group, so models
 // of one head size, mask and group share it whatever their head counts.
 //
+// The model's own loop nests (linalg's parallel loops: the head split and
+// merge, rotary embeddings, KV-cache writes, elementwise ops) become shared
+// functions too (option loop-nests): each outermost scf.parallel whose body
+// only loads, stores and computes, its values from above as arguments of
+// their own types and its constants copied in, so that its code is the
+// code it was and a model whose nests are in the cache does not compile
+// them again: they were about half of a small model's own O3 and machine
+// code.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Transforms/Passes.h"
@@ -33,11 +42,16 @@
 #include "tfm/Dialect/TfmDialect.h"
 #include "tfm/Dialect/TfmOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/MD5.h"
 
@@ -91,27 +105,70 @@ Type argumentType(Operation *op, Value v) {
                          MemRefLayoutAttrInterface(), type.getMemorySpace());
 }
 
+/// Whether `op` is a loop nest of a model's own code that can be a shared
+/// function: an scf.parallel outside any other, without results, whose
+/// body only loads, stores and computes (no calls, no allocations).
+bool isOutlinedNest(Operation *op) {
+  auto loop = dyn_cast<scf::ParallelOp>(op);
+  if (!loop || loop.getNumResults() != 0 ||
+      loop->getParentOfType<scf::ParallelOp>())
+    return false;
+  return !loop.getBody()
+              ->walk([](Operation *inner) {
+                if (isa<memref::LoadOp, memref::StoreOp>(inner) ||
+                    (isa<scf::SCFDialect, arith::ArithDialect,
+                         math::MathDialect, vector::VectorDialect>(
+                         inner->getDialect()) &&
+                     !isa<scf::ExecuteRegionOp, scf::WhileOp>(inner)))
+                  return WalkResult::advance();
+                return WalkResult::interrupt();
+              })
+              .wasInterrupted();
+}
+
 struct TfmOutlineKernelsPass
     : mlir::tfm::impl::TfmOutlineKernelsBase<TfmOutlineKernelsPass> {
+  using TfmOutlineKernelsBase::TfmOutlineKernelsBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     SymbolTable symbols(module);
     SmallVector<Operation *> kernels;
-    for (auto fn : module.getOps<func::FuncOp>())
+    TfmDialect::SharedKernelAttrHelper shared(ctx);
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      // A shared function's nest is outlined already.
+      bool nests = loopNests && !shared.isAttrPresent(fn);
       fn.walk([&](Operation *op) {
-        if (isOutlined(op))
+        if (isOutlined(op) || (nests && isOutlinedNest(op)))
           kernels.push_back(op);
       });
+    }
     for (Operation *op : kernels) {
       // The function: an argument per operand. (A value given twice, an
       // output that is also the residual, is one argument: the kernel sees
-      // the aliasing it saw before.)
+      // the aliasing it saw before.) A loop nest's arguments are the values
+      // it uses from above, constants aside (cloned into it).
       llvm::SetVector<Value> args;
       SmallVector<Type> argTypes;
-      for (Value v : op->getOperands())
+      SmallVector<Value> constants;
+      bool nest = isa<scf::ParallelOp>(op);
+      auto take = [&](Value v) {
+        if (nest && v.getDefiningOp<arith::ConstantOp>()) {
+          if (!llvm::is_contained(constants, v))
+            constants.push_back(v);
+          return;
+        }
         if (args.insert(v))
-          argTypes.push_back(argumentType(op, v));
+          argTypes.push_back(nest ? v.getType() : argumentType(op, v));
+      };
+      for (Value v : op->getOperands())
+        take(v);
+      if (nest) {
+        llvm::SetVector<Value> above;
+        getUsedValuesDefinedAbove(op->getRegions(), above);
+        for (Value v : above)
+          take(v);
+      }
       OpBuilder b(ctx);
       Location loc = UnknownLoc::get(ctx);
       auto fn = func::FuncOp::create(b, loc, "tfm_kernel",
@@ -121,7 +178,10 @@ struct TfmOutlineKernelsPass
       IRMapping map;
       for (auto [v, arg] : llvm::zip(args, entry->getArguments()))
         map.map(v, arg);
+      for (Value c : constants)
+        b.clone(*c.getDefiningOp(), map)->setLoc(loc);
       Operation *copy = b.clone(*op, map);
+      copy->walk([&](Operation *inner) { inner->setLoc(loc); });
       copy->setLoc(loc);
       // The decode kernel's group, which the dynamic head counts no longer
       // say.

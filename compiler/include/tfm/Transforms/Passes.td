@@ -148,7 +148,19 @@ def TfmOutlineKernels : Pass<"tfm-outline-kernels", "ModuleOp"> {
     that its decode kernel unrolls in `tfm.kv_group`. The functions are marked
     `tfm.shared_kernel`, so the driver compiles each once per CPU and tfmc
     into its kernel cache. Runs before `tfm-lower-kernels`.
+
+    With `loop-nests` (the default), the model's own loop nests go the same
+    way: each outermost `scf.parallel` without results whose body only
+    loads, stores and computes (the head split and merge, rotary
+    embeddings, KV-cache writes, elementwise ops) becomes a shared function
+    too, taking the values it uses from above as arguments (their types as
+    they are) and a copy of the constants it uses, so its code is the code
+    it was.
   }];
+  let options = [
+    Option<"loopNests", "loop-nests", "bool", /*default=*/"true",
+           "outline the model's own parallel loop nests too">
+  ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect"];
 }
