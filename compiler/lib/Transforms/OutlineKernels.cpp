@@ -115,10 +115,11 @@ bool isOutlinedNest(Operation *op) {
     return false;
   return !loop.getBody()
               ->walk([](Operation *inner) {
+                Dialect *dialect = inner->getDialect();
                 if (isa<memref::LoadOp, memref::StoreOp>(inner) ||
-                    (isa<scf::SCFDialect, arith::ArithDialect,
-                         math::MathDialect, vector::VectorDialect>(
-                         inner->getDialect()) &&
+                    (dialect &&
+                     isa<scf::SCFDialect, arith::ArithDialect,
+                         math::MathDialect, vector::VectorDialect>(dialect) &&
                      !isa<scf::ExecuteRegionOp, scf::WhileOp>(inner)))
                   return WalkResult::advance();
                 return WalkResult::interrupt();
@@ -182,7 +183,6 @@ struct TfmOutlineKernelsPass
         b.clone(*c.getDefiningOp(), map)->setLoc(loc);
       Operation *copy = b.clone(*op, map);
       copy->walk([&](Operation *inner) { inner->setLoc(loc); });
-      copy->setLoc(loc);
       // The decode kernel's group, which the dynamic head counts no longer
       // say.
       if (auto attention = dyn_cast<AttentionKernelOp>(op))
