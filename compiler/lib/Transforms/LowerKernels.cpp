@@ -90,7 +90,8 @@ struct TfmLowerKernelsPass
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     // With skip-shared-kernels, the functions tfm-outline-kernels made are
-    // left as they are; everything else is lowered.
+    // left as they are (taken before the ggml functions, which are lowered,
+    // are defined).
     llvm::SmallPtrSet<Operation *, 16> skipped;
     if (skipSharedKernels) {
       TfmDialect::SharedKernelAttrHelper shared(ctx);
@@ -98,17 +99,23 @@ struct TfmLowerKernelsPass
         if (shared.isAttrPresent(fn))
           skipped.insert(fn);
     }
-    auto lowered = [&] {
-      SmallVector<Operation *> ops;
-      for (Operation &op : getOperation().getBody()->getOperations())
-        if (!skipped.contains(&op))
-          ops.push_back(&op);
-      return ops;
-    };
+    // The kernels on ggml blocks call one function of the module.
+    if (getOperation()
+            .walk([](GgmlLinearKernelOp) { return WalkResult::interrupt(); })
+            .wasInterrupted())
+      defineGgmlGemm(getOperation(), vectorWidth, int8Dot);
+    if (getOperation()
+            .walk([](GgmlEmbedKernelOp) { return WalkResult::interrupt(); })
+            .wasInterrupted())
+      defineGgmlRow(getOperation(), vectorWidth);
+    SmallVector<Operation *> lowered;
+    for (Operation &op : getOperation().getBody()->getOperations())
+      if (!skipped.contains(&op))
+        lowered.push_back(&op);
     // The CPU kernels compute in f32 (f16 and bf16 kernels are the GPU's),
     // the linear's weight in bf16 pairs or int8 quads aside.
     auto walkLowered = [&](auto fn) {
-      for (Operation *op : lowered())
+      for (Operation *op : lowered)
         if (op->walk(fn).wasInterrupted())
           return WalkResult::interrupt();
       return WalkResult::advance();
@@ -155,15 +162,6 @@ struct TfmLowerKernelsPass
     });
     if (types.wasInterrupted())
       return signalPassFailure();
-    // The kernels on ggml blocks call one function of the module.
-    if (getOperation()
-            .walk([](GgmlLinearKernelOp) { return WalkResult::interrupt(); })
-            .wasInterrupted())
-      defineGgmlGemm(getOperation(), vectorWidth, int8Dot);
-    if (getOperation()
-            .walk([](GgmlEmbedKernelOp) { return WalkResult::interrupt(); })
-            .wasInterrupted())
-      defineGgmlRow(getOperation(), vectorWidth);
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, func::FuncDialect,
                            math::MathDialect, memref::MemRefDialect,
@@ -177,16 +175,10 @@ struct TfmLowerKernelsPass
     populateLowerKernelPatterns(patterns, vectorWidth);
     populateLowerCollectivePatterns(patterns);
     patterns.add<LowerStridedCopy>(ctx);
-    // The ggml functions defined above are among the lowered ops.
-    SmallVector<Operation *> ops = lowered();
-    if (failed(applyPartialConversion(ops, target, std::move(patterns))))
+    if (failed(applyPartialConversion(lowered, target, std::move(patterns))))
       return signalPassFailure();
     // Fold the kernels' index arithmetic and share their constants.
-    if (skipped.empty()) {
-      (void)applyPatternsGreedily(getOperation(), FrozenRewritePatternSet());
-      return;
-    }
-    for (Operation *op : lowered())
+    for (Operation *op : lowered)
       (void)applyPatternsGreedily(op, FrozenRewritePatternSet());
   }
 };

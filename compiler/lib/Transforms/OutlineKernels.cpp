@@ -151,15 +151,12 @@ struct TfmOutlineKernelsPass
       // it uses from above, constants aside (cloned into it).
       llvm::SetVector<Value> args;
       SmallVector<Type> argTypes;
-      SmallVector<Value> constants;
+      llvm::SetVector<Value> constants;
       bool nest = isa<scf::ParallelOp>(op);
       auto take = [&](Value v) {
-        if (nest && v.getDefiningOp<arith::ConstantOp>()) {
-          if (!llvm::is_contained(constants, v))
-            constants.push_back(v);
-          return;
-        }
-        if (args.insert(v))
+        if (nest && v.getDefiningOp<arith::ConstantOp>())
+          constants.insert(v);
+        else if (args.insert(v))
           argTypes.push_back(nest ? v.getType() : argumentType(op, v));
       };
       for (Value v : op->getOperands())
