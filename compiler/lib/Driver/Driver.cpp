@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
@@ -744,11 +745,13 @@ Compilation::sharedKernelObjects(ModuleOp module, const PipelineConfig &config,
       temporaries.push_back(path);
     }
     progress.step(model, "compiling a shared kernel into " + path);
-    // Its kernel ops lowered (the ggml functions the model's lowering
-    // defined are lowered already), then the LLVM dialect.
+    // Its kernel ops and strided copies lowered (the ggml functions the
+    // model's lowering defined are lowered already), then the LLVM dialect.
     bool kernelOps = k.module
                          ->walk([](Operation *op) {
-                           return isa<TfmDialect>(op->getDialect())
+                           return isa_and_present<TfmDialect>(
+                                      op->getDialect()) ||
+                                          isa<memref::CopyOp>(op)
                                       ? WalkResult::interrupt()
                                       : WalkResult::advance();
                          })

@@ -155,11 +155,15 @@ def TfmOutlineKernels : Pass<"tfm-outline-kernels", "ModuleOp"> {
     embeddings, KV-cache writes, elementwise ops) becomes a shared function
     too, taking the values it uses from above as arguments (their types as
     they are) and a copy of the constants it uses, so its code is the code
-    it was.
+    it was. So does each `memref.copy` into or out of a view (the halves of
+    a concatenation, a window of a KV cache), which `tfm-lower-kernels`
+    makes an element loop nest: left among a layer's code, those nests cost
+    LLVM's loop strength reduction most of an encoder-decoder's machine
+    code time.
   }];
   let options = [
     Option<"loopNests", "loop-nests", "bool", /*default=*/"true",
-           "outline the model's own parallel loop nests too">
+           "outline the model's own parallel loop nests and strided copies too">
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect"];
