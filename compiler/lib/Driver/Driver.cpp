@@ -747,15 +747,15 @@ Compilation::sharedKernelObjects(ModuleOp module, const PipelineConfig &config,
     progress.step(model, "compiling a shared kernel into " + path);
     // Its kernel ops and strided copies lowered (the ggml functions the
     // model's lowering defined are lowered already), then the LLVM dialect.
-    bool kernelOps = k.module
-                         ->walk([](Operation *op) {
-                           return isa_and_present<TfmDialect>(
-                                      op->getDialect()) ||
-                                          isa<memref::CopyOp>(op)
-                                      ? WalkResult::interrupt()
-                                      : WalkResult::advance();
-                         })
-                         .wasInterrupted();
+    bool kernelOps =
+        k.module
+            ->walk([](Operation *op) {
+              return isa_and_present<TfmDialect>(op->getDialect()) ||
+                             isa<memref::CopyOp>(op)
+                         ? WalkResult::interrupt()
+                         : WalkResult::advance();
+            })
+            .wasInterrupted();
     if (kernelOps) {
       PassManager pm(&ctx);
       if (failed(applyPassManagerCLOptions(pm)))

@@ -113,11 +113,9 @@ Type argumentType(Operation *op, Value v) {
 /// (a contiguous copy is a memcpy and stays where it is).
 bool isStridedCopy(Operation *op) {
   auto copy = dyn_cast<memref::CopyOp>(op);
-  return copy &&
-         !(cast<MemRefType>(copy.getSource().getType())
-               .getLayout()
-               .isIdentity() &&
-           cast<MemRefType>(copy.getTarget().getType()).getLayout().isIdentity());
+  return copy && llvm::any_of(copy->getOperandTypes(), [](Type t) {
+           return !cast<MemRefType>(t).getLayout().isIdentity();
+         });
 }
 
 /// Whether `op` is a loop nest of a model's own code that can be a shared
