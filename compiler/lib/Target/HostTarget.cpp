@@ -12,6 +12,7 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
@@ -451,7 +452,12 @@ void mlir::tfm::optimizeModule(llvm::Module &module, llvm::TargetMachine &tm) {
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = true;
   pto.SLPVectorization = true;
-  llvm::PassBuilder pb(&tm, pto);
+  // --time-passes reports the optimization pipeline's passes too.
+  llvm::PassInstrumentationCallbacks pic;
+  llvm::StandardInstrumentations si(module.getContext(),
+                                    /*DebugLogging=*/false);
+  si.registerCallbacks(pic, &mam);
+  llvm::PassBuilder pb(&tm, pto, std::nullopt, &pic);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
