@@ -22,11 +22,11 @@
 #include "tfm/Frontend/MLIRGen.h"
 #include "tfm/Frontend/Parser.h"
 #include "tfm/Frontend/Sema.h"
+#include "tfm/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
@@ -751,7 +751,7 @@ Compilation::sharedKernelObjects(ModuleOp module, const PipelineConfig &config,
         k.module
             ->walk([](Operation *op) {
               return isa_and_present<TfmDialect>(op->getDialect()) ||
-                             isa<memref::CopyOp>(op)
+                             isStridedCopy(op)
                          ? WalkResult::interrupt()
                          : WalkResult::advance();
             })

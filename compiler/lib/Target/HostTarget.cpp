@@ -452,11 +452,14 @@ void mlir::tfm::optimizeModule(llvm::Module &module, llvm::TargetMachine &tm) {
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = true;
   pto.SLPVectorization = true;
-  // --time-passes reports the optimization pipeline's passes too.
+  // --time-passes reports the optimization pipeline's passes too (the
+  // instrumentation only then: a kernel-cache miss compiles many modules).
   llvm::PassInstrumentationCallbacks pic;
-  llvm::StandardInstrumentations si(module.getContext(),
-                                    /*DebugLogging=*/false);
-  si.registerCallbacks(pic, &mam);
+  std::optional<llvm::StandardInstrumentations> si;
+  if (llvm::TimePassesIsEnabled) {
+    si.emplace(module.getContext(), /*DebugLogging=*/false);
+    si->registerCallbacks(pic, &mam);
+  }
   llvm::PassBuilder pb(&tm, pto, std::nullopt, &pic);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);

@@ -51,21 +51,13 @@ using namespace mlir::tfm::cpu;
 
 namespace {
 
-/// Whether memref.copy lowers to a plain memcpy (identity layouts), rather
-/// than to the generic `memrefCopy` of MLIR's C runner utilities, which
-/// tfm artifacts do not link.
-bool isContiguousCopy(memref::CopyOp op) {
-  return cast<MemRefType>(op.getSource().getType()).getLayout().isIdentity() &&
-         cast<MemRefType>(op.getTarget().getType()).getLayout().isIdentity();
-}
-
 /// A copy between strided buffers (a window of a KV cache, the last row of
 /// a sequence): an element loop nest, innermost dimension last.
 struct LowerStridedCopy : OpRewritePattern<memref::CopyOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(memref::CopyOp op,
                                 PatternRewriter &b) const override {
-    if (isContiguousCopy(op))
+    if (!isStridedCopy(op))
       return b.notifyMatchFailure(op, "contiguous");
     Location loc = op.getLoc();
     Value src = op.getSource(), dst = op.getTarget();
@@ -170,7 +162,11 @@ struct TfmLowerKernelsPass
     target.addIllegalOp<LinearKernelOp, GgmlLinearKernelOp, GgmlEmbedKernelOp,
                         NormKernelOp, AttentionKernelOp, AllReduceKernelOp,
                         AllGatherKernelOp, MoeKernelOp, TpRankOp>();
-    target.addDynamicallyLegalOp<memref::CopyOp>(isContiguousCopy);
+    // A contiguous copy lowers to a plain memcpy; a strided one would
+    // become the generic `memrefCopy` of MLIR's C runner utilities, which
+    // tfm artifacts do not link.
+    target.addDynamicallyLegalOp<memref::CopyOp>(
+        [](memref::CopyOp op) { return !isStridedCopy(op); });
     RewritePatternSet patterns(ctx);
     populateLowerKernelPatterns(patterns, vectorWidth);
     populateLowerCollectivePatterns(patterns);
@@ -184,6 +180,13 @@ struct TfmLowerKernelsPass
 };
 
 } // namespace
+
+bool mlir::tfm::isStridedCopy(Operation *op) {
+  auto copy = dyn_cast<memref::CopyOp>(op);
+  return copy && llvm::any_of(copy->getOperandTypes(), [](Type t) {
+           return !cast<MemRefType>(t).getLayout().isIdentity();
+         });
+}
 
 void mlir::tfm::populateLowerKernelPatterns(RewritePatternSet &patterns,
                                             int64_t vectorWidth) {

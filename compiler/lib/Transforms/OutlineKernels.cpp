@@ -41,6 +41,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Transforms/Passes.h"
+#include "tfm/Transforms/Transforms.h"
 
 #include "tfm/Dialect/TfmDialect.h"
 #include "tfm/Dialect/TfmOps.h"
@@ -106,16 +107,6 @@ Type argumentType(Operation *op, Value v) {
     shape.back() = type.getShape().back();
   return MemRefType::get(shape, type.getElementType(),
                          MemRefLayoutAttrInterface(), type.getMemorySpace());
-}
-
-/// Whether `op` is a copy between buffers of which one is a view (not of
-/// the identity layout): tfm-lower-kernels makes it an element loop nest
-/// (a contiguous copy is a memcpy and stays where it is).
-bool isStridedCopy(Operation *op) {
-  auto copy = dyn_cast<memref::CopyOp>(op);
-  return copy && llvm::any_of(copy->getOperandTypes(), [](Type t) {
-           return !cast<MemRefType>(t).getLayout().isIdentity();
-         });
 }
 
 /// Whether `op` is a loop nest of a model's own code that can be a shared

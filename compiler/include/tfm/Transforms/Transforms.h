@@ -12,6 +12,7 @@
 #include <cstdint>
 
 namespace mlir {
+class Operation;
 class RewritePatternSet;
 } // namespace mlir
 
@@ -32,6 +33,11 @@ void populateFuseEpiloguesPatterns(RewritePatternSet &patterns);
 /// patterns must run on a module, not on its functions in parallel.
 void populateLowerKernelPatterns(RewritePatternSet &patterns,
                                  int64_t vectorWidth);
+
+/// Whether `op` is a memref.copy that tfm-lower-kernels makes an element
+/// loop nest: one side a view (not of the identity layout). A copy between
+/// whole buffers becomes a memcpy and is left alone.
+bool isStridedCopy(Operation *op);
 
 /// Buffer-level tensor-parallel ops (tfm.all_reduce_kernel,
 /// tfm.all_gather_kernel, tfm.tp_rank) to calls of the runtime's MPI
