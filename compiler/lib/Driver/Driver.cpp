@@ -747,16 +747,15 @@ Compilation::sharedKernelObjects(ModuleOp module, const PipelineConfig &config,
     progress.step(model, "compiling a shared kernel into " + path);
     // Its kernel ops and strided copies lowered (the ggml functions the
     // model's lowering defined are lowered already), then the LLVM dialect.
-    bool kernelOps =
-        k.module
-            ->walk([](Operation *op) {
-              return isa_and_present<TfmDialect>(op->getDialect()) ||
-                             isStridedCopy(op)
-                         ? WalkResult::interrupt()
-                         : WalkResult::advance();
-            })
-            .wasInterrupted();
-    if (kernelOps) {
+    bool toLower = k.module
+                       ->walk([](Operation *op) {
+                         return isa_and_present<TfmDialect>(op->getDialect()) ||
+                                        isStridedCopy(op)
+                                    ? WalkResult::interrupt()
+                                    : WalkResult::advance();
+                       })
+                       .wasInterrupted();
+    if (toLower) {
       PassManager pm(&ctx);
       if (failed(applyPassManagerCLOptions(pm)))
         return failure();
