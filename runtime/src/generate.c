@@ -31,11 +31,47 @@ typedef struct prob {
   int32_t id;
 } prob;
 
-static int by_prob_desc(const void *a, const void *b) {
-  float x = ((const prob *)a)->p, y = ((const prob *)b)->p;
-  if (x != y)
-    return x < y ? 1 : -1;
-  return ((const prob *)a)->id - ((const prob *)b)->id;
+size_t tfm_sample_scratch_bytes(int64_t vocab) {
+  return 2 * (size_t)vocab * sizeof(prob);
+}
+
+/* p[0, n) by probability, descending, ties by id ascending: a stable LSD
+ * radix sort (11-bit digits) of the complemented bits of p over candidates
+ * in id order. The probabilities are >= 0, whose bits order as their
+ * values (a NaN sorts first). The sorted copy is in p or tmp: returned.
+ * (qsort over a vocabulary of 150k took 12 ms a token.) */
+static prob *sort_by_prob_desc(prob *p, int64_t n, prob *tmp) {
+  enum { kBits = 11, kBuckets = 1 << kBits };
+  int64_t count[kBuckets];
+  for (int shift = 0; shift < 32; shift += kBits) {
+    memset(count, 0, sizeof count);
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t bits;
+      memcpy(&bits, &p[i].p, sizeof bits);
+      ++count[(~bits >> shift) & (kBuckets - 1)];
+    }
+    /* A digit that every candidate shares orders nothing. */
+    int skip = 0;
+    for (int d = 0; d < kBuckets && !skip; ++d)
+      skip = count[d] == n;
+    if (skip)
+      continue;
+    int64_t at = 0;
+    for (int d = 0; d < kBuckets; ++d) {
+      int64_t c = count[d];
+      count[d] = at;
+      at += c;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t bits;
+      memcpy(&bits, &p[i].p, sizeof bits);
+      tmp[count[(~bits >> shift) & (kBuckets - 1)]++] = p[i];
+    }
+    prob *t = p;
+    p = tmp;
+    tmp = t;
+  }
+  return p;
 }
 
 int32_t tfm_sample(const float *logits, int64_t vocab, const tfm_gen_options *o,
@@ -47,18 +83,18 @@ int32_t tfm_sample(const float *logits, int64_t vocab, const tfm_gen_options *o,
   if (!(o->temperature > 0.0))
     return (int32_t)best;
   prob *p = scratch;
+  float top = logits[best], inv = (float)(1.0 / o->temperature);
   double sum = 0.0;
   for (int64_t i = 0; i < vocab; ++i) {
     p[i].id = (int32_t)i;
-    p[i].p = (float)exp((double)(logits[i] - logits[best]) / o->temperature);
+    p[i].p = expf((logits[i] - top) * inv);
     sum += p[i].p;
   }
   int64_t keep = vocab;
   if (o->top_k > 0 && o->top_k < vocab)
     keep = o->top_k;
-  int sorted = keep < vocab || o->top_p < 1.0;
-  if (sorted)
-    qsort(p, (size_t)vocab, sizeof *p, by_prob_desc);
+  if (keep < vocab || o->top_p < 1.0)
+    p = sort_by_prob_desc(p, vocab, p + vocab);
   if (keep < vocab) {
     sum = 0.0;
     for (int64_t i = 0; i < keep; ++i)
@@ -163,7 +199,7 @@ int tfm_cli_generate(const char *prog, tfm_model *m, const tfm_cli_text *tx,
   tfm_session *s = NULL;
   int rc = 1;
   float *logits = tfm_malloc((size_t)(batch * vocab) * sizeof(float));
-  void *scratch = tfm_malloc((size_t)vocab * sizeof(prob));
+  void *scratch = tfm_malloc(tfm_sample_scratch_bytes(vocab));
   int32_t *out = tfm_calloc((size_t)(batch * n), sizeof(int32_t));
   int32_t *ids = tok ? tfm_malloc((size_t)(plen + n) * sizeof(int32_t)) : NULL;
   const int32_t **rows = tfm_malloc((size_t)batch * sizeof *rows);

@@ -504,7 +504,9 @@ typedef struct tfm_gen_options {
 /* TFM_OK if `m` can generate, else why not (the error set). */
 tfm_status tfm_generation_unavailable(const tfm_model *m);
 /* The next token from one row of logits (greedy, or sampled as `o` says);
- * `scratch` holds vocab (float, int32) pairs. */
+ * `scratch` holds tfm_sample_scratch_bytes(vocab) bytes (unused at
+ * temperature 0). */
+size_t tfm_sample_scratch_bytes(int64_t vocab);
 int32_t tfm_sample(const float *logits, int64_t vocab, const tfm_gen_options *o,
                    uint64_t *state, void *scratch);
 /* The command line's text side (--prompt, --tokenize, --detokenize, the

@@ -66,8 +66,7 @@ static int32_t sample(const float *logits, int64_t vocab, double temperature,
   o.top_p = top_p;
   if (!(temperature > 0.0))
     return tfm_sample(logits, vocab, &o, state, NULL);
-  /* tfm_sample's scratch: vocab (float, int32) pairs. */
-  void *scratch = malloc((size_t)vocab * (sizeof(float) + sizeof(int32_t)));
+  void *scratch = malloc(tfm_sample_scratch_bytes(vocab));
   if (!scratch) {
     o.temperature = 0.0; /* out of memory: the greedy token */
     return tfm_sample(logits, vocab, &o, state, NULL);
