@@ -112,6 +112,10 @@ try:
     config.environment["TFMC_CACHE_HOST"] = " ".join(" ".join(l.split()) for l in cpu)
 except OSError:
     config.environment["TFMC_CACHE_HOST"] = platform.processor()
+# NumPy's and PyTorch's OpenBLAS on one thread: its idle threads spin in
+# sched_yield, and the suite's matrices are small (the tests' own programs
+# do not use it).
+config.environment["OPENBLAS_NUM_THREADS"] = "1"
 # tfmc's own kernel cache (the kernels that depend on no model, such as the
 # GGUF GEMM), shared by the suite's compiles and kept in the build tree
 # rather than the user's ~/.cache/tfm; an entry is named by a hash of tfmc.

@@ -15,6 +15,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# One thread: the reference models are small, and the suite runs two
+# tests at once (more threads spin and wait more than they compute).
+torch.set_num_threads(1)
+
 
 class RMSNorm(nn.Module):
     def __init__(self, d, eps, offset=0.0):

@@ -30,6 +30,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+# One thread: the reference models are small, and the suite runs two
+# tests at once (more threads spin and wait more than they compute).
+torch.set_num_threads(1)
+
 # ---------------------------------------------------------------------------
 # checkpoint reading
 
