@@ -679,6 +679,11 @@ LogicalResult HostEmitter::link(ArrayRef<std::string> objects,
 #endif
   }
   std::vector<std::string> args{driver};
+  // LLVM's linker where the driver is clang and lld is installed (Debian's
+  // lld-22): a model's link took 80 ms with GNU ld, 54 ms with lld.
+  if (StringRef(llvm::sys::path::filename(driver)).starts_with("clang") &&
+      !findTool({"ld.lld-22", "ld.lld"}).empty())
+    args.push_back("-fuse-ld=lld");
   if (shared)
     args.push_back("-shared");
   args.insert(args.end(), objects.begin(), objects.end());

@@ -85,7 +85,8 @@ void pipelines::buildCpuLLVMStage(OpPassManager &pm, const PipelineConfig &) {
   // (use-generic-functions), which report a failed allocation instead of
   // returning null to the generated code (runtime/src/forward.c).
   addText(pm, "convert-scf-to-openmp, "
-              "func.func(tfm-expand-math, tfm-expand-shape-to-cast), "
+              "func.func(tfm-serial-small-parallel, tfm-expand-math, "
+              "tfm-expand-shape-to-cast), "
               "expand-strided-metadata, lower-affine, convert-scf-to-cf, "
               "convert-vector-to-llvm{enable-x86vector}, "
               "convert-math-to-llvm, "

@@ -221,6 +221,30 @@ def TfmParallelizeOuter : Pass<"tfm-parallelize-outer", "func::FuncOp"> {
                            "::mlir::tfm::TfmDialect"];
 }
 
+def TfmSerialSmallParallel : Pass<"tfm-serial-small-parallel", "func::FuncOp"> {
+  let summary = "Run OpenMP parallel regions of little work on one thread";
+  let description = [{
+    Gives each `omp.parallel` around an `omp.wsloop` an `if` clause: the
+    region forks only when its loop has at least two iterations and its
+    estimated work reaches `min-work`, and otherwise runs on the calling
+    thread (libomp's serialized region: no fork, no wake-up of sleeping
+    threads, no spinning). The work is the loop's iterations times its
+    body's cost: one per operation, times the iterations of the `scf.for`
+    loops inside, whose bounds may be run-time values from outside the
+    region. The estimate is computed at run time where the sizes are
+    dynamic (a decode step's one row, a prefill's many). A region whose
+    body has a loop with bounds computed inside it, a call, or an operation
+    with regions other than `scf.for`, `scf.if` and `memref.alloca_scope`
+    is left as it is (always parallel), as is one that has an `if` already.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+           "Estimated operations below which a region runs on one thread">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::omp::OpenMPDialect"];
+}
+
 def TfmExpandShapeToCast : Pass<"tfm-expand-shape-to-cast", "func::FuncOp"> {
   let summary = "Rewrite memref.expand_shape of contiguous buffers as casts";
   let description = [{
