@@ -203,8 +203,8 @@ except OSError:
 # Tensor parallelism: C programs linked with the runtime's MPI library run
 # under mpirun (Open MPI). As root it needs the two ALLOW_RUN_AS_ROOT
 # variables; on a small machine, oversubscription (more ranks than cores),
-# shared memory without the cross-process copy that containers forbid, and
-# no network probing.
+# shared memory without the cross-process copy that containers forbid, ranks
+# that yield while they wait, and no network probing.
 mpi_link = getattr(config, "tfm_mpi_link", "")
 mpirun = getattr(config, "mpiexec", "") or shutil.which("mpirun") or ""
 if mpi_link and mpirun and os.path.exists(mpirun):
@@ -221,6 +221,9 @@ if mpi_link and mpirun and os.path.exists(mpirun):
                         ("OMPI_MCA_btl", "self,vader"),
                         ("OMPI_MCA_btl_vader_single_copy_mechanism", "none"),
                         ("OMPI_MCA_rmaps_base_oversubscribe", "1"),
+                        # Waiting ranks yield their core (4 ranks on 2 cores
+                        # spun: 1.8 s of CPU for a 12-token run, now 0.3 s).
+                        ("OMPI_MCA_mpi_yield_when_idle", "1"),
                         ("PMIX_MCA_gds", "hash")]:
         config.environment[name] = value
 else:
