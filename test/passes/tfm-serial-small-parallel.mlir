@@ -48,10 +48,8 @@ func.func @rows(%a: memref<?x64xf32>, %n: index) {
 // Static sizes: the condition is a constant (8 iterations of 4 operations:
 // never worth a fork).
 // CHECK-LABEL: func.func @small(
-// CHECK: %[[ENOUGH_ROWS:.*]] = arith.constant true
-// CHECK: %[[ENOUGH_WORK:.*]] = arith.constant false
-// CHECK: %[[F:.*]] = arith.andi %[[ENOUGH_ROWS]], %[[ENOUGH_WORK]] : i1
-// CHECK: omp.parallel if(%[[F]])
+// CHECK: %[[F:.*]] = arith.constant false
+// CHECK-NEXT: omp.parallel if(%[[F]])
 func.func @small(%a: memref<8x4xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -64,6 +62,32 @@ func.func @small(%a: memref<8x4xf32>) {
         %x = memref.load %a[%i, %k] : memref<8x4xf32>
         %y = arith.mulf %x, %x : f32
         memref.store %y, %a[%i, %k] : memref<8x4xf32>
+        omp.yield
+      }
+    }
+    omp.terminator
+  }
+  return
+}
+
+// Static sizes with enough work: left as it is.
+// CHECK-LABEL: func.func @big(
+// CHECK-NOT: arith.cmpi
+// CHECK: omp.parallel {
+func.func @big(%a: memref<64x4096xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %c4096 = arith.constant 4096 : index
+  omp.parallel {
+    omp.wsloop {
+      omp.loop_nest (%i) : index = (%c0) to (%c64) step (%c1) {
+        scf.for %j = %c0 to %c4096 step %c16 {
+          %v = vector.load %a[%i, %j] : memref<64x4096xf32>, vector<16xf32>
+          %w = arith.addf %v, %v : vector<16xf32>
+          vector.store %w, %a[%i, %j] : memref<64x4096xf32>, vector<16xf32>
+        }
         omp.yield
       }
     }

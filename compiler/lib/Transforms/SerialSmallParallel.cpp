@@ -187,6 +187,17 @@ struct TfmSerialSmallParallelPass
       if (failed(body))
         return estimate.discard();
       Work total = estimate.mul(iterations, *body);
+      // Static sizes decide it here: enough work keeps the region as it
+      // is, too little gets `if(false)`.
+      if (!iterations.value && !total.value) {
+        estimate.discard();
+        if (iterations.constant >= 2 && total.constant >= minWork)
+          return;
+        OpBuilder b(region);
+        region.getIfExprMutable().assign(
+            arith::ConstantIntOp::create(b, region.getLoc(), 0, 1));
+        return;
+      }
       Value fork = estimate.make<arith::AndIOp>(
           estimate.atLeast(iterations, 2), estimate.atLeast(total, minWork));
       region.getIfExprMutable().assign(fork);
