@@ -45,6 +45,41 @@ func.func @rows(%a: memref<?x64xf32>, %n: index) {
   return
 }
 
+// A loop over a run-time length beside operations of fixed cost: the
+// operations add up to one constant, added once: the inner loop costs its
+// trips times 3 (a load, a store, the yield), the rest 3 more.
+// CHECK-LABEL: func.func @mixed(
+// CHECK-SAME: %[[A:.*]]: memref<?xf32>, %[[N:.*]]: index, %[[K:.*]]: index)
+// CHECK: %[[KD:.*]] = arith.subi %[[K]],
+// CHECK: %[[KP:.*]] = arith.maxsi %[[KD]],
+// CHECK: %[[KT:.*]] = arith.ceildivui %[[KP]],
+// CHECK: %[[C3:.*]] = arith.constant 3 : index
+// CHECK-NEXT: %[[INNER:.*]] = arith.muli %[[KT]], %[[C3]]
+// CHECK-NEXT: %[[C3B:.*]] = arith.constant 3 : index
+// CHECK-NEXT: %[[BODY:.*]] = arith.addi %[[INNER]], %[[C3B]]
+// CHECK-NEXT: %[[WORK:.*]] = arith.muli %{{.*}}, %[[BODY]]
+// CHECK-NOT: arith.addi
+// CHECK: omp.parallel if(
+func.func @mixed(%a: memref<?xf32>, %n: index, %k: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  omp.parallel {
+    omp.wsloop {
+      omp.loop_nest (%i) : index = (%c0) to (%n) step (%c1) {
+        scf.for %j = %c0 to %k step %c1 {
+          %x = memref.load %a[%j] : memref<?xf32>
+          memref.store %x, %a[%i] : memref<?xf32>
+        }
+        %y = memref.load %a[%i] : memref<?xf32>
+        memref.store %y, %a[%i] : memref<?xf32>
+        omp.yield
+      }
+    }
+    omp.terminator
+  }
+  return
+}
+
 // Static sizes: the condition is a constant (8 iterations of 4 operations:
 // never worth a fork).
 // CHECK-LABEL: func.func @small(

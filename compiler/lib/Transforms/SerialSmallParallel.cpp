@@ -13,7 +13,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
-#include "mlir/IR/Matchers.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_TFMSERIALSMALLPARALLEL
@@ -25,10 +25,11 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// An estimate of operations: a constant, or a run-time index value.
+/// An estimate of operations: `constant` plus, where the estimate is
+/// dynamic, the run-time index `value`.
 struct Work {
   int64_t constant = 0;
-  Value value; // set where the estimate is dynamic
+  Value value;
 };
 
 /// Builds the estimates of the body of one parallel region, with the
@@ -70,14 +71,10 @@ public:
   FailureOr<Work> trips(Value lb, Value ub, Value step) {
     if (!outside(lb) || !outside(ub) || !outside(step))
       return failure();
-    APInt l, u, s;
-    if (matchPattern(lb, m_ConstantInt(&l)) &&
-        matchPattern(ub, m_ConstantInt(&u)) &&
-        matchPattern(step, m_ConstantInt(&s)) && s.getSExtValue() > 0) {
-      int64_t n = u.getSExtValue() - l.getSExtValue();
-      return Work{n > 0 ? (n + s.getSExtValue() - 1) / s.getSExtValue() : 0,
-                  Value()};
-    }
+    if (std::optional<APInt> n = constantTripCount(
+            lb, ub, step, /*isSigned=*/true,
+            [](Value, Value, bool) { return std::optional<APSInt>(); }))
+      return Work{n->getSExtValue(), Value()};
     Value diff = make<arith::SubIOp>(ub, lb);
     diff = make<arith::MaxSIOp>(diff, constant(0));
     return Work{0, make<arith::CeilDivUIOp>(diff, step)};
@@ -89,7 +86,13 @@ public:
     return Work{0, make<arith::MulIOp>(materialize(x), materialize(y))};
   }
 
-  Value materialize(Work w) { return w.value ? w.value : constant(w.constant); }
+  Value materialize(Work w) {
+    if (!w.value)
+      return constant(w.constant);
+    if (w.constant == 0)
+      return w.value;
+    return make<arith::AddIOp>(w.value, constant(w.constant));
+  }
 
   Value constant(int64_t c) { return make<arith::ConstantIndexOp>(c); }
 
@@ -97,7 +100,7 @@ public:
   Value atLeast(Work w, int64_t bound) {
     if (!w.value)
       return make<arith::ConstantIntOp>(int64_t(w.constant >= bound), 1);
-    return make<arith::CmpIOp>(arith::CmpIPredicate::uge, w.value,
+    return make<arith::CmpIOp>(arith::CmpIPredicate::uge, materialize(w),
                                constant(bound));
   }
 
@@ -106,10 +109,12 @@ private:
     return !region->isAncestor(v.getParentRegion()->getParentOp());
   }
 
+  /// The constant parts add up as constants: a body's many operations
+  /// beside one dynamic loop cost one addition at run time, not one each.
   Work add(Work x, Work y) {
-    if (!x.value && !y.value)
-      return Work{x.constant + y.constant, Value()};
-    return Work{0, make<arith::AddIOp>(materialize(x), materialize(y))};
+    Value v = x.value && y.value ? make<arith::AddIOp>(x.value, y.value)
+                                 : (x.value ? x.value : y.value);
+    return Work{x.constant + y.constant, v};
   }
 
   Work max(Work x, Work y) {
