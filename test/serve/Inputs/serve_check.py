@@ -446,7 +446,8 @@ LONG_PROMPTS = {}
 
 def long_prompt(port, minimum, i=3):
     """A completion prompt whose greedy output runs to max_tokens (no EOS)."""
-    key = (tuple(STARTED[-1].cmd[:STARTED[-1].cmd.index("--serve")]), minimum, i)
+    server = next(s for s in reversed(STARTED) if s.port == port)
+    key = (tuple(server.cmd[:server.cmd.index("--serve")]), minimum, i)
     if key in LONG_PROMPTS:
         return LONG_PROMPTS[key]
     for j in range(40):
