@@ -4,7 +4,8 @@
 
 // A copy into or out of a view (a concatenation's half, a window of a KV
 // cache) becomes a shared function with the nests: tfm-lower-kernels makes
-// it an element loop nest, which left among a layer's code cost LLVM's
+// it a loop nest over its rows (tfm-lower-kernels-copy.mlir), which left
+// among a layer's code cost LLVM's
 // loop strength reduction most of an encoder-decoder's machine code. Two
 // equal copies share one function; a copy between whole buffers (a
 // memcpy) stays where it is.
@@ -21,8 +22,8 @@
 // CHECK-NOT: func.func private @tfm_kernel_
 // LOWERED-LABEL: func.func private @tfm_kernel_
 // LOWERED-NOT: memref.copy
-// LOWERED: memref.load
-// LOWERED: memref.store
+// LOWERED: vector.maskedload
+// LOWERED: vector.maskedstore
 // OFF-NOT: tfm_kernel
 func.func @f(%a: memref<?x4x12xf32>, %b: memref<?x4x14xf32>, %c: memref<?x4x12xf32>, %n: index) {
   %left = memref.subview %b[0, 0, 0] [%n, 4, 12] [1, 1, 1] : memref<?x4x14xf32> to memref<?x4x12xf32, strided<[56, 14, 1]>>

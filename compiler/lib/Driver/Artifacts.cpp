@@ -335,15 +335,12 @@ FailureOr<HostEmitter::KernelObject> HostEmitter::translateSharedKernels(
   return k;
 }
 
-/// Optimizes `k` and writes its object (no diagnostics: a thread of its
-/// own calls it); the problem, or "".
+/// Optimizes `k` with `tm` (its thread's own) and writes its object (no
+/// diagnostics: a thread of its own calls it); the problem, or "".
 static std::string compileKernelObject(HostEmitter::KernelObject &k,
-                                       const HostCpu &cpu) {
+                                       llvm::TargetMachine &tm) {
   std::string message;
-  auto tm = createTargetMachine(cpu, message);
-  if (!tm)
-    return message;
-  optimizeModule(*k.module, *tm);
+  optimizeModule(*k.module, tm);
   // One partition: a partition's local symbols become hidden globals,
   // which could meet the same names in a model's partitions at the link.
   SmallString<256> tmp;
@@ -353,7 +350,7 @@ static std::string compileKernelObject(HostEmitter::KernelObject &k,
     return "cannot write '" + tmp.str().str() + "': " + ec.message();
   {
     llvm::raw_fd_ostream f(fd, /*shouldClose=*/true);
-    if (failed(emitMachineCode(*k.module, *tm, false, f, message))) {
+    if (failed(emitMachineCode(*k.module, tm, false, f, message))) {
       llvm::sys::fs::remove(tmp);
       return message;
     }
@@ -374,9 +371,13 @@ HostEmitter::writeSharedKernels(MutableArrayRef<KernelObject> kernels,
   threads = std::max(1u, std::min<unsigned>(threads, kernels.size()));
   std::vector<std::string> problems(kernels.size());
   std::atomic<size_t> next{0};
+  // A target machine per thread (one is not shared between threads), not
+  // per kernel.
   auto work = [&] {
+    std::string message;
+    auto tm = createTargetMachine(cpu, message);
     for (size_t i; (i = next++) < kernels.size();)
-      problems[i] = compileKernelObject(kernels[i], cpu);
+      problems[i] = tm ? compileKernelObject(kernels[i], *tm) : message;
   };
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t)

@@ -726,6 +726,14 @@ Compilation::sharedKernelObjects(ModuleOp module, const PipelineConfig &config,
   StringRef model = module.getSymName().value_or("model");
   size_t hits = 0;
   SmallVector<HostEmitter::KernelObject> misses;
+  // The misses' pass managers, built once: building a pipeline (its pattern
+  // sets, its conversion targets) costs more than running it on a small
+  // kernel, and a model new to the cache misses dozens.
+  std::optional<PassManager> kernelLowering, toLLVM;
+  // Their passes' timers, in scopes started for each run: the timing
+  // instrumentation refers to the variable, and a scope nested again under
+  // the same name adds to the same timer.
+  TimingScope lowering, llvmDialect;
   for (SharedKernels &k : *kernels) {
     std::string path;
     if (!dir.empty()) {
@@ -756,17 +764,30 @@ Compilation::sharedKernelObjects(ModuleOp module, const PipelineConfig &config,
                        })
                        .wasInterrupted();
     if (toLower) {
-      PassManager pm(&ctx);
-      if (failed(applyPassManagerCLOptions(pm)))
-        return failure();
-      TimingScope lowering = scope.nest("lowering shared kernels");
-      pm.enableTiming(lowering);
-      buildCpuSharedKernelLowering(pm, config);
-      if (failed(pm.run(*k.module)))
+      lowering = scope.nest("lowering shared kernels");
+      if (!kernelLowering) {
+        kernelLowering.emplace(&ctx);
+        if (failed(applyPassManagerCLOptions(*kernelLowering)))
+          return failure();
+        kernelLowering->enableTiming(lowering);
+        buildCpuSharedKernelLowering(*kernelLowering, config);
+      }
+      LogicalResult lowered = kernelLowering->run(*k.module);
+      lowering.stop();
+      if (failed(lowered))
         return failure();
     }
-    if (failed(runPipeline(*k.module, config, Stage::LLVMDialect,
-                           Stage::LLVMDialect)))
+    llvmDialect = scope.nest("shared kernels to llvm-mlir");
+    if (!toLLVM) {
+      toLLVM.emplace(&ctx);
+      if (failed(applyPassManagerCLOptions(*toLLVM)))
+        return failure();
+      toLLVM->enableTiming(llvmDialect);
+      buildTfmPipeline(*toLLVM, config, Stage::LLVMDialect, Stage::LLVMDialect);
+    }
+    LogicalResult converted = toLLVM->run(*k.module);
+    llvmDialect.stop();
+    if (failed(converted))
       return failure();
     FailureOr<HostEmitter::KernelObject> object =
         emitter.translateSharedKernels(*k.module, k.symbols, path);
