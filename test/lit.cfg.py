@@ -149,39 +149,50 @@ if not os.path.isdir(npm_modules):
                     "--target tfm-npm-peers`; those tests fail" % npm_modules)
 config.substitutions.append(("%npm_modules", npm_modules))
 
+def python_modules(python, modules):
+    """The modules of `modules` that `python` finds (importlib's find_spec:
+    found, not imported, so that lit starts without importing PyTorch; an
+    install that is found but broken fails in the tests that use it)."""
+    try:
+        out = subprocess.run(
+            [python, "-c", "import importlib.util as u, sys; "
+             "print(' '.join(m for m in sys.argv[1:] if u.find_spec(m)))"] + modules,
+            check=True, capture_output=True, text=True, timeout=60).stdout
+        return set(out.split())
+    except Exception:
+        return set()
+
+
 # SentencePiece's own library for the tokenizer tests: Debian's
 # python3-sentencepiece under /usr/bin/python3. Missing, those tests fail
 # with a message saying so (they are not skipped).
 spm_python = "/usr/bin/python3"
-try:
-    subprocess.run([spm_python, "-c", "import sentencepiece"], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+torch_python = getattr(config, "torch_python", "") or ""
+found = python_modules(spm_python, ["sentencepiece", "jinja2", "torch", "numpy"])
+if "sentencepiece" in found:
     config.substitutions.append(("%spm_python", spm_python))
-except Exception:
+else:
     config.substitutions.append(("%spm_python",
         "sh -c 'echo error: /usr/bin/python3 lacks sentencepiece: apt-get install "
         "python3-sentencepiece >&2; exit 1' --"))
 
 # The chat templates' peer: Debian's python3-jinja2 under /usr/bin/python3.
 # Missing, the test/chat tests fail with a message saying so.
-try:
-    subprocess.run([spm_python, "-c", "import jinja2"], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+if "jinja2" in found:
     config.substitutions.append(("%jinja_python", spm_python))
-except Exception:
+else:
     config.substitutions.append(("%jinja_python",
         "sh -c 'echo error: /usr/bin/python3 lacks jinja2: apt-get install "
         "python3-jinja2 >&2; exit 1' --"))
 
 # Peers: PyTorch 1.13 from Debian under /usr/bin/python3.
-torch_python = getattr(config, "torch_python", "") or ""
 if torch_python and os.path.exists(torch_python):
-    try:
-        subprocess.run([torch_python, "-c", "import torch, numpy"], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+    if torch_python != spm_python:
+        found = python_modules(torch_python, ["torch", "numpy"])
+    if {"torch", "numpy"} <= found:
         config.available_features.add("torch")
         config.substitutions.append(("%torch_python", torch_python))
-    except Exception:
+    else:
         lit_config.note("PyTorch not found under %s: end-to-end parity tests are skipped" % torch_python)
 
 # CUDA: ptxas assembles the PTX of the GPU tests where the toolkit is
