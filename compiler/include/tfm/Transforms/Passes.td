@@ -157,9 +157,9 @@ def TfmOutlineKernels : Pass<"tfm-outline-kernels", "ModuleOp"> {
     they are) and a copy of the constants it uses, so its code is the code
     it was. So does each `memref.copy` into or out of a view (the halves of
     a concatenation, a window of a KV cache), which `tfm-lower-kernels`
-    makes an element loop nest: left among a layer's code, those nests cost
-    LLVM's loop strength reduction most of an encoder-decoder's machine
-    code time.
+    makes a loop nest over its rows (masked vectors along contiguous rows,
+    elements otherwise): left among a layer's code, those nests cost LLVM's
+    loop strength reduction most of an encoder-decoder's machine code time.
   }];
   let options = [
     Option<"loopNests", "loop-nests", "bool", /*default=*/"true",
