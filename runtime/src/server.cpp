@@ -353,7 +353,13 @@ private:
         }
       }
       drop_stopped();
+      // /metrics shows the admitted requests before their first token goes
+      // out, and their prompts' blocks before their second: a client that
+      // has read two tokens sees its request running and its blocks held
+      // (published once an iteration, they were the state before it).
+      publish();
       prefill();
+      publish();
       decode();
       publish();
     }
