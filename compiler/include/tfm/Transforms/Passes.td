@@ -157,8 +157,8 @@ def TfmOutlineKernels : Pass<"tfm-outline-kernels", "ModuleOp"> {
     they are) and a copy of the constants it uses, so its code is the code
     it was. So does each `memref.copy` into or out of a view (the halves of
     a concatenation, a window of a KV cache), which `tfm-lower-kernels`
-    makes a loop nest over its rows (masked vectors along contiguous rows,
-    elements otherwise): left among a layer's code, those nests cost LLVM's
+    makes a loop nest over its rows (vectors along contiguous rows, the
+    last partial one masked; elements otherwise): left among a layer's code, those nests cost LLVM's
     loop strength reduction most of an encoder-decoder's machine code time.
   }];
   let options = [
