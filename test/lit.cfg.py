@@ -168,8 +168,14 @@ def python_modules(python, modules):
 # with a message saying so (they are not skipped).
 spm_python = "/usr/bin/python3"
 torch_python = getattr(config, "torch_python", "") or ""
-found = python_modules(spm_python, ["sentencepiece", "jinja2", "torch", "numpy"])
-if "sentencepiece" in found:
+if not os.path.exists(torch_python):
+    torch_python = ""
+# One query per interpreter: its modules of these peers.
+wanted = {spm_python: ["sentencepiece", "jinja2"]}
+if torch_python:
+    wanted.setdefault(torch_python, []).extend(["torch", "numpy"])
+found = {python: python_modules(python, modules) for python, modules in wanted.items()}
+if "sentencepiece" in found[spm_python]:
     config.substitutions.append(("%spm_python", spm_python))
 else:
     config.substitutions.append(("%spm_python",
@@ -178,7 +184,7 @@ else:
 
 # The chat templates' peer: Debian's python3-jinja2 under /usr/bin/python3.
 # Missing, the test/chat tests fail with a message saying so.
-if "jinja2" in found:
+if "jinja2" in found[spm_python]:
     config.substitutions.append(("%jinja_python", spm_python))
 else:
     config.substitutions.append(("%jinja_python",
@@ -186,10 +192,8 @@ else:
         "python3-jinja2 >&2; exit 1' --"))
 
 # Peers: PyTorch 1.13 from Debian under /usr/bin/python3.
-if torch_python and os.path.exists(torch_python):
-    if torch_python != spm_python:
-        found = python_modules(torch_python, ["torch", "numpy"])
-    if {"torch", "numpy"} <= found:
+if torch_python:
+    if {"torch", "numpy"} <= found[torch_python]:
         config.available_features.add("torch")
         config.substitutions.append(("%torch_python", torch_python))
     else:

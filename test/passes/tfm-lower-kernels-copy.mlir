@@ -11,9 +11,8 @@
 // CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
 // CHECK-DAG: %[[N:.*]] = memref.dim %[[S]], %c2
-// CHECK-DAG: %[[REM:.*]] = arith.remui %[[N]], %[[C16]]
-// CHECK-DAG: %[[WHOLE:.*]] = arith.subi %[[N]], %[[REM]]
-// CHECK-DAG: %[[REST:.*]] = arith.subi %[[N]], %[[WHOLE]]
+// CHECK-DAG: %[[REST:.*]] = arith.remui %[[N]], %[[C16]]
+// CHECK-DAG: %[[WHOLE:.*]] = arith.subi %[[N]], %[[REST]]
 // CHECK-DAG: %[[ANY:.*]] = arith.cmpi ne, %[[REST]], %c0
 // CHECK: scf.for %[[I:.*]] = %c0 to %{{.*}} step %c1 {
 // CHECK-NEXT: scf.for %[[H:.*]] = %c0 to %c4 step %c1 {

@@ -42,6 +42,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/WithColor.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::tfm;
 using namespace mlir::tfm::driver;
@@ -728,12 +730,38 @@ Compilation::sharedKernelObjects(ModuleOp module, const PipelineConfig &config,
   SmallVector<HostEmitter::KernelObject> misses;
   // The misses' pass managers, built once: building a pipeline (its pattern
   // sets, its conversion targets) costs more than running it on a small
-  // kernel, and a model new to the cache misses dozens.
-  std::optional<PassManager> kernelLowering, toLLVM;
-  // Their passes' timers, in scopes started for each run: the timing
-  // instrumentation refers to the variable, and a scope nested again under
-  // the same name adds to the same timer.
-  TimingScope lowering, llvmDialect;
+  // kernel, and a model new to the cache misses dozens. Each run's passes
+  // are timed in a scope started for it: the timing instrumentation refers
+  // to the variable, and a scope nested again under the same name adds to
+  // the same timer.
+  struct KernelPipeline {
+    KernelPipeline(const char *name, std::function<void(OpPassManager &)> build)
+        : name(name), build(std::move(build)) {}
+    const char *name;
+    std::function<void(OpPassManager &)> build;
+    std::optional<PassManager> pm;
+    TimingScope timer;
+  };
+  KernelPipeline lowering{"lowering shared kernels", [&](OpPassManager &pm) {
+                            buildCpuSharedKernelLowering(pm, config);
+                          }};
+  KernelPipeline toLLVM{"shared kernels to llvm-mlir", [&](OpPassManager &pm) {
+                          buildTfmPipeline(pm, config, Stage::LLVMDialect,
+                                           Stage::LLVMDialect);
+                        }};
+  auto run = [&](KernelPipeline &p, ModuleOp kernel) -> LogicalResult {
+    p.timer = scope.nest(p.name);
+    if (!p.pm) {
+      p.pm.emplace(&ctx);
+      if (failed(applyPassManagerCLOptions(*p.pm)))
+        return failure();
+      p.pm->enableTiming(p.timer);
+      p.build(*p.pm);
+    }
+    LogicalResult result = p.pm->run(kernel);
+    p.timer.stop();
+    return result;
+  };
   for (SharedKernels &k : *kernels) {
     std::string path;
     if (!dir.empty()) {
@@ -763,31 +791,8 @@ Compilation::sharedKernelObjects(ModuleOp module, const PipelineConfig &config,
                                     : WalkResult::advance();
                        })
                        .wasInterrupted();
-    if (toLower) {
-      lowering = scope.nest("lowering shared kernels");
-      if (!kernelLowering) {
-        kernelLowering.emplace(&ctx);
-        if (failed(applyPassManagerCLOptions(*kernelLowering)))
-          return failure();
-        kernelLowering->enableTiming(lowering);
-        buildCpuSharedKernelLowering(*kernelLowering, config);
-      }
-      LogicalResult lowered = kernelLowering->run(*k.module);
-      lowering.stop();
-      if (failed(lowered))
-        return failure();
-    }
-    llvmDialect = scope.nest("shared kernels to llvm-mlir");
-    if (!toLLVM) {
-      toLLVM.emplace(&ctx);
-      if (failed(applyPassManagerCLOptions(*toLLVM)))
-        return failure();
-      toLLVM->enableTiming(llvmDialect);
-      buildTfmPipeline(*toLLVM, config, Stage::LLVMDialect, Stage::LLVMDialect);
-    }
-    LogicalResult converted = toLLVM->run(*k.module);
-    llvmDialect.stop();
-    if (failed(converted))
+    if ((toLower && failed(run(lowering, *k.module))) ||
+        failed(run(toLLVM, *k.module)))
       return failure();
     FailureOr<HostEmitter::KernelObject> object =
         emitter.translateSharedKernels(*k.module, k.symbols, path);

@@ -71,18 +71,11 @@ struct LowerStridedCopy : OpRewritePattern<memref::CopyOp> {
     auto srcT = cast<MemRefType>(src.getType());
     int64_t rank = srcT.getRank();
     Type elt = srcT.getElementType();
-    auto unitInner = [](Type t) {
-      auto m = cast<MemRefType>(t);
-      SmallVector<int64_t> strides;
-      int64_t offset;
-      return m.getRank() > 0 &&
-             succeeded(m.getStridesAndOffset(strides, offset)) &&
-             strides.back() == 1;
-    };
     // Lanes: the target's vector of f32 in elements of this type.
     int64_t bits = elt.isIntOrFloat() ? elt.getIntOrFloatBitWidth() : 0;
     int64_t lanes = bits > 0 && bits % 8 == 0 ? vectorWidth * 32 / bits : 0;
-    bool rows = lanes > 1 && unitInner(srcT) && unitInner(dst.getType());
+    bool rows = rank > 0 && lanes > 1 && srcT.isLastDimUnitStride() &&
+                cast<MemRefType>(dst.getType()).isLastDimUnitStride();
     SmallVector<Value> lbs(rank, cIdx(b, loc, 0)), steps(rank, cIdx(b, loc, 1)),
         ubs;
     for (int64_t i = 0; i < rank; ++i)
@@ -103,9 +96,8 @@ struct LowerStridedCopy : OpRewritePattern<memref::CopyOp> {
     auto maskT = VectorType::get({lanes}, b.getI1Type());
     Value n = ubs.back();
     Value step = cIdx(b, loc, lanes);
-    Value whole = arith::SubIOp::create(
-        b, loc, n, arith::RemUIOp::create(b, loc, n, step));
-    Value rest = arith::SubIOp::create(b, loc, n, whole);
+    Value rest = arith::RemUIOp::create(b, loc, n, step);
+    Value whole = arith::SubIOp::create(b, loc, n, rest);
     Value anyRest = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                           rest, lbs.back());
     Value zero = arith::ConstantOp::create(
@@ -119,13 +111,11 @@ struct LowerStridedCopy : OpRewritePattern<memref::CopyOp> {
             ivs.push_back(j);
             return ivs;
           };
-          scf::ForOp::create(
-              nb, l, lbs.back(), whole, step, ValueRange{},
-              [&](OpBuilder &ib, Location il, Value j, ValueRange) {
-                Value v = vector::LoadOp::create(ib, il, vecT, src, at(j));
-                vector::StoreOp::create(ib, il, v, dst, at(j));
-                scf::YieldOp::create(ib, il);
-              });
+          forRange(nb, l, lbs.back(), whole, step,
+                   [&](OpBuilder &ib, Location il, Value j) {
+                     Value v = vector::LoadOp::create(ib, il, vecT, src, at(j));
+                     vector::StoreOp::create(ib, il, v, dst, at(j));
+                   });
           scf::IfOp::create(nb, l, anyRest, [&](OpBuilder &ib, Location il) {
             Value mask =
                 vector::CreateMaskOp::create(ib, il, maskT, ValueRange{rest});
