@@ -200,8 +200,8 @@ if torch_python:
         lit_config.note("PyTorch not found under %s: end-to-end parity tests are skipped" % torch_python)
 
 # CUDA: ptxas assembles the PTX of the GPU tests where the toolkit is
-# installed; a machine with a CUDA driver runs CUDA artifacts (the no-driver
-# error test needs one without).
+# installed; a machine with a CUDA driver runs CUDA artifacts (gpu/driver.test,
+# which runs them against a stub driver, needs one without).
 ptxas = "/usr/local/cuda/bin/ptxas"
 if os.path.exists(ptxas):
     config.available_features.add("ptxas")

@@ -111,6 +111,11 @@ mlir::tfm::createTargetMachine(const HostCpu &target, std::string &error) {
     return nullptr;
   llvm::TargetOptions opts;
   opts.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  // Constructors (a CUDA artifact's module load) in .init_array, as clang
+  // emits them: LLVM's default is the legacy .ctors, which GNU ld folds into
+  // .init_array but lld (what executables link with) leaves where nothing
+  // runs it.
+  opts.UseInitArray = true;
   return std::unique_ptr<llvm::TargetMachine>(t->createTargetMachine(
       triple, target.cpu, target.features, opts,
       // Position independent: objects go into PIE executables and shared
