@@ -131,7 +131,7 @@ tools = ["tfm-opt", "split-file", "count", "not",
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 # Installing (test/e2e/install.test) reads the run paths of an executable;
 # the kernel cache (test/gguf/kernel-cache.test) the symbols of objects;
-# the VNNI tests (test/gguf/vnni.test) the machine code of executables.
+# the VNNI tests (test/long/gguf-vnni.test) the machine code of executables.
 llvm_config.add_tool_substitutions(["llvm-readelf", "llvm-nm", "llvm-objdump"], [config.llvm_tools_dir])
 
 # Tokenizer peers: Node with the npm packages of test/tokenizer/package.json,
