@@ -34,6 +34,10 @@ int64_t decodeKeyVectors(int64_t vl, int64_t group);
 /// shapes and attributes of the op, the constants emitted before the
 /// kernel, and the computation of one block of scores.
 struct AttentionLowering {
+  /// Keys of a block whose P V products one iteration of forBlockKeys
+  /// issues.
+  static constexpr int64_t kKeysPerStep = 8;
+
   AttentionKernelOp op;
   int64_t vl;
   Value q, kt, v, out, lengths, positions, bias;
@@ -92,12 +96,28 @@ struct AttentionLowering {
                                   bool value = false) const;
 
   /// The values' rows of the block of keys [j0, j0 + bk) of sequence `bi`,
-  /// whose written keys end at `limit`: their entry (keySlot) and one slot
-  /// per key. A key past the end (p = 0) reads a valid row instead: the
-  /// buffer's last, or in a paged cache, whose unwritten slots may hold
-  /// anything, the sequence's last key's (in the same page).
-  std::pair<Value, SmallVector<Value>>
-  valueRows(OpBuilder &b, Location loc, Value bi, Value j0, Value limit) const;
+  /// whose written keys end at `limit`: their entry (keySlot), and what
+  /// `at` needs to give the slot of key j0 + jj. A key past the end (p = 0)
+  /// reads a valid row instead: the buffer's last, or in a paged cache,
+  /// whose unwritten slots may hold anything, the sequence's last key's (in
+  /// the same page).
+  struct ValueRows {
+    Value seq, first, last, j0;
+    bool paged;
+    Value at(OpBuilder &b, Location loc, Value jj) const;
+  };
+  ValueRows valueRows(OpBuilder &b, Location loc, Value bi, Value j0,
+                      Value limit) const;
+
+  /// P V's loop over the keys of a block: `body(b, loc, jj, acc)` adds key
+  /// jj's row to the accumulators `acc` and gives them back; the keys go
+  /// kKeysPerStep to an iteration (a loop, not bk copies of the body: the
+  /// kernel's code, and its compile time, stay small), the accumulators
+  /// carried from one to the next. Gives the accumulators after the last.
+  SmallVector<Value> forBlockKeys(
+      OpBuilder &b, Location loc, ValueRange init,
+      function_ref<SmallVector<Value>(OpBuilder &, Location, Value, ValueRange)>
+          body) const;
 
   /// The lanes of keys [j0, j0 + bk) inside the buffer.
   Value keyMask(OpBuilder &kb, Location kl, Value j0) const;

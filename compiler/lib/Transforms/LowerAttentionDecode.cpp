@@ -439,16 +439,14 @@ struct DecodeKernel : AttentionLowering {
   void keyBlock(OpBuilder &kb, Location kl, const DecodeTask &task,
                 Value j0) const {
     // The V rows of the block (keys past the end have p = 0).
-    Value seq;
-    SmallVector<Value> js;
-    std::tie(seq, js) = valueRows(kb, kl, task.bi, j0, task.limit);
+    ValueRows vrows = valueRows(kb, kl, task.bi, j0, task.limit);
     forScoreBlocks(kb, kl, task, j0,
                    [&](OpBuilder &tb, Location tl, ArrayRef<Value> rows,
                        ArrayRef<Value> sc) {
                      SmallVector<Value> corrV;
                      for (auto [r, rr] : llvm::enumerate(rows))
                        corrV.push_back(softmaxRow(tb, tl, task, rr, r, sc[r]));
-                     accumulatePV(tb, tl, task, seq, js, rows, corrV);
+                     accumulatePV(tb, tl, task, vrows, rows, corrV);
                    });
   }
 
@@ -473,9 +471,9 @@ struct DecodeKernel : AttentionLowering {
 
   /// O = O * corr + P V for the rows `rowAt` of a register block, a chunk
   /// of the head at a time: each V vector is loaded once for all the rows
-  /// (the block's values at slots `js` of the values' entry `seq`).
+  /// (the block's values `vrows`).
   void accumulatePV(OpBuilder &tb, Location tl, const DecodeTask &task,
-                    Value seq, ArrayRef<Value> js, ArrayRef<Value> rowAt,
+                    const ValueRows &vrows, ArrayRef<Value> rowAt,
                     ArrayRef<Value> corrV) const {
     Value bi = task.bi, kvh = task.kvh, si = task.si;
     int64_t n = rowAt.size();
@@ -488,17 +486,22 @@ struct DecodeKernel : AttentionLowering {
             vector::LoadOp::create(cb, cl, vvT, partO,
                                    ValueRange{bi, kvh, si, rowAt[r], col}),
             corrV[r]));
-      for (int64_t jj = 0; jj < bk; ++jj) {
-        Value vrow = loadF32(cb, cl, vvT, v, ValueRange{seq, kvh, js[jj], col});
-        for (int64_t r = 0; r < n; ++r) {
-          Value pj = memref::LoadOp::create(
-              cb, cl, probs,
-              ValueRange{bi, kvh, si, cIdx(cb, cl, r), cIdx(cb, cl, jj)});
-          acc[r] = vector::FMAOp::create(
-              cb, cl, vector::BroadcastOp::create(cb, cl, vvT, pj), vrow,
-              acc[r]);
-        }
-      }
+      acc = forBlockKeys(
+          cb, cl, acc,
+          [&](OpBuilder &jb, Location jl, Value jj, ValueRange in) {
+            SmallVector<Value> next(in);
+            Value vrow =
+                loadF32(jb, jl, vvT, v,
+                        ValueRange{vrows.seq, kvh, vrows.at(jb, jl, jj), col});
+            for (int64_t r = 0; r < n; ++r) {
+              Value pj = memref::LoadOp::create(
+                  jb, jl, probs, ValueRange{bi, kvh, si, cIdx(jb, jl, r), jj});
+              next[r] = vector::FMAOp::create(
+                  jb, jl, vector::BroadcastOp::create(jb, jl, vvT, pj), vrow,
+                  next[r]);
+            }
+            return next;
+          });
       for (int64_t r = 0; r < n; ++r)
         vector::StoreOp::create(cb, cl, acc[r], partO,
                                 ValueRange{bi, kvh, si, rowAt[r], col});

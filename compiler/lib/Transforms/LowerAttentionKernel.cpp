@@ -109,23 +109,44 @@ std::pair<Value, Value> AttentionLowering::keySlot(OpBuilder &b, Location loc,
           arith::RemUIOp::create(b, loc, j, page)};
 }
 
-std::pair<Value, SmallVector<Value>>
-AttentionLowering::valueRows(OpBuilder &b, Location loc, Value bi, Value j0,
-                             Value limit) const {
+AttentionLowering::ValueRows AttentionLowering::valueRows(OpBuilder &b,
+                                                          Location loc,
+                                                          Value bi, Value j0,
+                                                          Value limit) const {
   bool paged = table && valuePaged;
   auto [seq, first] = keySlot(b, loc, bi, j0, /*value=*/true);
   Value last = arith::SubIOp::create(b, loc, paged ? limit : tk, c1);
-  SmallVector<Value> js;
-  for (int64_t jj = 0; jj < bk; ++jj) {
-    Value j = arith::MinSIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, j0, cIdx(b, loc, jj)), last);
-    js.push_back(paged
-                     ? arith::AddIOp::create(
-                           b, loc, first, arith::SubIOp::create(b, loc, j, j0))
-                           .getResult()
-                     : j);
-  }
-  return {seq, js};
+  return {seq, first, last, j0, paged};
+}
+
+Value AttentionLowering::ValueRows::at(OpBuilder &b, Location loc,
+                                       Value jj) const {
+  Value j = arith::MinSIOp::create(b, loc,
+                                   arith::AddIOp::create(b, loc, j0, jj), last);
+  if (!paged)
+    return j;
+  return arith::AddIOp::create(b, loc, first,
+                               arith::SubIOp::create(b, loc, j, j0));
+}
+
+SmallVector<Value> AttentionLowering::forBlockKeys(
+    OpBuilder &b, Location loc, ValueRange init,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, Value, ValueRange)>
+        body) const {
+  int64_t step = std::min<int64_t>(kKeysPerStep, bk);
+  auto loop = scf::ForOp::create(
+      b, loc, c0, cIdx(b, loc, bk), cIdx(b, loc, step), init,
+      [&](OpBuilder &lb, Location ll, Value j, ValueRange acc) {
+        SmallVector<Value> next(acc);
+        for (int64_t u = 0; u < step; ++u)
+          next = body(
+              lb, ll,
+              u ? arith::AddIOp::create(lb, ll, j, cIdx(lb, ll, u)).getResult()
+                : j,
+              next);
+        scf::YieldOp::create(lb, ll, next);
+      });
+  return SmallVector<Value>(loop.getResults());
 }
 
 Value AttentionLowering::transposedValueCopy(OpBuilder &b, Location loc) const {

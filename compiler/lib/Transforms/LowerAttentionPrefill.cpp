@@ -467,13 +467,12 @@ struct PrefillKernel : AttentionLowering {
   }
 
   /// O += P V for the block of keys at j0, a register tile of pvRows x
-  /// pvChunks vectors at a time.
+  /// pvChunks vectors at a time, carried through the loop over the keys
+  /// (forBlockKeys).
   void accumulatePV(OpBuilder &kb, Location kl, const PrefillTask &task,
                     ArrayRef<Value> slot, Value j0) const {
     // Keys past the end have p = 0 (valueRows reads a valid row).
-    Value seq;
-    SmallVector<Value> js;
-    std::tie(seq, js) = valueRows(kb, kl, task.bi, j0, task.limit);
+    ValueRows vrows = valueRows(kb, kl, task.bi, j0, task.limit);
     for (int64_t rg = 0; rg < rows; rg += pvRows) {
       forChunks(
           kb, kl, chunks / pvChunks, [&](OpBuilder &cb, Location cl, Value cg) {
@@ -484,29 +483,34 @@ struct PrefillKernel : AttentionLowering {
                   arith::MulIOp::create(cb, cl, cg,
                                         cIdx(cb, cl, pvChunks * wv)),
                   cIdx(cb, cl, c * wv)));
-            SmallVector<Value> o;
+            SmallVector<Value> init;
             for (int64_t i = 0; i < pvRows; ++i)
               for (int64_t c = 0; c < pvChunks; ++c)
-                o.push_back(vector::LoadOp::create(
+                init.push_back(vector::LoadOp::create(
                     cb, cl, vvT, task.acc,
                     accAt(cb, cl, task, slot[rg + i], cols[c])));
-            for (int64_t jj = 0; jj < bk; ++jj) {
-              SmallVector<Value> vrow;
-              for (int64_t c = 0; c < pvChunks; ++c)
-                vrow.push_back(
-                    loadF32(cb, cl, vvT, v,
-                            ValueRange{seq, task.kvh, js[jj], cols[c]}));
-              for (int64_t i = 0; i < pvRows; ++i) {
-                Value pb = vector::BroadcastOp::create(
-                    cb, cl, vvT,
-                    memref::LoadOp::create(
-                        cb, cl, task.pBuf,
-                        ValueRange{cIdx(cb, cl, rg + i), cIdx(cb, cl, jj)}));
-                for (int64_t c = 0; c < pvChunks; ++c)
-                  o[i * pvChunks + c] = vector::FMAOp::create(
-                      cb, cl, pb, vrow[c], o[i * pvChunks + c]);
-              }
-            }
+            SmallVector<Value> o = forBlockKeys(
+                cb, cl, init,
+                [&](OpBuilder &jb, Location jl, Value jj, ValueRange acc) {
+                  SmallVector<Value> next(acc);
+                  Value row = vrows.at(jb, jl, jj);
+                  SmallVector<Value> vrow;
+                  for (int64_t c = 0; c < pvChunks; ++c)
+                    vrow.push_back(
+                        loadF32(jb, jl, vvT, v,
+                                ValueRange{vrows.seq, task.kvh, row, cols[c]}));
+                  for (int64_t i = 0; i < pvRows; ++i) {
+                    Value pb = vector::BroadcastOp::create(
+                        jb, jl, vvT,
+                        memref::LoadOp::create(
+                            jb, jl, task.pBuf,
+                            ValueRange{cIdx(jb, jl, rg + i), jj}));
+                    for (int64_t c = 0; c < pvChunks; ++c)
+                      next[i * pvChunks + c] = vector::FMAOp::create(
+                          jb, jl, pb, vrow[c], next[i * pvChunks + c]);
+                  }
+                  return next;
+                });
             for (int64_t i = 0; i < pvRows; ++i)
               for (int64_t c = 0; c < pvChunks; ++c)
                 vector::StoreOp::create(
