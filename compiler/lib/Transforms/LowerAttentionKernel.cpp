@@ -134,6 +134,7 @@ SmallVector<Value> AttentionLowering::forBlockKeys(
     function_ref<SmallVector<Value>(OpBuilder &, Location, Value, ValueRange)>
         body) const {
   int64_t step = std::min<int64_t>(kKeysPerStep, bk);
+  assert(bk % step == 0 && "a block's keys are a power of two");
   auto loop = scf::ForOp::create(
       b, loc, c0, cIdx(b, loc, bk), cIdx(b, loc, step), init,
       [&](OpBuilder &lb, Location ll, Value j, ValueRange acc) {
