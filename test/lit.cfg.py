@@ -79,7 +79,7 @@ try:
 except OSError:
     pass
 
-# TFMC_CACHE_LOG: where test/tfmc-cache.sh logs its hits and misses, if set.
+# TFMC_CACHE_LOG: where test/tfmc-cache.py logs its hits and misses, if set.
 llvm_config.with_system_environment(["HOME", "TMPDIR", "TFMC_CACHE_LOG"])
 
 # `lit --param long=1`: the long runs of test/long (CI's sanitizer job runs
@@ -89,7 +89,7 @@ if lit.util.pythonize_bool(lit_config.params.get("long", False)):
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.tfm_tools_dir, config.llvm_tools_dir]
-# tfmc through test/tfmc-cache.sh: the tests that build the same artifact
+# tfmc through test/tfmc-cache.py: the tests that build the same artifact
 # (the same model, options and tfmc) share one build, which stays valid in
 # later runs until tfmc, a library it depends on or the host changes.
 tfmc_real = os.path.join(config.tfm_tools_dir, "tfmc")
@@ -120,7 +120,7 @@ config.environment["OPENBLAS_NUM_THREADS"] = "1"
 # GGUF GEMM), shared by the suite's compiles and kept in the build tree
 # rather than the user's ~/.cache/tfm; an entry is named by a hash of tfmc.
 config.environment["TFM_CACHE_DIR"] = os.path.join(config.tfm_obj_root, "test", "kernel-cache")
-tfmc_cached = os.path.join(config.tfm_src_root, "test", "tfmc-cache.sh")
+tfmc_cached = os.path.join(config.tfm_src_root, "test", "tfmc-cache.py")
 # A test of the compile itself (its time, its memory) runs tfmc uncached.
 config.substitutions.append(("%tfmc_real", tfmc_real))
 tools = ["tfm-opt", "split-file", "count", "not",

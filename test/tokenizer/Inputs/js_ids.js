@@ -3,7 +3,10 @@
 // the transformers.js port `@lenml/tokenizers` for a tokenizer.json.
 //
 //   node js_ids.js NODE_MODULES (gpt2 | TOKENIZER_JSON) CORPUS [plain] [special-as-text]
+//   node js_ids.js NODE_MODULES (gpt2 | TOKENIZER_JSON) CORPUS MODES=FILE...
 //
+// The second form writes each run to its file, MODES being "default" or
+// the modes joined by "+" (plain+special-as-text=FILE).
 // One line of space-separated ids per corpus line. The corpus is UTF-8 with
 // "\n"-separated lines; the escapes \n, \t, \r and \\ in a line stand for
 // those characters. "plain": no special tokens added (add_special_tokens =
@@ -16,7 +19,8 @@ const path = require("path");
 
 let [nodeModules, which, corpusPath, ...flags] = process.argv.slice(2);
 if (!nodeModules || !which || !corpusPath) {
-  console.error("usage: node js_ids.js NODE_MODULES (gpt2 | TOKENIZER_JSON) CORPUS [plain]");
+  console.error("usage: node js_ids.js NODE_MODULES (gpt2 | TOKENIZER_JSON) CORPUS [plain] [special-as-text]\n" +
+                "       node js_ids.js NODE_MODULES (gpt2 | TOKENIZER_JSON) CORPUS MODES=FILE...");
   process.exit(2);
 }
 if (!fs.existsSync(nodeModules)) {
@@ -24,25 +28,45 @@ if (!fs.existsSync(nodeModules)) {
   process.exit(2);
 }
 nodeModules = path.resolve(nodeModules);
-const plain = flags.includes("plain");
 const lines = fs.readFileSync(corpusPath, "utf8").split("\n");
 if (lines[lines.length - 1] === "") lines.pop();
 const unescape = (s) => s.replace(/\\(.)/g, (_, c) => ({ n: "\n", t: "\t", r: "\r", "\\": "\\" })[c] ?? "\\" + c);
 
-let encode;
-if (which === "gpt2") {
-  const enc = require(path.join(nodeModules, "gpt-3-encoder"));
-  encode = (t) => enc.encode(t);
-} else {
-  const { TokenizerLoader } = require(path.join(nodeModules, "@lenml/tokenizers"));
-  const tokenizerJSON = JSON.parse(fs.readFileSync(which, "utf8"));
-  if (flags.includes("special-as-text"))
-    tokenizerJSON.added_tokens = tokenizerJSON.added_tokens.filter((t) => !t.special);
-  const cfgPath = path.join(path.dirname(which), "tokenizer_config.json");
-  const tokenizerConfig = fs.existsSync(cfgPath) ? JSON.parse(fs.readFileSync(cfgPath, "utf8")) : {};
-  const tok = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig });
-  encode = (t) => tok.encode(t, { add_special_tokens: !plain });
+// The tokenizer, once per special-as-text or not.
+const tokenizers = new Map();
+function encoder(modes) {
+  const plain = modes.includes("plain");
+  if (which === "gpt2") {
+    const enc = require(path.join(nodeModules, "gpt-3-encoder"));
+    return (t) => enc.encode(t);
+  }
+  const asText = modes.includes("special-as-text");
+  if (!tokenizers.has(asText)) {
+    const { TokenizerLoader } = require(path.join(nodeModules, "@lenml/tokenizers"));
+    const tokenizerJSON = JSON.parse(fs.readFileSync(which, "utf8"));
+    if (asText)
+      tokenizerJSON.added_tokens = tokenizerJSON.added_tokens.filter((t) => !t.special);
+    const cfgPath = path.join(path.dirname(which), "tokenizer_config.json");
+    const tokenizerConfig = fs.existsSync(cfgPath) ? JSON.parse(fs.readFileSync(cfgPath, "utf8")) : {};
+    tokenizers.set(asText, TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig }));
+  }
+  const tok = tokenizers.get(asText);
+  return (t) => tok.encode(t, { add_special_tokens: !plain });
 }
-const out = [];
-for (const line of lines) out.push(encode(unescape(line)).join(" "));
-process.stdout.write(out.join("\n") + "\n");
+const ids = (encode) => lines.map((line) => encode(unescape(line)).join(" ")).join("\n") + "\n";
+
+// MODES=FILE (modes joined by "+", "default" for none): one file per run
+// of the corpus, from one process (loading a tokenizer is most of a run).
+if (flags.some((f) => f.includes("="))) {
+  for (const run of flags) {
+    const eq = run.indexOf("=");
+    if (eq < 0) {
+      console.error(`js_ids.js: '${run}' is not MODES=FILE`);
+      process.exit(2);
+    }
+    const modes = run.slice(0, eq).split("+").filter((m) => m !== "default");
+    fs.writeFileSync(run.slice(eq + 1), ids(encoder(modes)));
+  }
+} else {
+  process.stdout.write(ids(encoder(flags)));
+}
