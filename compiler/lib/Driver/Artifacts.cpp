@@ -757,45 +757,30 @@ static std::optional<std::vector<std::string>> cachedLinkJob(StringRef driver,
     job.push_back(StringRef(t) == probe.str() ? kLinkInputs.str() : t);
   if (!valid(job))
     return std::nullopt;
-  // Written whole and renamed: another tfmc may read it at once.
-  SmallString<256> tmp;
-  int fd;
-  if (llvm::sys::fs::createUniqueFile(path + ".%%%%%%.tmp", fd, tmp))
-    return job;
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  // Written whole and renamed (another tfmc may read it at once); one that
+  // cannot be written is asked again next time.
+  llvm::consumeError(llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
     for (const std::string &a : job)
       os << a << "\n";
-  }
-  if (llvm::sys::fs::rename(tmp, path))
-    llvm::sys::fs::remove(tmp);
+    return llvm::Error::success();
+  }));
   return job;
 }
 
-/// Runs the link of `args` (`driver` and its arguments, the output after
-/// the last -o) with the cached linker command: -1 where there is none or
-/// `args` holds a flag it does not know, else the linker's exit status.
-static int runCachedLinkJob(ArrayRef<std::string> args, std::string &message) {
-  StringRef driver = args[0];
-  bool shared = false, lld = false;
-  std::string output;
-  SmallVector<std::string> user;
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "-fuse-ld=lld")
-      lld = true;
-    else if (args[i] == "-shared")
-      shared = true;
-    else if (args[i] == "-o" && i + 1 < args.size())
-      output = args[++i];
-    else
-      user.push_back(args[i]);
-  }
-  auto linker = linkerArguments(user);
-  if (!lld || output.empty() || !linker)
-    return -1;
+/// Links `inputs` (the inputs and linker flags tfmc gives the driver, in
+/// order) into `output` with the linker command `driver` gave for a link
+/// of this kind: the linker's exit status, or none where there is no such
+/// command or `inputs` holds a flag it does not know.
+static std::optional<int> runCachedLinkJob(StringRef driver, bool shared,
+                                           ArrayRef<std::string> inputs,
+                                           StringRef output,
+                                           std::string &message) {
+  auto linker = linkerArguments(inputs);
+  if (!linker)
+    return std::nullopt;
   std::optional<std::vector<std::string>> job = cachedLinkJob(driver, shared);
   if (!job)
-    return -1;
+    return std::nullopt;
   std::vector<std::string> argv;
   for (const std::string &a : *job) {
     if (a == kLinkSearch)
@@ -803,7 +788,7 @@ static int runCachedLinkJob(ArrayRef<std::string> args, std::string &message) {
     else if (a == kLinkInputs)
       argv.insert(argv.end(), linker->second.begin(), linker->second.end());
     else if (a == kLinkOutput)
-      argv.push_back(output);
+      argv.push_back(output.str());
     else
       argv.push_back(a);
   }
@@ -874,47 +859,51 @@ LogicalResult HostEmitter::link(ArrayRef<std::string> objects,
                       "openmpi-bin, then configure again)";
 #endif
   }
-  std::vector<std::string> args{driver};
   // LLVM's linker where the driver is clang and lld is installed (Debian's
   // lld-22): a model's link took 80 ms with GNU ld, 54 ms with lld.
-  if (StringRef(llvm::sys::path::filename(driver)).starts_with("clang") &&
-      !findTool({"ld.lld-22", "ld.lld"}).empty())
-    args.push_back("-fuse-ld=lld");
-  if (shared)
-    args.push_back("-shared");
-  args.insert(args.end(), objects.begin(), objects.end());
+  bool lld =
+      StringRef(llvm::sys::path::filename(driver)).starts_with("clang") &&
+      !findTool({"ld.lld-22", "ld.lld"}).empty();
+  // The inputs and linker flags, in order (the driver adds its own).
+  std::vector<std::string> inputs(objects.begin(), objects.end());
   if (shared) {
-    args.push_back("-Wl,--whole-archive");
-    args.insert(args.end(), runtimeLibs.begin(), runtimeLibs.end());
-    args.push_back("-Wl,--no-whole-archive");
+    inputs.push_back("-Wl,--whole-archive");
+    inputs.insert(inputs.end(), runtimeLibs.begin(), runtimeLibs.end());
+    inputs.push_back("-Wl,--no-whole-archive");
   } else {
-    args.push_back(mainObj.str().str());
-    args.insert(args.end(), runtimeLibs.begin(), runtimeLibs.end());
+    inputs.push_back(mainObj.str().str());
+    inputs.insert(inputs.end(), runtimeLibs.begin(), runtimeLibs.end());
   }
-  args.insert(args.end(), mpiLibs.begin(), mpiLibs.end());
+  inputs.insert(inputs.end(), mpiLibs.begin(), mpiLibs.end());
   // Executables take the static jansson (nothing extra at run time);
   // Debian's libjansson.a is not position independent, so a shared library
   // links libjansson.so.4 instead.
-  args.push_back(shared ? "-ljansson" : TFM_JANSSON_STATIC);
+  inputs.push_back(shared ? "-ljansson" : TFM_JANSSON_STATIC);
 #ifdef TFM_SANITIZE_LINK
-  args.push_back(TFM_SANITIZE_LINK);
+  inputs.push_back(TFM_SANITIZE_LINK);
 #endif
   for (const char *a :
        {"-L" TFM_OMP_DIR, "-lomp", "-Wl,-rpath," TFM_OMP_DIR, "-lm"})
-    args.push_back(a);
+    inputs.push_back(a);
   // The runtime's lib/ as a run path: the tokenizers load the SentencePiece
   // bridge (libtfm_sentencepiece.so) from there with dlopen.
-  args.push_back((Twine("-Wl,-rpath,") + libDir).str());
-  args.push_back("-o");
-  args.push_back(output.str());
+  inputs.push_back((Twine("-Wl,-rpath,") + libDir).str());
   std::string message;
-  int rc = runCachedLinkJob(args, message);
-  if (rc == -1) {
-    SmallVector<StringRef> refs(args.begin(), args.end());
-    rc = llvm::sys::ExecuteAndWait(driver, refs, std::nullopt, {}, 0, 0,
+  std::optional<int> rc;
+  if (lld)
+    rc = runCachedLinkJob(driver, shared, inputs, output, message);
+  if (!rc) {
+    SmallVector<StringRef> args{driver};
+    if (lld)
+      args.push_back("-fuse-ld=lld");
+    if (shared)
+      args.push_back("-shared");
+    args.append(inputs.begin(), inputs.end());
+    args.append({"-o", output});
+    rc = llvm::sys::ExecuteAndWait(driver, args, std::nullopt, {}, 0, 0,
                                    &message);
   }
-  if (rc != 0) {
+  if (*rc != 0) {
     InFlightDiagnostic diag = error() << "linking " << output << " failed";
     if (!message.empty())
       diag << ": " << message;
